@@ -31,7 +31,7 @@ import numpy as np
 
 State = dict[str, np.ndarray]
 
-__all__ = ["FoldResult", "Recursion", "State", "block_edges"]
+__all__ = ["BlockGrid", "FoldResult", "Recursion", "State", "block_edges"]
 
 
 def block_edges(n_rows: int, block_size: int, first_block_size: int | None = None) -> np.ndarray:
@@ -49,6 +49,53 @@ def block_edges(n_rows: int, block_size: int, first_block_size: int | None = Non
         return np.array([0, n_rows], dtype=np.int64)
     rest = np.arange(f, n_rows, block_size, dtype=np.int64)
     return np.concatenate([[0], rest, [n_rows]]).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class BlockGrid:
+    """The data blocks of a stream of ``n_rows`` rows, by arithmetic (no offset array).
+
+    Edge k (0 ≤ k ≤ n_blocks) is the row offset where block k+1 starts:
+    0, f, f+b, f+2b, …, n_rows (f: first block size, b: block size).
+    """
+
+    n_rows: int
+    block_size: int
+    first_block_size: int | None = None
+
+    def __post_init__(self):
+        if self.block_size < 1:
+            raise ValueError(f"block_size must be a positive integer, got {self.block_size}")
+        if self.first_block_size is not None and self.first_block_size < 1:
+            raise ValueError(f"first_block_size must be positive, got {self.first_block_size}")
+
+    @property
+    def first(self) -> int:
+        return self.block_size if self.first_block_size is None else int(self.first_block_size)
+
+    @property
+    def n_blocks(self) -> int:
+        f, b = self.first, self.block_size
+        return 1 if self.n_rows <= f else 1 + -(-(self.n_rows - f) // b)
+
+    def edge(self, k: int) -> int:
+        if k <= 0:
+            return 0
+        return int(min(self.n_rows, self.first + (k - 1) * self.block_size))
+
+    def floor_edge(self, row: int) -> int:
+        """Index of the last block edge at or before ``row``."""
+        if row >= self.n_rows:
+            return self.n_blocks
+        if row < self.first:
+            return 0
+        return 1 + (row - self.first) // self.block_size
+
+    def edges(self, k0: int, k1: int) -> np.ndarray:
+        """Row offsets of edges k0..k1 inclusive."""
+        ks = np.arange(k0, k1 + 1, dtype=np.int64)
+        e = np.minimum(self.first + (ks - 1) * self.block_size, self.n_rows)
+        return np.where(ks <= 0, 0, e).astype(np.int64)
 
 
 @dataclass

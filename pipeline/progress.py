@@ -1,0 +1,45 @@
+"""Progress bars (tqdm) for work spread over the cluster.
+
+Bars appear only on a terminal and only for work that lasts more than a couple
+of seconds (``delay``), and show rows per second.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from distributed import Client, as_completed
+from tqdm.auto import tqdm
+
+__all__ = ["row_bar", "track_futures"]
+
+
+def row_bar(total: int, desc: str, unit: str = "rows", enabled: bool | None = None) -> tqdm:
+    """A tqdm bar over rows; ``enabled=None`` shows it only on an interactive stderr."""
+    disable = (not sys.stderr.isatty()) if enabled is None else not enabled
+    return tqdm(
+        total=total, desc=desc, unit=unit, unit_scale=True, delay=2.0, disable=disable,
+        leave=False, dynamic_ncols=True,
+    )
+
+
+def track_futures(
+    client: Client, futures, total: int, desc: str, unit: str = "rows", enabled=None
+) -> list:
+    """Wait for ``futures`` (each returning a row count or a (rows, value) pair), showing progress.
+
+    Returns the results in submission order. On the first failure the others are
+    cancelled and the error is raised, so no caller continues with a partial set.
+    """
+    order = {f.key: i for i, f in enumerate(futures)}
+    results = [None] * len(futures)
+    with row_bar(total, desc, unit, enabled) as bar:
+        try:
+            for fut in as_completed(futures, loop=client.loop):
+                res = fut.result()
+                results[order[fut.key]] = res
+                bar.update(res[0] if isinstance(res, tuple) else int(res))
+        except BaseException:
+            client.cancel(futures)
+            raise
+    return results

@@ -128,11 +128,14 @@ def simulate(study, out, rows, features, targets, noise, condition, chunk_size, 
 @click.option("--checkpoint", type=click.Path(), default=None,
               help="Folder for checkpoints (sequential engine).")
 @click.option("--resume", is_flag=True, help="Continue from --checkpoint.")
+@click.option("--segment-size", type=float, default=None, metavar="MB",
+              help="MB of X per task (sequential default 256, scan default 48).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
 @_cluster_options
 @_friendly_errors
 def fit(method, data, out, engine, block_size, first_block_size, record_every, forgetting,
-        ridge, group, dtype, checkpoint, resume, overwrite, scheduler, n_workers, memory_limit):
+        ridge, group, dtype, checkpoint, resume, segment_size, overwrite, scheduler, n_workers,
+        memory_limit):
     """Fit METHOD to the stream store DATA, block after block, in order.
 
     \b
@@ -151,7 +154,8 @@ def fit(method, data, out, engine, block_size, first_block_size, record_every, f
         ds = fit_stream(
             data, method, out=out, group=group, engine=engine, block_size=block_size,
             first_block_size=first_block_size, record_every=record_every, dtype=dtype,
-            client=client, checkpoint=checkpoint, resume=resume, overwrite=overwrite, **params,
+            client=client, checkpoint=checkpoint, resume=resume, overwrite=overwrite,
+            segment_bytes=int(segment_size * 2**20) if segment_size else None, **params,
         )
     click.echo(
         f"wrote {out}: {method} ({engine}) over {ds.attrs['n_rows']} rows in "

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from distributed import Client
+
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursion import BlockGrid, Recursion
 

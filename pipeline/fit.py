@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 from distributed import Client
+
 from streamlsq.kernels.recursion import BlockGrid, Recursion
 
 from .checkpoint import Checkpoint
@@ -49,6 +50,7 @@ def fit_stream(
     resume: bool = False,
     overwrite: bool = False,
     progress: bool | None = None,
+    segment_bytes: int | None = None,
     **params,
 ) -> xr.Dataset:
     """Run a recursive estimator over the stream store ``data`` in order.
@@ -69,6 +71,8 @@ def fit_stream(
     out : write the result store here (atomically; ``complete=True`` last).
     checkpoint, resume : sequential engine only: commit progress to this folder
         and, with ``resume``, continue a killed run from it.
+    segment_bytes : bytes of X one sequential task folds (default 256 MiB), or one
+        scan task summarises (default 48 MiB).
     client, scheduler : a Dask client or scheduler address; by default the
         ``DASK_SCHEDULER_ADDRESS`` variable, the current default client, or an
         embedded LocalCluster.
@@ -91,7 +95,8 @@ def fit_stream(
     if resume and checkpoint is None:
         raise InputError("--resume needs --checkpoint DIR")
     try:
-        grid = BlockGrid(source.n_rows, int(block_size or source.block_size), first_block_size)
+        size = source.block_size if block_size is None else int(block_size)
+        grid = BlockGrid(source.n_rows, size, first_block_size)
     except ValueError as exc:
         raise InputError(f"{source.label}: {exc}") from None
     if record_every is None:
@@ -102,13 +107,15 @@ def fit_stream(
     started = datetime.now(UTC)
     with dask_client(client, scheduler) as cl:
         if engine == "scan":
-            traj = run_scan(cl, source, rec, grid, record_every, dtype, progress)
+            traj = run_scan(cl, source, rec, grid, record_every, dtype, progress,
+                            **({"piece_bytes": segment_bytes} if segment_bytes else {}))
         else:
             ckpt = None
             if checkpoint is not None:
                 ckpt = Checkpoint(checkpoint, _fingerprint(source, rec, grid, record_every, dtype),
                                   resume=resume)
-            traj = run_sequential(cl, source, rec, grid, record_every, dtype, ckpt, progress)
+            traj = run_sequential(cl, source, rec, grid, record_every, dtype, ckpt, progress,
+                                  **({"segment_bytes": segment_bytes} if segment_bytes else {}))
     seconds = (datetime.now(UTC) - started).total_seconds()
     ds = trajectory_dataset(traj, rec, source, grid, record_every, engine, dtype, seconds)
     if out is not None:

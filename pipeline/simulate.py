@@ -21,7 +21,7 @@ from distributed import Client
 from .cluster import dask_client
 from .errors import InputError
 from .progress import track_futures
-from .stores import prepare_output
+from .stores import consolidate, prepare_output
 
 __all__ = ["simulate_stream", "default_chunk_rows"]
 
@@ -124,6 +124,7 @@ def simulate_stream(
             track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
                           enabled=progress)
         g.attrs["complete"] = True
+        consolidate(tmp)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)

@@ -17,6 +17,7 @@ import functools
 import os
 import shutil
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ __all__ = [
     "prepare_output",
     "write_result",
     "open_result",
+    "consolidate",
 ]
 
 STREAM_DIMS = {"X": ("sample", "feature"), "y": ("sample", "target")}
@@ -203,10 +205,19 @@ def open_dataset(path: str | os.PathLike, group: str | None = None) -> xr.Datase
     path = str(path)
     if not Path(path).exists():
         raise InputError(f"{path}: no such store")
-    return xr.open_zarr(path, group=group, consolidated=False, zarr_format=3)
+    return xr.open_zarr(path, group=group, consolidated=None, zarr_format=3)
 
 
 # -- results -------------------------------------------------------------------
+
+
+def consolidate(path: str | os.PathLike) -> None:
+    """Consolidate a store's metadata so that xarray opens it in one read and quietly."""
+    with warnings.catch_warnings():
+        # zarr-python supports consolidated metadata for v3 stores but warns that the
+        # v3 specification does not define it; xarray relies on it for fast opening
+        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+        zarr.consolidate_metadata(str(path))
 
 
 def prepare_output(out: str | os.PathLike, overwrite: bool = False) -> Path:
@@ -228,6 +239,7 @@ def write_result(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False
         ds.attrs["complete"] = False
         ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
         zarr.open_group(str(tmp), mode="r+").attrs["complete"] = True
+        consolidate(tmp)
         if out.exists():
             trash = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(out, trash)

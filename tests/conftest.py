@@ -1,0 +1,66 @@
+"""Shared fixtures: one real LocalCluster per test session, a loopback cluster on demand,
+and small synthetic stores written by streamlsq itself."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "cluster"))
+
+
+@pytest.fixture(scope="session")
+def client():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+        silence_logs=logging.ERROR,
+    ) as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def loopback_address():
+    from loopback import LoopbackCluster
+
+    with LoopbackCluster(n_workers=2, memory_limit="2GB") as address:
+        yield address
+
+
+@pytest.fixture(scope="session")
+def stream_200k(tmp_path_factory, client):
+    """The issue's reference store: 200,000 x 20, several chunks, one target."""
+    from streamlsq import simulate_stream
+
+    path = tmp_path_factory.mktemp("stores") / "stream200k.zarr"
+    simulate_stream(path, 200_000, 20, 1, chunk_rows=27_000, seed=11, client=client)
+    return path
+
+
+def read_all(path):
+    g = zarr.open_group(str(path), mode="r")
+    X, y = g["X"][:], g["y"][:]
+    return X, (y[:, None] if y.ndim == 1 else y)
+
+
+def write_stream(path, X, y, chunk_rows, dims=(("sample", "feature"), ("sample", "target")),
+                 attrs=None):
+    """Write arrays as a stream store (used to build bad stores on purpose)."""
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    g.attrs.update(attrs or {})
+    for name, arr, d in (("X", X, dims[0]), ("y", y, dims[1])):
+        a = g.create_array(name, shape=arr.shape, dtype=arr.dtype,
+                           chunks=(chunk_rows,) + arr.shape[1:], dimension_names=list(d))
+        a[...] = arr
+    return path
+
+
+def lstsq(X, Y):
+    return np.linalg.lstsq(X, Y, rcond=None)[0]

@@ -1,0 +1,72 @@
+"""A killed run resumes from its checkpoint and ends with the uninterrupted run's result."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from streamlsq import fit_stream, open_result, simulate_stream
+from streamlsq.errors import InputError
+
+FIT = ["rls", "--forgetting", "0.999", "--ridge", "1.0", "--block-size", "1",
+       "--record-every", "250", "--segment-size", "0.1"]
+
+
+def _cli(*args):
+    return [sys.executable, "-m", "streamlsq.cli", *map(str, args)]
+
+
+@pytest.fixture(scope="module")
+def slow_stream(tmp_path_factory, client):
+    # per-sample RLS over 60,000 rows takes a few seconds: time enough to kill it mid-run
+    path = tmp_path_factory.mktemp("ckpt") / "s.zarr"
+    return simulate_stream(path, 60_000, 8, 1, chunk_rows=1_500, seed=3, client=client)
+
+
+def test_killed_run_resumes_to_the_same_result(slow_stream, tmp_path, client):
+    out, ckpt = tmp_path / "r.zarr", tmp_path / "ckpt"
+    cmd = _cli("fit", *FIT[:1], slow_stream, *FIT[1:], "--out", out, "--checkpoint", ckpt,
+               "--workers", "1")
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    progress = ckpt / "progress.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if progress.exists() and json.loads(progress.read_text())["next"] >= 3:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)  # the client and its LocalCluster, at once
+    proc.wait()
+    assert not out.exists()  # nothing that looks like a result
+    committed = json.loads(progress.read_text())["next"]
+    assert committed >= 3
+
+    resumed = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    got = open_result(out)
+
+    reference = fit_stream(slow_stream, "rls", forgetting=0.999, ridge=1.0, block_size=1,
+                           record_every=250, client=client)
+    np.testing.assert_array_equal(got.step, reference.step)
+    np.testing.assert_allclose(got.coef, reference.coef, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got.state_H, reference.state_H, rtol=1e-12)
+
+
+def test_resume_refuses_a_checkpoint_of_another_run(slow_stream, tmp_path, client):
+    ckpt = tmp_path / "ckpt"
+    fit_stream(slow_stream, "kf4lls", block_size=3_000, checkpoint=ckpt, client=client)
+    with pytest.raises(InputError, match="different run .*parameters"):
+        fit_stream(slow_stream, "kf4lls", ridge=1.0, block_size=3_000, checkpoint=ckpt,
+                   resume=True, client=client)
+    again = fit_stream(slow_stream, "kf4lls", block_size=3_000, checkpoint=ckpt, resume=True,
+                       client=client)  # everything committed: nothing left to fold
+    fresh = fit_stream(slow_stream, "kf4lls", block_size=3_000, client=client)
+    np.testing.assert_array_equal(again.coef, fresh.coef)

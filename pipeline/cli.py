@@ -187,5 +187,27 @@ def info(store, check, scheduler, n_workers, memory_limit):
         click.echo(f"checked: every value finite in {n} rows")
 
 
+@main.command(context_settings=CONTEXT)
+@click.option("--out", default="streamlsq-demo", show_default=True, type=click.Path(),
+              help="Folder for the demo's stores.")
+@click.option("--rows", default=2_000_000, show_default=True, help="Rows of the stream.")
+@click.option("--features", default=20, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@_cluster_options
+@_friendly_errors
+def demo(out, rows, features, seed, scheduler, n_workers, memory_limit):
+    """Simulate a stream, fit it with both engines and RLS, and report accuracy and speed.
+
+    \b
+    Examples:
+      streamlsq demo
+      streamlsq demo --out /tmp/demo --rows 500000
+    """
+    from .demo import run_demo
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        run_demo(out, rows, features, seed, client=client, echo=click.echo)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

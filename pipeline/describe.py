@@ -9,6 +9,7 @@ import numpy as np
 import zarr
 from distributed import Client
 
+from ._malloc import fast_large_allocations
 from .errors import InputError
 from .progress import track_futures
 from .stores import _dims, _open_group, missing_chunks, open_stream
@@ -61,7 +62,8 @@ def describe(path: str) -> str:
 
 
 def _check_range(source, a, b):
-    source.read(a, b)
+    with fast_large_allocations():
+        source.read(a, b)
     return b - a
 
 

@@ -28,6 +28,7 @@ from distributed import Client
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursion import BlockGrid, Recursion
 
+from ._malloc import fast_large_allocations
 from .checkpoint import Checkpoint
 from .errors import InputError
 from .progress import row_bar, track_futures
@@ -109,6 +110,11 @@ def fold_segment(
     previous segment's result). Returns (rows folded, result dict)."""
     # ``previous`` is the state itself or the (rows, part) result of the previous segment
     state = previous[1]["state"] if isinstance(previous, tuple) else previous
+    with fast_large_allocations():
+        return _fold_segment(source, method, state, k0, k1, grid, record_every, dtype, prefetch)
+
+
+def _fold_segment(source, method, state, k0, k1, grid, record_every, dtype, prefetch):
     r0, r1 = grid.edge(k0), grid.edge(k1)
     reads = _chunk_aligned_reads(source, r0, r1)
     steps, coefs, rows, diags = [], [], [], {}
@@ -241,7 +247,8 @@ def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
 def summarize_piece(source, method, k0, k1, grid, record_every, dtype):
     """Task: read blocks k0+1..k1 and return their interval summaries (small)."""
     r0, r1 = grid.edge(k0), grid.edge(k1)
-    X, Y = source.read(r0, r1, dtype)
+    with fast_large_allocations():
+        X, Y = source.read(r0, r1, dtype)
     edges = grid.edges(k0, k1) - r0
     return r1 - r0, method.summarize(X, Y, edges, _piece_cuts(k0, k1, record_every))
 

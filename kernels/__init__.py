@@ -36,11 +36,13 @@ from .interleaved import (
 )
 from .kf4lls import KF4LLS, RLS, block_sums, kf4lls_update
 from .linalg import SingularMatrixError, spd_solve, symmetrize
+from .lms import LMS, StepSchedule, chunk_row_permutation, epoch_chunk_order, lms_fold_arrays
 from .recursion import FoldResult, Recursion, State, block_edges
 
 __all__ = [
     "FIGURE1_SCHEMES",
     "KF4LLS",
+    "LMS",
     "RLS",
     "AlphaEstimate",
     "ColumnMoments",
@@ -53,12 +55,15 @@ __all__ = [
     "Recursion",
     "SingularMatrixError",
     "State",
+    "StepSchedule",
     "bias_per_coordinate",
     "block_edges",
     "block_sums",
     "center_block",
+    "chunk_row_permutation",
     "column_moments",
     "combine_figure1_sums",
+    "epoch_chunk_order",
     "estimate_alpha_grid",
     "estimate_alpha_means",
     "figure1_curves",
@@ -71,6 +76,7 @@ __all__ = [
     "interleaved_closed_form",
     "interleaved_figure1",
     "kf4lls_update",
+    "lms_fold_arrays",
     "merge_column_moments",
     "population_of_step",
     "population_weight",

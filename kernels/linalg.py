@@ -54,8 +54,9 @@ def check_finite(name: str, A: np.ndarray) -> None:
     """Raise ValueError naming ``name`` and the first bad row if A has NaN or Inf."""
     finite = np.isfinite(A)
     if not finite.all():
-        bad = np.argwhere(~finite)[0]
-        raise ValueError(f"{name} has a non-finite value ({A[tuple(bad)]!r}) at index {tuple(bad)}")
+        bad = tuple(int(i) for i in np.argwhere(~finite)[0])
+        # plain Python scalars: NumPy 2 reprs (np.int64(2)) would clutter the message
+        raise ValueError(f"{name} has a non-finite value ({A[bad].item()!r}) at index {bad}")
 
 
 def numerical_rank(H: np.ndarray) -> int:

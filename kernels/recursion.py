@@ -141,6 +141,15 @@ class Recursion:
         """The recursion's parameters (for result attrs and reconstruction)."""
         raise NotImplementedError
 
+    def coef_names(self, n_features: int) -> list[str] | None:
+        """Labels of the rows of ``coef(state)`` for data with ``n_features`` columns.
+
+        None (the default) means the rows are the data features 0..n_features−1;
+        kernels whose coefficients have other rows (an intercept, basis
+        functions) return one label per row.
+        """
+        return None
+
     # -- shared driver -------------------------------------------------------
     def fold(
         self,

@@ -16,7 +16,7 @@ segment, so kernels with a per-sample loop override it with a compiled one.
 Recursions whose block update depends on the data only through sums of the
 block (KF4LLS, RLS with forgetting) also implement the *scan* form:
 
-    summarize(X, Y, block_size, cuts) -> [summary, ...]   # parallel, one list per piece
+    summarize(X, Y, edges, cuts)       -> [summary, ...]   # parallel, one list per piece
     scan(info_state, summaries)        -> [info_state, ...] # in order, cheap additions
     finish(info_state)                 -> state             # the solve, independent per step
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamlsq.kernels import KF4LLS
 from streamlsq.kernels import interleaved as il
 from streamlsq.kernels.recursion import block_edges

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamlsq.kernels import KF4LLS, LMS, Recursion, StepSchedule
 from streamlsq.kernels.lms import chunk_row_permutation, epoch_chunk_order
 from streamlsq.kernels.recursion import block_edges

@@ -2,86 +2,59 @@
 
 Every kernel works on in-memory NumPy blocks and can be tested with a few arrays
 (DESIGN.md §1). The pipeline (``streamlsq``) moves blocks to these functions.
+
+Modules:
+
+- ``recursion``, ``linalg``: the recursion contract and the shared solves
+- ``kf4lls`` (KF4LLS, RLS), ``interleaved``, ``lms``, ``bfgs``, ``irma`` + ``basis``:
+  the recursive estimators
+- ``mlr`` (and ``mlr_*``), ``whitening``: meta-learning for mixed linear regression
+- ``synthetic``, ``synthetic_mlr``: reproducible generators of synthetic data
 """
 
-from .interleaved import (
-    FIGURE1_SCHEMES,
-    AlphaEstimate,
-    ColumnMoments,
-    Figure1Curves,
-    Figure1Parameters,
-    Figure1Result,
-    Figure1Sums,
-    InterleavedKF4LLS,
-    bias_per_coordinate,
-    center_block,
-    column_moments,
-    combine_figure1_sums,
-    estimate_alpha_grid,
-    estimate_alpha_means,
-    figure1_curves,
-    figure1_draw,
-    figure1_expected_bias,
-    figure1_fit,
-    figure1_parameters,
-    figure1_sums,
-    interleaved_block_order,
-    interleaved_closed_form,
-    interleaved_figure1,
-    merge_column_moments,
-    population_of_step,
-    population_weight,
-    test_mse,
-    validate_alpha,
+from . import (
+    interleaved,
+    kf4lls,
+    linalg,
+    lms,
+    mlr,
+    recursion,
+    synthetic,
+    synthetic_mlr,
+    whitening,
 )
+from .interleaved import InterleavedKF4LLS
 from .kf4lls import KF4LLS, RLS, block_sums, kf4lls_update
 from .linalg import SingularMatrixError, spd_solve, symmetrize
 from .lms import LMS, StepSchedule, chunk_row_permutation, epoch_chunk_order, lms_fold_arrays
-from .recursion import FoldResult, Recursion, State, block_edges
+from .recursion import BlockGrid, FoldResult, Recursion, State, block_edges
 
 __all__ = [
-    "FIGURE1_SCHEMES",
     "KF4LLS",
     "LMS",
     "RLS",
-    "AlphaEstimate",
-    "ColumnMoments",
-    "Figure1Curves",
-    "Figure1Parameters",
-    "Figure1Result",
-    "Figure1Sums",
+    "BlockGrid",
     "FoldResult",
     "InterleavedKF4LLS",
     "Recursion",
     "SingularMatrixError",
     "State",
     "StepSchedule",
-    "bias_per_coordinate",
     "block_edges",
     "block_sums",
-    "center_block",
     "chunk_row_permutation",
-    "column_moments",
-    "combine_figure1_sums",
     "epoch_chunk_order",
-    "estimate_alpha_grid",
-    "estimate_alpha_means",
-    "figure1_curves",
-    "figure1_draw",
-    "figure1_expected_bias",
-    "figure1_fit",
-    "figure1_parameters",
-    "figure1_sums",
-    "interleaved_block_order",
-    "interleaved_closed_form",
-    "interleaved_figure1",
+    "interleaved",
+    "kf4lls",
     "kf4lls_update",
+    "linalg",
+    "lms",
     "lms_fold_arrays",
-    "merge_column_moments",
-    "population_of_step",
-    "population_weight",
+    "mlr",
+    "recursion",
     "spd_solve",
     "symmetrize",
-    "test_mse",
-    "validate_alpha",
+    "synthetic",
+    "synthetic_mlr",
+    "whitening",
 ]

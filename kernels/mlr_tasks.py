@@ -1,0 +1,243 @@
+"""Ragged task sets stored CSR-style, and vectorised per-task arithmetic on them.
+
+DESIGN.md §3: the rows of all tasks are stored task after task in ``X``
+(n_rows, d) and ``y`` (n_rows,); ``task_ptr`` (n_tasks + 1,) holds int64 offsets
+and the rows of task i are ``task_ptr[i]:task_ptr[i+1]``. The pipeline hands a
+kernel one *chunk* of tasks with a local ``task_ptr`` starting at 0.
+
+Everything here is vectorised over the tasks of a chunk (segment sums with
+``np.add.reduceat``, ``np.repeat`` of task ids, padded batched stacks); there is
+no Python loop over tasks. A segment sum over one task only touches that task's
+rows, so per-task results do not depend on how tasks are grouped into chunks.
+
+Inputs are upcast to float64: every quantity here is a sum over many rows or
+tasks, and the stores are small per task (d ~ 10).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "as_task_rows",
+    "canonical_labels",
+    "check_labels",
+    "group_ptr",
+    "padded_task_stacks",
+    "segment_sum",
+    "split_groups",
+    "task_ids",
+    "task_sizes",
+    "validate_task_ptr",
+]
+
+
+def validate_task_ptr(task_ptr, n_rows: int) -> np.ndarray:
+    """Check CSR task offsets and return them as a 1-D int64 array.
+
+    ``task_ptr`` must be 1-D with at least one entry, of integer dtype, start at
+    0, never decrease, and end at ``n_rows``. Empty tasks (equal consecutive
+    offsets) are allowed here; kernels that need rows refuse them by name.
+    Raises ValueError naming the first bad index.
+    """
+    ptr = np.asarray(task_ptr)
+    if ptr.ndim != 1 or ptr.size == 0:
+        raise ValueError(
+            f"task_ptr must be a non-empty 1-D array of offsets, got shape {ptr.shape}"
+        )
+    if ptr.dtype.kind not in "iu":
+        raise ValueError(f"task_ptr must be an integer array of offsets, got dtype {ptr.dtype}")
+    ptr = ptr.astype(np.int64, copy=False)
+    if ptr[0] != 0:
+        raise ValueError(f"task_ptr must start at 0, got task_ptr[0] = {int(ptr[0])}")
+    steps = np.diff(ptr)
+    if steps.size and steps.min() < 0:
+        i = int(np.flatnonzero(steps < 0)[0]) + 1
+        raise ValueError(
+            f"task_ptr must be non-decreasing: task_ptr[{i}] = {int(ptr[i])} < "
+            f"task_ptr[{i - 1}] = {int(ptr[i - 1])}"
+        )
+    if ptr[-1] != n_rows:
+        raise ValueError(
+            f"task_ptr must end at the number of rows {n_rows}: "
+            f"task_ptr[{ptr.size - 1}] = {int(ptr[-1])}"
+        )
+    return ptr
+
+
+def task_sizes(task_ptr) -> np.ndarray:
+    """Rows per task, t_i = task_ptr[i+1] − task_ptr[i] (int64)."""
+    return np.diff(np.asarray(task_ptr, dtype=np.int64))
+
+
+def task_ids(task_ptr) -> np.ndarray:
+    """The task index of every row: (n_rows,) int64, ``np.repeat(arange(n_tasks), t)``."""
+    sizes = task_sizes(task_ptr)
+    return np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+
+
+def as_task_rows(X, y, task_ptr, *, x_name: str = "X", y_name: str = "y"):
+    """Validate a chunk of tasks; return (X float64 (n, d), y float64 (n,), task_ptr int64).
+
+    ``y`` may be (n,) or (n, 1) (the stream store's 2-D target with one target).
+    Raises ValueError naming the argument and the first non-finite entry.
+    """
+    X = np.asarray(X)
+    y = np.asarray(y)
+    if X.ndim != 2:
+        raise ValueError(f"{x_name} must be 2-D (rows, features), got shape {X.shape}")
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"{y_name} must have one value per row of {x_name} ({X.shape[0]}), got shape {y.shape}"
+        )
+    X = X.astype(np.float64, copy=False)
+    y = y.astype(np.float64, copy=False)
+    _check_finite(x_name, X)
+    _check_finite(y_name, y)
+    ptr = validate_task_ptr(task_ptr, X.shape[0])
+    return X, y, ptr
+
+
+def _check_finite(name: str, A: np.ndarray) -> None:
+    finite = np.isfinite(A)
+    if not finite.all():
+        bad = np.argwhere(~finite)[0]
+        where = f"row {bad[0]}" if A.ndim == 1 else f"row {bad[0]}, column {bad[1]}"
+        raise ValueError(f"{name} has a non-finite value ({A[tuple(bad)]!r}) at {where}")
+
+
+def segment_sum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Sums of ``values`` over consecutive segments ``ptr[s]:ptr[s+1]`` along axis 0.
+
+    Empty segments give 0 (``np.add.reduceat`` alone would return the element at
+    the offset). The sum of a segment only reads that segment's rows.
+    """
+    ptr = np.asarray(ptr, dtype=np.int64)
+    n_seg = ptr.size - 1
+    out = np.zeros((n_seg,) + values.shape[1:], dtype=np.result_type(values, np.float64))
+    nonempty = ptr[1:] > ptr[:-1]
+    if nonempty.any():
+        # Starts of non-empty segments are strictly increasing and each such
+        # segment runs to the next non-empty start, which is its own end.
+        out[nonempty] = np.add.reduceat(values, ptr[:-1][nonempty], axis=0)
+    return out
+
+
+def _check_groups(task_ptr: np.ndarray, n_groups: int, what: str = "groups") -> np.ndarray:
+    if isinstance(n_groups, bool) or not isinstance(n_groups, int | np.integer) or n_groups < 1:
+        raise ValueError(f"n_{what} must be a positive integer, got {n_groups!r}")
+    sizes = task_sizes(task_ptr)
+    short = sizes < n_groups
+    if short.any():
+        i = int(np.flatnonzero(short)[0])
+        raise ValueError(
+            f"task {i} has {int(sizes[i])} rows, fewer than the {int(n_groups)} groups "
+            f"it must be split into"
+        )
+    return sizes
+
+
+def group_ptr(task_ptr, n_groups: int) -> np.ndarray:
+    """Row offsets of the (task, group) segments: (n_tasks·n_groups + 1,) int64.
+
+    Group g of a task with t rows holds its rows j (0-based within the task)
+    with ⌊j·G/t⌋ = g, i.e. j ∈ [⌈g·t/G⌉, ⌈(g+1)·t/G⌉): contiguous, sizes ⌊t/G⌋ or
+    ⌈t/G⌉. Refuses tasks with fewer rows than groups, naming the first one.
+    """
+    ptr = np.asarray(task_ptr, dtype=np.int64)
+    sizes = _check_groups(ptr, n_groups)
+    g = np.arange(n_groups, dtype=np.int64)
+    # ceil(g*t/G) as -((-g*t)//G), exact in integers
+    starts = ptr[:-1, None] + (-((-g[None, :] * sizes[:, None]) // n_groups))
+    return np.concatenate([starts.ravel(), ptr[-1:]])
+
+
+def split_groups(task_ptr, n_groups: int) -> np.ndarray:
+    """Group 0..n_groups−1 of every row within its task: (n_rows,) int64.
+
+    Contiguous and as equal as possible: row j (0-based within a task of t rows)
+    is in group ⌊j·G/t⌋ (see :func:`group_ptr`). Refuses tasks with fewer rows
+    than groups, naming the first such task.
+    """
+    ptr = np.asarray(task_ptr, dtype=np.int64)
+    sizes = _check_groups(ptr, n_groups)
+    tid = task_ids(ptr)
+    j = np.arange(ptr[-1], dtype=np.int64) - ptr[:-1][tid]
+    return (j * n_groups) // sizes[tid]
+
+
+def check_labels(labels, n_tasks: int, n_clusters: int, name: str = "labels") -> np.ndarray:
+    """Validate task labels: (n_tasks,) integers in [0, n_clusters); return them as int64."""
+    lab = np.asarray(labels)
+    if lab.shape != (n_tasks,):
+        raise ValueError(f"{name} must have one entry per task ({n_tasks}), got shape {lab.shape}")
+    if lab.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integers, got dtype {lab.dtype}")
+    lab = lab.astype(np.int64, copy=False)
+    bad = (lab < 0) | (lab >= n_clusters)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{i}] = {int(lab[i])} is outside the clusters 0..{n_clusters - 1}")
+    return lab
+
+
+def canonical_labels(labels) -> np.ndarray:
+    """Renumber cluster labels by the smallest task index in each cluster.
+
+    The cluster of task 0 becomes 0, the next cluster met in task order 1, and
+    so on, so two runs that find the same partition report the same labels.
+    """
+    lab = np.asarray(labels)
+    if lab.ndim != 1:
+        raise ValueError(f"labels must be 1-D, got shape {lab.shape}")
+    if lab.size == 0:
+        return lab.astype(np.int64)
+    _, first, inverse = np.unique(lab, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size, dtype=np.int64)
+    return rank[inverse.ravel()]
+
+
+def _size_buckets(sizes: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """Group tasks by size into power-of-two buckets: [(task indices, padded size), ...].
+
+    Padding a task to the largest size in its bucket at most doubles its rows,
+    and there are at most log2(max t) + 1 buckets (a loop over buckets, not tasks).
+    """
+    key = np.zeros(sizes.shape, dtype=np.int64)
+    pos = sizes > 0
+    key[pos] = np.ceil(np.log2(sizes[pos])).astype(np.int64) + 1
+    out = []
+    for b in np.unique(key):
+        idx = np.flatnonzero(key == b)
+        out.append((idx, int(sizes[idx].max())))
+    return out
+
+
+def padded_task_stacks(X: np.ndarray, y: np.ndarray, task_ptr: np.ndarray):
+    """Yield (task indices, Xs (m, T, d), ys (m, T), sizes (m,)) per size bucket.
+
+    Each task's rows are copied into a zero-padded slab of T rows. Zero rows with
+    zero targets change neither XᵀX, Xᵀy, yᵀy nor any least-squares solution, so
+    batched linear algebra on the slabs gives per-task results.
+    """
+    ptr = np.asarray(task_ptr, dtype=np.int64)
+    sizes = task_sizes(ptr)
+    d = X.shape[1]
+    for idx, T in _size_buckets(sizes):
+        m = idx.size
+        Xs = np.zeros((m, T, d), dtype=X.dtype)
+        ys = np.zeros((m, T), dtype=y.dtype)
+        t = sizes[idx]
+        if T > 0:
+            slot = np.repeat(np.arange(m, dtype=np.int64), t)
+            first = np.repeat(ptr[idx], t)
+            # position of each row within its task
+            offsets = np.repeat(np.cumsum(t) - t, t)
+            j = np.arange(slot.size, dtype=np.int64) - offsets
+            rows = first + j
+            Xs[slot, j] = X[rows]
+            ys[slot, j] = y[rows]
+        yield idx, Xs, ys, t

@@ -1,0 +1,161 @@
+"""Synthetic mixed-linear-regression tasks (papers/meta-learning-mixed-linear-regression.txt,
+§2.2 model and Appendix E settings), pure functions of their seeds.
+
+Model: component h ~ p per task; rows x ~ N(0, I_d), y = w_hᵀx + s_h·ε, ε ~ N(0, 1).
+
+Chunk invariance: tasks are generated in fixed blocks of B tasks (B depends only
+on rows_per_task and d); block b draws, from ``default_rng([*seed, 2, b])`` and
+in this order, B uniforms for the components, the (B, t, d) features and the
+(B, t) noise. A chunk of tasks regenerates the blocks it overlaps and slices
+them, so task i's numbers depend only on (seed, i) (and t, d): any chunking of
+the task range gives identical data. Components use ``default_rng([*seed, 1])``.
+(Seed words are tagged 1 and 2 because NumPy's SeedSequence ignores trailing
+zero words: [s] and [s, 0] give the same stream.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["mlr_components", "simulate_tasks", "tasks_per_block"]
+
+_TAG_COMPONENTS = 1
+_TAG_TASKS = 2
+_MAX_TASKS_PER_BLOCK = 1024
+_NUMBERS_PER_BLOCK = 1 << 18
+
+
+def _seed_words(seed) -> list[int]:
+    words = [seed] if np.isscalar(seed) else list(seed)
+    out = []
+    for w in words:
+        if not _is_int(w) or w < 0:
+            raise ValueError(
+                f"seed must be a non-negative integer or a sequence of them, got {seed!r}"
+            )
+        out.append(int(w))
+    if not out:
+        raise ValueError("seed must not be empty")
+    return out
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _positive_int(value, name: str) -> int:
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def mlr_components(
+    seed,
+    d: int,
+    k: int,
+    kind: str = "orthonormal",
+    separation: float | None = None,
+    noise=1.0,
+    weights=None,
+):
+    """True mixture parameters: (W_true (k, d), s_true (k,), p_true (k,)).
+
+    ``kind="orthonormal"``: the k rows are orthonormal (QR of a Gaussian matrix,
+    signs fixed by diag(R) > 0; needs k ≤ d), so ‖w_h‖ = 1 and Δ = √2.
+    ``kind="gaussian"``: rows i.i.d. N(0, I/d) (the paper's other prior).
+    ``separation``: rescale W so the smallest pairwise distance min‖w_h − w_h'‖
+    equals it (k ≥ 2). ``noise``: s_h, a positive number or (k,). ``weights``:
+    p (k,), non-negative and summing to 1 (default uniform).
+    """
+    words = _seed_words(seed)
+    d = _positive_int(d, "d")
+    k = _positive_int(k, "k")
+    rng = np.random.default_rng([*words, _TAG_COMPONENTS])
+    if kind == "orthonormal":
+        if k > d:
+            raise ValueError(f"kind='orthonormal' needs k <= d, got k = {k}, d = {d}")
+        Q, R = np.linalg.qr(rng.standard_normal((d, k)))
+        signs = np.sign(np.diag(R))
+        signs[signs == 0] = 1.0
+        W = (Q * signs).T
+    elif kind == "gaussian":
+        W = rng.standard_normal((k, d)) / np.sqrt(d)
+    else:
+        raise ValueError(f"kind must be 'orthonormal' or 'gaussian', got {kind!r}")
+    if separation is not None:
+        if k < 2:
+            raise ValueError("separation needs at least k = 2 components")
+        if not (np.isfinite(separation) and separation > 0):
+            raise ValueError(f"separation must be a finite positive number, got {separation!r}")
+        diff = W[:, None, :] - W[None, :, :]
+        dist = np.sqrt((diff**2).sum(axis=2))[np.triu_indices(k, 1)]
+        W = W * (separation / dist.min())
+    s = np.broadcast_to(np.asarray(noise, dtype=np.float64), (k,)).copy()
+    if not (np.isfinite(s).all() and (s > 0).all()):
+        raise ValueError(f"noise must be positive (a number or one per component), got {noise!r}")
+    if weights is None:
+        p = np.full(k, 1.0 / k)
+    else:
+        p = np.asarray(weights, dtype=np.float64)
+        if p.shape != (k,) or not (np.isfinite(p).all() and (p >= 0).all()):
+            raise ValueError(f"weights must be {k} finite numbers >= 0, got {weights!r}")
+        if abs(p.sum() - 1.0) > 1e-8:
+            raise ValueError(f"weights must sum to 1, got {p.sum()!r}")
+        p = p / p.sum()
+    return W, s, p
+
+
+def tasks_per_block(rows_per_task: int, d: int) -> int:
+    """B, the tasks per random-number block: ≤ 1024 and ≤ 2¹⁸ numbers per block."""
+    return max(1, min(_MAX_TASKS_PER_BLOCK, _NUMBERS_PER_BLOCK // (rows_per_task * (d + 1))))
+
+
+def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s, p):
+    """Tasks first_task .. first_task+n_tasks−1 of the synthetic task set ``seed``.
+
+    Returns (X (n_tasks·t, d), y (n_tasks·t,), task_ptr (n_tasks+1,) local int64,
+    component (n_tasks,) int64). Every task has ``rows_per_task`` rows. The
+    numbers of task i depend only on (seed, i, t, d), never on the chunking
+    (module docstring); ``seed`` is an int or a sequence of ints (e.g.
+    (seed, role) for the light, heavy and second light task sets).
+    Vectorised within each block: a loop over blocks, not tasks.
+    """
+    words = _seed_words(seed)
+    t = _positive_int(rows_per_task, "rows_per_task")
+    if not _is_int(first_task) or first_task < 0:
+        raise ValueError(f"first_task must be an integer >= 0, got {first_task!r}")
+    if not _is_int(n_tasks) or n_tasks < 0:
+        raise ValueError(f"n_tasks must be an integer >= 0, got {n_tasks!r}")
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or not np.isfinite(W).all():
+        raise ValueError(f"W must be a finite (k, d) array, got shape {W.shape}")
+    k, d = W.shape
+    s = np.asarray(s, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    if s.shape != (k,) or not (np.isfinite(s).all() and (s >= 0).all()):
+        raise ValueError(f"s must be {k} finite noise levels >= 0, got shape {s.shape}")
+    if p.shape != (k,) or not (np.isfinite(p).all() and (p >= 0).all()) or abs(p.sum() - 1) > 1e-8:
+        raise ValueError(f"p must be {k} weights >= 0 summing to 1, got {p!r}")
+    first, n = int(first_task), int(n_tasks)
+    X = np.empty((n, t, d))
+    y = np.empty((n, t))
+    comp = np.empty(n, dtype=np.int64)
+    if n:
+        B = tasks_per_block(t, d)
+        cdf = np.cumsum(p)
+        cdf[-1] = 1.0
+        for b in range(first // B, (first + n - 1) // B + 1):
+            rng = np.random.default_rng([*words, _TAG_TASKS, b])
+            u = rng.random(B)
+            Xb = rng.standard_normal((B, t, d))
+            eb = rng.standard_normal((B, t))
+            lo = max(first, b * B)
+            hi = min(first + n, (b + 1) * B)
+            src = slice(lo - b * B, hi - b * B)
+            dst = slice(lo - first, hi - first)
+            h = np.minimum(np.searchsorted(cdf, u[src], side="right"), k - 1)
+            comp[dst] = h
+            X[dst] = Xb[src]
+            y[dst] = np.einsum("btd,bd->bt", Xb[src], W[h]) + s[h][:, None] * eb[src]
+    task_ptr = np.arange(n + 1, dtype=np.int64) * t
+    return X.reshape(n * t, d), y.reshape(n * t), task_ptr, comp

@@ -94,6 +94,10 @@ class Recursion:
         """The recursion's parameters (for result attrs and reconstruction)."""
         raise NotImplementedError
 
+    def coef_names(self, n_features: int) -> list[str] | None:
+        """Labels of the rows of ``coef(state)`` (e.g. basis functions); None: 0..q-1."""
+        return None
+
     # -- shared driver -------------------------------------------------------
     def fold(
         self,

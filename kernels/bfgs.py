@@ -29,8 +29,10 @@ Curvature safeguard: C is positive semi-definite by construction; the B update
 is skipped (and counted in ``n_skipped``) when C is not positive definite to
 working precision: λ_min(C) ≤ (q·eps·‖X_k‖_F·‖δW‖_F)² — ‖X_kδW‖ at the rounding
 level of the product, a scale-invariant threshold — or, for K > 1,
-λ_min(C) ≤ K·eps·λ_max(C) (C numerically singular, e.g. two identical target
-columns). A zero step (a block already fitted exactly) is a skipped update.
+λ_min(C) ≤ √eps·λ_max(C) (the columns of δW numerically dependent, e.g. two
+identical target columns; λ_min of the Gram matrix C is then known to fewer
+than half the digits and C⁻¹ would amplify rounding by more than 1/√eps).
+A zero step (a block already fitted exactly) is a skipped update.
 W is updated in every case.
 
 What the recursion guarantees (the paper): W₀ is the least-squares fit of the
@@ -93,17 +95,18 @@ def block_bfgs_inverse_update(B, dW, Z, curvature=None, floor: float = 0.0):
 
     B_k = (I − δW C⁻¹Zᵀ) B (I − Z C⁻¹δWᵀ) + δW C⁻¹δWᵀ, evaluated as
     B − δW C⁻¹Uᵀ − U C⁻¹δWᵀ + δW C⁻¹(C + ZᵀU)C⁻¹δWᵀ with U = BZ and C⁻¹ applied
-    by Cholesky solves. Skipped when λ_min(C) ≤ max(floor, K·eps·λ_max(C)).
+    by Cholesky solves. Skipped when λ_min(C) ≤ max(floor, √eps·λ_max(C)).
     Then B_k Z = δW (the secant equation for every column).
     """
     S = as_2d(np.asarray(dW))
     Z = as_2d(np.asarray(Z))
     C = Z.T @ S if curvature is None else np.asarray(curvature)
     C = symmetrize(np.atleast_2d(C))
-    K = C.shape[0]
     w = np.linalg.eigvalsh(C)
-    eps = np.finfo(C.dtype).eps
-    if not (w[0] > max(floor, 0.0) and w[0] > K * eps * w[-1]):
+    # C's smallest eigenvalue carries an absolute error ~eps·λ_max: below
+    # sqrt(eps)·λ_max the secant pairs are numerically dependent and C⁻¹ would
+    # amplify rounding by more than 1/sqrt(eps) (vacuous for K = 1)
+    if not (w[0] > max(floor, 0.0) and w[0] > np.sqrt(np.finfo(C.dtype).eps) * w[-1]):
         return B, True
     cf = sla.cho_factor(C, lower=True, check_finite=False)
     G = sla.cho_solve(cf, S.T, check_finite=False).T  # δW C⁻¹ (q×K)

@@ -11,6 +11,7 @@ from .basis import (
     QuadratureBasis,
     TensorBasis,
     gramian_cholesky,
+    make_basis,
     quadrature_gramian,
 )
 from .bfgs import IncrementalBFGS, balanced_rates, bfgs_inverse_update, block_bfgs_inverse_update
@@ -59,6 +60,7 @@ __all__ = [
     "irma_sequences",
     "irma_step",
     "kf4lls_update",
+    "make_basis",
     "quadrature_gramian",
     "rls_sequences",
     "spd_solve",

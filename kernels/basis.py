@@ -50,6 +50,7 @@ __all__ = [
     "TensorBasis",
     "cholesky_gramian",
     "gramian_cholesky",
+    "make_basis",
     "quadrature_gramian",
 ]
 
@@ -457,6 +458,26 @@ class TensorBasis(Basis):
 
     def get_params(self) -> dict:
         return {"kind": "tensor", "factors": [bs.get_params() for bs in self.bases]}
+
+
+def make_basis(params: dict) -> Basis:
+    """Rebuild a basis from its ``get_params()`` dict (legendre, monomial, tensor).
+
+    A :class:`QuadratureBasis` wraps user code and cannot be rebuilt from
+    parameters: ValueError.
+    """
+    if not isinstance(params, dict) or "kind" not in params:
+        raise ValueError(f"basis parameters must be a dict with a 'kind', got {params!r}")
+    kind = params["kind"]
+    if kind in ("legendre", "monomial"):
+        cls = LegendreBasis if kind == "legendre" else MonomialBasis
+        return cls(int(params["order"]), tuple(params["domain"]))
+    if kind == "tensor":
+        return TensorBasis([make_basis(f) for f in params["factors"]])
+    raise ValueError(
+        f"cannot rebuild a basis of kind {kind!r} from parameters "
+        "(known: legendre, monomial, tensor; a quadrature basis wraps user code)"
+    )
 
 
 def gramian_cholesky(basis: Basis) -> np.ndarray | None:

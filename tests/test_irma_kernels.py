@@ -19,6 +19,7 @@ from streamlsq.kernels.basis import (
     QuadratureBasis,
     TensorBasis,
     gramian_cholesky,
+    make_basis,
     quadrature_gramian,
 )
 from streamlsq.kernels.irma import (
@@ -137,6 +138,21 @@ def test_tensor_basis_gramian_is_the_kronecker_product():
     assert basis.names[3] == "P1(x0)*x(x1)"
     np.testing.assert_allclose(Phi[:, 3], P0[:, 1] * P1[:, 1])
     assert TensorBasis([b0, LegendreBasis(3, (0, 2))]).orthonormal
+
+
+def test_bases_rebuild_from_their_parameters():
+    for basis in (
+        LegendreBasis(6, (0.0, 3.0)),
+        MonomialBasis(2, (-1.0, 1.0)),
+        TensorBasis([LegendreBasis(2, (0, 1)), MonomialBasis(1, (0, 2))]),
+    ):
+        rebuilt = make_basis(basis.get_params())
+        x = np.linspace(basis.bounds[:, 0], basis.bounds[:, 1], 7)
+        np.testing.assert_array_equal(rebuilt.expand(x), basis.expand(x))
+        assert rebuilt.names == basis.names
+    quad = QuadratureBasis(lambda x: np.stack([np.ones_like(x), x], 1), (0.0, 1.0))
+    with pytest.raises(ValueError, match="quadrature"):
+        make_basis(quad.get_params())
 
 
 def test_bases_refuse_bad_input():

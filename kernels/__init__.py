@@ -13,7 +13,10 @@ Modules:
 """
 
 from . import (
+    basis,
+    bfgs,
     interleaved,
+    irma,
     kf4lls,
     linalg,
     lms,
@@ -23,33 +26,49 @@ from . import (
     synthetic_mlr,
     whitening,
 )
+from .basis import LegendreBasis, MonomialBasis, QuadratureBasis, TensorBasis, make_basis
+from .bfgs import IncrementalBFGS
 from .interleaved import InterleavedKF4LLS
+from .irma import IRMA, IRMARLS, IRMAGradientDescent, StiffnessSchedule
 from .kf4lls import KF4LLS, RLS, block_sums, kf4lls_update
 from .linalg import SingularMatrixError, spd_solve, symmetrize
 from .lms import LMS, StepSchedule, chunk_row_permutation, epoch_chunk_order, lms_fold_arrays
 from .recursion import BlockGrid, FoldResult, Recursion, State, block_edges
 
 __all__ = [
+    "IRMA",
+    "IRMARLS",
     "KF4LLS",
     "LMS",
     "RLS",
     "BlockGrid",
     "FoldResult",
+    "IRMAGradientDescent",
+    "IncrementalBFGS",
     "InterleavedKF4LLS",
+    "LegendreBasis",
+    "MonomialBasis",
+    "QuadratureBasis",
     "Recursion",
     "SingularMatrixError",
     "State",
     "StepSchedule",
+    "StiffnessSchedule",
+    "TensorBasis",
+    "basis",
+    "bfgs",
     "block_edges",
     "block_sums",
     "chunk_row_permutation",
     "epoch_chunk_order",
     "interleaved",
+    "irma",
     "kf4lls",
     "kf4lls_update",
     "linalg",
     "lms",
     "lms_fold_arrays",
+    "make_basis",
     "mlr",
     "recursion",
     "spd_solve",

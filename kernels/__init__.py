@@ -4,6 +4,17 @@ Every kernel works on in-memory NumPy blocks and can be tested with a few arrays
 (DESIGN.md §1). The pipeline (``streamlsq``) moves blocks to these functions.
 """
 
+from .basis import (
+    Basis,
+    LegendreBasis,
+    MonomialBasis,
+    QuadratureBasis,
+    TensorBasis,
+    gramian_cholesky,
+    make_basis,
+    quadrature_gramian,
+)
+from .bfgs import IncrementalBFGS, balanced_rates, bfgs_inverse_update, block_bfgs_inverse_update
 from .interleaved import (
     FIGURE1_SCHEMES,
     AlphaEstimate,
@@ -34,6 +45,18 @@ from .interleaved import (
     test_mse,
     validate_alpha,
 )
+from .irma import (
+    IRMA,
+    IRMARLS,
+    IRMAGradientDescent,
+    SequenceResult,
+    StiffnessSchedule,
+    batch_polynomial_fit,
+    gd_sequences,
+    irma_sequences,
+    irma_step,
+    rls_sequences,
+)
 from .kf4lls import KF4LLS, RLS, block_sums, kf4lls_update
 from .linalg import SingularMatrixError, spd_solve, symmetrize
 from .lms import LMS, StepSchedule, chunk_row_permutation, epoch_chunk_order, lms_fold_arrays
@@ -41,22 +64,37 @@ from .recursion import FoldResult, Recursion, State, block_edges
 
 __all__ = [
     "FIGURE1_SCHEMES",
+    "IRMA",
+    "IRMARLS",
     "KF4LLS",
     "LMS",
     "RLS",
     "AlphaEstimate",
+    "Basis",
     "ColumnMoments",
     "Figure1Curves",
     "Figure1Parameters",
     "Figure1Result",
     "Figure1Sums",
     "FoldResult",
+    "IRMAGradientDescent",
+    "IncrementalBFGS",
     "InterleavedKF4LLS",
+    "LegendreBasis",
+    "MonomialBasis",
+    "QuadratureBasis",
     "Recursion",
+    "SequenceResult",
     "SingularMatrixError",
     "State",
     "StepSchedule",
+    "StiffnessSchedule",
+    "TensorBasis",
+    "balanced_rates",
+    "batch_polynomial_fit",
+    "bfgs_inverse_update",
     "bias_per_coordinate",
+    "block_bfgs_inverse_update",
     "block_edges",
     "block_sums",
     "center_block",
@@ -72,14 +110,21 @@ __all__ = [
     "figure1_fit",
     "figure1_parameters",
     "figure1_sums",
+    "gd_sequences",
+    "gramian_cholesky",
     "interleaved_block_order",
     "interleaved_closed_form",
     "interleaved_figure1",
+    "irma_sequences",
+    "irma_step",
     "kf4lls_update",
     "lms_fold_arrays",
+    "make_basis",
     "merge_column_moments",
     "population_of_step",
     "population_weight",
+    "quadrature_gramian",
+    "rls_sequences",
     "spd_solve",
     "symmetrize",
     "test_mse",

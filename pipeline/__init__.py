@@ -15,7 +15,11 @@ except PackageNotFoundError:  # running from a source tree without installation
 from .cluster import dask_client
 from .errors import InputError
 from .estimators import (
+    IncrementalBFGSRegressor,
     InterleavedKF4LLSRegressor,
+    IRMAGradientDescentRegressor,
+    IRMARegressor,
+    IRMARLSRegressor,
     KF4LLSRegressor,
     LMSRegressor,
     RLSRegressor,
@@ -27,6 +31,10 @@ from .stores import StreamSource, open_dataset, open_result, open_stream
 
 __all__ = [
     "METHODS",
+    "IRMAGradientDescentRegressor",
+    "IRMARLSRegressor",
+    "IRMARegressor",
+    "IncrementalBFGSRegressor",
     "InputError",
     "InterleavedKF4LLSRegressor",
     "KF4LLSRegressor",

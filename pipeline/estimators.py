@@ -21,7 +21,9 @@ Common behaviour (see :class:`_RecursionRegressor`):
 - ``y`` of shape (n,) gives ``coef_`` (n_features,), a float ``intercept_`` and
   1-D predictions; ``y`` of shape (n, K) gives ``coef_`` (K, n_features),
   ``intercept_`` (K,) and (n, K) predictions, like
-  :class:`sklearn.linear_model.LinearRegression`.
+  :class:`sklearn.linear_model.LinearRegression`. The IRMA estimators have a
+  scalar target (a column vector y is raveled with sklearn's
+  ``DataConversionWarning``), ``coef_`` (n_basis,) and no ``intercept_``.
 - Fitted attributes: ``coef_``, ``intercept_``, ``n_features_in_``,
   ``feature_names_in_`` (when fitted on a DataFrame with string column names),
   ``state_`` (the kernel state: a dict of NumPy arrays, as the pipeline
@@ -31,14 +33,21 @@ Common behaviour (see :class:`_RecursionRegressor`):
   ``partial_fit`` by constructing the kernel, which raises ValueError naming
   the parameter.
 
-Intercepts: KF4LLS and RLS have no intercept term of their own. Centring X and
+Intercepts: KF4LLS, RLS and incremental BFGS have no intercept term of their own. Centring X and
 y by their means, as a batch fit does, is not available to a recursion (the
 means are not known until the end), so with ``fit_intercept=True`` the estimator
 prepends a constant column of ones to X before the kernel sees it and reports
 that column's coefficients as ``intercept_``. The intercept is then estimated
 jointly with the slopes — exactly least squares with an intercept for KF4LLS
 with ``ridge=0`` — and a ridge start (``ridge > 0``) shrinks it like the slopes.
-LMS has its constant column inside the kernel (row 0 of ``W``).
+LMS has its constant column inside the kernel (row 0 of ``W``); interleaved
+KF4LLS centres every block and has no intercept (``intercept_`` is 0); the IRMA
+models have the constant function in their basis.
+
+Input dimension of IRMA: its X holds the raw inputs x of the basis, one column
+per interval of ``domain`` (one by default), and points outside the domain are
+refused — these estimators are function approximators of few inputs, not
+regressors on arbitrary feature matrices.
 """
 
 from __future__ import annotations
@@ -52,13 +61,22 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from streamlsq.kernels import (
+    IRMA,
+    IRMARLS,
     KF4LLS,
     LMS,
     RLS,
+    Basis,
+    IncrementalBFGS,
     InterleavedKF4LLS,
+    IRMAGradientDescent,
+    LegendreBasis,
+    MonomialBasis,
     Recursion,
     SingularMatrixError,
     State,
+    StiffnessSchedule,
+    TensorBasis,
     block_edges,
     chunk_row_permutation,
     epoch_chunk_order,
@@ -66,6 +84,10 @@ from streamlsq.kernels import (
 )
 
 __all__ = [
+    "IRMAGradientDescentRegressor",
+    "IRMARLSRegressor",
+    "IRMARegressor",
+    "IncrementalBFGSRegressor",
     "InterleavedKF4LLSRegressor",
     "KF4LLSRegressor",
     "LMSRegressor",
@@ -141,11 +163,15 @@ class _RecursionRegressor(RegressorMixin, BaseEstimator):
         return block_edges(n_rows, block_size, first)
 
     _singular_hint = "set ridge > 0"
+    #: whether y may have several columns (else 1-D y, sklearn's column-vector warning)
+    _multi_output = True
+    #: whether the model has an ``intercept_`` attribute (a basis expansion has none)
+    _reports_intercept = True
 
     # -- sklearn plumbing ----------------------------------------------------
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
+        tags.target_tags.multi_output = self._multi_output
         tags.target_tags.single_output = True
         tags.input_tags.allow_nan = False
         tags.input_tags.sparse = False
@@ -185,24 +211,37 @@ class _RecursionRegressor(RegressorMixin, BaseEstimator):
     # -- the driver ------------------------------------------------------------
     def _fit(self, X, y, first_call: bool, is_fit: bool, **fit_params):
         if is_fit:  # a failed fit leaves the estimator unfitted, not half-refitted
-            for name in ("state_", "coef_", "intercept_", "n_steps_", "rows_seen_"):
-                self.__dict__.pop(name, None)
+            for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+                delattr(self, name)
         kernel = self._make_kernel_checked()
         X, y = validate_data(
-            self, X, y, reset=first_call, dtype=np.float64, multi_output=True, y_numeric=True
+            self, X, y, reset=first_call, dtype=np.float64, multi_output=self._multi_output,
+            y_numeric=True,
         )
         y = np.asarray(y, dtype=np.float64)
         Y = y[:, None] if y.ndim == 1 else y
-        if first_call:
-            state = kernel.init(self._n_kernel_features(X.shape[1]), Y.shape[1], np.float64)
-            n_steps, rows_seen = 0, 0
-        else:
-            state = self.state_
+        if not first_call:
             n_targets = self._coef_matrix.shape[1]
             if Y.shape[1] != n_targets:
                 raise ValueError(
                     f"y has {Y.shape[1]} target(s), but {type(self).__name__} was fitted "
                     f"with {n_targets}: partial_fit needs the same targets on every call"
+                )
+        try:
+            fresh = kernel.init(self._n_kernel_features(X.shape[1]), Y.shape[1], np.float64)
+        except ValueError as exc:
+            raise ValueError(f"{type(self).__name__}: {exc}") from None
+        if first_call:
+            state = fresh
+            n_steps, rows_seen = 0, 0
+        else:
+            state = self.state_
+            changed = [k for k in fresh if np.shape(fresh[k]) != np.shape(state.get(k))]
+            if changed or set(fresh) != set(state):
+                raise ValueError(
+                    f"{type(self).__name__}: the parameters no longer match the fitted state "
+                    f"(state arrays {changed or sorted(set(fresh) ^ set(state))} differ, e.g. "
+                    f"after set_params); call fit to start again"
                 )
             n_steps, rows_seen = self.n_steps_, self.rows_seen_
         passes = self._passes(kernel, state, X, Y, first_call, is_fit, **fit_params)
@@ -251,10 +290,16 @@ class _RecursionRegressor(RegressorMixin, BaseEstimator):
         intercept = W[0] if self._has_intercept_row() else np.zeros(W.shape[1], dtype=W.dtype)
         if self._y_1d:
             self.coef_ = slopes[:, 0].copy()
-            self.intercept_ = float(intercept[0])
+            if self._reports_intercept:
+                self.intercept_ = float(intercept[0])
         else:
             self.coef_ = slopes.T.copy()
-            self.intercept_ = intercept.copy()
+            if self._reports_intercept:
+                self.intercept_ = intercept.copy()
+        self._set_extra_fitted(kernel, state)
+
+    def _set_extra_fitted(self, kernel, state: State) -> None:
+        """Method-specific fitted attributes (none by default)."""
 
 
 class _InterceptColumnMixin:
@@ -607,3 +652,253 @@ class InterleavedKF4LLSRegressor(_RecursionRegressor):
             )
         new_edges = np.concatenate([[0], np.cumsum([p.size for p in pieces], dtype=np.int64)])
         return [_Pass(X[used], Y[used], new_edges)]
+
+
+# ---------------------------------------------------------------------------
+# Incremental BFGS
+# ---------------------------------------------------------------------------
+class IncrementalBFGSRegressor(_InterceptColumnMixin, _RecursionRegressor):
+    """Incremental BFGS regressor (ALGORITHMS.md §4; kernel ``streamlsq.kernels.IncrementalBFGS``).
+
+    The first block gives the least-squares start W₀ = H₀⁻¹X₀ᵀY₀, B₀ = H₀⁻¹; each
+    later block takes the step δW = B X_kᵀ(Y_k − X_kW)·α (exact line search, a
+    fixed rate, or class-balanced rates) and updates the inverse-Hessian
+    approximation B by (2.8), skipping it when the curvature is not positive.
+    With ``block_size=None`` a ``fit`` is one block, i.e. least squares (as
+    :class:`~sklearn.linear_model.LinearRegression`); the recursion is not the
+    least-squares fit of all blocks seen (use :class:`KF4LLSRegressor` for that).
+
+    Parameters
+    ----------
+    rate : "exact" or float > 0, default "exact"
+        α: exact line search on the block's loss, or a fixed rate α_r.
+    balanced : bool, default False
+        Class-balanced per-example rates from α_r (binary targets 0/1 or −1/1;
+        with ``fit_intercept`` the constant column is part of the model).
+    ridge : float >= 0, default 0
+        δ of H₀ + δI, used only when the first block is rank deficient
+        (``ridge_used_``); 0 refuses such a block.
+    balance_counts : {"block", "cumulative"}, default "block"
+        Counts of positives/negatives the balanced rates use.
+    block_size, first_block_size : int or None, default None
+        Rows per block (None: one block per call) and of the first block.
+    fit_intercept : bool, default True
+        A constant column prepended inside the estimator (see the module docstring).
+
+    Attributes
+    ----------
+    coef_, intercept_, n_features_in_, feature_names_in_, state_, n_steps_, rows_seen_
+        ``state_`` holds W, B, rows, blocks, n_skipped, ridge_used (and the counts
+        of balanced rates).
+    n_skipped_ : int
+        B updates skipped by the curvature safeguard so far.
+    ridge_used_ : bool
+        Whether the first block needed the ridge start.
+    """
+
+    _singular_hint = "set ridge > 0 or a larger first_block_size"
+
+    def __init__(
+        self,
+        rate="exact",
+        balanced=False,
+        ridge=0.0,
+        balance_counts="block",
+        block_size=None,
+        first_block_size=None,
+        fit_intercept=True,
+    ):
+        self.rate = rate
+        self.balanced = balanced
+        self.ridge = ridge
+        self.balance_counts = balance_counts
+        self.block_size = block_size
+        self.first_block_size = first_block_size
+        self.fit_intercept = fit_intercept
+
+    _check_params = KF4LLSRegressor._check_params
+    _first_block_size = KF4LLSRegressor._first_block_size
+    _edges = KF4LLSRegressor._edges
+
+    def _make_kernel(self):
+        _check_bool(self.balanced, "balanced")
+        return IncrementalBFGS(
+            rate=self.rate,
+            balanced=self.balanced,
+            ridge=self.ridge,
+            balance_counts=self.balance_counts,
+        )
+
+    def _set_extra_fitted(self, kernel, state):
+        self.n_skipped_ = kernel.n_skipped(state)
+        self.ridge_used_ = kernel.ridge_used(state)
+
+
+# ---------------------------------------------------------------------------
+# IRMA and its baselines
+# ---------------------------------------------------------------------------
+class _BasisRegressor(_RecursionRegressor):
+    """Shared part of the IRMA estimators: the basis from parameters, scalar target.
+
+    X holds the raw inputs x, one column per input dimension of the basis; the
+    kernel expands them (and refuses points outside the domain). The model is
+    f(x) = φ(x)ᵀθ: ``coef_`` is θ (n_basis,), the basis is ``basis_`` (its
+    ``names`` label the coefficients) and there is no separate ``intercept_``
+    (the constant function is in the basis).
+    """
+
+    _multi_output = False
+    _reports_intercept = False
+
+    def _check_params(self):
+        _check_block_size(self.block_size, "block_size")
+
+    def _make_basis(self) -> Basis:
+        """The basis from ``basis``, ``order`` and ``domain`` (a Basis object is used as is).
+
+        ``domain`` (a, b): one input; ((a0, b0), (a1, b1), …): the tensor product
+        of one 1-D basis of degree ``order`` per input dimension.
+        """
+        if isinstance(self.basis, Basis):
+            return self.basis
+        kinds = {"legendre": LegendreBasis, "monomial": MonomialBasis}
+        if not isinstance(self.basis, str) or self.basis not in kinds:
+            raise ValueError(
+                f"basis must be 'legendre', 'monomial' or a streamlsq.kernels Basis, "
+                f"got {self.basis!r}"
+            )
+        cls = kinds[self.basis]
+        if np.ndim(self.domain) == 2:
+            return TensorBasis([cls(self.order, interval) for interval in self.domain])
+        return cls(self.order, self.domain)
+
+    def _predict_kernel(self, X):
+        return self.basis_.evaluate(X, self._coef_matrix)
+
+    def _set_extra_fitted(self, kernel, state):
+        self.basis_ = kernel.basis
+
+
+class IRMARegressor(_BasisRegressor):
+    """Incremental risk minimisation (IRMA), one example at a time (ALGORITHMS.md §5).
+
+    θ_{t+1} = θ_t + A⁻¹φ(x_t)e_t/(λ_t + φ(x_t)ᵀA⁻¹φ(x_t)), e_t = y_t − φ(x_t)ᵀθ_t,
+    θ₀ = 0, A the Gramian of the basis on the domain (kernel
+    :class:`streamlsq.kernels.IRMA`). The blocks do not change the numbers
+    (the update is per sample); they only count ``n_steps_``.
+
+    Parameters
+    ----------
+    order : int, default 4
+        Polynomial degree of the basis (per input dimension).
+    domain : (a, b) or sequence of (a_i, b_i), default (-1.0, 1.0)
+        The bounded input domain Ω; X has one column per interval, and inputs
+        outside Ω are refused (in ``fit`` and ``predict``).
+    basis : "legendre", "monomial" or a streamlsq.kernels Basis, default "legendre"
+        Legendre polynomials orthonormal on Ω (A = I; accurate at high orders)
+        or monomials (Gramian factored once; refused when singular). A Basis
+        object (e.g. :class:`~streamlsq.kernels.QuadratureBasis` for any user
+        functions) is used as is, and then ``order`` and ``domain`` are ignored.
+    stiffness : {"multiplicative", "additive", "constant"}, default "multiplicative"
+        Schedule of λ_t: λ₀·r^t, λ₀ + r·t or λ₀ (t: examples seen before).
+    stiffness_initial : float > 0, default 0.1
+        λ₀ (the paper's 0.1).
+    stiffness_rate : float, default 1.05
+        r (the paper's 1.05; ignored by "constant").
+    block_size : int or None, default None
+        Rows per step (None: one block per call).
+
+    Attributes
+    ----------
+    coef_ : (n_basis,) θ;  basis_ : the basis;  n_features_in_, feature_names_in_,
+    state_ (theta, rows, blocks, cumulative_loss: Σ of squared pre-update errors),
+    n_steps_, rows_seen_.
+    """
+
+    def __init__(
+        self,
+        order=4,
+        domain=(-1.0, 1.0),
+        basis="legendre",
+        stiffness="multiplicative",
+        stiffness_initial=0.1,
+        stiffness_rate=1.05,
+        block_size=None,
+    ):
+        self.order = order
+        self.domain = domain
+        self.basis = basis
+        self.stiffness = stiffness
+        self.stiffness_initial = stiffness_initial
+        self.stiffness_rate = stiffness_rate
+        self.block_size = block_size
+
+    def _make_kernel(self):
+        schedule = StiffnessSchedule(self.stiffness, self.stiffness_initial, self.stiffness_rate)
+        return IRMA(self._make_basis(), schedule)
+
+
+class IRMAGradientDescentRegressor(_BasisRegressor):
+    """The IRMA study's GD baseline: normalised gradient descent with Tikhonov μθᵀθ.
+
+    Per example, one gradient step on (y_t − φᵀθ)² + μθᵀθ with the exactly
+    minimising rate (kernel :class:`streamlsq.kernels.IRMAGradientDescent`).
+    The paper runs its baselines on monomials (``basis="monomial"``).
+
+    Parameters
+    ----------
+    order, domain, basis, block_size
+        As for :class:`IRMARegressor`.
+    mu : float >= 0, default 0.05
+        Tikhonov weight (the paper's 0.05).
+    """
+
+    def __init__(self, order=4, domain=(-1.0, 1.0), basis="legendre", mu=0.05, block_size=None):
+        self.order = order
+        self.domain = domain
+        self.basis = basis
+        self.mu = mu
+        self.block_size = block_size
+
+    def _make_kernel(self):
+        return IRMAGradientDescent(self._make_basis(), mu=self.mu)
+
+
+class IRMARLSRegressor(_BasisRegressor):
+    """The IRMA study's RLS baseline: forgetting factor and a Tikhonov term that is not forgotten.
+
+    θ_t minimises Σ g^{t−i}(y_i − φ_iᵀθ)² + g^tθᵀP₀⁻¹θ + μθᵀθ (kernel
+    :class:`streamlsq.kernels.IRMARLS`, information form, one solve per example).
+
+    Parameters
+    ----------
+    order, domain, basis, block_size
+        As for :class:`IRMARegressor`.
+    forgetting : float in (0, 1], default 0.9
+        g (the paper's 0.9).
+    mu : float >= 0, default 0.05
+        Tikhonov weight (the paper's 0.05).
+    p0 : float > 0, default 1
+        P₀ = p0·I (the paper: the identity).
+    """
+
+    def __init__(
+        self,
+        order=4,
+        domain=(-1.0, 1.0),
+        basis="legendre",
+        forgetting=0.9,
+        mu=0.05,
+        p0=1.0,
+        block_size=None,
+    ):
+        self.order = order
+        self.domain = domain
+        self.basis = basis
+        self.forgetting = forgetting
+        self.mu = mu
+        self.p0 = p0
+        self.block_size = block_size
+
+    def _make_kernel(self):
+        return IRMARLS(self._make_basis(), forgetting=self.forgetting, mu=self.mu, p0=self.p0)

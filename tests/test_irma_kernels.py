@@ -13,6 +13,7 @@ import pytest
 import scipy.special as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamlsq.kernels.basis import (
     LegendreBasis,
     MonomialBasis,

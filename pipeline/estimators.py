@@ -317,7 +317,25 @@ class _InterceptColumnMixin:
 # ---------------------------------------------------------------------------
 # KF4LLS and RLS
 # ---------------------------------------------------------------------------
-class KF4LLSRegressor(_InterceptColumnMixin, _RecursionRegressor):
+class _BlocksMixin:
+    """``block_size``, ``first_block_size`` and ``fit_intercept`` of the block solvers."""
+
+    def _check_params(self):
+        _check_block_size(self.block_size, "block_size")
+        _check_block_size(self.first_block_size, "first_block_size")
+        _check_bool(self.fit_intercept, "fit_intercept")
+
+    def _first_block_size(self):
+        return self.first_block_size
+
+    def _edges(self, n_rows, block_size, first=None):
+        if block_size is None and first is not None:
+            # a first block, then the rest of the call as one block
+            return np.unique(np.array([0, min(first, n_rows), n_rows], dtype=np.int64))
+        return _RecursionRegressor._edges(n_rows, block_size, first)
+
+
+class KF4LLSRegressor(_BlocksMixin, _InterceptColumnMixin, _RecursionRegressor):
     """Kalman filter for linear least squares (KF4LLS), block by block.
 
     H_i = H_{i−1} + X_iᵀX_i, ψ_i = ψ_{i−1} + H_i⁻¹X_iᵀ(Y_i − X_iψ_{i−1})
@@ -357,20 +375,6 @@ class KF4LLSRegressor(_InterceptColumnMixin, _RecursionRegressor):
         self.first_block_size = first_block_size
         self.ridge = ridge
         self.fit_intercept = fit_intercept
-
-    def _check_params(self):
-        _check_block_size(self.block_size, "block_size")
-        _check_block_size(self.first_block_size, "first_block_size")
-        _check_bool(self.fit_intercept, "fit_intercept")
-
-    def _first_block_size(self):
-        return self.first_block_size
-
-    def _edges(self, n_rows, block_size, first=None):
-        if block_size is None and first is not None:
-            # a first block, then the rest of the call as one block
-            return np.unique(np.array([0, min(first, n_rows), n_rows], dtype=np.int64))
-        return _RecursionRegressor._edges(n_rows, block_size, first)
 
     def _make_kernel(self):
         return KF4LLS(ridge=self.ridge)
@@ -657,7 +661,7 @@ class InterleavedKF4LLSRegressor(_RecursionRegressor):
 # ---------------------------------------------------------------------------
 # Incremental BFGS
 # ---------------------------------------------------------------------------
-class IncrementalBFGSRegressor(_InterceptColumnMixin, _RecursionRegressor):
+class IncrementalBFGSRegressor(_BlocksMixin, _InterceptColumnMixin, _RecursionRegressor):
     """Incremental BFGS regressor (ALGORITHMS.md §4; kernel ``streamlsq.kernels.IncrementalBFGS``).
 
     The first block gives the least-squares start W₀ = H₀⁻¹X₀ᵀY₀, B₀ = H₀⁻¹; each
@@ -715,10 +719,6 @@ class IncrementalBFGSRegressor(_InterceptColumnMixin, _RecursionRegressor):
         self.block_size = block_size
         self.first_block_size = first_block_size
         self.fit_intercept = fit_intercept
-
-    _check_params = KF4LLSRegressor._check_params
-    _first_block_size = KF4LLSRegressor._first_block_size
-    _edges = KF4LLSRegressor._edges
 
     def _make_kernel(self):
         _check_bool(self.balanced, "balanced")

@@ -26,7 +26,7 @@ from . import (
     synthetic_mlr,
     whitening,
 )
-from .basis import LegendreBasis, MonomialBasis, QuadratureBasis, TensorBasis, make_basis
+from .basis import Basis, LegendreBasis, MonomialBasis, QuadratureBasis, TensorBasis, make_basis
 from .bfgs import IncrementalBFGS
 from .interleaved import InterleavedKF4LLS
 from .irma import IRMA, IRMARLS, IRMAGradientDescent, StiffnessSchedule
@@ -41,6 +41,7 @@ __all__ = [
     "KF4LLS",
     "LMS",
     "RLS",
+    "Basis",
     "BlockGrid",
     "FoldResult",
     "IRMAGradientDescent",

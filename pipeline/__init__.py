@@ -14,6 +14,16 @@ except PackageNotFoundError:  # running from a source tree without installation
 
 from .cluster import dask_client
 from .errors import InputError
+from .estimators import (
+    IncrementalBFGSRegressor,
+    InterleavedKF4LLSRegressor,
+    IRMAGradientDescentRegressor,
+    IRMARegressor,
+    IRMARLSRegressor,
+    KF4LLSRegressor,
+    LMSRegressor,
+    RLSRegressor,
+)
 from .fit import fit_stream
 from .methods import METHODS, make_method
 from .simulate import simulate_stream
@@ -21,7 +31,15 @@ from .stores import StreamSource, open_dataset, open_result, open_stream
 
 __all__ = [
     "METHODS",
+    "IRMAGradientDescentRegressor",
+    "IRMARLSRegressor",
+    "IRMARegressor",
+    "IncrementalBFGSRegressor",
     "InputError",
+    "InterleavedKF4LLSRegressor",
+    "KF4LLSRegressor",
+    "LMSRegressor",
+    "RLSRegressor",
     "StreamSource",
     "__version__",
     "dask_client",

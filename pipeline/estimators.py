@@ -80,8 +80,8 @@ from streamlsq.kernels import (
     block_edges,
     chunk_row_permutation,
     epoch_chunk_order,
-    interleaved_block_order,
 )
+from streamlsq.kernels.interleaved import interleaved_block_order
 
 __all__ = [
     "IRMAGradientDescentRegressor",

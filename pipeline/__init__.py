@@ -15,8 +15,9 @@ except PackageNotFoundError:  # running from a source tree without installation
 from .cluster import dask_client
 from .errors import InputError
 from .fit import fit_stream
+from .interleaved import fit_interleaved
 from .methods import METHODS, make_method
-from .simulate import simulate_stream
+from .simulate import simulate_interleaved, simulate_stream
 from .stores import StreamSource, open_dataset, open_result, open_stream
 
 __all__ = [
@@ -25,10 +26,12 @@ __all__ = [
     "StreamSource",
     "__version__",
     "dask_client",
+    "fit_interleaved",
     "fit_stream",
     "make_method",
     "open_dataset",
     "open_result",
     "open_stream",
+    "simulate_interleaved",
     "simulate_stream",
 ]

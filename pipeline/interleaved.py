@@ -129,7 +129,8 @@ def _estimate_alpha(client, how, a, b, c, progress):
             return estimate_alpha_means(mom[0].mean, mom[1].mean, mom[2].mean)
         return estimate_alpha_grid(*mom)
     except ValueError as exc:
-        raise InputError(f"{a.label}, {b.label}, {c.label}: variable 'X': {exc}") from None
+        hint = " (--estimate-alpha grid)" if how == "means" else ""
+        raise InputError(f"{a.label}, {b.label}, {c.label}: variable 'X': {exc}{hint}") from None
 
 
 # -- the test population: QR factors of C's blocks 1..t -----------------------------------

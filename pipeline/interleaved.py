@@ -15,6 +15,7 @@ and summaries between stores and kernels.
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -342,6 +343,10 @@ def fit_interleaved(
         if r_p is not None:
             ds["bias"] = (("step",), np.array([bias_of_run(psi, r_p) for psi in traj.coefs]))
             ds["coef_true_test"] = (("feature", "target"), r_p)
+    if src_c is not None:
+        inputs = json.loads(ds.attrs["inputs"])
+        inputs.append({"role": "test", "path": str(src_c.path), "group": src_c.group or ""})
+        ds.attrs["inputs"] = json.dumps(inputs)
     ds.attrs["alpha"] = float(alpha)
     ds.attrs["alpha_source"] = "given" if estimate is None else estimate.method
     if estimate is not None:

@@ -267,3 +267,15 @@ def test_alpha_that_the_means_cannot_identify_is_refused(tmp_path, run):
     out = tmp_path / "r.zarr"
     _refused(run(stores[0], stores[1], "--test", stores[2], "--estimate-alpha", "means",
                  "--out", out), out, "column 0", "--estimate-alpha grid")
+
+
+@pytest.mark.parametrize("engine", ["sequential", "scan"])
+def test_singular_first_block_names_the_remedy(pop, run, tmp_path, engine):
+    # a centred block of 4 rows has rank <= 3 < q = 4: H_1 is singular with H_0 = 0
+    out = tmp_path / "r.zarr"
+    _refused(run(f"{pop}#a", f"{pop}#b", "--alpha", "0.3", "--block-size", "4", "--engine",
+                 engine, "--out", out), out, "group 'a'", "variable 'X'", "first block",
+             "--ridge", "--block-size")
+    ok = run(f"{pop}#a", f"{pop}#b", "--alpha", "0.3", "--block-size", "4", "--engine", engine,
+             "--ridge", "1e-6", "--out", out)
+    assert ok.exit_code == 0, ok.output

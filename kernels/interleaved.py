@@ -42,6 +42,7 @@ __all__ = [
     "Figure1Result",
     "Figure1Sums",
     "InterleavedKF4LLS",
+    "bias_of_run",
     "bias_per_coordinate",
     "center_block",
     "column_moments",
@@ -53,6 +54,8 @@ __all__ = [
     "figure1_expected_bias",
     "figure1_fit",
     "figure1_parameters",
+    "figure1_population_blocks",
+    "figure1_store_parameters",
     "figure1_sums",
     "interleaved_block_order",
     "interleaved_closed_form",
@@ -60,6 +63,10 @@ __all__ = [
     "merge_column_moments",
     "population_of_step",
     "population_weight",
+    "residual_factor",
+    "residual_factor_mse",
+    "residual_factor_summaries",
+    "merge_residual_factors",
     "test_mse",
     "validate_alpha",
 ]
@@ -577,6 +584,89 @@ def test_mse(psi, Z_blocks, p_blocks) -> float:
 test_mse.__test__ = False  # a library function, not a pytest test
 
 
+def bias_of_run(psi, r_p) -> float:
+    """Figure 1's bias for a single run: the mean over coordinates of |ψ − r_p|.
+
+    (The figure averages ψ over Monte-Carlo iterations first,
+    :func:`bias_per_coordinate`; one run of the pipeline has one ψ per step.)
+    With K targets the mean runs over the q·K entries.
+    """
+    return float(bias_per_coordinate(psi, r_p).mean())
+
+
+# ---------------------------------------------------------------------------
+# Test MSE over a stream: a QR factor of the test rows instead of the rows
+# ---------------------------------------------------------------------------
+def residual_factor(Z: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """R ((q+K)×(q+K), upper triangular) with ‖P − Zψ‖²_F = ‖R [ψ; −I]‖²_F for every ψ.
+
+    R is the triangular factor of the QR decomposition of the rows [Z P] (padded
+    with zero rows when there are fewer than q + K rows), computed in float64. It
+    is a sufficient statistic of a set of test rows for :func:`test_mse`, with
+    the rounding of a QR rather than of the normal equations: the squared
+    residual is evaluated as the norm of R[ψ; −I], so a small MSE next to large
+    targets loses ~√ of the digits the expanded form pᵀp − 2ψᵀZᵀp + ψᵀZᵀZψ would.
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    P = as_2d(np.asarray(P, dtype=np.float64))
+    if Z.ndim != 2 or P.shape[0] != Z.shape[0]:
+        raise ValueError(f"Z has shape {Z.shape} but P has shape {P.shape}")
+    check_finite("Z", Z)
+    check_finite("P", P)
+    s = Z.shape[1] + P.shape[1]
+    R = np.linalg.qr(np.hstack([Z, P]), mode="r")
+    if R.shape[0] < s:
+        R = np.vstack([R, np.zeros((s - R.shape[0], s))])
+    return R
+
+
+def merge_residual_factors(R1: np.ndarray, R2: np.ndarray) -> np.ndarray:
+    """The :func:`residual_factor` of the union of two row sets, from their factors."""
+    R1, R2 = np.asarray(R1, dtype=np.float64), np.asarray(R2, dtype=np.float64)
+    if R1.shape != R2.shape or R1.ndim != 2 or R1.shape[0] != R1.shape[1]:
+        raise ValueError(f"factors must be square and alike, got {R1.shape} and {R2.shape}")
+    return np.linalg.qr(np.vstack([R1, R2]), mode="r")
+
+
+def residual_factor_summaries(
+    Z: np.ndarray, P: np.ndarray, edges: np.ndarray, cuts: np.ndarray
+) -> list[dict]:
+    """Residual factors of consecutive intervals of test blocks (one piece of a stream).
+
+    ``edges`` are the piece's local block offsets, ``cuts`` increasing block counts
+    (the last one = the number of blocks) at which an interval ends. Returns one
+    ``{"R", "rows", "blocks"}`` per interval; combine them in order with
+    :func:`merge_residual_factors` to get the factor of test blocks 1..t.
+    """
+    edges = np.asarray(edges, dtype=np.int64)
+    out = []
+    start = 0
+    for c in cuts:
+        c = int(c)
+        if c <= start or c >= len(edges):
+            raise ValueError(f"cuts must be increasing block counts <= {len(edges) - 1}")
+        a, b = int(edges[start]), int(edges[c])
+        out.append({"R": residual_factor(Z[a:b], P[a:b]), "rows": np.int64(b - a),
+                    "blocks": np.int64(c - start)})
+        start = c
+    return out
+
+
+def residual_factor_mse(psi, R: np.ndarray, rows: int) -> float:
+    """:func:`test_mse` of ψ on the rows summarised by ``R`` (``rows`` of them):
+    ‖R [ψ; −I]‖²_F / (rows·K), in float64."""
+    psi = as_2d(np.asarray(psi, dtype=np.float64))
+    R = np.asarray(R, dtype=np.float64)
+    q, K = psi.shape
+    if R.shape != (q + K, q + K):
+        raise ValueError(f"R has shape {R.shape}, expected ({q + K}, {q + K}) for psi {psi.shape}")
+    if int(rows) < 1:
+        raise ValueError(f"rows must be a positive integer, got {rows}")
+    check_finite("psi", psi)
+    V = np.vstack([psi, -np.eye(K)])
+    return float(np.sum((R @ V) ** 2) / (int(rows) * K))
+
+
 # ---------------------------------------------------------------------------
 # Figure 1: vectorised Monte Carlo
 # ---------------------------------------------------------------------------
@@ -732,6 +822,64 @@ def figure1_draw(rng: np.random.Generator, n_iter: int, params: Figure1Parameter
         "b": U @ params.r_b + E[..., 2 * q],
         "f": V @ params.r_f + E[..., 2 * q + 1],
         "p": Z @ params.r_p + E[..., 2 * q + 2],
+    }
+
+
+#: tags of the generator keys of a simulated Figure 1 store (fixed key positions: see lms.py)
+_FIGURE1_STORE_PARAMETERS_TAG = 0x49464731
+_FIGURE1_STORE_BLOCK_TAG = 0x49464732
+
+
+def figure1_store_parameters(
+    seed: int, alpha: float = 0.25, n: int = 100, q: int = 6, steps: int = 6
+) -> Figure1Parameters:
+    """The fixed settings (r_b, r_f, μ₁, μ₂) of a simulated Figure 1 store, from ``seed``.
+
+    :func:`figure1_parameters` with ``default_rng([seed, tag])``: every worker that
+    writes part of the store computes the same settings.
+    """
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    rng = np.random.default_rng([seed, _FIGURE1_STORE_PARAMETERS_TAG])
+    return figure1_parameters(rng, alpha, n, q, steps)
+
+
+def figure1_population_blocks(
+    seed: int, params: Figure1Parameters, j0: int, j1: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Blocks ``j0..j1−1`` (0-based) of the three populations of a simulated store.
+
+    The Figure 1 generating process (ALGORITHMS.md §2) for one iteration, block
+    by block: block j comes from ``default_rng([seed, tag, j])`` through
+    :func:`figure1_draw` (one iteration, one step), so a block's numbers depend on
+    (seed, j) only, never on which blocks are generated together. Returns
+    ``{"a": (U, b), "b": (V, f), "c": (Z, p)}`` with X arrays ((j1−j0)·n, q) and
+    targets ((j1−j0)·n, 1): A birds U ~ N(μ₁1, I), b = U r_b + ε; B fish
+    V ~ N(μ₂1, I), f = V r_f + ε; C penguins Z = αU + (1−α)V (the same rows of U
+    and V, eq. (1)), p = Z r_p + ε.
+    """
+    seed, j0, j1 = int(seed), int(j0), int(j1)
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    if not 0 <= j0 <= j1 <= params.steps:
+        raise ValueError(f"blocks {j0}..{j1} outside 0..{params.steps}")
+    one = Figure1Parameters(params.alpha, params.n, params.q, 1, params.r_b, params.r_f,
+                            params.mu1, params.mu2)
+    draws = [figure1_draw(np.random.default_rng([seed, _FIGURE1_STORE_BLOCK_TAG, j]), 1, one)
+             for j in range(j0, j1)]
+
+    def rows(name, target):
+        if not draws:
+            shape = (0, params.q) if not target else (0, 1)
+            return np.zeros(shape)
+        parts = [d[name][0, 0] for d in draws]
+        return np.concatenate(parts)[:, None] if target else np.concatenate(parts)
+
+    return {
+        "a": (rows("U", False), rows("b", True)),
+        "b": (rows("V", False), rows("f", True)),
+        "c": (rows("Z", False), rows("p", True)),
     }
 
 

@@ -25,8 +25,9 @@ from .estimators import (
     RLSRegressor,
 )
 from .fit import fit_stream
+from .interleaved import fit_interleaved
 from .methods import METHODS, make_method
-from .simulate import simulate_stream
+from .simulate import simulate_interleaved, simulate_stream
 from .stores import StreamSource, open_dataset, open_result, open_stream
 
 __all__ = [
@@ -43,10 +44,12 @@ __all__ = [
     "StreamSource",
     "__version__",
     "dask_client",
+    "fit_interleaved",
     "fit_stream",
     "make_method",
     "open_dataset",
     "open_result",
     "open_stream",
+    "simulate_interleaved",
     "simulate_stream",
 ]

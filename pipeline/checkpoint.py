@@ -9,8 +9,9 @@ Layout of a checkpoint folder:
 
 Every file is written to a temporary name and renamed, so a kill at any moment
 leaves either the previous or the new checkpoint, never a torn one. Resuming
-checks that the fingerprint (input, method, parameters, blocks, dtype,
-segments) is the run being resumed; otherwise it refuses.
+checks that the fingerprint (inputs, method, parameters, stream plan — blocks,
+epochs, shuffle seed, interleaving — record interval, dtype, segments) is the
+run being resumed; otherwise it refuses.
 """
 
 from __future__ import annotations

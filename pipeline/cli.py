@@ -67,8 +67,18 @@ def main():
     """
 
 
-@main.command(context_settings=CONTEXT)
-@click.argument("study", type=click.Choice(["stream"]))
+@main.group(context_settings=CONTEXT)
+def simulate():
+    """Write a synthetic dataset for a study, chunk by chunk in parallel.
+
+    \b
+    Examples:
+      streamlsq simulate stream --out data.zarr --rows 1000000 --features 50 --seed 1
+      streamlsq simulate interleaved --out pop.zarr --alpha 0.25 --n 100 --q 6 --steps 6
+    """
+
+
+@simulate.command("stream", context_settings=CONTEXT)
 @click.option("--out", required=True, type=click.Path(), help="Store to create.")
 @click.option("--rows", default=200_000, show_default=True, help="Rows (samples).")
 @click.option("--features", default=20, show_default=True, help="Features (columns of X).")
@@ -86,9 +96,10 @@ def main():
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 @_cluster_options
 @_friendly_errors
-def simulate(study, out, rows, features, targets, noise, condition, chunk_size, block_size,
-             seed, dtype, overwrite, scheduler, n_workers, memory_limit):
-    """Write a synthetic dataset for STUDY, chunk by chunk in parallel.
+def simulate_stream_command(out, rows, features, targets, noise, condition, chunk_size,
+                            block_size, seed, dtype, overwrite, scheduler, n_workers,
+                            memory_limit):
+    """A regression stream: correlated Gaussian features, y = X·coef_true + noise.
 
     \b
     Examples:
@@ -106,62 +117,259 @@ def simulate(study, out, rows, features, targets, noise, condition, chunk_size, 
     click.echo(f"wrote {path} ({rows} rows x {features} features, {targets} target(s))")
 
 
-@main.command(context_settings=CONTEXT)
-@click.argument("method", type=click.Choice(["kf4lls", "rls"]))
-@click.argument("data", type=click.Path())
-@click.option("--out", required=True, type=click.Path(), help="Result store to create.")
-@click.option("--engine", type=click.Choice(["sequential", "scan"]), default="sequential",
-              show_default=True, help="In-order fold, or parallel sums + prefix scan.")
-@click.option("--block-size", type=int, default=None,
-              help="Rows per step (default: the store's block_size attribute or chunk size).")
-@click.option("--first-block-size", type=int, default=None,
-              help="Rows of the first block (default: --block-size).")
-@click.option("--record-every", type=int, default=None,
-              help="Record coefficients every N steps (default: ~1000 steps in all).")
-@click.option("--forgetting", type=float, default=None,
-              help="Forgetting factor g in (0, 1] (kf4lls: 1, rls: 0.99).")
-@click.option("--ridge", type=float, default=0.0, show_default=True,
-              help="Ridge start H0 = ridge*I (Tikhonov term for rls).")
-@click.option("--group", default=None, help="Group of the store holding X and y.")
-@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
-              show_default=True, help="Precision of the computation.")
-@click.option("--checkpoint", type=click.Path(), default=None,
-              help="Folder for checkpoints (sequential engine).")
-@click.option("--resume", is_flag=True, help="Continue from --checkpoint.")
-@click.option("--segment-size", type=float, default=None, metavar="MB",
-              help="MB of X per task (sequential default 256, scan default 48).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
+@simulate.command("interleaved", context_settings=CONTEXT)
+@click.option("--out", required=True, type=click.Path(), help="Store to create.")
+@click.option("--alpha", default=0.25, show_default=True,
+              help="Mixing weight: penguins Z = alpha*U + (1-alpha)*V (0 < alpha < 1).")
+@click.option("--n", "n", default=100, show_default=True, help="Rows per block (paper: n).")
+@click.option("--q", "q", default=6, show_default=True, help="Features (paper: q).")
+@click.option("--steps", default=6, show_default=True, help="Blocks per population.")
+@click.option("--seed", default=0, show_default=True, help="Random seed.")
+@click.option("--chunk-blocks", type=int, default=None,
+              help="Whole blocks per Zarr chunk (default: about 25 MB of X).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 @_cluster_options
 @_friendly_errors
-def fit(method, data, out, engine, block_size, first_block_size, record_every, forgetting,
-        ridge, group, dtype, checkpoint, resume, segment_size, overwrite, scheduler, n_workers,
-        memory_limit):
-    """Fit METHOD to the stream store DATA, block after block, in order.
+def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, overwrite,
+                                 scheduler, n_workers, memory_limit):
+    """The three populations of the interleaved KF4LLS study (Figure 1 process).
+
+    Groups a (birds: X = U ~ N(mu1, I)), b (fish: V ~ N(mu2, I)) and c (penguins:
+    Z = alpha*U + (1-alpha)*V on the same rows) of one store, each with STEPS blocks of
+    N rows, one target y = X r + N(0, 1) and coef_true = r_b, r_f, r_p; r_b, r_f ~
+    U(-5, 5)^q and mu1, mu2 ~ U(-10, 10) are drawn once from the seed.
+
+    \b
+    Examples:
+      streamlsq simulate interleaved --out pop.zarr
+      streamlsq simulate interleaved --out big.zarr --n 1000 --steps 2000 --seed 3
+      streamlsq fit interleaved pop.zarr#a pop.zarr#b --alpha 0.25 --out fit.zarr
+    """
+    from .simulate import simulate_interleaved
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        path = simulate_interleaved(out, alpha=alpha, n=n, q=q, steps=steps, seed=seed,
+                                    chunk_blocks=chunk_blocks, overwrite=overwrite,
+                                    client=client)
+    click.echo(f"wrote {path}: groups a, b, c, each {steps} blocks of {n} rows x {q} features")
+
+
+def _fit_options(*, engine: bool = True, first_block: bool = True):
+    """The options every fit command shares, in --help order."""
+    opts = [click.option("--out", required=True, type=click.Path(),
+                         help="Result store to create.")]
+    if engine:
+        opts.append(click.option(
+            "--engine", type=click.Choice(["sequential", "scan"]), default="sequential",
+            show_default=True, help="In-order fold, or parallel sums + prefix scan."))
+    opts.append(click.option(
+        "--block-size", type=int, default=None,
+        help="Rows per step (default: the store's block_size attribute or chunk size)."))
+    if first_block:
+        opts.append(click.option("--first-block-size", type=int, default=None,
+                                 help="Rows of the first block (default: --block-size)."))
+    opts += [
+        click.option("--record-every", type=int, default=None,
+                     help="Record coefficients every N steps (default: ~1000 steps in all)."),
+        click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
+                     show_default=True, help="Precision of the computation."),
+        click.option("--checkpoint", type=click.Path(), default=None,
+                     help="Folder for checkpoints (sequential engine)."),
+        click.option("--resume", is_flag=True, help="Continue from --checkpoint."),
+        click.option("--segment-size", type=float, default=None, metavar="MB",
+                     help="MB of X per task (sequential default 256, scan default 48)."),
+        click.option("--overwrite", is_flag=True, help="Replace an existing result store."),
+    ]
+
+    def decorate(fn):
+        for opt in reversed(opts):
+            fn = opt(fn)
+        return fn
+
+    return decorate
+
+
+def _segment_bytes(segment_size):
+    return int(segment_size * 2**20) if segment_size else None
+
+
+def _summary(out, name, engine, ds) -> str:
+    return (f"wrote {out}: {name} ({engine}) over {ds.attrs['n_rows']} rows in "
+            f"{ds.attrs['n_blocks']} blocks, {ds.sizes['step']} recorded steps, "
+            f"{ds.attrs['rows_per_second']:.3g} rows/s")
+
+
+@main.group(context_settings=CONTEXT)
+def fit():
+    """Fit a recursive estimator to stream stores, block after block, in order.
+
+    Each method is a subcommand with its own options: streamlsq fit METHOD --help.
+
+    \b
+    Examples:
+      streamlsq fit kf4lls data.zarr --out fit.zarr
+      streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --block-size 1 --ridge 1e-3
+      streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4
+      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr
+    """
+
+
+def _least_squares_command(name: str, default_forgetting: str, doc: str):
+    @click.argument("data", type=click.Path())
+    @_fit_options()
+    @click.option("--forgetting", type=float, default=None,
+                  help=f"Forgetting factor g in (0, 1] (default {default_forgetting}).")
+    @click.option("--ridge", type=float, default=0.0, show_default=True,
+                  help="Ridge start H0 = ridge*I (Tikhonov term for rls).")
+    @click.option("--group", default=None, help="Group of the store holding X and y.")
+    @_cluster_options
+    @_friendly_errors
+    def command(data, out, engine, block_size, first_block_size, record_every, dtype,
+                checkpoint, resume, segment_size, overwrite, forgetting, ridge, group,
+                scheduler, n_workers, memory_limit):
+        from .fit import fit_stream
+
+        params = {"ridge": ridge}
+        if forgetting is not None:
+            params["forgetting"] = forgetting
+        with _client(scheduler, n_workers, memory_limit) as client:
+            ds = fit_stream(
+                data, name, out=out, group=group, engine=engine, block_size=block_size,
+                first_block_size=first_block_size, record_every=record_every, dtype=dtype,
+                client=client, checkpoint=checkpoint, resume=resume, overwrite=overwrite,
+                segment_bytes=_segment_bytes(segment_size), **params,
+            )
+        click.echo(_summary(out, name, engine, ds))
+
+    command.__doc__ = doc
+    return fit.command(name, context_settings=CONTEXT)(command)
+
+
+KF4LLS_HELP = """KF4LLS (block least squares) on the stream store DATA.
 
     \b
     Examples:
       streamlsq fit kf4lls data.zarr --out fit.zarr
       streamlsq fit kf4lls data.zarr --out fit.zarr --engine scan --block-size 1000
-      streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --ridge 1e-3 --block-size 1
       streamlsq fit kf4lls big.zarr --out fit.zarr --checkpoint ckpt/ --resume
+    """
+RLS_HELP = """RLS with a forgetting factor on the stream store DATA.
+
+    With --block-size 1 this is per-sample RLS.
+
+    \b
+    Examples:
+      streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --ridge 1e-3 --block-size 1
+      streamlsq fit rls data.zarr --out rls.zarr --engine scan --block-size 1000
+    """
+fit_kf4lls = _least_squares_command("kf4lls", "1", KF4LLS_HELP)
+fit_rls = _least_squares_command("rls", "0.99", RLS_HELP)
+
+
+@fit.command("lms", context_settings=CONTEXT)
+@click.argument("data", type=click.Path())
+@_fit_options(engine=False, first_block=False)
+@click.option("--schedule", type=click.Choice(["constant", "inverse", "power"]),
+              default="constant", show_default=True,
+              help="Step size: rate; rate/(1 + k/tau); rate/k^power (k: samples so far).")
+@click.option("--rate", type=float, default=0.01, show_default=True, help="rho_0 (> 0).")
+@click.option("--tau", type=float, default=None, help="tau > 0 of the inverse schedule.")
+@click.option("--power", type=float, default=None,
+              help="Exponent in (0.5, 1] of the power schedule.")
+@click.option("--normalized", is_flag=True,
+              help="Normalised LMS: step rho_k/(eps + |x~|^2); stable for 0 < rate < 2.")
+@click.option("--eps", type=float, default=1e-6, show_default=True,
+              help="eps of normalised LMS.")
+@click.option("--epochs", type=int, default=1, show_default=True,
+              help="Passes over the store (the schedule continues across them).")
+@click.option("--shuffle", is_flag=True,
+              help="Visit chunks and the rows within each chunk in a seeded random order, "
+                   "new in every epoch.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle.")
+@click.option("--group", default=None, help="Group of the store holding X and y.")
+@_cluster_options
+@_friendly_errors
+def fit_lms(data, out, block_size, record_every, dtype, checkpoint, resume, segment_size,
+            overwrite, schedule, rate, tau, power, normalized, eps, epochs, shuffle, seed, group,
+            scheduler, n_workers, memory_limit):
+    """LMS (Widrow-Hoff, per-sample SGD with an intercept) on the stream store DATA.
+
+    Sequential engine only (LMS has no scan form). Blocks (--block-size) are the steps at
+    which the coefficients may be recorded; the update is per sample. The coefficient
+    rows of the result are labelled intercept, x0, x1, ...; steps count on over epochs
+    and epoch(step) says which pass a step belongs to.
+
+    \b
+    Examples:
+      streamlsq fit lms data.zarr --out lms.zarr --rate 0.001
+      streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4
+      streamlsq fit lms data.zarr --out lms.zarr --normalized --rate 0.5 --epochs 3 --shuffle
+      streamlsq fit lms data.zarr --out lms.zarr --schedule power --rate 0.1 --power 0.75
+      streamlsq fit lms big.zarr --out lms.zarr --epochs 5 --checkpoint ckpt/ --resume
     """
     from .fit import fit_stream
 
-    params = {"ridge": ridge}
-    if forgetting is not None:
-        params["forgetting"] = forgetting
     with _client(scheduler, n_workers, memory_limit) as client:
         ds = fit_stream(
-            data, method, out=out, group=group, engine=engine, block_size=block_size,
-            first_block_size=first_block_size, record_every=record_every, dtype=dtype,
+            data, "lms", out=out, group=group, block_size=block_size,
+            record_every=record_every, epochs=epochs, shuffle=shuffle, seed=seed, dtype=dtype,
             client=client, checkpoint=checkpoint, resume=resume, overwrite=overwrite,
-            segment_bytes=int(segment_size * 2**20) if segment_size else None, **params,
+            segment_bytes=_segment_bytes(segment_size), schedule=schedule, rate=rate,
+            tau=tau, power=power, normalized=normalized, eps=eps,
         )
-    click.echo(
-        f"wrote {out}: {method} ({engine}) over {ds.attrs['n_rows']} rows in "
-        f"{ds.attrs['n_blocks']} blocks, {ds.sizes['step']} recorded steps, "
-        f"{ds.attrs['rows_per_second']:.3g} rows/s"
-    )
+    click.echo(_summary(out, "lms", "sequential", ds) + f", {epochs} epoch(s)")
+
+
+@fit.command("interleaved", context_settings=CONTEXT)
+@click.argument("a", type=click.Path(), metavar="A")
+@click.argument("b", type=click.Path(), metavar="B")
+@_fit_options(first_block=False)
+@click.option("--alpha", type=float, default=None,
+              help="Mixing weight in [0, 1]: the test population is alpha*A + (1-alpha)*B.")
+@click.option("--estimate-alpha", type=click.Choice(["means", "grid"]), default=None,
+              help="Estimate alpha from the column moments of A, B and --test C instead.")
+@click.option("--test", "test", type=click.Path(), default=None, metavar="C",
+              help="Test population: records test_mse(step), and bias(step) if C has "
+                   "coef_true.")
+@click.option("--start", type=click.Choice(["a", "b"]), default="a", show_default=True,
+              help="Population of the first block.")
+@click.option("--ridge", type=float, default=0.0, show_default=True,
+              help="Ridge start H0 = ridge*I (0: the paper's H0 = 0).")
+@_cluster_options
+@_friendly_errors
+def fit_interleaved_command(a, b, out, engine, block_size, record_every, dtype, checkpoint,
+                            resume, segment_size, overwrite, alpha, estimate_alpha, test, start,
+                            ridge, scheduler, n_workers, memory_limit):
+    """Interleaved KF4LLS: blocks of populations A and B alternately, centred and weighted.
+
+    A, B (and C) are stream stores or groups of one, written PATH#GROUP. Blocks: each
+    store's block_size attribute (else its chunk size), or --block-size for all. The
+    stream alternates A1, B1, A2, B2, ... (--start b: B1, A1, ...) and stops when the
+    population due next has no block left: the longer population's extra blocks are not
+    used (the result's attrs blocks_used_a/b and rows_unused_a/b say how many). Give
+    --alpha, or --estimate-alpha with --test.
+
+    \b
+    Examples:
+      streamlsq simulate interleaved --out p.zarr
+      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --out fit.zarr
+      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr
+      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --start b --out fit.zarr
+      streamlsq fit interleaved b.zarr f.zarr --test p.zarr --estimate-alpha grid --out r.zarr
+    """
+    from .interleaved import fit_interleaved
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        ds = fit_interleaved(
+            a, b, alpha=alpha, estimate_alpha=estimate_alpha, test=test, start=start,
+            ridge=ridge, out=out, engine=engine, block_size=block_size,
+            record_every=record_every, dtype=dtype, client=client, checkpoint=checkpoint,
+            resume=resume, overwrite=overwrite, segment_bytes=_segment_bytes(segment_size),
+        )
+    line = _summary(out, "interleaved", engine, ds) + f", alpha {ds.attrs['alpha']:.4g}"
+    if "test_mse" in ds:
+        line += f", final test MSE {float(ds.test_mse[-1]):.4g}"
+    click.echo(line)
 
 
 @main.command(context_settings=CONTEXT)

@@ -10,6 +10,13 @@ each segment's recorded coefficients in order and checkpoints them.
 parallel map, an in-order prefix over the small summaries, then independent
 solves at the recorded steps, also as a map.
 
+Both run over a :class:`~streamlsq.plans.StreamPlan`: the virtual stream of
+blocks the recursion sees (one store in storage order, several epochs in a
+seeded shuffled order, or whole blocks alternating between two stores). A task
+reads whole chunks (one read per chunk, shared by the blocks that use it; the
+sequential engine prefetches the next chunks in background threads) and cuts
+them into the plan's blocks.
+
 Both read inside the task that consumes the data (never a separate "load"
 task, see dask/distributed#7552) and produce identical results to rounding.
 This module only moves blocks to kernels: the math is in ``streamlsq.kernels``.
@@ -26,15 +33,16 @@ import numpy as np
 from distributed import Client
 
 from streamlsq.kernels.linalg import SingularMatrixError
-from streamlsq.kernels.recursion import BlockGrid, Recursion
+from streamlsq.kernels.recursion import Recursion
 
 from ._malloc import fast_large_allocations
 from .checkpoint import Checkpoint
 from .errors import InputError
+from .plans import Section, SegmentTask, StreamPlan, plan_segments
 from .progress import row_bar, track_futures
 from .stores import StreamSource
 
-__all__ = ["Trajectory", "plan_segments", "run_scan", "run_sequential"]
+__all__ = ["Trajectory", "plan_segments", "read_task", "run_scan", "run_sequential"]
 
 #: rows-bytes of X a sequential segment folds in one task (a few seconds of work)
 SEGMENT_BYTES = 256 * 2**20
@@ -53,29 +61,17 @@ class Trajectory:
     diagnostics: dict
 
 
-def plan_segments(source: StreamSource, grid: BlockGrid, target_bytes: int) -> list[tuple]:
-    """Cut the stream into block-aligned segments of about ``target_bytes`` of X each.
-
-    Boundaries sit at the last block edge at or before a chunk boundary, so a
-    segment reads whole chunks except where a block straddles two chunks.
-    Returns [(k0, k1), ...] block-edge indices; every block belongs to one segment.
-    """
-    row_bytes = max(source.n_features, 1) * 8
-    chunks_per = max(1, int(target_bytes // (source.chunk_rows * row_bytes)))
-    cuts = {0, grid.n_blocks}
-    for r in source.chunk_edges()[::chunks_per]:
-        cuts.add(grid.floor_edge(int(r)))
-    cuts = sorted(cuts)
-    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
+def _load(source: StreamSource, chunk: int, lo: int, hi: int, section: Section, dtype):
+    """Read rows ``lo:hi`` of ``chunk`` (values checked), in the section's row order."""
+    base = chunk * source.chunk_rows
+    X, Y = source.read(base + lo, base + hi, dtype)
+    perm = section.permutation(source, chunk)
+    if perm is not None:  # a shuffled section loads whole chunks
+        X, Y = X[perm], Y[perm]
+    return X, Y
 
 
-def _chunk_aligned_reads(source: StreamSource, r0: int, r1: int) -> list[tuple[int, int]]:
-    c = source.chunk_rows
-    bounds = [r0] + [x for x in range((r0 // c + 1) * c, r1, c)] + [r1]
-    return list(zip(bounds[:-1], bounds[1:], strict=True))
-
-
-def _singular_block_error(source, method, state, X, Y, edges, k, first_row, exc) -> InputError:
+def _singular_block_error(task, piece, method, state, X, Y, edges, k, buf_start, exc):
     """Find the block that made H singular (error path only) and say how to fix it."""
     j = 0
     for j in range(len(edges) - 1):
@@ -84,61 +80,75 @@ def _singular_block_error(source, method, state, X, Y, edges, k, first_row, exc)
         except SingularMatrixError as e:
             exc = e
             break
-    row = first_row + int(edges[j])
+    sec = piece.section
+    src = task.sources[sec.source]
+    step = piece.step_base + k + j + 1
     rank = f"numerical rank {exc.rank} of {exc.size}" if exc.rank is not None else str(exc)
-    which = "the first block" if k + j == 0 else f"block {k + j + 1}"
-    return InputError(
-        f"{source.label}: variable 'X' chunk {row // source.chunk_rows}: {which} "
-        f"(rows {row}-{first_row + int(edges[j + 1]) - 1}) leaves the normal matrix singular "
-        f"({rank}); start from a ridge (--ridge DELTA) or use a larger first block "
-        "(--first-block-size)"
-    )
+    which = "the first block" if step == 1 else f"block {step}"
+    row = sec.storage_row(src, buf_start + int(edges[j]))
+    if row is None:
+        where = f"{src.label}: variable 'X': {which} (epoch {sec.epoch}, shuffled rows)"
+    else:
+        last = sec.start + buf_start + int(edges[j + 1]) - 1
+        where = (f"{src.label}: variable 'X' chunk {row // src.chunk_rows}: {which} "
+                 f"(rows {row}-{last})")
+    return InputError(f"{where} leaves the normal matrix singular ({rank}); {task.remedy}")
 
 
 def fold_segment(
-    source: StreamSource,
+    task: SegmentTask,
     method: Recursion,
     previous,
-    k0: int,
-    k1: int,
-    grid: BlockGrid,
     record_every: int,
     dtype: str,
     prefetch: int = 2,
 ):
-    """Task: fold blocks k0+1..k1 of the stream, starting from ``previous`` (a state or a
-    previous segment's result). Returns (rows folded, result dict)."""
+    """Task: fold global blocks ``task.K0+1..task.K1`` starting from ``previous`` (a state or
+    a previous segment's result). Returns (rows folded, result dict)."""
     # ``previous`` is the state itself or the (rows, part) result of the previous segment
     state = previous[1]["state"] if isinstance(previous, tuple) else previous
     with fast_large_allocations():
-        return _fold_segment(source, method, state, k0, k1, grid, record_every, dtype, prefetch)
+        return _fold_segment(task, method, state, record_every, dtype, prefetch)
 
 
-def _fold_segment(source, method, state, k0, k1, grid, record_every, dtype, prefetch):
-    r0, r1 = grid.edge(k0), grid.edge(k1)
-    reads = _chunk_aligned_reads(source, r0, r1)
+def _fold_segment(task, method, state, record_every, dtype, prefetch):
+    loads, slices = task.loads()
+    last_use = {j: n for n, (_, j, *_rest) in enumerate(slices)}
     steps, coefs, rows, diags = [], [], [], {}
-    k = k0
-    buf_X = buf_Y = None
-    buf_start = r0
+    futures: dict = {}
+    submitted = 0
+    current = -1
     with ThreadPoolExecutor(max_workers=prefetch) as pool:
-        pending = deque(pool.submit(source.read, a, b, dtype) for a, b in reads[:prefetch])
-        nxt = prefetch
-        for _, b in reads:
-            X, Y = pending.popleft().result()
-            if nxt < len(reads):
-                pending.append(pool.submit(source.read, *reads[nxt], dtype))
-                nxt += 1
+        for n, (pi, j, lo, hi, vend) in enumerate(slices):
+            # keep ``prefetch`` chunk reads ahead of the one being folded
+            while submitted < len(loads) and submitted <= j + prefetch:
+                si, chunk, a, b, sec = loads[submitted]
+                futures[submitted] = pool.submit(_load, task.sources[si], chunk, a, b, sec, dtype)
+                submitted += 1
+            X, Y = futures[j].result()
+            if last_use[j] == n:
+                del futures[j]
+            X, Y = X[lo:hi], Y[lo:hi]
+            if pi != current:  # a new section: blocks never straddle sections
+                current = pi
+                piece = task.pieces[pi]
+                grid = piece.section.grid
+                k = piece.k0
+                buf_X = buf_Y = None
+                buf_start = piece.first_row
             if buf_X is not None and len(buf_X):
                 X, Y = np.concatenate([buf_X, X]), np.concatenate([buf_Y, Y])
-            kend = k1 if b >= r1 else min(grid.floor_edge(b), k1)
+            kend = piece.k1 if vend >= piece.last_row else min(grid.floor_edge(vend), piece.k1)
             if kend > k:
                 edges = grid.edges(k, kend) - buf_start
+                used = int(edges[-1])
                 try:
-                    res = method.fold(state, X, Y, edges, k + 1, record_every, buf_start)
+                    res = method.fold(state, X[:used], Y[:used], edges,
+                                      piece.step_base + k + 1, record_every,
+                                      piece.row_base + buf_start)
                 except SingularMatrixError as exc:
                     raise _singular_block_error(
-                        source, method, state, X, Y, edges, k, buf_start, exc
+                        task, piece, method, state, X, Y, edges, k, buf_start, exc
                     ) from None
                 state = res.state
                 steps.append(res.steps)
@@ -146,13 +156,12 @@ def _fold_segment(source, method, state, k0, k1, grid, record_every, dtype, pref
                 rows.append(res.rows_seen)
                 for name, v in res.diagnostics.items():
                     diags.setdefault(name, []).append(v)
-                used = int(edges[-1])
                 buf_X, buf_Y = X[used:], Y[used:]
                 buf_start += used
                 k = kend
             else:
                 buf_X, buf_Y = X, Y
-    return r1 - r0, {
+    return task.n_rows, {
         "state": state,
         "steps": np.concatenate(steps) if steps else np.zeros(0, np.int64),
         "coefs": np.concatenate(coefs) if coefs else None,
@@ -161,7 +170,7 @@ def _fold_segment(source, method, state, k0, k1, grid, record_every, dtype, pref
     }
 
 
-def _finish_trajectory(method, parts, state, grid, source) -> Trajectory:
+def _finish_trajectory(method, parts, state, plan: StreamPlan) -> Trajectory:
     steps = np.concatenate([p["steps"] for p in parts]) if parts else np.zeros(0, np.int64)
     coef_list = [p["coefs"] for p in parts if p["coefs"] is not None and len(p["coefs"])]
     rows = np.concatenate([p["rows_seen"] for p in parts]) if parts else np.zeros(0, np.int64)
@@ -170,10 +179,10 @@ def _finish_trajectory(method, parts, state, grid, source) -> Trajectory:
     names = sorted({n for p in parts for n in p["diagnostics"]})
     diags = {n: np.concatenate([p["diagnostics"][n] for p in parts if n in p["diagnostics"]])
              for n in names}
-    if not len(steps) or steps[-1] != grid.n_blocks:
-        steps = np.append(steps, grid.n_blocks)
+    if not len(steps) or steps[-1] != plan.n_blocks:
+        steps = np.append(steps, plan.n_blocks)
         coefs = np.concatenate([coefs, final[None]])
-        rows = np.append(rows, source.n_rows)
+        rows = np.append(rows, plan.n_rows)
         final_diag = getattr(method, "final_diagnostics", None)
         for n in names:
             extra = final_diag(state)[n] if final_diag else np.nan
@@ -183,19 +192,18 @@ def _finish_trajectory(method, parts, state, grid, source) -> Trajectory:
 
 def run_sequential(
     client: Client,
-    source: StreamSource,
+    plan: StreamPlan,
     method: Recursion,
-    grid: BlockGrid,
     record_every: int,
     dtype: str = "float64",
     checkpoint: Checkpoint | None = None,
     progress: bool | None = None,
     segment_bytes: int = SEGMENT_BYTES,
 ) -> Trajectory:
-    """The in-order engine; see the module docstring."""
-    segments = plan_segments(source, grid, segment_bytes)
+    """The in-order engine over the virtual stream of ``plan``; see the module docstring."""
+    segments = plan_segments(plan, segment_bytes)
     parts: list[dict] = []
-    state = method.init(source.n_features, source.n_targets, np.dtype(dtype))
+    state = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
     start = 0
     if checkpoint is not None:
         checkpoint.bind(segments)
@@ -206,13 +214,13 @@ def run_sequential(
     in_flight: deque = deque()
     previous = state
     nxt = start
-    with row_bar(source.n_rows, f"fit {method.name} (sequential)", enabled=progress) as bar:
-        bar.update(grid.edge(segments[start][0]) if start < len(segments) else source.n_rows)
+    with row_bar(plan.n_rows, f"fit {method.name} (sequential)", enabled=progress) as bar:
+        bar.update(plan.edge(segments[start][0]) if start < len(segments) else plan.n_rows)
         while nxt < len(segments) or in_flight:
             while nxt < len(segments) and len(in_flight) < 2:
-                k0, k1 = segments[nxt]
+                K0, K1 = segments[nxt]
                 fut = client.submit(
-                    fold_segment, source, method, previous, k0, k1, grid, record_every, dtype,
+                    fold_segment, plan.task(K0, K1), method, previous, record_every, dtype,
                     key=f"fold-{method.name}-{tag}-{nxt}", pure=False,
                 )
                 in_flight.append((nxt, fut))
@@ -229,7 +237,7 @@ def run_sequential(
             bar.update(n)
             if checkpoint is not None:
                 checkpoint.save(i, part)
-    return _finish_trajectory(method, parts, state, grid, source)
+    return _finish_trajectory(method, parts, state, plan)
 
 
 def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
@@ -244,16 +252,41 @@ def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
     return np.unique(np.concatenate([rec, [k1], extra]).astype(np.int64)) - k0
 
 
-def summarize_piece(source, method, k0, k1, grid, record_every, dtype):
-    """Task: read blocks k0+1..k1 and return their interval summaries (small)."""
-    r0, r1 = grid.edge(k0), grid.edge(k1)
+def read_task(task: SegmentTask, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All rows of a task's blocks, concatenated in stream order, and their block edges.
+
+    One read for a single storage-order piece (the plain case); otherwise every
+    chunk is loaded once and sliced (interleaved blocks share chunks).
+    """
+    edges = [np.zeros(1, np.int64)]
+    offset = 0
+    for piece in task.pieces:
+        e = piece.section.grid.edges(piece.k0, piece.k1) - piece.first_row + offset
+        edges.append(e[1:])
+        offset = int(e[-1])
+    edges = np.concatenate(edges)
+    if len(task.pieces) == 1 and not task.pieces[0].section.shuffle:
+        piece = task.pieces[0]
+        sec = piece.section
+        X, Y = task.sources[sec.source].read(sec.start + piece.first_row,
+                                             sec.start + piece.last_row, dtype)
+        return X, Y, edges
+    loads, slices = task.loads()
+    data = [_load(task.sources[si], chunk, a, b, sec, dtype) for si, chunk, a, b, sec in loads]
+    X = np.concatenate([data[j][0][lo:hi] for _, j, lo, hi, _ in slices])
+    Y = np.concatenate([data[j][1][lo:hi] for _, j, lo, hi, _ in slices])
+    return X, Y, edges
+
+
+def summarize_piece(task: SegmentTask, method, record_every, dtype):
+    """Task: read global blocks K0+1..K1 and return their interval summaries (small)."""
     with fast_large_allocations():
-        X, Y = source.read(r0, r1, dtype)
-    edges = grid.edges(k0, k1) - r0
-    return r1 - r0, method.summarize(X, Y, edges, _piece_cuts(k0, k1, record_every))
+        X, Y, edges = read_task(task, dtype)
+    return task.n_rows, method.summarize(X, Y, edges, _piece_cuts(task.K0, task.K1,
+                                                                    record_every))
 
 
-def finish_states(method, infos, steps, label):
+def finish_states(method, infos, steps, label, remedy):
     """Task: the independent solves turning information states into states."""
     out = []
     for info, step in zip(infos, steps, strict=True):
@@ -263,45 +296,44 @@ def finish_states(method, infos, steps, label):
             which = "the first block" if step == 1 else f"step {step}"
             raise InputError(
                 f"{label}: variable 'X': {which} leaves the normal matrix singular (numerical "
-                f"rank {exc.rank} of {exc.size}); start from a ridge (--ridge DELTA) or use a "
-                "larger first block (--first-block-size)"
+                f"rank {exc.rank} of {exc.size}); {remedy}"
             ) from None
     return out
 
 
 def run_scan(
     client: Client,
-    source: StreamSource,
+    plan: StreamPlan,
     method: Recursion,
-    grid: BlockGrid,
     record_every: int,
     dtype: str = "float64",
     progress: bool | None = None,
     piece_bytes: int = PIECE_BYTES,
 ) -> Trajectory:
-    """The parallel engine: map summaries, prefix in order, map solves."""
+    """The parallel engine over the virtual stream of ``plan``: map summaries, prefix in
+    order, map solves."""
     if not getattr(method, "supports_scan", False):
         raise InputError(f"method '{method.name}' has no scan form; use --engine sequential")
-    pieces = plan_segments(source, grid, piece_bytes)
+    pieces = plan_segments(plan, piece_bytes)
     tag = uuid.uuid4().hex[:8]
     futures = [
         client.submit(
-            summarize_piece, source, method, k0, k1, grid, record_every, dtype,
+            summarize_piece, plan.task(K0, K1), method, record_every, dtype,
             key=f"summarize-{method.name}-{tag}-{i}", pure=False,
         )
-        for i, (k0, k1) in enumerate(pieces)
+        for i, (K0, K1) in enumerate(pieces)
     ]
     results = track_futures(
-        client, futures, source.n_rows, f"fit {method.name} (scan)", enabled=progress
+        client, futures, plan.n_rows, f"fit {method.name} (scan)", enabled=progress
     )
     del futures
     summaries = [s for _, piece in results for s in piece]
     ends = np.concatenate(
         [k0 + _piece_cuts(k0, k1, record_every) for k0, k1 in pieces]
     )
-    state0 = method.init(source.n_features, source.n_targets, np.dtype(dtype))
+    state0 = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
     infos = method.scan(method.to_info(state0), summaries)
-    keep = [i for i, e in enumerate(ends) if e % record_every == 0 or e == grid.n_blocks]
+    keep = [i for i, e in enumerate(ends) if e % record_every == 0 or e == plan.n_blocks]
     solve = sorted(set(keep) | {0})  # index 0 is step 1: checks the first block
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     per = -(-len(solve) // (4 * n_workers))
@@ -311,7 +343,8 @@ def run_scan(
         [method] * len(groups),
         [[infos[i] for i in g] for g in groups],
         [[int(ends[i]) for i in g] for g in groups],
-        [source.label] * len(groups),
+        [plan.label] * len(groups),
+        [plan.remedy] * len(groups),
         key=[f"solve-{method.name}-{tag}-{j}" for j in range(len(groups))],
         pure=False,
     ))
@@ -321,4 +354,4 @@ def run_scan(
     coefs = np.stack([method.coef(s) for s in states])
     rows = np.array([int(s["rows"]) for s in states], dtype=np.int64)
     part = {"steps": steps, "coefs": coefs, "rows_seen": rows, "diagnostics": {}}
-    return _finish_trajectory(method, [part], states[-1], grid, source)
+    return _finish_trajectory(method, [part], states[-1], plan)

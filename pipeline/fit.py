@@ -18,9 +18,10 @@ from .cluster import dask_client
 from .engines import Trajectory, run_scan, run_sequential
 from .errors import InputError
 from .methods import make_method
-from .stores import StreamSource, open_stream, prepare_output, write_result
+from .plans import Section, StreamPlan
+from .stores import open_stream, prepare_output, write_result
 
-__all__ = ["fit_stream", "DEFAULT_RECORDED_STEPS"]
+__all__ = ["fit_stream", "run_plan", "trajectory_dataset", "DEFAULT_RECORDED_STEPS"]
 
 #: with ``record_every=None`` about this many steps are recorded
 DEFAULT_RECORDED_STEPS = 1000
@@ -43,6 +44,9 @@ def fit_stream(
     block_size: int | None = None,
     first_block_size: int | None = None,
     record_every: int | None = None,
+    epochs: int = 1,
+    shuffle: bool = False,
+    seed: int = 0,
     dtype: str = "float64",
     client: Client | None = None,
     scheduler: str | None = None,
@@ -58,8 +62,9 @@ def fit_stream(
     Parameters
     ----------
     data : path of a stream store (``X (sample, feature)``, ``y (sample, target)``).
-    method : ``"kf4lls"``, ``"rls"``, … or a configured kernel object; ``params``
-        go to its constructor (e.g. ``ridge=1e-3``, ``forgetting=0.99``).
+    method : ``"kf4lls"``, ``"rls"``, ``"lms"``, … or a configured kernel object;
+        ``params`` go to its constructor (e.g. ``ridge=1e-3``, ``forgetting=0.99``,
+        ``schedule="inverse", rate=0.05, tau=1e4``).
     engine : ``"sequential"`` (in-order fold, any recursion) or ``"scan"``
         (parallel sums + prefix, for KF4LLS/RLS); both give the same numbers.
     block_size : rows per step of the recursion (default: the store's
@@ -68,6 +73,15 @@ def fit_stream(
         first block lets H_0 = 0 start with a full-rank block.
     record_every : record the coefficients every this many steps (default: about
         1000 steps over the run); the final step is always recorded.
+    epochs : passes over the store; the state carries over from one pass to the
+        next (LMS: W and the sample counter k, so a decreasing schedule continues).
+        Steps are numbered over all epochs (epoch e holds steps e·m+1..(e+1)·m for m
+        blocks per epoch; ``first_block_size`` applies to the very first block only)
+        and the result has an ``epoch(step)`` variable.
+    shuffle, seed : visit the chunks of epoch e in
+        ``epoch_chunk_order(seed, e, n_chunks, True)`` and the rows of chunk c in
+        ``chunk_row_permutation(seed, e, c, rows_c, True)`` (a two-level shuffle that
+        depends only on the seed and the storage chunking, not on the workers).
     out : write the result store here (atomically; ``complete=True`` last).
     checkpoint, resume : sequential engine only: commit progress to this folder
         and, with ``resume``, continue a killed run from it.
@@ -80,57 +94,122 @@ def fit_stream(
     Returns
     -------
     xarray.Dataset with ``coef (step, feature, target)``, ``rows_seen (step)``,
-    the final state as ``state_*`` variables and the run's attrs.
+    ``epoch (step)``, the final state as ``state_*`` variables and the run's attrs.
     """
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
-    if np.dtype(dtype) not in (np.float32, np.float64):
-        raise InputError(f"dtype must be float64 or float32, got {dtype}")
+    check_run_options(engine, dtype, checkpoint, resume, record_every)
     source = open_stream(data, group)
     rec = make_method(method, **params)
+    if engine == "scan" and not getattr(rec, "supports_scan", False):
+        raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
+    epochs, seed = _positive_int("epochs", epochs), _non_negative_int("seed", seed)
     if out is not None:
         prepare_output(out, overwrite)
-    if checkpoint is not None and engine != "sequential":
-        raise InputError("--checkpoint works with the sequential engine")
-    if resume and checkpoint is None:
-        raise InputError("--resume needs --checkpoint DIR")
     try:
         size = source.block_size if block_size is None else int(block_size)
-        grid = BlockGrid(source.n_rows, size, first_block_size)
+        grids = [BlockGrid(source.n_rows, size, first_block_size if e == 0 else None)
+                 for e in range(epochs)]
     except ValueError as exc:
         raise InputError(f"{source.label}: {exc}") from None
-    if record_every is None:
-        record_every = max(1, -(-grid.n_blocks // DEFAULT_RECORDED_STEPS))
-    if record_every < 1:
-        raise InputError(f"record_every must be a positive integer, got {record_every}")
-
-    started = datetime.now(UTC)
-    with dask_client(client, scheduler) as cl:
-        if engine == "scan":
-            traj = run_scan(cl, source, rec, grid, record_every, dtype, progress,
-                            **({"piece_bytes": segment_bytes} if segment_bytes else {}))
-        else:
-            ckpt = None
-            if checkpoint is not None:
-                ckpt = Checkpoint(checkpoint, _fingerprint(source, rec, grid, record_every, dtype),
-                                  resume=resume)
-            traj = run_sequential(cl, source, rec, grid, record_every, dtype, ckpt, progress,
-                                  **({"segment_bytes": segment_bytes} if segment_bytes else {}))
-    seconds = (datetime.now(UTC) - started).total_seconds()
-    ds = trajectory_dataset(traj, rec, source, grid, record_every, engine, dtype, seconds)
+    sections = [Section(0, 0, source.n_rows, grid, epoch=e, shuffle=bool(shuffle), seed=seed)
+                for e, grid in enumerate(grids)]
+    plan = StreamPlan((source,), sections, attrs={
+        "epochs": epochs, "shuffle": bool(shuffle), "seed": seed,
+        "rows_per_epoch": source.n_rows,
+    })
+    traj, seconds, record_every = run_plan(
+        plan, rec, engine=engine, record_every=record_every, dtype=dtype, client=client,
+        scheduler=scheduler, checkpoint=checkpoint, resume=resume, progress=progress,
+        segment_bytes=segment_bytes,
+    )
+    ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
+    ds["epoch"] = (("step",), step_sections(plan, traj.steps, "epoch"))
     if out is not None:
         write_result(ds, out, overwrite)
     return ds
 
 
-def _fingerprint(source: StreamSource, rec: Recursion, grid: BlockGrid, record_every, dtype):
+def _positive_int(name: str, value) -> int:
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a positive integer, got {value!r}") from None
+    if v < 1 or v != value:
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
+    return v
+
+
+def _non_negative_int(name: str, value) -> int:
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a non-negative integer, got {value!r}") from None
+    if v < 0 or v != value:
+        raise InputError(f"{name} must be a non-negative integer, got {value!r}")
+    return v
+
+
+def check_run_options(engine, dtype, checkpoint, resume, record_every) -> None:
+    """Refuse engine/dtype/checkpoint options that cannot work (before any reading)."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
+    if np.dtype(dtype) not in (np.float32, np.float64):
+        raise InputError(f"dtype must be float64 or float32, got {dtype}")
+    if checkpoint is not None and engine != "sequential":
+        raise InputError("--checkpoint works with the sequential engine")
+    if resume and checkpoint is None:
+        raise InputError("--resume needs --checkpoint DIR")
+    if record_every is not None and record_every < 1:
+        raise InputError(f"record_every must be a positive integer, got {record_every}")
+
+
+def step_sections(plan: StreamPlan, steps, attribute: str) -> np.ndarray:
+    """The ``attribute`` of the section each step belongs to (e.g. its epoch or source)."""
+    return np.array([getattr(plan.sections[i], attribute)
+                     for i in plan.section_of_steps(steps)], dtype=np.int64)
+
+
+def run_plan(
+    plan: StreamPlan,
+    rec: Recursion,
+    *,
+    engine: str,
+    record_every: int | None,
+    dtype: str,
+    client: Client | None,
+    scheduler: str | None,
+    checkpoint,
+    resume: bool,
+    progress: bool | None,
+    segment_bytes: int | None,
+) -> tuple[Trajectory, float, int]:
+    """Run ``rec`` over ``plan`` with the chosen engine; returns (trajectory, seconds,
+    record_every)."""
+    if record_every is None:
+        record_every = max(1, -(-plan.n_blocks // DEFAULT_RECORDED_STEPS))
+    started = datetime.now(UTC)
+    with dask_client(client, scheduler) as cl:
+        if engine == "scan":
+            traj = run_scan(cl, plan, rec, record_every, dtype, progress,
+                            **({"piece_bytes": segment_bytes} if segment_bytes else {}))
+        else:
+            ckpt = None
+            if checkpoint is not None:
+                ckpt = Checkpoint(checkpoint, _fingerprint(plan, rec, record_every, dtype),
+                                  resume=resume)
+            traj = run_sequential(cl, plan, rec, record_every, dtype, ckpt, progress,
+                                  **({"segment_bytes": segment_bytes} if segment_bytes else {}))
+    seconds = (datetime.now(UTC) - started).total_seconds()
+    return traj, seconds, record_every
+
+
+def _fingerprint(plan: StreamPlan, rec: Recursion, record_every, dtype):
     return {
-        "input": str(Path(source.path).resolve()),
-        "group": source.group,
-        "shape": [source.n_rows, source.n_features, source.n_targets],
+        "inputs": [[role, str(Path(s.path).resolve()), s.group or "",
+                    s.n_rows, s.n_features, s.n_targets]
+                   for role, s in zip(plan.roles, plan.sources, strict=True)],
         "method": rec.name,
         "parameters": json.dumps(rec.get_params(), sort_keys=True, default=str),
-        "blocks": [grid.block_size, grid.first],
+        "plan": plan.digest(),
         "record_every": record_every,
         "dtype": str(np.dtype(dtype)),
     }
@@ -139,8 +218,7 @@ def _fingerprint(source: StreamSource, rec: Recursion, grid: BlockGrid, record_e
 def trajectory_dataset(
     traj: Trajectory,
     rec: Recursion,
-    source: StreamSource,
-    grid: BlockGrid,
+    plan: StreamPlan,
     record_every: int,
     engine: str,
     dtype: str,
@@ -151,7 +229,7 @@ def trajectory_dataset(
     names = None
     coef_names = getattr(rec, "coef_names", None)
     if callable(coef_names):
-        names = coef_names(source.n_features)
+        names = coef_names(plan.n_features)
     feature = np.asarray(names) if names is not None else np.arange(n_coef)
     ds = xr.Dataset(
         {
@@ -170,6 +248,8 @@ def trajectory_dataset(
             for d, n in zip(dims, value.shape, strict=True)
         )
         ds[f"state_{name}"] = (dims, value)
+    first = plan.sections[0].grid
+    source = plan.sources[0]
     ds.attrs.update(
         {
             "method": rec.name,
@@ -177,16 +257,19 @@ def trajectory_dataset(
             "engine": engine,
             "input": str(source.path),
             "input_group": source.group or "",
-            "n_rows": source.n_rows,
-            "block_size": grid.block_size,
-            "first_block_size": grid.first,
-            "n_blocks": grid.n_blocks,
+            "inputs": json.dumps([{"role": role, "path": str(s.path), "group": s.group or ""}
+                                  for role, s in zip(plan.roles, plan.sources, strict=True)]),
+            "n_rows": plan.n_rows,
+            "block_size": first.block_size,
+            "first_block_size": first.first,
+            "n_blocks": plan.n_blocks,
             "record_every": record_every,
             "dtype": str(np.dtype(dtype)),
             "seconds": round(seconds, 3),
-            "rows_per_second": round(source.n_rows / seconds, 1) if seconds > 0 else None,
+            "rows_per_second": round(plan.n_rows / seconds, 1) if seconds > 0 else None,
             "streamlsq_version": _version(),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
     )
+    ds.attrs.update(plan.attrs)
     return ds

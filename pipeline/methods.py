@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamlsq.kernels import KF4LLS, RLS, Recursion
+from streamlsq.kernels import KF4LLS, LMS, RLS, InterleavedKF4LLS, Recursion
 
 from .errors import InputError
 
@@ -12,6 +12,12 @@ __all__ = ["METHODS", "make_method"]
 METHODS: dict[str, type[Recursion]] = {
     "kf4lls": KF4LLS,
     "rls": RLS,
+    "lms": LMS,
+}
+
+#: recursions that need more than one store (run by their own fit function)
+MULTI_STORE: dict[type[Recursion], str] = {
+    InterleavedKF4LLS: "fit_interleaved (streamlsq fit interleaved A B)",
 }
 
 
@@ -20,6 +26,9 @@ def make_method(method: str | Recursion, **params) -> Recursion:
     if isinstance(method, Recursion):
         if params:
             raise InputError("pass parameters to the method's constructor, not to fit_stream")
+        for cls, how in MULTI_STORE.items():
+            if isinstance(method, cls):
+                raise InputError(f"method '{method.name}' reads two stores: use {how}")
         return method
     try:
         cls = METHODS[method]

@@ -23,7 +23,7 @@ from .errors import InputError
 from .progress import track_futures
 from .stores import consolidate, prepare_output
 
-__all__ = ["simulate_stream", "default_chunk_rows"]
+__all__ = ["simulate_interleaved", "simulate_stream", "default_chunk_rows"]
 
 #: about 25 MB of float64 per chunk of X: big enough to amortise a task, small for memory
 TARGET_CHUNK_ELEMENTS = 3_200_000
@@ -124,6 +124,101 @@ def simulate_stream(
             track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
                           enabled=progress)
         g.attrs["complete"] = True
+        consolidate(tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _write_interleaved_chunk(path, seed, params, j0, j1) -> int:
+    from streamlsq.kernels.interleaved import figure1_population_blocks
+
+    blocks = figure1_population_blocks(seed, params, j0, j1)
+    g = zarr.open_group(path, mode="r+")
+    r0, r1 = j0 * params.n, j1 * params.n
+    for pop, (X, y) in blocks.items():
+        g[f"{pop}/X"][r0:r1] = X
+        g[f"{pop}/y"][r0:r1] = y
+    return 3 * (r1 - r0)
+
+
+#: the three populations of the interleaved study: group name, role, truth
+INTERLEAVED_GROUPS = (("a", "birds (population A)", "r_b"), ("b", "fish (population B)", "r_f"),
+                      ("c", "penguins (test population C)", "r_p"))
+
+
+def simulate_interleaved(
+    out: str | os.PathLike,
+    *,
+    alpha: float = 0.25,
+    n: int = 100,
+    q: int = 6,
+    steps: int = 6,
+    seed: int = 0,
+    chunk_blocks: int | None = None,
+    overwrite: bool = False,
+    client: Client | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+) -> Path:
+    """Write the three populations of the interleaved KF4LLS study (ALGORITHMS.md §2).
+
+    One store with groups ``a`` (birds: X = U ~ N(μ₁1, I), y = U r_b + ε), ``b``
+    (fish: V ~ N(μ₂1, I), y = V r_f + ε) and ``c`` (penguins: Z = αU + (1−α)V on the
+    same rows, y = Z r_p + ε), each with ``steps`` blocks of ``n`` rows, ``q``
+    features, one target and ``coef_true`` = r_b, r_f, r_p; r_b, r_f ~ U(−5, 5)^q and
+    μ₁, μ₂ ~ U(−10, 10) are drawn once from ``seed`` (the Figure 1 generating process,
+    one Monte-Carlo iteration). Chunks hold ``chunk_blocks`` whole blocks (default
+    ≈ 25 MB of X) and are generated and written in parallel; the numbers depend on
+    the seed and the block index only.
+    """
+    from streamlsq.kernels.interleaved import figure1_store_parameters
+
+    try:
+        params = figure1_store_parameters(seed, alpha, n, q, steps)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"simulate interleaved: {exc}") from None
+    if chunk_blocks is None:
+        chunk_blocks = max(1, default_chunk_rows(q, n * steps) // n)
+    if chunk_blocks < 1:
+        raise InputError(f"simulate interleaved: chunk size must be positive, got {chunk_blocks}")
+    chunk_blocks = min(chunk_blocks, steps)
+    n_rows = n * steps
+    out = prepare_output(out, overwrite)
+    tmp = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
+    settings = {"alpha": params.alpha, "n": n, "q": q, "steps": steps,
+                "mu1": params.mu1, "mu2": params.mu2}
+    try:
+        root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        root.attrs.update({"generator": "streamlsq.simulate_interleaved",
+                           "parameters": settings, "seed": seed})
+        truth = {"r_b": params.r_b, "r_f": params.r_f, "r_p": params.r_p}
+        for name, role, coef in INTERLEAVED_GROUPS:
+            g = root.create_group(name)
+            g.attrs.update({"generator": "streamlsq.simulate_interleaved", "population": role,
+                            "parameters": settings, "seed": seed, "block_size": n})
+            for var, shape, dims in (("X", (n_rows, q), ["sample", "feature"]),
+                                     ("y", (n_rows, 1), ["sample", "target"])):
+                g.create_array(var, shape=shape, chunks=(chunk_blocks * n, shape[1]),
+                               dtype="float64", dimension_names=dims, fill_value=np.nan)
+            c = g.create_array("coef_true", shape=(q, 1), dtype="float64",
+                               dimension_names=["feature", "target"])
+            c[...] = truth[coef][:, None]
+        edges = list(range(0, steps, chunk_blocks)) + [steps]
+        tag = uuid.uuid4().hex[:6]
+        with dask_client(client, scheduler) as cl:
+            futures = [
+                cl.submit(_write_interleaved_chunk, str(tmp), seed, params, j0, j1, pure=False,
+                          key=f"simulate-interleaved-{tag}-{i}")
+                for i, (j0, j1) in enumerate(zip(edges[:-1], edges[1:], strict=True))
+            ]
+            track_futures(cl, futures, total=3 * n_rows, desc="simulate", unit="rows",
+                          enabled=progress)
+        root.attrs["complete"] = True
         consolidate(tmp)
         if out.exists():
             shutil.rmtree(out)

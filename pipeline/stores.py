@@ -137,6 +137,19 @@ class StreamSource:
             self._check_finite(name, A, start)
         return X, Y
 
+    def read_features(self, start: int, stop: int, dtype=np.float64) -> np.ndarray:
+        """Rows ``start:stop`` of X alone (values checked like :meth:`read`)."""
+        X = np.asarray(_zarr_array(self.path, self.group, "X")[start:stop], dtype=dtype)
+        self._check_finite("X", X, start)
+        return X
+
+    def read_variable(self, name: str) -> np.ndarray | None:
+        """A small whole variable of the store (e.g. ``coef_true``), or None if absent."""
+        g = _open_group(self.path, self.group)
+        if name not in set(g.array_keys()):
+            return None
+        return np.asarray(g[name][...])
+
     def _check_finite(self, name: str, A: np.ndarray, start: int) -> None:
         # one reduction over the block: the common, clean case costs a single pass
         if np.isfinite(A.sum()):
@@ -236,6 +249,10 @@ def write_result(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False
     tmp = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
     try:
         ds = ds.copy()
+        # zarr v3 has a specified variable-length string type, not numpy's fixed-width one
+        strings = {n: ds[n].astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
+        ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
+        ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
         ds.attrs["complete"] = False
         ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
         zarr.open_group(str(tmp), mode="r+").attrs["complete"] = True

@@ -64,3 +64,32 @@ def write_stream(path, X, y, chunk_rows, dims=(("sample", "feature"), ("sample",
 
 def lstsq(X, Y):
     return np.linalg.lstsq(X, Y, rcond=None)[0]
+
+
+class CheckpointStop(RuntimeError):
+    """Raised by :func:`stop_after_commits` in place of a kill."""
+
+
+@pytest.fixture
+def stop_after_commits(monkeypatch):
+    """``with stop_after_commits(n): fit(...)`` ends the run like a kill right after its
+    n-th committed segment (client side, deterministic); the checkpoint stays behind."""
+    import contextlib
+
+    import streamlsq.fit as fit_module
+    from streamlsq.checkpoint import Checkpoint
+
+    @contextlib.contextmanager
+    def stop(n):
+        class Stopping(Checkpoint):
+            def save(self, i, part):
+                super().save(i, part)
+                if i + 1 >= n:
+                    raise CheckpointStop(f"stopped after segment {i}")
+
+        with monkeypatch.context() as m:
+            m.setattr(fit_module, "Checkpoint", Stopping)
+            with pytest.raises(CheckpointStop):
+                yield
+
+    return stop

@@ -488,3 +488,81 @@ def test_figure1_curves_have_the_papers_shape():
     assert np.all(c.mse[3, 1::2] < c.mse[0, 1::2])
     rows = c.records()
     assert len(rows) == 30 and rows[0]["scheme"] == "birds" and rows[0]["step"] == 1
+
+
+# ---------------------------------------------------------------------------
+# Kernels the pipeline uses for the test population and simulated stores
+# ---------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=5),
+    q=st.integers(1, 4),
+    K=st.integers(1, 3),
+    scale=st.sampled_from([1.0, 1e3]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_residual_factor_mse_equals_test_mse_on_the_rows(sizes, q, K, scale, seed):
+    rng = np.random.default_rng(seed)
+    Zs = [scale * rng.standard_normal((n, q)) for n in sizes]
+    psi = rng.standard_normal((q, K))
+    ps = [Z @ psi + rng.standard_normal((Z.shape[0], K)) for Z in Zs]
+    R = il.residual_factor(Zs[0], ps[0])
+    for Z, p in zip(Zs[1:], ps[1:], strict=True):
+        R = il.merge_residual_factors(R, il.residual_factor(Z, p))
+    assert R.shape == (q + K, q + K)
+    got = il.residual_factor_mse(psi, R, sum(sizes))
+    assert got == pytest.approx(il.test_mse(psi, Zs, ps), rel=1e-9)
+    # the factor of all rows at once is the same statistic
+    whole = il.residual_factor(np.vstack(Zs), np.vstack(ps))
+    assert il.residual_factor_mse(psi, whole, sum(sizes)) == pytest.approx(got, rel=1e-9)
+
+
+def test_residual_factor_keeps_a_small_mse_next_to_large_targets():
+    rng = np.random.default_rng(12)
+    Z = rng.normal(50.0, 1.0, (400, 3))
+    psi = np.array([[3e3], [-2e3], [1e3]])
+    p = Z @ psi + 1e-4 * rng.standard_normal((400, 1))
+    exact = il.test_mse(psi, [Z], [p])  # ~1e-8 next to targets ~1e5
+    got = il.residual_factor_mse(psi, il.residual_factor(Z, p), 400)
+    assert got == pytest.approx(exact, rel=1e-4)
+
+
+def test_residual_factor_summaries_split_at_cuts():
+    rng = np.random.default_rng(13)
+    Z, P = rng.standard_normal((30, 2)), rng.standard_normal((30, 1))
+    edges = np.array([0, 4, 10, 17, 30])
+    parts = il.residual_factor_summaries(Z, P, edges, [1, 3, 4])
+    assert [int(s["rows"]) for s in parts] == [4, 13, 13]
+    assert [int(s["blocks"]) for s in parts] == [1, 2, 1]
+    psi = rng.standard_normal((2, 1))
+    got = il.residual_factor_mse(psi, il.merge_residual_factors(parts[0]["R"], parts[1]["R"]),
+                                 17)
+    assert got == pytest.approx(il.test_mse(psi, [Z[:17]], [P[:17]]), rel=1e-10)
+    with pytest.raises(ValueError, match="cuts"):
+        il.residual_factor_summaries(Z, P, edges, [2, 2])
+
+
+def test_bias_of_run_is_mean_absolute_deviation():
+    psi = np.array([[1.0], [2.0], [-1.0]])
+    assert il.bias_of_run(psi, [0.0, 2.5, 1.0]) == pytest.approx((1.0 + 0.5 + 2.0) / 3)
+
+
+def test_simulated_store_blocks_follow_figure1_and_depend_on_block_only():
+    params = il.figure1_store_parameters(5, alpha=0.3, n=40, q=3, steps=5)
+    assert params.alpha == 0.3 and params.r_b.shape == (3,)
+    again = il.figure1_store_parameters(5, alpha=0.3, n=40, q=3, steps=5)
+    np.testing.assert_array_equal(params.r_f, again.r_f)
+    whole = il.figure1_population_blocks(5, params, 0, 5)
+    parts = [il.figure1_population_blocks(5, params, j, j + 1) for j in range(5)]
+    for pop in "abc":
+        np.testing.assert_array_equal(whole[pop][0], np.vstack([p[pop][0] for p in parts]))
+        np.testing.assert_array_equal(whole[pop][1], np.vstack([p[pop][1] for p in parts]))
+    (U, b), (V, f), (Z, p) = whole["a"], whole["b"], whole["c"]
+    assert U.shape == (200, 3) and b.shape == (200, 1)
+    np.testing.assert_allclose(Z, 0.3 * U + 0.7 * V, rtol=1e-14)  # eq. (1), paired rows
+    np.testing.assert_allclose(U.mean(0), params.mu1, atol=4 / np.sqrt(200))
+    for X, y, r in ((U, b, params.r_b), (V, f, params.r_f), (Z, p, params.r_p)):
+        resid = y[:, 0] - X @ r
+        assert abs(resid.std() - 1.0) < 0.15  # unit noise
+    with pytest.raises(ValueError, match="blocks"):
+        il.figure1_population_blocks(5, params, 0, 6)

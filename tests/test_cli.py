@@ -25,9 +25,19 @@ def cli(client):
     return _run
 
 
-@pytest.mark.parametrize("command", ["simulate", "fit", "info", "demo"])
+def _leaf_commands(group, path=()):
+    import click
+
+    for name, cmd in sorted(group.commands.items()):
+        if isinstance(cmd, click.Group):
+            yield from _leaf_commands(cmd, (*path, name))
+        else:
+            yield (*path, name)
+
+
+@pytest.mark.parametrize("command", list(_leaf_commands(main)), ids=" ".join)
 def test_every_command_has_help_with_examples(command):
-    result = CliRunner().invoke(main, [command, "--help"])
+    result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0
     assert "Examples:" in result.output and "--scheduler" in result.output
 

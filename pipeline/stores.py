@@ -100,7 +100,9 @@ def _check_complete(label: str, name: str, arr: zarr.Array) -> None:
         n_missing = arr.nchunks - arr.nchunks_initialized
         raise InputError(
             f"{label}: variable '{name}' chunk {gaps[0]} was never written "
-            f"({n_missing} of {arr.nchunks} chunks missing); the store is incomplete"
+            f"({n_missing} of {arr.nchunks} chunks missing; it would read as the fill value "
+            f"{arr.fill_value}); the store is incomplete, or was written with "
+            "write_empty_chunks=False: rewrite it with write_empty_chunks=True"
         )
 
 

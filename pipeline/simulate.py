@@ -10,7 +10,6 @@ place when every chunk is written.
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from distributed import Client
 from .cluster import dask_client
 from .errors import InputError
 from .progress import track_futures
-from .stores import consolidate, prepare_output
+from .stores import atomic_store
 
 __all__ = ["simulate_interleaved", "simulate_stream", "default_chunk_rows"]
 
@@ -80,9 +79,7 @@ def simulate_stream(
     chunk_rows = chunk_rows or default_chunk_rows(n_features, n_rows)
     if chunk_rows < 1:
         raise InputError(f"simulate: chunk size must be positive, got {chunk_rows}")
-    out = prepare_output(out, overwrite)
-    tmp = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
-    try:
+    with atomic_store(out, overwrite) as tmp:
         g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
         g.attrs.update(
             {
@@ -123,15 +120,7 @@ def simulate_stream(
             ]
             track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
                           enabled=progress)
-        g.attrs["complete"] = True
-        consolidate(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return Path(out)
 
 
 def _write_interleaved_chunk(path, seed, params, j0, j1) -> int:
@@ -188,11 +177,9 @@ def simulate_interleaved(
         raise InputError(f"simulate interleaved: chunk size must be positive, got {chunk_blocks}")
     chunk_blocks = min(chunk_blocks, steps)
     n_rows = n * steps
-    out = prepare_output(out, overwrite)
-    tmp = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
     settings = {"alpha": params.alpha, "n": n, "q": q, "steps": steps,
                 "mu1": params.mu1, "mu2": params.mu2}
-    try:
+    with atomic_store(out, overwrite) as tmp:
         root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
         root.attrs.update({"generator": "streamlsq.simulate_interleaved",
                            "parameters": settings, "seed": seed})
@@ -218,12 +205,4 @@ def simulate_interleaved(
             ]
             track_futures(cl, futures, total=3 * n_rows, desc="simulate", unit="rows",
                           enabled=progress)
-        root.attrs["complete"] = True
-        consolidate(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return Path(out)

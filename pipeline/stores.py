@@ -13,11 +13,13 @@ never leaves a store that looks complete.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import uuid
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +34,7 @@ __all__ = [
     "open_stream",
     "prepare_output",
     "write_result",
+    "atomic_store",
     "open_result",
     "consolidate",
 ]
@@ -245,18 +248,19 @@ def prepare_output(out: str | os.PathLike, overwrite: bool = False) -> Path:
     return out
 
 
-def write_result(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Write ``ds`` atomically: temporary path, ``complete=True`` last, then rename into place."""
+@contextlib.contextmanager
+def atomic_store(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
+    """Build a store under a temporary name next to ``out``; publish it only when complete.
+
+    Yields the temporary path to write into. When the block finishes, the
+    store's root gets ``complete=True``, its metadata is consolidated and it is
+    renamed into place (replacing ``out`` when ``overwrite``). If the block
+    raises, the temporary store is removed: nothing that looks complete is left.
+    """
     out = prepare_output(out, overwrite)
     tmp = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
     try:
-        ds = ds.copy()
-        # zarr v3 has a specified variable-length string type, not numpy's fixed-width one
-        strings = {n: ds[n].astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
-        ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
-        ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
-        ds.attrs["complete"] = False
-        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
+        yield tmp
         zarr.open_group(str(tmp), mode="r+").attrs["complete"] = True
         consolidate(tmp)
         if out.exists():
@@ -267,7 +271,19 @@ def write_result(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return out
+
+
+def write_result(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Write ``ds`` atomically: temporary path, ``complete=True`` last, then rename into place."""
+    ds = ds.copy()
+    # zarr v3 has a specified variable-length string type, not numpy's fixed-width one
+    strings = {n: ds[n].astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
+    ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
+    ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
+    ds.attrs["complete"] = False
+    with atomic_store(out, overwrite) as tmp:
+        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
+    return Path(out)
 
 
 def open_result(path: str | os.PathLike) -> xr.Dataset:

@@ -133,3 +133,30 @@ def test_float32_store_is_fitted(tmp_path, client):
     ds32 = fit_stream(path, client=client, dtype="float32")
     assert ds32.coef.dtype == np.float32
     assert _rel(ds32.coef.isel(step=-1).values, ref) < 1e-4
+
+
+@pytest.mark.cluster
+def test_cli_uses_dask_scheduler_address_from_the_environment(stream_200k, loopback_address,
+                                                              tmp_path, client):
+    import os
+    import subprocess
+    import sys
+
+    from distributed import Client
+
+    out = tmp_path / "env.zarr"
+    env = dict(os.environ, DASK_SCHEDULER_ADDRESS=loopback_address)
+    def executed(dask_worker):
+        return dask_worker.state.executed_count
+
+    with Client(loopback_address) as remote:
+        before = sum(remote.run(executed).values())
+        r = subprocess.run([sys.executable, "-m", "streamlsq.cli", "fit", "kf4lls",
+                            str(stream_200k), "--out", str(out)], env=env, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        # the fold tasks ran on the loopback workers, not on an embedded cluster
+        after = sum(remote.run(executed).values())
+    assert after > before
+    X, Y = read_all(stream_200k)
+    assert _rel(open_result(out).coef.isel(step=-1).values, lstsq(X, Y)) < 1e-10

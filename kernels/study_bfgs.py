@@ -91,13 +91,14 @@ def binary_stream(
     return np.concatenate([np.ones((n_rows, 1)), X], axis=1), y[:, None]
 
 
-def fold_path(model: Recursion, X, Y, block_rows: int) -> np.ndarray:
+def fold_path(model: Recursion, X, Y, block_rows: int, return_state: bool = False):
     """Coefficients of ``model`` after every block of ``block_rows`` rows: (n_blocks, q+1, K).
 
     ``X`` is X̃ = [1, X] (leading column of ones). The stream is folded in one
     call of ``model.fold`` from ``model.init``. An :class:`~streamlsq.kernels.lms.LMS`
     model prepends its own constant column, so it gets X without the ones; its
-    W (intercept first) lines up with the other models' coefficients.
+    W (intercept first) lines up with the other models' coefficients. With
+    ``return_state``: (coefs, final state).
     """
     X = np.asarray(X)
     Y = as_2d(np.asarray(Y))
@@ -105,7 +106,8 @@ def fold_path(model: Recursion, X, Y, block_rows: int) -> np.ndarray:
     if isinstance(model, LMS):
         X = X[:, 1:]
     state = model.init(X.shape[1], Y.shape[1])
-    return model.fold(state, X, Y, edges, 1, 1).coefs
+    res = model.fold(state, X, Y, edges, 1, 1)
+    return (res.coefs, res.state) if return_state else res.coefs
 
 
 def stacked_lstsq_path(X, Y, block_rows: int) -> np.ndarray:
@@ -212,7 +214,11 @@ def regression_study(
     then ``n_test`` test rows from the same w, from ``rng`` in order. Returns
     arrays (n_streams, len(methods), n_blocks): ``error_to_truth`` ‖W_k − w‖,
     ``distance_to_lstsq`` ‖W_k − W_LS,k‖ (W_LS,k: :func:`stacked_lstsq_path`),
-    ``test_mse``; and ``lstsq_error_to_truth`` (n_streams, n_blocks).
+    ``test_mse``; ``lstsq_error_to_truth`` (n_streams, n_blocks); and
+    ``inverse_hessian_ratio`` (n_streams, len(methods)): for a method whose
+    state keeps an inverse-Hessian approximation ``B`` (BFGS), tr(B) after the
+    last block over tr(H⁻¹) of least squares on all rows, H = X̃ᵀX̃ (how far B
+    is from the curvature of everything seen; NaN for other methods).
     """
     n_streams = _positive_int("n_streams", n_streams)
     n_rows = _positive_int("n_blocks", n_blocks) * _positive_int("block_rows", block_rows)
@@ -220,13 +226,18 @@ def regression_study(
     shape = (n_streams, len(names), int(n_blocks))
     out = {k: np.empty(shape) for k in ("error_to_truth", "distance_to_lstsq", "test_mse")}
     out["lstsq_error_to_truth"] = np.empty((n_streams, int(n_blocks)))
+    out["inverse_hessian_ratio"] = np.full((n_streams, len(names)), np.nan)
     for s in range(n_streams):
         X, y, w = regression_stream(rng, n_rows + n_test, n_features, noise)
         Xtr, ytr, Xte, yte = X[:n_rows], y[:n_rows], X[n_rows:], y[n_rows:]
         ls = stacked_lstsq_path(Xtr, ytr, block_rows)
         out["lstsq_error_to_truth"][s] = coefficient_distance(ls, w)
+        G, _ = block_sums(Xtr, ytr)
+        h_inv_trace = float(np.trace(spd_solve(G, np.eye(G.shape[0]))))
         for m, name in enumerate(names):
-            path = fold_path(methods[name], Xtr, ytr, block_rows)
+            path, state = fold_path(methods[name], Xtr, ytr, block_rows, return_state=True)
+            if "B" in state:
+                out["inverse_hessian_ratio"][s, m] = float(np.trace(state["B"])) / h_inv_trace
             out["error_to_truth"][s, m] = coefficient_distance(path, w)
             out["distance_to_lstsq"][s, m] = coefficient_distance(path, ls)
             out["test_mse"][s, m] = prediction_mse(path, Xte, yte)

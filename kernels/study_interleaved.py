@@ -82,7 +82,7 @@ def figure1_findings(curves: Figure1Curves, params: Figure1Parameters) -> dict:
     the interleaved entries (``mean_abs_dev_first_order``,
     ``mean_abs_dev_second_order``); ``even_steps_max_abs_diff``: the largest
     |ψ̄_birds-first − ψ̄_fish-first| over even steps and coordinates (the two
-    orders coincide there, Lemma 1); ``penguin_mse`` and
+    orders coincide there, Lemma 1); ``penguin_mse``, ``penguin_mse_se`` and
     ``penguin_mse_expected`` per step; ``D`` and ``n_iter``.
     """
     D = curves.D
@@ -108,5 +108,6 @@ def figure1_findings(curves: Figure1Curves, params: Figure1Parameters) -> dict:
     diff = np.abs(curves.psi_mean[3, even] - curves.psi_mean[4, even])
     out["even_steps_max_abs_diff"] = float(diff.max()) if diff.size else 0.0
     out["penguin_mse"] = curves.mse[2].tolist()
+    out["penguin_mse_se"] = curves.mse_se[2].tolist()
     out["penguin_mse_expected"] = penguin_expected_mse(params.n, params.q, params.steps).tolist()
     return out

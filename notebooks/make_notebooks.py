@@ -151,7 +151,8 @@ NOTEBOOKS = {
                "line (black) and LMS after 1 epoch (dashed) and 20 epochs (solid): one "
                "pass is not enough, 20 are. Right: the weights against the number of "
                "updates for each step size; the intercept w0 (solid) climbs slowly because "
-               "x is not centred, the slope w1 (dashed) overshoots first. Bottom: the "
+               "x is not centred, while the slope w1 (dashed) first turns positive to make up "
+               "for the missing intercept. Bottom: the "
                "curved cloud — LMS still converges to the best *line*."),
             code('display(Image(filename=str(result.figures["demonstration"])))'),
             code('result.tables["fits"].round(4)'),

@@ -134,6 +134,8 @@ def test_bfgs_findings(quick_runs):
     assert last.loc[("bfgs_exact", "distance_to_lstsq"), "p05"] > 1e-3
     assert last.loc[("bfgs_exact", "error_to_truth"), "median"] > \
         last.loc[("lstsq", "error_to_truth"), "median"]
+    # why: B does not shrink with the rows seen as the least-squares H^-1 does
+    assert last.loc[("bfgs_exact", "inverse_hessian_ratio"), "p05"] > 5
     b = table(quick_runs["bfgs"], "binary")
     lb = b[b.block == b.block.max()].set_index(["method", "metric"])["median"]
     assert lb[("bfgs_balanced_1", "balanced_accuracy")] > 0.7

@@ -259,6 +259,9 @@ def test_regression_and_binary_study_shapes_and_references():
     np.testing.assert_allclose(r["error_to_truth"][:, 0], r["lstsq_error_to_truth"], rtol=1e-8)
     # BFGS starts from the least-squares fit of block 1
     assert r["distance_to_lstsq"][:, 1, 0].max() < 1e-10
+    assert np.isnan(r["inverse_hessian_ratio"][:, 0]).all()  # KF4LLS keeps no B
+    assert np.all(r["inverse_hessian_ratio"][:, 1] > 1)  # B is one block's, H^-1 all rows'
+
     b = binary_study(np.random.default_rng(12), 2, {"bal": IncrementalBFGS(1.0, balanced=True)},
                      n_blocks=3, block_rows=60, n_features=2, n_test=300)
     assert b["balanced_accuracy"].shape == (2, 2, 3)

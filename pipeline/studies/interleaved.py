@@ -196,7 +196,8 @@ def _summary(params, curves, table, iterations, seed) -> str:
         f"{dev1:.4f} from the first-order and {dev2:.4f} from the second-order values: "
         f"closer to the {closer} ones (largest |z| against second order: {z:.2f}).",
         f"- Penguin-only MSE per step: {pm}; expected σ²(1 − q/(t·n)): {pe} "
-        "(ALGORITHMS.md: ≈ 1 − 0.06/t).",
+        f"(ALGORITHMS.md: ≈ 1 − 0.06/t); standard errors ≤ {max(f['penguin_mse_se']):.4f}, "
+        "and the steps share their iterations, so their deviations are correlated.",
     ]
     if params.steps >= 2:
         last_even = params.steps - params.steps % 2

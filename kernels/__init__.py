@@ -10,6 +10,8 @@ Modules:
   the recursive estimators
 - ``mlr`` (and ``mlr_*``), ``whitening``: meta-learning for mixed linear regression
 - ``synthetic``, ``synthetic_mlr``: reproducible generators of synthetic data
+- ``study_interleaved``, ``study_irma``, ``study_lms``, ``study_bfgs`` (+ ``study_common``):
+  the papers' studies — their data, Monte-Carlo batches and statistics
 """
 
 from . import (
@@ -22,6 +24,11 @@ from . import (
     lms,
     mlr,
     recursion,
+    study_bfgs,
+    study_common,
+    study_interleaved,
+    study_irma,
+    study_lms,
     synthetic,
     synthetic_mlr,
     whitening,
@@ -73,6 +80,11 @@ __all__ = [
     "mlr",
     "recursion",
     "spd_solve",
+    "study_bfgs",
+    "study_common",
+    "study_interleaved",
+    "study_irma",
+    "study_lms",
     "symmetrize",
     "synthetic",
     "synthetic_mlr",

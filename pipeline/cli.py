@@ -417,5 +417,9 @@ def demo(out, rows, features, seed, scheduler, n_workers, memory_limit):
         run_demo(out, rows, features, seed, client=client, echo=click.echo)
 
 
+from .cli_study import study  # noqa: E402  (its own module: others edit this file)
+
+main.add_command(study)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

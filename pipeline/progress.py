@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from distributed import Client, as_completed
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the text bar: tqdm.auto warns in notebooks without ipywidgets
 
 __all__ = ["row_bar", "track_futures"]
 

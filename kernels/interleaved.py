@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kf4lls import KF4LLS, kf4lls_update
+from .kf4lls import KF4LLS
 from .linalg import as_2d, check_finite, spd_solve, symmetrize
 from .recursion import Recursion, State
 
@@ -263,13 +263,7 @@ class InterleavedKF4LLS(Recursion):
         Xc, Yc = center_block(X, as_2d(Y))
         w = self.step_weight(int(state["blocks"]) + 1)
         # √w scales rows, so the step adds w²·XcᵀXc to H and w²·XcᵀYc to Hψ.
-        H, psi = kf4lls_update(state["H"], state["psi"], w * Xc, w * Yc)
-        return {
-            "H": H,
-            "psi": psi,
-            "rows": np.int64(state["rows"] + X.shape[0]),
-            "blocks": np.int64(state["blocks"] + 1),
-        }
+        return self._kf.update(state, w * Xc, w * Yc)
 
     def coef(self, state: State) -> np.ndarray:
         return state["psi"]

@@ -13,22 +13,37 @@ except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
 from .cluster import dask_client
+from .em import fit_em
 from .errors import InputError
+from .examples import example_tasks, tasks_from_frame
 from .fit import fit_stream
+from .metalearn import fit_pooled, metalearn
 from .methods import METHODS, make_method
+from .predict import predict
 from .simulate import simulate_stream
+from .simulate_mlr import simulate_mlr
 from .stores import StreamSource, open_dataset, open_result, open_stream
+from .tasks import TaskSource, open_tasks
 
 __all__ = [
     "METHODS",
     "InputError",
     "StreamSource",
+    "TaskSource",
     "__version__",
     "dask_client",
+    "example_tasks",
+    "fit_em",
+    "fit_pooled",
     "fit_stream",
     "make_method",
+    "metalearn",
     "open_dataset",
     "open_result",
     "open_stream",
+    "open_tasks",
+    "predict",
+    "simulate_mlr",
     "simulate_stream",
+    "tasks_from_frame",
 ]

@@ -209,5 +209,14 @@ def demo(out, rows, features, seed, scheduler, n_workers, memory_limit):
         run_demo(out, rows, features, seed, client=client, echo=click.echo)
 
 
+# meta-learning commands (metalearn, predict, example, simulate mlr) live in cli_mlr; under
+# ``python -m streamlsq.cli`` they attach to the imported module, which then runs
+if __name__ != "__main__":
+    from .cli_mlr import register as _register_mlr
+
+    _register_mlr(main)
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    from streamlsq.cli import main as _main
+
+    _main()

@@ -65,7 +65,7 @@ from .tasks import (
     task_sets,
 )
 
-__all__ = ["MAX_FULL_HEAVY", "TILE", "metalearn", "model_dataset"]
+__all__ = ["MAX_FULL_HEAVY", "TILE", "fit_pooled", "metalearn", "model_dataset"]
 
 #: largest number of heavy tasks for average linkage (the full H on the client)
 MAX_FULL_HEAVY = 5_000
@@ -245,7 +245,7 @@ def metalearn(
     xarray.Dataset: ``basis (feature, rank)``, ``coef (cluster, feature)``,
     ``noise (cluster)`` (ŝ, a standard deviation) and ``noise_var`` (ŝ²),
     ``weight (cluster)``, ``heavy_cluster (heavy_task)``, ``light_cluster
-    (light_task)``, ``eigenvalues``, initial estimates, ``step_seconds (step)``
+    (light_task)``, ``eigenvalues``, initial estimates, the seconds of each step (``seconds_*``)
     and, for a store with the truth, its errors as attributes.
     """
     source = open_tasks(data, group)
@@ -256,7 +256,7 @@ def metalearn(
     started = time.perf_counter()
     with dask_client(client, scheduler) as cl:
         run = _Run(cl, source, int(holdout), chunk_tasks, progress)
-        sets = task_sets(source, run.ptr, roles, heavy_rows)
+        sets = task_sets(source, run.ptr, roles, heavy_rows, int(holdout))
         _check_inputs(source, sets, run.ptr, k, splits, linkage, threshold, holdout)
         result = _algorithm(run, sets, k, splits, linkage, threshold, whiten, tile)
     result["seconds"] = time.perf_counter() - started
@@ -421,14 +421,12 @@ def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict
             "initial_r2": (("cluster",), result["initial_r2"]),
             "heavy_cluster": (("heavy_task",), result["heavy_cluster"]),
             "light_cluster": (("light_task",), result["light_cluster"]),
-            "step_seconds": (("step",), np.array(list(seconds.values()))),
         },
         coords={
             "feature": np.arange(d), "rank": np.arange(result["basis"].shape[1]),
             "eigen": np.arange(d), "cluster": cluster,
             "heavy_task": np.flatnonzero(sets.heavy),
             "light_task": np.flatnonzero(sets.light2),
-            "step": np.array(list(seconds)),
         },
     )
     ds["noise"].attrs["long_name"] = "noise standard deviation s (ALGORITHMS.md §6.5: sqrt)"
@@ -460,4 +458,65 @@ def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict
         attrs.update({k: float(v) for k, v in
                       truth_diagnostics(result, source.truth(), sets).items()})
     ds.attrs.update(attrs)
+    return ds
+
+
+# -- the pooled baseline ---------------------------------------------------------------
+def _pooled(chunk, source, holdout):
+    X, y, ptr = load_chunk(source, chunk, None, holdout)
+    return mlr.cluster_sufficient_stats(X, y, ptr, np.zeros(ptr.size - 1, dtype=np.int64), 1)
+
+
+def fit_pooled(
+    data: str | os.PathLike,
+    *,
+    out: str | os.PathLike | None = None,
+    holdout: int = 0,
+    chunk_tasks: int = CHUNK_TASKS,
+    group: str | None = None,
+    overwrite: bool = False,
+    client: Client | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """One least-squares regression on the rows of all tasks (the pooled baseline).
+
+    The same grouped reduction as the refinement step with every task in one
+    cluster (``cluster_sufficient_stats`` + ``refine_from_stats``), leaving out
+    the last ``holdout`` rows of every task. Written as a one-cluster model
+    store, so ``predict`` scores it like any meta-learned model.
+    """
+    source = open_tasks(data, group)
+    if out is not None:
+        prepare_output(out, overwrite)
+    if isinstance(holdout, bool) or not isinstance(holdout, int | np.integer) or holdout < 0:
+        raise InputError(f"holdout must be an integer >= 0, got {holdout!r}")
+    started = time.perf_counter()
+    with dask_client(client, scheduler) as cl:
+        run = _Run(cl, source, int(holdout), chunk_tasks, progress)
+        sizes = np.diff(run.ptr) - holdout
+        if (sizes < 0).any():
+            i = int(np.flatnonzero(sizes < 0)[0])
+            raise InputError(f"{source.label}: task {i} has fewer rows than the {holdout} "
+                             "to hold out")
+        chunks = run.plan(sizes > 0)
+        _, stats = run.reduce(_pooled, chunks, holdout, name="pooled")
+    try:
+        W, s2, p = mlr.refine_from_stats(stats, int(stats["tasks"].sum()))
+    except ValueError as exc:
+        raise InputError(f"{source.label}: pooled regression: {exc}") from None
+    ds = xr.Dataset(
+        {"coef": (("cluster", "feature"), W), "noise": (("cluster",), np.sqrt(s2)),
+         "noise_var": (("cluster",), s2), "weight": (("cluster",), p)},
+        coords={"cluster": [0], "feature": np.arange(source.n_features)},
+    )
+    ds.attrs.update({
+        "method": "pooled", "parameters": json.dumps({"holdout": int(holdout)}),
+        "input": str(source.path), "n_rows": int(stats["rows"].sum()),
+        "seconds": round(time.perf_counter() - started, 3),
+        "streamlsq_version": _version(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    })
+    if out is not None:
+        write_result(ds, out, overwrite)
     return ds

@@ -89,8 +89,19 @@ MAX_CHUNK_ROWS = 1 << 20
 
 
 @functools.lru_cache(maxsize=64)
-def _array(path: str, group: str | None, name: str) -> zarr.Array:
+def _array(path: str, group: str | None, name: str, token: str = "") -> zarr.Array:
+    # one open per process and array; ``token`` identifies the store's version, so a
+    # store rewritten at the same path is opened afresh, never read with stale metadata
     return zarr.open_group(path, mode="r", path=group or None)[name]
+
+
+def _store_token(path: str) -> str:
+    meta = os.path.join(path, "zarr.json")
+    try:
+        st = os.stat(meta)
+    except OSError:  # not a local store: no cheap version stamp
+        return ""
+    return f"{st.st_ino}-{st.st_mtime_ns}"
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,7 @@ class TaskSource:
     chunk_rows: int
     has_role: bool
     has_truth: bool
+    token: str = ""
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -114,26 +126,29 @@ class TaskSource:
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
         hi = self.n_tasks if hi is None else hi
-        return np.asarray(_array(self.path, self.group, "task_ptr")[lo : hi + 1], dtype=np.int64)
+        arr = _array(self.path, self.group, "task_ptr", self.token)
+        return np.asarray(arr[lo : hi + 1], dtype=np.int64)
 
     def roles(self) -> np.ndarray | None:
         """The stored role codes (n_tasks,) int8, or None when the store has no ``role``."""
         if not self.has_role:
             return None
-        return np.asarray(_array(self.path, self.group, "role")[:], dtype=np.int8)
+        return np.asarray(_array(self.path, self.group, "role", self.token)[:], dtype=np.int8)
 
     def truth(self) -> dict | None:
         """{"component", "w_true", "s_true", "p_true"} of a synthetic store, else None."""
         if not self.has_truth:
             return None
-        return {name: np.asarray(_array(self.path, self.group, name)[:]) for name in TRUTH}
+        return {
+            name: np.asarray(_array(self.path, self.group, name, self.token)[:]) for name in TRUTH
+        }
 
     def read_tasks(self, lo: int, hi: int, dtype=np.float64):
         """Tasks ``lo:hi`` as (X (n, d), y (n,), local task_ptr from 0); refuses NaN/Inf."""
         ptr = self.task_ptr(lo, hi)
         r0, r1 = int(ptr[0]), int(ptr[-1])
-        X = np.asarray(_array(self.path, self.group, "X")[r0:r1], dtype=dtype)
-        y = np.asarray(_array(self.path, self.group, "y")[r0:r1], dtype=dtype)
+        X = np.asarray(_array(self.path, self.group, "X", self.token)[r0:r1], dtype=dtype)
+        y = np.asarray(_array(self.path, self.group, "y", self.token)[r0:r1], dtype=dtype)
         for name, A in (("X", X), ("y", y)):
             self._check_finite(name, A, r0)
         return X, y, ptr - r0
@@ -227,6 +242,7 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
         chunk_rows=int(X.chunks[0]),
         has_role="role" in arrays,
         has_truth=has_truth,
+        token=_store_token(path),
         attrs=dict(g.attrs),
     )
 
@@ -247,15 +263,20 @@ class TaskSets:
 
 
 def task_sets(
-    source: TaskSource, ptr: np.ndarray, roles: str = "auto", heavy_rows: int | None = None
+    source: TaskSource,
+    ptr: np.ndarray,
+    roles: str = "auto",
+    heavy_rows: int | None = None,
+    holdout: int = 0,
 ) -> TaskSets:
     """Task sets from the stored ``role`` or by rows per task (module docstring).
 
     ``roles``: "store" (needs ``role``), "rows" (needs ``heavy_rows``), or "auto"
     ("store" when the store has ``role``, else "rows"). Refuses a light task
     with fewer than 2 rows or a light2 task without rows, naming the task.
+    Rows are counted after holding out the last ``holdout`` rows of every task.
     """
-    sizes = np.diff(ptr)
+    sizes = np.diff(ptr) - holdout
     if roles == "auto":
         roles = "store" if source.has_role else "rows"
     if roles == "store":

@@ -139,8 +139,9 @@ def fit_em(
     started = time.perf_counter()
     with dask_client(client, scheduler) as cl:
         need = n_used * (d * d + d + 2) * 8
-        budget = cache_bytes if cache_bytes is not None else _worker_memory(cl) // 4
-        cached = need <= budget if budget > 0 else need <= 2**30
+        if cache_bytes is None:  # a quarter of the workers' memory (1 GiB if unlimited)
+            cache_bytes = _worker_memory(cl) // 4 or 2**30
+        cached = need <= cache_bytes
         items = chunks
         if cached:
             items = map_chunks(cl, _stats, chunks, source, name="em-task-stats")

@@ -210,8 +210,8 @@ def demo(out, rows, features, seed, scheduler, n_workers, memory_limit):
 
 
 # meta-learning commands (metalearn, predict, example, simulate mlr) live in cli_mlr; under
-# ``python -m streamlsq.cli`` they attach to the imported module, which then runs
-if __name__ != "__main__":
+# ``python -m streamlsq.cli`` (and in its spawned workers) they attach to the imported module
+if __name__ == "streamlsq.cli":
     from .cli_mlr import register as _register_mlr
 
     _register_mlr(main)

@@ -245,9 +245,12 @@ def _simulate_group(stream: click.Command | None) -> click.Group:
         """Write a synthetic dataset, chunk by chunk in parallel: STUDY is stream or mlr.
 
         \b
-        Examples (every subcommand also takes --scheduler ADDRESS):
+        Examples:
           streamlsq simulate stream --out data.zarr --rows 1000000 --features 50 --seed 1
           streamlsq simulate mlr --out tasks.zarr --k 4 --d 8 --n-light 100000
+
+        Every subcommand takes --scheduler ADDRESS (or DASK_SCHEDULER_ADDRESS) to use a
+        running cluster.
         """
 
     if stream is not None:

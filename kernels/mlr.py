@@ -10,6 +10,7 @@ can ``from streamlsq.kernels import mlr`` and call ``mlr.<step>``:
                         single linkage; §6.3 initial estimates
 - :mod:`.mlr_classify`  §6.4 classification, §6.5 refinement, §6.6 prediction
 - :mod:`.mlr_em`        §6.7 task-level EM baseline
+- :mod:`.mlr_metrics`   errors against a known truth; held-out prediction error
 - :mod:`.whitening`     whitening from additive moment sums
 - :mod:`.mlr_algorithm` Algorithm 1 on in-memory task sets: the reference wiring
 
@@ -51,9 +52,16 @@ from .mlr_em import (
     em_accumulate,
     em_e_step,
     em_init_perturbed,
+    em_init_random,
     em_m_step,
     project_to_simplex,
     task_stats,
+)
+from .mlr_metrics import (
+    label_accuracy,
+    match_components,
+    parameter_errors,
+    task_prediction_sse,
 )
 from .mlr_subspace import (
     split_mean_estimates,
@@ -63,7 +71,9 @@ from .mlr_subspace import (
 )
 from .mlr_tasks import (
     canonical_labels,
+    holdout_split,
     segment_sum,
+    select_tasks,
     split_groups,
     task_ids,
     task_sizes,
@@ -89,15 +99,20 @@ __all__ = [
     "em_accumulate",
     "em_e_step",
     "em_init_perturbed",
+    "em_init_random",
     "em_m_step",
     "hierarchical_linkage",
+    "holdout_split",
     "initial_cluster_estimates",
+    "label_accuracy",
     "linkage_labels",
-    "meta_learn",
+    "match_components",
     "merge_spanning_forests",
+    "meta_learn",
     "minimum_spanning_forest",
     "moment_sums",
     "pairwise_distance_block",
+    "parameter_errors",
     "per_task_lstsq",
     "posterior_log_probs",
     "predict_coef",
@@ -106,6 +121,7 @@ __all__ = [
     "refine_from_stats",
     "residual_variance",
     "segment_sum",
+    "select_tasks",
     "single_linkage_labels",
     "spanning_forest_labels",
     "split_groups",
@@ -115,6 +131,7 @@ __all__ = [
     "subspace_moment_sum",
     "task_cluster_sse",
     "task_ids",
+    "task_prediction_sse",
     "task_sizes",
     "task_stats",
     "tile_spanning_forest",

@@ -31,6 +31,7 @@ __all__ = [
     "em_accumulate",
     "em_e_step",
     "em_init_perturbed",
+    "em_init_random",
     "em_m_step",
     "project_to_simplex",
     "task_stats",
@@ -215,3 +216,21 @@ def em_init_perturbed(rng, W_true, s_true, p_true, scale: float, *, min_weight=N
     s0 = np.maximum(np.abs(s + scale * rng.standard_normal(k)), 1e-6 * s.mean())
     p0 = project_to_simplex(p + scale * rng.standard_normal(k) / k, min_weight)
     return W0, s0, p0
+
+
+def em_init_random(rng, k: int, d: int, y_scale: float):
+    """A start that knows nothing of the truth: W₀ = y_scale·Z/√d, s₀ = y_scale, p₀ = 1/k.
+
+    ``y_scale`` is the root mean square of the targets (e.g. √(Σyᵀy/Σt) from the
+    per-task statistics), so ‖w₀‖ has the size a coefficient vector explaining y
+    would have. ``rng`` a Generator or a seed. Returns (W₀ (k, d), s₀ (k,), p₀ (k,)).
+    """
+    rng = np.random.default_rng(rng)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+        raise ValueError(f"d must be a positive integer, got {d!r}")
+    if not (np.isfinite(y_scale) and y_scale > 0):
+        raise ValueError(f"y_scale must be a finite positive number, got {y_scale!r}")
+    W0 = y_scale * rng.standard_normal((k, d)) / np.sqrt(d)
+    return W0, np.full(k, float(y_scale)), np.full(k, 1.0 / k)

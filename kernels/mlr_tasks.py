@@ -23,8 +23,10 @@ __all__ = [
     "canonical_labels",
     "check_labels",
     "group_ptr",
+    "holdout_split",
     "padded_task_stacks",
     "segment_sum",
+    "select_tasks",
     "split_groups",
     "task_ids",
     "task_sizes",
@@ -241,3 +243,48 @@ def padded_task_stacks(X: np.ndarray, y: np.ndarray, task_ptr: np.ndarray):
             Xs[slot, j] = X[rows]
             ys[slot, j] = y[rows]
         yield idx, Xs, ys, t
+
+
+def select_tasks(X, y, task_ptr, mask):
+    """The tasks with ``mask[i]`` true, as their own CSR chunk: (X_sel, y_sel, ptr_sel).
+
+    ``mask`` (n_tasks,) bool. Rows keep their order within and across tasks;
+    ``ptr_sel`` starts at 0. A pure re-indexing: no value changes.
+    """
+    ptr = np.asarray(task_ptr, dtype=np.int64)
+    keep = np.asarray(mask, dtype=bool)
+    if keep.shape != (ptr.size - 1,):
+        raise ValueError(f"mask must have one entry per task ({ptr.size - 1}), got {keep.shape}")
+    sizes = task_sizes(ptr)
+    rows = np.repeat(keep, sizes)
+    new_ptr = np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64)
+    return np.asarray(X)[rows], np.asarray(y)[rows], new_ptr
+
+
+def holdout_split(X, y, task_ptr, n_holdout: int):
+    """Split every task into its first tᵢ − N rows (kept) and its last N rows (held out).
+
+    Returns ((X_fit, y_fit, ptr_fit), (X_out, y_out, ptr_out)), both CSR chunks
+    with one entry per task (a task with exactly N rows keeps none). The rule
+    depends only on each task's own rows, so it is the same in any chunking.
+    Refuses a task with fewer than N rows, naming the first one.
+    """
+    ptr = np.asarray(task_ptr, dtype=np.int64)
+    if isinstance(n_holdout, bool) or not isinstance(n_holdout, int | np.integer) or n_holdout < 0:
+        raise ValueError(f"n_holdout must be an integer >= 0, got {n_holdout!r}")
+    sizes = task_sizes(ptr)
+    short = sizes < n_holdout
+    if short.any():
+        i = int(np.flatnonzero(short)[0])
+        raise ValueError(
+            f"task {i} has {int(sizes[i])} rows, fewer than the {int(n_holdout)} rows to hold out"
+        )
+    tid = task_ids(ptr)
+    j = np.arange(ptr[-1], dtype=np.int64) - ptr[:-1][tid]
+    held = j >= (sizes - n_holdout)[tid]
+    X = np.asarray(X)
+    y = np.asarray(y)
+    kept_sizes = sizes - n_holdout
+    ptr_fit = np.concatenate([[0], np.cumsum(kept_sizes)]).astype(np.int64)
+    ptr_out = np.arange(sizes.size + 1, dtype=np.int64) * int(n_holdout)
+    return (X[~held], y[~held], ptr_fit), (X[held], y[held], ptr_out)

@@ -6,51 +6,9 @@ names the store, variable and chunk or row at fault.
 
 from __future__ import annotations
 
-import functools
-import sys
-
 import click
 
-from .errors import InputError
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-def _friendly_errors(fn):
-    """Turn InputError (and unusable paths) into one line on stderr and exit code 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except InputError as exc:
-            click.echo(f"streamlsq: error: {exc}", err=True)
-            sys.exit(2)
-
-    return wrapper
-
-
-def _cluster_options(fn):
-    fn = click.option(
-        "--memory-limit", default=None,
-        help="Memory limit per worker of the embedded LocalCluster (e.g. 1GB).",
-    )(fn)
-    fn = click.option(
-        "--workers", "n_workers", type=int, default=None,
-        help="Workers of the embedded LocalCluster (default: dask's choice for this machine).",
-    )(fn)
-    fn = click.option(
-        "--scheduler", default=None, envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
-        help="Address of a running Dask scheduler (or DASK_SCHEDULER_ADDRESS); "
-        "default: an embedded LocalCluster.",
-    )(fn)
-    return fn
-
-
-def _client(scheduler, n_workers, memory_limit):
-    from .cluster import dask_client
-
-    return dask_client(None, scheduler, n_workers=n_workers, memory_limit=memory_limit)
+from .cli_common import CONTEXT, _client, _cluster_options, _friendly_errors
 
 
 @click.group(context_settings=CONTEXT)
@@ -417,9 +375,16 @@ def demo(out, rows, features, seed, scheduler, n_workers, memory_limit):
         run_demo(out, rows, features, seed, client=client, echo=click.echo)
 
 
-from .cli_study import study  # noqa: E402  (its own module: others edit this file)
+# subcommands that live in their own modules
+from .cli_mlr import em, example, metalearn, predict, simulate_mlr  # noqa: E402
+from .cli_study import study  # noqa: E402
 
+main.add_command(metalearn)
+main.add_command(predict)
+main.add_command(example)
 main.add_command(study)
+simulate.add_command(simulate_mlr, "mlr")
+fit.add_command(em, "em")
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -27,7 +27,7 @@ from .estimators import (
 from .fit import fit_stream
 from .interleaved import fit_interleaved
 from .methods import METHODS, make_method
-from .simulate import simulate_interleaved, simulate_stream
+from .simulate import simulate_interleaved, simulate_irma, simulate_stream
 from .stores import StreamSource, open_dataset, open_result, open_stream
 
 __all__ = [
@@ -51,5 +51,6 @@ __all__ = [
     "open_result",
     "open_stream",
     "simulate_interleaved",
+    "simulate_irma",
     "simulate_stream",
 ]

@@ -325,7 +325,9 @@ class _BasisRecursion(Recursion):
         record_rows = (edges[1:][recorded] - a0).astype(np.int64)
         core, errors, snaps = self._run(state, Phi, y, record_rows)
         sq = np.asarray(errors, dtype=np.float64) ** 2
-        cum = float(state["cumulative_loss"]) + np.concatenate([[0.0], np.cumsum(sq)])
+        # one running sum from the state's total (np.cumsum adds left to right), so the
+        # numbers do not depend on how the stream is cut into folds
+        cum = np.cumsum(np.concatenate([[float(state["cumulative_loss"])], sq]))
         new_state = {
             **core,
             "rows": np.int64(state["rows"] + (a1 - a0)),

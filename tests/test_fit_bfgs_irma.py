@@ -381,6 +381,14 @@ def test_bad_stores_for_bfgs_and_irma(tmp_path, run):
                               "--rate", 1, "--balanced"))
     assert "variable 'y' chunk 2 row 133 has 0.5" in line and "binary" in line
     nothing_written(out)
+    # a refusal without a row (two codings in one block) names the blocks being folded
+    labels[labels == 0] = -1.0
+    labels[133, 0] = 0.0
+    data = write_stream(tmp_path / "codings.zarr", X, labels, 64)
+    line = one_error_line(run("fit", "bfgs", data, "--out", out, "--block-size", 50,
+                              "--rate", 1, "--balanced", "--segment-size", 0.001))
+    assert str(data) in line and "block 3 (rows 100-149)" in line and "one coding" in line
+    nothing_written(out)
     # IRMA: raw inputs of the wrong dimension, several targets
     data = write_stream(tmp_path / "wide.zarr", X, y, 64)
     line = one_error_line(run("fit", "irma", data, "--out", out, "--domain", -9, 9))

@@ -6,6 +6,7 @@ with exit code 2 and one line, and checkpoint + resume."""
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from streamlsq.cli import main
 from streamlsq.kernels import (
     IRMA,
     IRMARLS,
+    BadRowError,
     IncrementalBFGS,
     IRMAGradientDescent,
     LegendreBasis,
@@ -318,6 +320,24 @@ def outside(tmp_path):
     x, y = irma_rows(1, 0, 150)
     x[77, 0] = 3.25
     return write_stream(tmp_path / "outside.zarr", x, y, 20)
+
+
+def test_kernels_name_the_bad_row_for_the_engines():
+    basis = LegendreBasis(3, (0.0, 3.0))
+    with pytest.raises(BadRowError) as info:
+        basis.expand(np.array([[1.0], [2.0], [3.5]]), name="X", row_offset=40)
+    err = info.value
+    assert (err.variable, err.row) == ("X", 42)
+    assert str(err) == "X row 42 ([3.5]) is outside the basis domain (0.0, 3.0)"
+    assert err.reason == "([3.5]) is outside the basis domain (0.0, 3.0)"
+    back = pickle.loads(pickle.dumps(err))  # the fields survive a trip between processes
+    assert (type(back), str(back), back.variable, back.row, back.reason) == (
+        BadRowError, str(err), "X", 42, err.reason)
+    model = IncrementalBFGS(rate=1.0, balanced=True)
+    state = model.update(model.init(1, 1), np.ones((3, 1)), np.array([[0.0], [1.0], [1.0]]))
+    with pytest.raises(BadRowError) as info:
+        model.update(state, np.ones((2, 1)), np.array([[1.0], [2.0]]))
+    assert (info.value.variable, info.value.row) == ("Y", 4)
 
 
 @pytest.mark.parametrize("method", ["irma", "irma-gd", "irma-rls"])

@@ -40,7 +40,7 @@ from .irma import IRMA, IRMARLS, IRMAGradientDescent, StiffnessSchedule
 from .kf4lls import KF4LLS, RLS, block_sums, kf4lls_update
 from .linalg import SingularMatrixError, spd_solve, symmetrize
 from .lms import LMS, StepSchedule, chunk_row_permutation, epoch_chunk_order, lms_fold_arrays
-from .recursion import BlockGrid, FoldResult, Recursion, State, block_edges
+from .recursion import BadRowError, BlockGrid, FoldResult, Recursion, State, block_edges
 
 __all__ = [
     "IRMA",
@@ -48,6 +48,7 @@ __all__ = [
     "KF4LLS",
     "LMS",
     "RLS",
+    "BadRowError",
     "Basis",
     "BlockGrid",
     "FoldResult",

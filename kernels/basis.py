@@ -41,6 +41,7 @@ import scipy.linalg as sla
 import scipy.special as sps
 
 from .linalg import symmetrize
+from .recursion import BadRowError
 
 __all__ = [
     "Basis",
@@ -102,8 +103,10 @@ class Basis:
     def check_inputs(self, x, name: str = "x", row_offset: int = 0) -> np.ndarray:
         """Validate raw inputs and return them as an (n, dim) floating array.
 
-        Raises ValueError naming ``name`` and the first bad row (numbered from
-        ``row_offset``) for wrong shapes, NaN/Inf, or a point outside the domain.
+        Raises ValueError naming ``name`` for wrong shapes and
+        :class:`~streamlsq.kernels.recursion.BadRowError` (a ValueError) naming the
+        first bad row (numbered from ``row_offset``) for NaN/Inf or a point outside
+        the domain.
         """
         x = _float_array(x)
         if x.ndim == 1 and self.dim == 1:
@@ -116,15 +119,17 @@ class Basis:
         finite = np.isfinite(x).all(axis=1)
         if not finite.all():
             r = int(np.argmin(finite))
-            raise ValueError(f"{name} has a non-finite value in row {r + row_offset}: {x[r]}")
+            raise BadRowError(
+                f"{name} has a non-finite value in row {r + row_offset}: {x[r]}",
+                variable=name, row=r + row_offset, reason=f"has a non-finite value: {x[r]}",
+            )
         lo, hi = self.bounds[:, 0], self.bounds[:, 1]
         inside = ((x >= lo) & (x <= hi)).all(axis=1)
         if not inside.all():
             r = int(np.argmin(inside))
-            raise ValueError(
-                f"{name} row {r + row_offset} ({x[r].tolist()}) is outside the basis "
-                f"domain {self.domain}"
-            )
+            reason = f"({x[r].tolist()}) is outside the basis domain {self.domain}"
+            raise BadRowError(f"{name} row {r + row_offset} {reason}", variable=name,
+                              row=r + row_offset, reason=reason)
         return x
 
     def expand(self, x, name: str = "x", row_offset: int = 0) -> np.ndarray:

@@ -62,7 +62,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .linalg import SingularMatrixError, as_2d, spd_solve, symmetrize
-from .recursion import Recursion, State
+from .recursion import BadRowError, FoldResult, Recursion, State
 
 __all__ = [
     "IncrementalBFGS",
@@ -116,13 +116,18 @@ def block_bfgs_inverse_update(B, dW, Z, curvature=None, floor: float = 0.0):
 
 
 def _binary_labels(Y: np.ndarray, row_offset: int = 0) -> np.ndarray:
-    """Boolean 'positive' mask of binary targets coded {0, 1} or {−1, 1}; refuse others."""
+    """Boolean 'positive' mask of binary targets coded {0, 1} or {−1, 1}; refuse others
+    (:class:`~streamlsq.kernels.recursion.BadRowError` naming the first bad row)."""
     ok = (Y == 0) | (Y == 1) | (Y == -1)
     if not ok.all():
-        r, j = np.argwhere(~ok)[0]
-        raise ValueError(
-            f"balanced rates need binary targets (0/1 or -1/1); Y has {Y[r, j]!r} at row "
-            f"{r + row_offset}, target {j}"
+        r, j = (int(i) for i in np.argwhere(~ok)[0])
+        value = Y[r, j].item()
+        raise BadRowError(
+            f"balanced rates need binary targets (0/1 or -1/1); Y has {value!r} at row "
+            f"{r + row_offset}, target {j}",
+            variable="Y", row=r + row_offset,
+            reason=f"has {value!r} in target {j}: balanced rates need binary targets "
+                   "(0/1 or -1/1)",
         )
     if (Y == 0).any() and (Y == -1).any():
         raise ValueError("balanced rates need one coding of the targets: 0/1 or -1/1, not both")
@@ -254,6 +259,35 @@ class IncrementalBFGS(Recursion):
         """Whether the first block needed the ridge start H₀ + δI."""
         return bool(state["ridge_used"])
 
+    def fold(
+        self,
+        state: State,
+        X: np.ndarray,
+        Y: np.ndarray,
+        edges: np.ndarray,
+        first_step: int,
+        record_every: int,
+        rows_before: int = 0,
+    ) -> FoldResult:
+        """The base class' fold, plus the diagnostic ``"n_skipped"``: the number of B
+        updates skipped by the curvature safeguard up to each recorded step."""
+        steps, coefs, rows, skipped = [], [], [], []
+        for j in range(len(edges) - 1):
+            a, b = int(edges[j]), int(edges[j + 1])
+            state = self.update(state, X[a:b], Y[a:b])
+            step = first_step + j
+            if step % record_every == 0:
+                steps.append(step)
+                coefs.append(self.coef(state))
+                rows.append(rows_before + b)
+                skipped.append(int(state["n_skipped"]))
+        diagnostics = {"n_skipped": np.asarray(skipped, dtype=np.int64)}
+        return self.fold_result(state, steps, coefs, rows, diagnostics)
+
+    def final_diagnostics(self, state: State) -> dict:
+        """The diagnostics of :meth:`fold` for the state itself (an engine's last step)."""
+        return {"n_skipped": np.int64(state["n_skipped"])}
+
     # -- the step ----------------------------------------------------------------
     def _check_block(self, state, X, Y):
         q, K = state["W"].shape
@@ -271,10 +305,12 @@ class IncrementalBFGS(Recursion):
                 raise ValueError(f"{name} must be numeric, got dtype {A.dtype}")
             finite = np.isfinite(A)
             if not finite.all():
-                r, j = np.argwhere(~finite)[0]
-                raise ValueError(
-                    f"{name} has a non-finite value ({A[r, j]!r}) at row {r + int(state['rows'])}, "
-                    f"column {j}"
+                r, j = (int(i) for i in np.argwhere(~finite)[0])
+                row = r + int(state["rows"])
+                value = A[r, j].item()
+                raise BadRowError(
+                    f"{name} has a non-finite value ({value!r}) at row {row}, column {j}",
+                    variable=name, row=row, reason=f"has a non-finite value in column {j}",
                 )
         return X.astype(dtype, copy=False), Y.astype(dtype, copy=False)
 

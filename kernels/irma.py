@@ -45,7 +45,7 @@ import scipy.linalg as sla
 
 from .basis import Basis, cholesky_gramian, gramian_cholesky
 from .linalg import check_finite, spd_solve, symmetrize
-from .recursion import FoldResult, Recursion, State
+from .recursion import BadRowError, FoldResult, Recursion, State
 
 __all__ = [
     "IRMA",
@@ -283,6 +283,10 @@ class _BasisRecursion(Recursion):
             "cumulative_loss": (),
         }
 
+    def final_diagnostics(self, state: State) -> dict:
+        """The diagnostics of :meth:`fold` for the state itself (an engine's last step)."""
+        return {"cumulative_loss": np.float64(state["cumulative_loss"])}
+
     def predict(self, state: State, x) -> np.ndarray:
         """f(x) = φ(x)ᵀθ for raw inputs x, as an (n, 1) array."""
         return self.basis.expand(x) @ state["theta"]
@@ -321,7 +325,9 @@ class _BasisRecursion(Recursion):
         record_rows = (edges[1:][recorded] - a0).astype(np.int64)
         core, errors, snaps = self._run(state, Phi, y, record_rows)
         sq = np.asarray(errors, dtype=np.float64) ** 2
-        cum = float(state["cumulative_loss"]) + np.concatenate([[0.0], np.cumsum(sq)])
+        # one running sum from the state's total (np.cumsum adds left to right), so the
+        # numbers do not depend on how the stream is cut into folds
+        cum = np.cumsum(np.concatenate([[float(state["cumulative_loss"])], sq]))
         new_state = {
             **core,
             "rows": np.int64(state["rows"] + (a1 - a0)),
@@ -356,7 +362,9 @@ class _BasisRecursion(Recursion):
         finite = np.isfinite(y)
         if not finite.all():
             r = int(np.argmin(finite))
-            raise ValueError(f"Y has a non-finite value in row {rows_before + a0 + r}: {y[r]}")
+            row = rows_before + a0 + r
+            raise BadRowError(f"Y has a non-finite value in row {row}: {y[r]}", variable="Y",
+                              row=row, reason=f"has a non-finite value: {y[r]}")
         return np.ascontiguousarray(Phi, dtype=dtype), np.ascontiguousarray(y, dtype=dtype)
 
     def _run(self, state, Phi, y, record_rows):

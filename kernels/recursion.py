@@ -21,6 +21,13 @@ block (KF4LLS, RLS with forgetting) also implement the *scan* form:
     finish(info_state)                 -> state             # the solve, independent per step
 
 and set ``supports_scan = True``.
+
+Optional hooks an engine uses when present: ``coef_names(n_features)`` (labels of
+the rows of ``coef``), and ``final_diagnostics(state) -> {name: value}`` for
+kernels whose ``fold`` records diagnostics (the value of each at the state itself,
+for the final step an engine records from the returned state). A value of one
+input row that the kernel cannot use raises :class:`BadRowError` with the row
+numbered from ``rows_before``, so that an engine can name the row of its store.
 """
 
 from __future__ import annotations
@@ -31,7 +38,28 @@ import numpy as np
 
 State = dict[str, np.ndarray]
 
-__all__ = ["BlockGrid", "FoldResult", "Recursion", "State", "block_edges"]
+__all__ = ["BadRowError", "BlockGrid", "FoldResult", "Recursion", "State", "block_edges"]
+
+
+class BadRowError(ValueError):
+    """A value of one input row that a kernel cannot use (outside a basis' domain, a
+    non-binary target where binary ones are needed, NaN/Inf).
+
+    ``variable`` is the kernel's name of the array (``"X"`` or ``"Y"``), ``row`` the
+    row number as the caller numbers rows (``rows_before`` plus the index in the block,
+    so an engine can map it back to a row of its store) and ``reason`` says what is
+    wrong with the row without naming it (e.g. ``"([3.5]) is outside the basis domain
+    (0.0, 3.0)"``). The message (``str``) is complete on its own.
+    """
+
+    def __init__(self, message: str, *, variable: str, row: int, reason: str):
+        super().__init__(message)
+        self.variable = variable
+        self.row = int(row)
+        self.reason = reason
+
+    def __reduce__(self):  # keep the fields on the way back from a worker
+        return (_rebuild_bad_row_error, (str(self), self.variable, self.row, self.reason))
 
 
 def block_edges(n_rows: int, block_size: int, first_block_size: int | None = None) -> np.ndarray:
@@ -96,6 +124,10 @@ class BlockGrid:
         ks = np.arange(k0, k1 + 1, dtype=np.int64)
         e = np.minimum(self.first + (ks - 1) * self.block_size, self.n_rows)
         return np.where(ks <= 0, 0, e).astype(np.int64)
+
+
+def _rebuild_bad_row_error(message, variable, row, reason):
+    return BadRowError(message, variable=variable, row=row, reason=reason)
 
 
 @dataclass

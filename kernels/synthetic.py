@@ -1,5 +1,8 @@
 """Synthetic regression streams (pure NumPy, reproducible by row).
 
+Two generators: :func:`stream_rows` (a linear regression stream) and
+:func:`irma_rows` (the IRMA study's 1-D function-approximation data).
+
 Rows are generated in fixed blocks of :data:`GENERATION_BLOCK` rows, block j
 from ``np.random.default_rng([seed, STREAM_TAG, j])``; any range of rows is cut
 from the blocks it overlaps. So a stream's numbers depend on the seed and the
@@ -14,11 +17,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["GENERATION_BLOCK", "StreamDesign", "stream_design", "stream_rows"]
+__all__ = [
+    "GENERATION_BLOCK",
+    "IRMA_DOMAIN",
+    "StreamDesign",
+    "irma_rows",
+    "irma_target",
+    "stream_design",
+    "stream_rows",
+]
 
 GENERATION_BLOCK = 8192
 _DESIGN_TAG = 0
 _STREAM_TAG = 1
+_IRMA_TAG = 2
 
 
 class StreamDesign(dict):
@@ -65,3 +77,55 @@ def stream_rows(
         X[lo - start : hi - start] = Xb
         Y[lo - start : hi - start] = Xb @ design["coef"] + design["noise"] * E[sl]
     return X, Y
+
+
+# ---------------------------------------------------------------------------
+# the IRMA study (ALGORITHMS.md §5, papers/irma-incremental-risk.txt §IV)
+# ---------------------------------------------------------------------------
+#: the paper's input domain
+IRMA_DOMAIN = (0.0, 3.0)
+
+
+def irma_target(x) -> np.ndarray:
+    """The paper's ground truth f(x) = x·exp(−x²) (values in [0, 0.43] on [0, 3])."""
+    x = np.asarray(x, dtype=np.float64)
+    return x * np.exp(-(x**2))
+
+
+def irma_rows(
+    seed: int,
+    start: int,
+    stop: int,
+    domain=IRMA_DOMAIN,
+    noise: float = 0.05,
+    dtype=np.float64,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``start:stop`` of the IRMA study's data: (x (n, 1), y (n, 1)) in ``dtype``.
+
+    x ~ U[a, b) on ``domain`` = (a, b) (default the paper's [0, 3]), y = f(x) + u with
+    f = :func:`irma_target` and u ~ U[−noise, noise) (the paper: ±0.05). Block j of
+    :data:`GENERATION_BLOCK` rows draws its x, then its u, from
+    ``default_rng([seed, tag, j])``, so the numbers depend on the seed and the row
+    index only, never on how the rows are cut into chunks.
+    """
+    a, b = (float(v) for v in domain)
+    if not (np.isfinite(a) and np.isfinite(b) and a < b):
+        raise ValueError(f"domain must be a finite interval (a, b) with a < b, got {domain!r}")
+    if not (np.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise (half-width of the uniform noise) must be >= 0, got {noise!r}")
+    if not (0 <= start <= stop):
+        raise ValueError(f"rows must satisfy 0 <= start <= stop, got {start}:{stop}")
+    n = stop - start
+    x = np.empty((n, 1), dtype=dtype)
+    y = np.empty((n, 1), dtype=dtype)
+    first, last = start // GENERATION_BLOCK, (stop - 1) // GENERATION_BLOCK if n else -1
+    for j in range(first, last + 1):
+        rng = np.random.default_rng([seed, _IRMA_TAG, j])
+        xb = rng.uniform(a, b, GENERATION_BLOCK)
+        ub = rng.uniform(-noise, noise, GENERATION_BLOCK)
+        lo = max(start, j * GENERATION_BLOCK)
+        hi = min(stop, (j + 1) * GENERATION_BLOCK)
+        sl = slice(lo - j * GENERATION_BLOCK, hi - j * GENERATION_BLOCK)
+        x[lo - start : hi - start, 0] = xb[sl]
+        y[lo - start : hi - start, 0] = irma_target(xb[sl]) + ub[sl]
+    return x, y

@@ -31,7 +31,7 @@ from .interleaved import fit_interleaved
 from .metalearn import fit_pooled, metalearn
 from .methods import METHODS, make_method
 from .predict import predict
-from .simulate import simulate_interleaved, simulate_stream
+from .simulate import simulate_interleaved, simulate_irma, simulate_stream
 from .simulate_mlr import simulate_mlr
 from .stores import StreamSource, open_dataset, open_result, open_stream
 from .tasks import TaskSource, open_tasks
@@ -65,6 +65,7 @@ __all__ = [
     "open_tasks",
     "predict",
     "simulate_mlr",
+    "simulate_irma",
     "simulate_stream",
     "tasks_from_frame",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from .cli_common import CONTEXT, _client, _cluster_options, _friendly_errors
+from .errors import InputError
 
 
 @click.group(context_settings=CONTEXT)
@@ -33,6 +34,7 @@ def simulate():
     Examples:
       streamlsq simulate stream --out data.zarr --rows 1000000 --features 50 --seed 1
       streamlsq simulate interleaved --out pop.zarr --alpha 0.25 --n 100 --q 6 --steps 6
+      streamlsq simulate irma --out irma.zarr --rows 150 --seed 3
     """
 
 
@@ -112,6 +114,48 @@ def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, ov
     click.echo(f"wrote {path}: groups a, b, c, each {steps} blocks of {n} rows x {q} features")
 
 
+@simulate.command("irma", context_settings=CONTEXT)
+@click.option("--out", required=True, type=click.Path(), help="Store to create.")
+@click.option("--rows", default=150, show_default=True,
+              help="Examples (the paper's sequences have 150).")
+@click.option("--noise", default=0.05, show_default=True,
+              help="Half-width of the uniform noise on y (the paper's +-0.05).")
+@click.option("--domain", type=float, nargs=2, default=(0.0, 3.0), show_default=True,
+              metavar="A B", help="Interval of the inputs x (the paper's [0, 3]).")
+@click.option("--chunk-size", type=int, default=None,
+              help="Rows per Zarr chunk (default: about 25 MB).")
+@click.option("--block-size", type=int, default=1, show_default=True,
+              help="Rows per recursion step, stored as the block_size attribute.")
+@click.option("--seed", default=0, show_default=True, help="Random seed.")
+@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
+              show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@_cluster_options
+@_friendly_errors
+def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed, dtype,
+                          overwrite, scheduler, n_workers, memory_limit):
+    """The IRMA study's data: y = x*exp(-x^2) + uniform noise, x uniform on the domain.
+
+    X (sample, feature) holds the raw inputs x (one column), y one target; the store's
+    domain attribute is the default --domain of streamlsq fit irma. The numbers depend
+    on the seed and the row index only (any chunking gives the same rows).
+
+    \b
+    Examples:
+      streamlsq simulate irma --out irma.zarr
+      streamlsq simulate irma --out big.zarr --rows 10000000 --seed 2
+      streamlsq fit irma irma.zarr --out fit.zarr --order 10
+    """
+    from .simulate import simulate_irma
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        path = simulate_irma(out, rows, noise=noise, domain=domain, chunk_rows=chunk_size,
+                             block_size=block_size, seed=seed, dtype=dtype, overwrite=overwrite,
+                             client=client)
+    click.echo(f"wrote {path} ({rows} examples x in [{domain[0]:g}, {domain[1]:g}], "
+               f"y = x*exp(-x^2) + U(-{noise:g}, {noise:g}))")
+
+
 def _fit_options(*, engine: bool = True, first_block: bool = True):
     """The options every fit command shares, in --help order."""
     opts = [click.option("--out", required=True, type=click.Path(),
@@ -164,11 +208,25 @@ def fit():
     Each method is a subcommand with its own options: streamlsq fit METHOD --help.
 
     \b
+    Methods:
+      kf4lls       block least squares (Kalman filter); engines sequential and scan
+      rls          RLS with a forgetting factor; engines sequential and scan
+      lms          per-sample LMS (Widrow-Hoff), epochs and shuffles; sequential
+      interleaved  interleaved KF4LLS over two populations A B; sequential and scan
+      bfgs         incremental BFGS (exact, fixed or class-balanced rates); sequential
+      irma         incremental risk minimisation on a basis of raw inputs x; sequential
+      irma-gd      IRMA study's baseline: normalised GD with Tikhonov; sequential
+      irma-rls     IRMA study's baseline: RLS with forgetting and Tikhonov; sequential
+
+    \b
     Examples:
       streamlsq fit kf4lls data.zarr --out fit.zarr
       streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --block-size 1 --ridge 1e-3
       streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4
       streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr
+      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 1000 --rate exact
+      streamlsq fit irma irma.zarr --out irma-fit.zarr --order 10 --domain 0 3
+      streamlsq fit irma-rls irma.zarr --out rls-fit.zarr --basis monomial --forgetting 0.9
     """
 
 
@@ -276,6 +334,174 @@ def fit_lms(data, out, block_size, record_every, dtype, checkpoint, resume, segm
             tau=tau, power=power, normalized=normalized, eps=eps,
         )
     click.echo(_summary(out, "lms", "sequential", ds) + f", {epochs} epoch(s)")
+
+
+def _parse_rate(rate: str):
+    """``--rate``: "exact" or a number (the kernel checks that it is positive)."""
+    if rate.strip().lower() == "exact":
+        return "exact"
+    try:
+        return float(rate)
+    except ValueError:
+        raise InputError(f"--rate must be 'exact' or a positive number, got {rate!r}") from None
+
+
+@fit.command("bfgs", context_settings=CONTEXT)
+@click.argument("data", type=click.Path())
+@_fit_options(engine=False)
+@click.option("--rate", default="exact", show_default=True, metavar="exact|FLOAT",
+              help="Step: exact line search on each block's loss, or a fixed rate alpha_r > 0.")
+@click.option("--balanced", is_flag=True,
+              help="Class-balanced per-example rates from --rate (binary targets 0/1 or -1/1).")
+@click.option("--balance-counts", type=click.Choice(["block", "cumulative"]), default="block",
+              show_default=True,
+              help="Counts of positives/negatives for --balanced: the block's, or all so far.")
+@click.option("--ridge", type=float, default=0.0, show_default=True,
+              help="Start from H0 + ridge*I when the first block is rank deficient "
+                   "(0: refuse such a block).")
+@click.option("--group", default=None, help="Group of the store holding X and y.")
+@_cluster_options
+@_friendly_errors
+def fit_bfgs(data, out, block_size, first_block_size, record_every, dtype, checkpoint, resume,
+             segment_size, overwrite, rate, balanced, balance_counts, ridge, group, scheduler,
+             n_workers, memory_limit):
+    """Incremental BFGS on the stream store DATA, block after block.
+
+    The first block is solved by least squares (W0, B0 = H0^-1); every later block steps
+    along B X'(Y - XW) and updates B by the BFGS formula, skipping the update when the
+    curvature is not positive (counted: n_skipped(step) and the attr n_skipped). Several
+    targets use the K x K form. Sequential engine only (BFGS has no scan form).
+
+    \b
+    Examples:
+      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 1000
+      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 500 --rate 0.5
+      streamlsq fit bfgs labels.zarr --out b.zarr --block-size 200 --rate 1 --balanced
+      streamlsq fit bfgs data.zarr --out bfgs.zarr --first-block-size 5 --ridge 1e-3
+      streamlsq fit bfgs big.zarr --out bfgs.zarr --checkpoint ckpt/ --resume
+    """
+    from .fit import fit_stream
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        ds = fit_stream(
+            data, "bfgs", out=out, group=group, block_size=block_size,
+            first_block_size=first_block_size, record_every=record_every, dtype=dtype,
+            client=client, checkpoint=checkpoint, resume=resume, overwrite=overwrite,
+            segment_bytes=_segment_bytes(segment_size), rate=_parse_rate(rate),
+            balanced=balanced, balance_counts=balance_counts, ridge=ridge,
+        )
+    line = _summary(out, "bfgs", "sequential", ds)
+    line += f", {ds.attrs['n_skipped']} skipped B update(s)"
+    if ds.attrs["ridge_used"]:
+        line += f", ridge start H0 + {ridge:g}*I used"
+    click.echo(line)
+
+
+def _domain_option(domain):
+    """``--domain A B`` given 0, 1 or d times: None, (a, b), or a box of d intervals."""
+    if not domain:
+        return None
+    return tuple(domain[0]) if len(domain) == 1 else tuple(tuple(d) for d in domain)
+
+
+def _basis_command(name: str, doc: str, options: list, summary_name: str):
+    """A fit command of the IRMA family: basis options, then the method's own."""
+
+    def command(data, out, block_size, record_every, dtype, checkpoint, resume, segment_size,
+                overwrite, order, domain, basis, group, scheduler, n_workers, memory_limit,
+                **params):
+        from .fit import fit_stream
+
+        with _client(scheduler, n_workers, memory_limit) as client:
+            ds = fit_stream(
+                data, name, out=out, group=group, block_size=block_size,
+                record_every=record_every, dtype=dtype, client=client, checkpoint=checkpoint,
+                resume=resume, overwrite=overwrite, segment_bytes=_segment_bytes(segment_size),
+                order=order, domain=_domain_option(domain), basis=basis, **params,
+            )
+        click.echo(_summary(out, summary_name, "sequential", ds)
+                   + f", final cumulative loss {ds.attrs['cumulative_loss']:.4g}")
+
+    command.__doc__ = doc
+    decorators = [
+        click.argument("data", type=click.Path()),
+        _fit_options(engine=False, first_block=False),
+        click.option("--order", type=int, default=6, show_default=True,
+                     help="Polynomial degree of the basis (per input dimension)."),
+        click.option("--domain", type=float, nargs=2, multiple=True, metavar="A B",
+                     help="Input interval [A, B]; repeat once per column of X for a box "
+                          "(default: the store's domain attribute)."),
+        click.option("--basis", type=click.Choice(["legendre", "monomial"]),
+                     default="legendre", show_default=True,
+                     help="Legendre polynomials orthonormal on the domain, or monomials."),
+        *options,
+        click.option("--group", default=None, help="Group of the store holding X and y."),
+        _cluster_options,
+        _friendly_errors,
+    ]
+    for decorate in reversed(decorators):
+        command = decorate(command)
+    return fit.command(name, context_settings=CONTEXT)(command)
+
+
+IRMA_HELP = """IRMA (incremental risk minimisation) on the stream store DATA, one example at a time.
+
+    theta += A^-1 phi(x) e / (lambda_t + phi' A^-1 phi), e = y - phi(x)' theta, with A the
+    Gramian of the basis on the domain (A = I for Legendre). X holds the raw inputs x
+    (one column per input dimension), y one target; the basis expands x per block and
+    x outside the domain is refused. Blocks (--block-size) are the steps at which theta
+    and cumulative_loss(step) (sum of the squared errors before each update) are
+    recorded. Coefficient rows are the basis functions; the attr basis rebuilds the
+    basis (streamlsq.kernels.make_basis). Sequential engine only.
+
+    \b
+    Examples:
+      streamlsq simulate irma --out irma.zarr --rows 150
+      streamlsq fit irma irma.zarr --out fit.zarr --order 10 --domain 0 3
+      streamlsq fit irma irma.zarr --out fit.zarr --stiffness additive --stiffness-rate 0.1
+      streamlsq fit irma box.zarr --out fit.zarr --order 3 --domain 0 1 --domain -1 1
+    """
+IRMA_GD_HELP = """The IRMA study's GD baseline on DATA: normalised gradient descent, Tikhonov mu.
+
+    Per example one gradient step on (y - phi' theta)^2 + mu theta' theta with the
+    exactly minimising rate. Store, blocks and results as for streamlsq fit irma (the
+    paper runs its baselines on --basis monomial). Sequential engine only.
+
+    \b
+    Examples:
+      streamlsq fit irma-gd irma.zarr --out gd.zarr --order 6 --domain 0 3 --mu 0.05
+      streamlsq fit irma-gd irma.zarr --out gd.zarr --basis monomial --mu 0
+    """
+IRMA_RLS_HELP = """The IRMA study's RLS baseline on DATA: forgetting factor, Tikhonov mu.
+
+    theta_t minimises sum g^(t-i) (y_i - phi_i' theta)^2 + g^t theta' theta / p0
+    + mu theta' theta. Store, blocks and results as for streamlsq fit irma (the paper:
+    --basis monomial --forgetting 0.9 --mu 0.05 --p0 1). Sequential engine only.
+
+    \b
+    Examples:
+      streamlsq fit irma-rls irma.zarr --out rls.zarr --order 6 --domain 0 3
+      streamlsq fit irma-rls irma.zarr --out rls.zarr --forgetting 0.99 --mu 0 --p0 100
+    """
+_MU = click.option("--mu", type=float, default=0.05, show_default=True,
+                   help="Tikhonov weight mu >= 0 (the paper's 0.05).")
+fit_irma = _basis_command("irma", IRMA_HELP, [
+    click.option("--stiffness", type=click.Choice(["multiplicative", "additive", "constant"]),
+                 default="multiplicative", show_default=True,
+                 help="lambda_t = initial*rate^t, initial + rate*t, or initial."),
+    click.option("--stiffness-initial", type=float, default=0.1, show_default=True,
+                 help="lambda_0 > 0 (the paper's 0.1)."),
+    click.option("--stiffness-rate", type=float, default=1.05, show_default=True,
+                 help="rate of the schedule (the paper's 1.05; ignored by constant)."),
+], "irma")
+fit_irma_gd = _basis_command("irma-gd", IRMA_GD_HELP, [_MU], "irma-gd")
+fit_irma_rls = _basis_command("irma-rls", IRMA_RLS_HELP, [
+    click.option("--forgetting", type=float, default=0.9, show_default=True,
+                 help="Forgetting factor g in (0, 1] (the paper's 0.9)."),
+    _MU,
+    click.option("--p0", type=float, default=1.0, show_default=True,
+                 help="Initial covariance P0 = p0*I, p0 > 0 (the paper's identity)."),
+], "irma-rls")
 
 
 @fit.command("interleaved", context_settings=CONTEXT)

@@ -33,7 +33,7 @@ import numpy as np
 from distributed import Client
 
 from streamlsq.kernels.linalg import SingularMatrixError
-from streamlsq.kernels.recursion import Recursion
+from streamlsq.kernels.recursion import BadRowError, Recursion
 
 from ._malloc import fast_large_allocations
 from .checkpoint import Checkpoint
@@ -95,6 +95,28 @@ def _singular_block_error(task, piece, method, state, X, Y, edges, k, buf_start,
     return InputError(f"{where} leaves the normal matrix singular ({rank}); {task.remedy}")
 
 
+def _bad_row_error(task, piece, exc: BadRowError) -> InputError:
+    """Name the store, variable, chunk and row of a row the kernel refused."""
+    sec = piece.section
+    src = task.sources[sec.source]
+    row = sec.source_row(src, exc.row - piece.row_base)
+    variable = {"x": "X", "X": "X", "Y": "y", "y": "y"}.get(exc.variable, exc.variable)
+    epoch = f" (epoch {sec.epoch})" if sec.epoch or sec.shuffle else ""
+    return InputError(f"{src.label}: variable '{variable}' chunk {row // src.chunk_rows} "
+                      f"row {row}{epoch} {exc.reason}")
+
+
+def _kernel_error(task, piece, k, kend, exc: ValueError) -> InputError:
+    """Any other refusal of the kernel: name the store and the blocks it was folding."""
+    sec = piece.section
+    src = task.sources[sec.source]
+    s0, s1 = piece.step_base + k + 1, piece.step_base + kend
+    blocks = f"block {s0}" if s0 == s1 else f"blocks {s0}-{s1}"
+    a, b = sec.storage_row(src, sec.grid.edge(k)), sec.storage_row(src, sec.grid.edge(kend))
+    rows = f" (rows {a}-{b - 1})" if a is not None else f" (epoch {sec.epoch}, shuffled rows)"
+    return InputError(f"{src.label}: {blocks}{rows}: {exc}")
+
+
 def fold_segment(
     task: SegmentTask,
     method: Recursion,
@@ -150,6 +172,10 @@ def _fold_segment(task, method, state, record_every, dtype, prefetch):
                     raise _singular_block_error(
                         task, piece, method, state, X, Y, edges, k, buf_start, exc
                     ) from None
+                except BadRowError as exc:
+                    raise _bad_row_error(task, piece, exc) from None
+                except ValueError as exc:
+                    raise _kernel_error(task, piece, k, kend, exc) from None
                 state = res.state
                 steps.append(res.steps)
                 coefs.append(res.coefs)

@@ -11,15 +11,16 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
+from streamlsq.kernels.basis import Basis
 from streamlsq.kernels.recursion import BlockGrid, Recursion
 
 from .checkpoint import Checkpoint
 from .cluster import dask_client
 from .engines import Trajectory, run_scan, run_sequential
 from .errors import InputError
-from .methods import make_method
+from .methods import BASIS_METHODS, make_method, result_attrs
 from .plans import Section, StreamPlan
-from .stores import open_stream, prepare_output, write_result
+from .stores import StreamSource, open_stream, prepare_output, write_result
 
 __all__ = ["fit_stream", "run_plan", "trajectory_dataset", "DEFAULT_RECORDED_STEPS"]
 
@@ -62,9 +63,14 @@ def fit_stream(
     Parameters
     ----------
     data : path of a stream store (``X (sample, feature)``, ``y (sample, target)``).
-    method : ``"kf4lls"``, ``"rls"``, ``"lms"``, … or a configured kernel object;
-        ``params`` go to its constructor (e.g. ``ridge=1e-3``, ``forgetting=0.99``,
-        ``schedule="inverse", rate=0.05, tau=1e4``).
+    method : a name of :data:`streamlsq.METHODS` (``"kf4lls"``, ``"rls"``, ``"lms"``,
+        ``"bfgs"``, ``"irma"``, ``"irma-gd"``, ``"irma-rls"``) or a configured kernel
+        object; ``params`` go to its constructor (e.g. ``ridge=1e-3``,
+        ``forgetting=0.99``, ``schedule="inverse", rate=0.05, tau=1e4``,
+        ``rate="exact"``). The IRMA family takes ``order``, ``domain`` ((a, b), or one
+        interval per column of X for a box; default: the store's ``domain``
+        attribute) and ``basis`` (``"legendre"``, ``"monomial"`` or a Basis object)
+        instead of a basis; its store holds the raw inputs x as X and one target.
     engine : ``"sequential"`` (in-order fold, any recursion) or ``"scan"``
         (parallel sums + prefix, for KF4LLS/RLS); both give the same numbers.
     block_size : rows per step of the recursion (default: the store's
@@ -95,12 +101,19 @@ def fit_stream(
     -------
     xarray.Dataset with ``coef (step, feature, target)``, ``rows_seen (step)``,
     ``epoch (step)``, the final state as ``state_*`` variables and the run's attrs.
+    Diagnostics: ``cumulative_loss (step)`` for the IRMA family (Σ of the squared
+    pre-update errors so far), ``n_skipped (step)`` for BFGS (B updates skipped by
+    the curvature safeguard so far, also the attr ``n_skipped``).
     """
     check_run_options(engine, dtype, checkpoint, resume, record_every)
     source = open_stream(data, group)
+    if (isinstance(method, str) and method in BASIS_METHODS and params.get("domain") is None
+            and not isinstance(params.get("basis"), Basis) and "domain" in source.attrs):
+        params["domain"] = source.attrs["domain"]
     rec = make_method(method, **params)
     if engine == "scan" and not getattr(rec, "supports_scan", False):
         raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
+    check_layout(source, rec, dtype)
     epochs, seed = _positive_int("epochs", epochs), _non_negative_int("seed", seed)
     if out is not None:
         prepare_output(out, overwrite)
@@ -123,6 +136,7 @@ def fit_stream(
     )
     ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
     ds["epoch"] = (("step",), step_sections(plan, traj.steps, "epoch"))
+    ds.attrs.update(result_attrs(rec, traj.state))
     if out is not None:
         write_result(ds, out, overwrite)
     return ds
@@ -146,6 +160,25 @@ def _non_negative_int(name: str, value) -> int:
     if v < 0 or v != value:
         raise InputError(f"{name} must be a non-negative integer, got {value!r}")
     return v
+
+
+def check_layout(source: StreamSource, rec: Recursion, dtype) -> None:
+    """Refuse a store whose shape the recursion cannot take (before any reading)."""
+    basis = getattr(rec, "basis", None)
+    if isinstance(basis, Basis):
+        if source.n_features != basis.dim:
+            raise InputError(
+                f"{source.label}: variable 'X' has {source.n_features} column(s) but the "
+                f"{rec.name} basis has {basis.dim} input dimension(s) (domain {basis.domain}): "
+                "X holds the raw inputs x, one column per input dimension (one --domain A B "
+                "per column)")
+        if source.n_targets != 1:
+            raise InputError(f"{source.label}: variable 'y' has {source.n_targets} targets; "
+                             f"{rec.name} fits one scalar target")
+    try:
+        rec.init(source.n_features, source.n_targets, np.dtype(dtype))
+    except ValueError as exc:
+        raise InputError(f"{source.label}: {exc}") from None
 
 
 def check_run_options(engine, dtype, checkpoint, resume, record_every) -> None:

@@ -112,6 +112,16 @@ class Section:
         """Source row of virtual row ``v`` (None in a shuffled section)."""
         return None if self.shuffle else self.start + int(v)
 
+    def source_row(self, src: StreamSource, v: int) -> int:
+        """Source row of virtual row ``v``, through the chunk and row permutations of a
+        shuffled section (for naming one bad row; ``storage_row`` names block ranges)."""
+        if not self.shuffle:
+            return self.start + int(v)
+        chunks, bounds, _ = self.chunks(src)
+        p = bisect.bisect_right(bounds, int(v)) - 1
+        chunk = chunks[p]
+        return chunk * src.chunk_rows + int(self.permutation(src, chunk)[int(v) - bounds[p]])
+
 
 @dataclass(frozen=True)
 class Piece:

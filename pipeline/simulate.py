@@ -22,7 +22,7 @@ from .errors import InputError
 from .progress import track_futures
 from .stores import atomic_store
 
-__all__ = ["simulate_interleaved", "simulate_stream", "default_chunk_rows"]
+__all__ = ["simulate_interleaved", "simulate_irma", "simulate_stream", "default_chunk_rows"]
 
 #: about 25 MB of float64 per chunk of X: big enough to amortise a task, small for memory
 TARGET_CHUNK_ELEMENTS = 3_200_000
@@ -204,5 +204,88 @@ def simulate_interleaved(
                 for i, (j0, j1) in enumerate(zip(edges[:-1], edges[1:], strict=True))
             ]
             track_futures(cl, futures, total=3 * n_rows, desc="simulate", unit="rows",
+                          enabled=progress)
+    return Path(out)
+
+
+def _write_irma_chunk(path, seed, domain, noise, start, stop, dtype) -> int:
+    from streamlsq.kernels.synthetic import irma_rows
+
+    x, y = irma_rows(seed, start, stop, domain, noise, dtype=dtype)
+    g = zarr.open_group(path, mode="r+")
+    g["X"][start:stop] = x
+    g["y"][start:stop] = y
+    return stop - start
+
+
+def simulate_irma(
+    out: str | os.PathLike,
+    n_rows: int = 150,
+    *,
+    noise: float = 0.05,
+    domain=(0.0, 3.0),
+    chunk_rows: int | None = None,
+    block_size: int = 1,
+    seed: int = 0,
+    dtype: str = "float64",
+    overwrite: bool = False,
+    client: Client | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+) -> Path:
+    """Write the IRMA study's data (ALGORITHMS.md §5) as a stream store; return its path.
+
+    X (sample, feature) holds the raw inputs x ~ U[a, b) on ``domain`` (one column),
+    y (sample, target) = x·exp(−x²) + u with u ~ U[−noise, noise) (the paper: [0, 3],
+    ±0.05), from :func:`streamlsq.kernels.synthetic.irma_rows` (reproducible by row
+    index). The attrs hold ``domain`` (the default domain of ``fit irma``) and
+    ``block_size`` (default 1: one example per step, as the paper records it).
+    Chunks of ``chunk_rows`` rows (default ≈ 25 MB) are written in parallel.
+    """
+    from streamlsq.kernels.synthetic import irma_rows
+
+    if n_rows < 1:
+        raise InputError(f"simulate irma: rows must be positive, got {n_rows}")
+    if np.dtype(dtype).kind != "f":
+        raise InputError(f"simulate irma: dtype must be float32 or float64, got {dtype}")
+    try:
+        a, b = (float(v) for v in domain)
+        irma_rows(seed, 0, 0, (a, b), noise)  # validates domain and noise, draws nothing
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"simulate irma: {exc}") from None
+    if block_size < 1:
+        raise InputError(f"simulate irma: block size must be positive, got {block_size}")
+    chunk_rows = chunk_rows or default_chunk_rows(1, n_rows)
+    if chunk_rows < 1:
+        raise InputError(f"simulate irma: chunk size must be positive, got {chunk_rows}")
+    with atomic_store(out, overwrite) as tmp:
+        g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        g.attrs.update(
+            {
+                "generator": "streamlsq.simulate_irma",
+                "parameters": {
+                    "n_rows": n_rows,
+                    "target": "x*exp(-x^2)",
+                    "noise": "uniform(-noise, noise)",
+                    "noise_half_width": float(noise),
+                    "dtype": str(np.dtype(dtype)),
+                },
+                "seed": seed,
+                "domain": [a, b],
+                "block_size": int(block_size),
+            }
+        )
+        for name, dims in (("X", ["sample", "feature"]), ("y", ["sample", "target"])):
+            g.create_array(name, shape=(n_rows, 1), chunks=(chunk_rows, 1), dtype=dtype,
+                           dimension_names=dims, fill_value=np.nan)
+        edges = list(range(0, n_rows, chunk_rows)) + [n_rows]
+        tag = uuid.uuid4().hex[:6]
+        with dask_client(client, scheduler) as cl:
+            futures = [
+                cl.submit(_write_irma_chunk, str(tmp), seed, (a, b), noise, lo, hi, dtype,
+                          pure=False, key=f"simulate-irma-{tag}-{i}")
+                for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True))
+            ]
+            track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
                           enabled=progress)
     return Path(out)

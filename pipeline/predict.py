@@ -18,10 +18,9 @@ task (``holdout_sse``, ``holdout_rows``) and pooled over all tasks in the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from ._malloc import fast_large_allocations
 from .cluster import dask_client
 from .errors import InputError
 from .reduce import map_chunks, tree_reduce, wait_progress
-from .stores import consolidate, open_result, prepare_output
+from .stores import atomic_store, open_result, prepare_output
 from .tasks import CHUNK_TASKS, TaskChunk, TaskSource, chunk_error, open_tasks, plan_chunks
 
 __all__ = ["ESTIMATORS", "predict"]
@@ -141,11 +140,10 @@ def predict(
         "holdout": int(holdout),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    tmp = None
-    if out is not None:
-        tmp = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
-        _create_result(tmp, n, d, K, chunk_tasks, holdout)
-    try:
+    target = atomic_store(out, overwrite) if out is not None else contextlib.nullcontext()
+    with target as tmp:
+        if tmp is not None:
+            _create_result(tmp, n, d, K, chunk_tasks, holdout)
         with dask_client(client, scheduler) as cl:
             futures = map_chunks(cl, _predict_chunk, chunks, source, W, s2, p, estimator,
                                  int(holdout), None if tmp is None else str(tmp),
@@ -159,16 +157,7 @@ def predict(
             attrs["holdout_rows"] = int(sums["rows"])
         if tmp is None:
             return _in_memory(parts, attrs)
-        g = zarr.open_group(str(tmp), mode="r+")
-        g.attrs.update(attrs)
-        g.attrs["complete"] = True
-        consolidate(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp is not None and tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        zarr.open_group(str(tmp), mode="r+").attrs.update(attrs)
     return open_result(out)
 
 

@@ -15,7 +15,6 @@ chunk and the store can be far larger than memory. The client holds only
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from distributed import Client
 from .cluster import dask_client
 from .errors import InputError
 from .progress import track_futures
-from .stores import consolidate, prepare_output
+from .stores import atomic_store
 from .tasks import ROLE_ATTRS, ROLE_CODES
 
 __all__ = ["simulate_mlr", "SET_TAGS"]
@@ -132,9 +131,7 @@ def simulate_mlr(
     chunk_rows = int(chunk_rows or default_task_chunk_rows(d))
     if chunk_rows < 1:
         raise InputError(f"simulate mlr: chunk size must be positive, got {chunk_rows}")
-    out = prepare_output(out, overwrite)
-    tmp = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
-    try:
+    with atomic_store(out, overwrite) as tmp:
         g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
         g.attrs.update({
             "generator": "streamlsq.simulate_mlr",
@@ -176,15 +173,7 @@ def simulate_mlr(
             for first, comp in comps:
                 component[first : first + comp.size] = comp
         _put(g, "component", component, ["task"])
-        g.attrs["complete"] = True
-        consolidate(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return Path(out)
 
 
 def _put(g: zarr.Group, name: str, values: np.ndarray, dims: list[str]) -> zarr.Array:

@@ -109,6 +109,21 @@ def _check_complete(label: str, name: str, arr: zarr.Array) -> None:
         )
 
 
+def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int) -> None:
+    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row."""
+    if np.isfinite(A.sum()):  # one reduction: the common, clean case costs a single pass
+        return
+    bad = ~np.isfinite(A)
+    if not bad.any():  # the sum overflowed on finite values
+        return
+    row = start + int(np.argwhere(bad)[0][0])
+    kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
+    raise InputError(
+        f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row {row}; "
+        "remove or impute non-finite values"
+    )
+
+
 @dataclass(frozen=True)
 class StreamSource:
     """A validated stream store: enough to read any row range from any worker (picklable)."""
@@ -156,18 +171,7 @@ class StreamSource:
         return np.asarray(g[name][...])
 
     def _check_finite(self, name: str, A: np.ndarray, start: int) -> None:
-        # one reduction over the block: the common, clean case costs a single pass
-        if np.isfinite(A.sum()):
-            return
-        bad = ~np.isfinite(A)
-        if not bad.any():  # the sum overflowed on finite values
-            return
-        row = start + int(np.argwhere(bad)[0][0])
-        kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
-        raise InputError(
-            f"{self.label}: variable '{name}' chunk {row // self.chunk_rows} has {kind} "
-            f"at row {row}; remove or impute non-finite values"
-        )
+        check_finite_rows(self.label, name, A, start, self.chunk_rows)
 
 
 def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSource:

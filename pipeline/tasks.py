@@ -56,7 +56,14 @@ import zarr
 from streamlsq.kernels import mlr
 
 from .errors import InputError
-from .stores import _check_complete, _check_numeric, _dims, _open_group, _store_label
+from .stores import (
+    _check_complete,
+    _check_numeric,
+    _dims,
+    _open_group,
+    _store_label,
+    check_finite_rows,
+)
 
 __all__ = [
     "ROLE_CODES",
@@ -154,17 +161,7 @@ class TaskSource:
         return X, y, ptr - r0
 
     def _check_finite(self, name: str, A: np.ndarray, start: int) -> None:
-        if np.isfinite(A.sum()):  # one pass in the clean case
-            return
-        bad = ~np.isfinite(A)
-        if not bad.any():  # the sum overflowed on finite values
-            return
-        row = start + int(np.argwhere(bad)[0][0])
-        kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
-        raise InputError(
-            f"{self.label}: variable '{name}' chunk {row // self.chunk_rows} has {kind} at row "
-            f"{row}; remove or impute non-finite values"
-        )
+        check_finite_rows(self.label, name, A, start, self.chunk_rows)
 
 
 def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:

@@ -4,7 +4,10 @@
 In one run, on one store and one LocalCluster, prints rows/s and the ratio to the
 raw read for:
 
-- raw read: every chunk of X and y read and decoded by a parallel map, nothing else;
+- raw read: every chunk of X and y read and decoded by a parallel map, nothing else
+  (the ratios are to this floor);
+- raw read, in order: one task reading every chunk in turn (the floor of an in-order
+  consumer when the codec's decoder holds the GIL, as numcodecs' Zstd does);
 - the sequential engine (KF4LLS);
 - the scan engine (KF4LLS);
 - numpy.linalg.lstsq on the same rows in memory (when they fit), compute only;
@@ -41,6 +44,21 @@ def _read_chunk(source, a, b):
         _zarr_array(source.path, source.group, "X")[a:b]
         _zarr_array(source.path, source.group, "y")[a:b]
     return b - a
+
+
+def _read_all_in_order(source):
+    with fast_large_allocations():
+        for a, b in zip(source.chunk_edges()[:-1], source.chunk_edges()[1:], strict=True):
+            _zarr_array(source.path, source.group, "X")[int(a):int(b)]
+            _zarr_array(source.path, source.group, "y")[int(a):int(b)]
+    return source.n_rows
+
+
+def raw_read_in_order(client, source) -> float:
+    """The floor of one in-order consumer: one task reads every chunk in turn."""
+    t = time.perf_counter()
+    assert client.submit(_read_all_in_order, source, pure=False).result() == source.n_rows
+    return time.perf_counter() - t
 
 
 def raw_read(client, source) -> float:
@@ -96,6 +114,7 @@ def main() -> None:
             timings[name] = min(runs)
 
         best("raw read", lambda: raw_read(client, source))
+        best("raw read, in order", lambda: raw_read_in_order(client, source))
         seg = {"segment_bytes": int(args.segment_mb * 2**20)} if args.segment_mb else {}
         best("sequential", lambda: fit_stream(store, "kf4lls", engine="sequential",
                                               client=client, progress=False, **seg))

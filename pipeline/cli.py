@@ -179,7 +179,7 @@ def _fit_options(*, engine: bool = True, first_block: bool = True):
                      help="Folder for checkpoints (sequential engine)."),
         click.option("--resume", is_flag=True, help="Continue from --checkpoint."),
         click.option("--segment-size", type=float, default=None, metavar="MB",
-                     help="MB of X per task (sequential default 256, scan default 48)."),
+                     help="MB of X per task (sequential default 256, scan default 96)."),
         click.option("--overwrite", is_flag=True, help="Replace an existing result store."),
     ]
 

@@ -47,7 +47,7 @@ __all__ = ["Trajectory", "plan_segments", "read_task", "run_scan", "run_sequenti
 #: rows-bytes of X a sequential segment folds in one task (a few seconds of work)
 SEGMENT_BYTES = 256 * 2**20
 #: rows-bytes of X a scan piece summarises in one task (>= 0.1 s of work)
-PIECE_BYTES = 48 * 2**20
+PIECE_BYTES = 96 * 2**20
 
 
 @dataclass
@@ -61,10 +61,11 @@ class Trajectory:
     diagnostics: dict
 
 
-def _load(source: StreamSource, chunk: int, lo: int, hi: int, section: Section, dtype):
+def _load(source: StreamSource, chunk: int, lo: int, hi: int, section: Section, dtype,
+          check: bool = True):
     """Read rows ``lo:hi`` of ``chunk`` (values checked), in the section's row order."""
     base = chunk * source.chunk_rows
-    X, Y = source.read(base + lo, base + hi, dtype)
+    X, Y = source.read(base + lo, base + hi, dtype, check)
     perm = section.permutation(source, chunk)
     if perm is not None:  # a shuffled section loads whole chunks
         X, Y = X[perm], Y[perm]
@@ -278,7 +279,8 @@ def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
     return np.unique(np.concatenate([rec, [k1], extra]).astype(np.int64)) - k0
 
 
-def read_task(task: SegmentTask, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def read_task(task: SegmentTask, dtype, check: bool = True
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All rows of a task's blocks, concatenated in stream order, and their block edges.
 
     One read for a single storage-order piece (the plain case); otherwise every
@@ -295,21 +297,36 @@ def read_task(task: SegmentTask, dtype) -> tuple[np.ndarray, np.ndarray, np.ndar
         piece = task.pieces[0]
         sec = piece.section
         X, Y = task.sources[sec.source].read(sec.start + piece.first_row,
-                                             sec.start + piece.last_row, dtype)
+                                             sec.start + piece.last_row, dtype, check)
         return X, Y, edges
     loads, slices = task.loads()
-    data = [_load(task.sources[si], chunk, a, b, sec, dtype) for si, chunk, a, b, sec in loads]
+    data = [_load(task.sources[si], chunk, a, b, sec, dtype, check)
+            for si, chunk, a, b, sec in loads]
     X = np.concatenate([data[j][0][lo:hi] for _, j, lo, hi, _ in slices])
     Y = np.concatenate([data[j][1][lo:hi] for _, j, lo, hi, _ in slices])
     return X, Y, edges
 
 
 def summarize_piece(task: SegmentTask, method, record_every, dtype):
-    """Task: read global blocks K0+1..K1 and return their interval summaries (small)."""
+    """Task: read global blocks K0+1..K1 and return their interval summaries (small).
+
+    Values are checked on the summaries rather than on every row (NaN or Inf in a
+    row makes its block's sums non-finite): one pass less over the data. Only
+    when a summary is not finite are the rows read again with the check, which
+    names the chunk and row at fault.
+    """
     with fast_large_allocations():
-        X, Y, edges = read_task(task, dtype)
-    return task.n_rows, method.summarize(X, Y, edges, _piece_cuts(task.K0, task.K1,
-                                                                    record_every))
+        X, Y, edges = read_task(task, dtype, check=False)
+    summaries = method.summarize(X, Y, edges, _piece_cuts(task.K0, task.K1, record_every))
+    if not all(np.isfinite(v).all() for s in summaries for v in s.values()):
+        del X, Y
+        with fast_large_allocations():
+            read_task(task, dtype, check=True)  # raises InputError naming the row
+        raise InputError(
+            f"{task.sources[task.pieces[0].section.source].label}: variable 'X': the sums of "
+            f"blocks {task.K0 + 1}-{task.K1} overflow; rescale the data"
+        )
+    return task.n_rows, summaries
 
 
 def finish_states(method, infos, steps, label, remedy):

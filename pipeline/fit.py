@@ -92,7 +92,7 @@ def fit_stream(
     checkpoint, resume : sequential engine only: commit progress to this folder
         and, with ``resume``, continue a killed run from it.
     segment_bytes : bytes of X one sequential task folds (default 256 MiB), or one
-        scan task summarises (default 48 MiB).
+        scan task summarises (default 96 MiB).
     client, scheduler : a Dask client or scheduler address; by default the
         ``DASK_SCHEDULER_ADDRESS`` variable, the current default client, or an
         embedded LocalCluster.

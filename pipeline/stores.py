@@ -147,14 +147,20 @@ class StreamSource:
         edges = np.arange(0, self.n_rows, self.chunk_rows, dtype=np.int64)
         return np.append(edges, self.n_rows)
 
-    def read(self, start: int, stop: int, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
-        """Rows ``start:stop`` as (X (n, q), Y (n, K)) in ``dtype``; refuses NaN/Inf by chunk."""
+    def read(self, start: int, stop: int, dtype=np.float64, check: bool = True
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``start:stop`` as (X (n, q), Y (n, K)) in ``dtype``; refuses NaN/Inf by chunk.
+
+        ``check=False`` skips the value check, for callers that check what they
+        computed from the rows instead (and re-read with the check to name the row).
+        """
         X = np.asarray(_zarr_array(self.path, self.group, "X")[start:stop], dtype=dtype)
         Y = np.asarray(_zarr_array(self.path, self.group, "y")[start:stop], dtype=dtype)
         if Y.ndim == 1:
             Y = Y[:, None]
-        for name, A in (("X", X), ("y", Y)):
-            self._check_finite(name, A, start)
+        if check:
+            for name, A in (("X", X), ("y", Y)):
+                self._check_finite(name, A, start)
         return X, Y
 
     def read_features(self, start: int, stop: int, dtype=np.float64) -> np.ndarray:

@@ -8,7 +8,6 @@ model is s² = 1 within about ±0.05), the EM store of tests/test_mlr_pipeline.p
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -127,20 +126,6 @@ def test_trial_kernels_agree_with_meta_learn():
     # the clustering trial draws the same D_L1 and D_H, so it clusters as meta_learn does
     assert clustering_trial(words, 60, 60, W, s, p, n_light=4_000, t_light=4) == \
         res["heavy_accuracy"]
-
-
-@pytest.fixture
-def kernel_env(tmp_path, monkeypatch, client):
-    spec = tmp_path / "jupyter" / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (streamlsq tests)", "language": "python"}))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    monkeypatch.setenv("STREAMLSQ_QUICK", "1")
-    monkeypatch.setenv("STREAMLSQ_STUDY_OUT", str(tmp_path / "out"))
-    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", client.scheduler.address)
-    return tmp_path / "out"
 
 
 def test_notebook_executes_in_quick_mode(kernel_env):

@@ -140,3 +140,28 @@ def test_notebook_executes_in_quick_mode(kernel_env):
               if "image/png" in o.get("data", {})]
     assert len(images) >= 3
     assert (kernel_env / "mlr" / "summary.md").exists()
+
+
+def test_grid_tables_do_not_depend_on_the_number_of_workers(run):
+    # the grids are cut in fixed batches and every trial seeds itself: one in-process worker
+    # gives the same tables, byte for byte, as the 2-worker session cluster
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    from streamlsq.studies.mlr import QUICK, _grid
+
+    reps = range(QUICK["replicates"])
+    configs = {
+        "subspace": [(nt, t, r) for nt in QUICK["subspace_nt"] for t in QUICK["subspace_t"]
+                     for r in reps],
+        "clustering": [(n, t, r) for n in QUICK["heavy_n"] for t in QUICK["heavy_t"]
+                       for r in reps],
+        "classification": [(t, r) for t in QUICK["light2_t"] for r in reps],
+    }
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster, set_as_default=False) as one:
+        for kind, cfg in configs.items():
+            df = _grid(one, 0, kind, cfg, progress=False)
+            assert df.to_csv(index=False).encode() == (run / f"{kind}.csv").read_bytes(), kind

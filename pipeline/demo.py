@@ -93,8 +93,8 @@ def _metalearn_figure(model, truth_W, pred) -> Figure:
         a2.plot([t for t, _ in part], [m for _, m in part], marker="o", label=label)
     for tau, est, mse in pred:
         if mse > 10:
-            a2.annotate(f"{ESTIMATORS[est]} at τ = d = {tau}: {mse:.2g}", xy=(tau, 10),
-                        xytext=(0.3, 0.92), textcoords="axes fraction", fontsize=7,
+            a2.annotate(f"{ESTIMATORS[est]}\nat τ = d = {tau}: {mse:.2g}", xy=(tau, 10),
+                        xytext=(0.66, 0.55), textcoords="axes fraction", fontsize=7,
                         arrowprops={"arrowstyle": "->", "lw": 0.6})
     a2.axhline(1.0, color="k", ls=":", lw=0.8, label="noise s² = 1")
     a2.set_xscale("log")
@@ -103,7 +103,7 @@ def _metalearn_figure(model, truth_W, pred) -> Figure:
     a2.set(yscale="log", ylim=(0.8, 10), xlabel="τ (examples of a new task)",
            ylabel=f"held-out MSE ({HOLDOUT} rows per task)",
            title=f"prediction for {NEW_TASKS:,} new tasks (d = {MLR_D})")
-    a2.legend(fontsize=8)
+    a2.legend(fontsize=8, loc="upper right")
     return fig
 
 

@@ -255,7 +255,7 @@ def plot_em(em) -> Figure:
     ax.bar(range(len(values)), values, color=colors)
     ax.set_xticks(range(len(values)), labels, rotation=90, fontsize=7)
     ax.set(yscale="log", ylabel="max‖ŵ − w‖", title=f"EM vs Algorithm 1 (k = {EM_STORE['k']}, "
-           f"d = {EM_STORE['d']}); red: wrong optimum")
+           f"d = {EM_STORE['d']}); red: far from the truth")
     return fig
 
 
@@ -331,8 +331,9 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
         "perturbations, unlike Algorithm 1 | "
         f"k = {EM_STORE['k']}, d = {EM_STORE['d']}: Algorithm 1 max ‖ŵ − w‖ "
         f"{fmt(alg1.coef_error)}; EM from the truth {fmt(truth.coef_error)}; EM from "
-        f"{len(em_runs)} perturbed starts: {len(failed)} converged to a wrong optimum "
-        "(max ‖ŵ − w‖ > 0.5"
+        f"{len(em_runs)} perturbed starts: {len(failed)} ended far from the truth "
+        f"(max ‖ŵ − w‖ > 0.5; {int((failed.status == 'collapsed').sum())} of them collapsed, "
+        "a component's noise variance reaching 0, the others converged to a wrong optimum"
         + (f", scales {', '.join(f'{v:g}' for v in sorted(failed.scale.unique()))}"
            if len(failed) else "") + ") |")
     lines += [

@@ -10,7 +10,8 @@ Modules:
   the recursive estimators
 - ``mlr`` (and ``mlr_*``), ``whitening``: meta-learning for mixed linear regression
 - ``synthetic``, ``synthetic_mlr``: reproducible generators of synthetic data
-- ``study_interleaved``, ``study_irma``, ``study_lms``, ``study_bfgs`` (+ ``study_common``):
+- ``study_interleaved``, ``study_irma``, ``study_lms``, ``study_bfgs``, ``study_mlr``
+  (+ ``study_common``):
   the papers' studies — their data, Monte-Carlo batches and statistics
 """
 
@@ -29,6 +30,7 @@ from . import (
     study_interleaved,
     study_irma,
     study_lms,
+    study_mlr,
     synthetic,
     synthetic_mlr,
     whitening,
@@ -86,6 +88,7 @@ __all__ = [
     "study_interleaved",
     "study_irma",
     "study_lms",
+    "study_mlr",
     "symmetrize",
     "synthetic",
     "synthetic_mlr",

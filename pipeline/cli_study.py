@@ -38,6 +38,7 @@ Examples:
   streamlsq study irma --out results/irma --seed 1
   streamlsq study lms --out results/lms --rates 0.002,0.01 --epochs 100
   streamlsq study bfgs --out results/bfgs --quick
+  streamlsq study mlr --out results/mlr --replicates 10
   streamlsq study irma --out results/irma --scheduler tcp://10.0.0.5:8786
 """
 
@@ -79,6 +80,8 @@ def _rates(ctx, param, value):
               help="[bfgs] streams per case (default 200; quick 20).")
 @click.option("--rate", type=float, default=None,
               help="[bfgs] reference rate α_r of the class-balanced rates (default 1).")
+@click.option("--replicates", type=int, default=None,
+              help="[mlr] trials per grid point (default 20; quick 3).")
 @click.option("--scheduler", default=None, envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
               help="Address of a running Dask scheduler (or DASK_SCHEDULER_ADDRESS); "
                    "default: an embedded LocalCluster.")

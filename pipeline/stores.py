@@ -47,10 +47,22 @@ def _store_label(path: str, group: str | None) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _zarr_array(path: str, group: str | None, name: str) -> zarr.Array:
-    # one open per process and array: metadata reads are not free on remote stores
+def _zarr_array(path: str, group: str | None, name: str, token: str = "") -> zarr.Array:
+    # one open per process and array: metadata reads are not free on remote stores;
+    # ``token`` identifies the store's version, so a store rewritten at the same path
+    # (e.g. ``simulate --overwrite``) is opened afresh, never read with stale metadata
     g = zarr.open_group(path, mode="r", path=group or None)
     return g[name]
+
+
+def store_token(path: str) -> str:
+    """A version stamp of a local store (its root metadata file's inode and mtime), or ""."""
+    meta = os.path.join(path, "zarr.json")
+    try:
+        st = os.stat(meta)
+    except OSError:  # not a local store: no cheap version stamp
+        return ""
+    return f"{st.st_ino}-{st.st_mtime_ns}"
 
 
 def _open_group(path: str, group: str | None) -> zarr.Group:
@@ -137,10 +149,14 @@ class StreamSource:
     y_is_vector: bool
     block_size: int
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
+    token: str = ""
 
     @property
     def label(self) -> str:
         return _store_label(self.path, self.group)
+
+    def _array(self, name: str) -> zarr.Array:
+        return _zarr_array(self.path, self.group, name, self.token)
 
     def chunk_edges(self) -> np.ndarray:
         """Row offsets of the storage chunks of X: [0, c, 2c, ..., n_rows]."""
@@ -154,8 +170,8 @@ class StreamSource:
         ``check=False`` skips the value check, for callers that check what they
         computed from the rows instead (and re-read with the check to name the row).
         """
-        X = np.asarray(_zarr_array(self.path, self.group, "X")[start:stop], dtype=dtype)
-        Y = np.asarray(_zarr_array(self.path, self.group, "y")[start:stop], dtype=dtype)
+        X = np.asarray(self._array("X")[start:stop], dtype=dtype)
+        Y = np.asarray(self._array("y")[start:stop], dtype=dtype)
         if Y.ndim == 1:
             Y = Y[:, None]
         if check:
@@ -165,7 +181,7 @@ class StreamSource:
 
     def read_features(self, start: int, stop: int, dtype=np.float64) -> np.ndarray:
         """Rows ``start:stop`` of X alone (values checked like :meth:`read`)."""
-        X = np.asarray(_zarr_array(self.path, self.group, "X")[start:stop], dtype=dtype)
+        X = np.asarray(self._array("X")[start:stop], dtype=dtype)
         self._check_finite("X", X, start)
         return X
 
@@ -225,6 +241,7 @@ def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSour
         y_is_vector=y.ndim == 1,
         block_size=block_size,
         attrs=attrs,
+        token=store_token(path),
     )
 
 

@@ -93,3 +93,21 @@ def stop_after_commits(monkeypatch):
                 yield
 
     return stop
+
+
+@pytest.fixture
+def kernel_env(tmp_path, monkeypatch, client):
+    """A ``python3`` kernelspec for THIS interpreter, quick mode, and the session cluster;
+    returns the folder the notebooks write into (``STREAMLSQ_STUDY_OUT``)."""
+    import json
+
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (streamlsq tests)", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("STREAMLSQ_QUICK", "1")
+    monkeypatch.setenv("STREAMLSQ_STUDY_OUT", str(tmp_path / "out"))
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", client.scheduler.address)
+    return tmp_path / "out"

@@ -160,3 +160,18 @@ def test_cli_uses_dask_scheduler_address_from_the_environment(stream_200k, loopb
     assert after > before
     X, Y = read_all(stream_200k)
     assert _rel(open_result(out).coef.isel(step=-1).values, lstsq(X, Y)) < 1e-10
+
+
+def test_store_rewritten_at_the_same_path_is_read_afresh(client, tmp_path):
+    # workers cache opened arrays per path; a rewrite (other rows, other chunking) must not
+    # be read through the old metadata
+    path = tmp_path / "s.zarr"
+    simulate_stream(path, 20_000, 5, 1, chunk_rows=4_000, seed=1, client=client)
+    first = fit_stream(path, "lms", client=client, block_size=1_000)
+    simulate_stream(path, 60_000, 5, 1, chunk_rows=25_000, seed=2, client=client,
+                    overwrite=True)
+    again = fit_stream(path, "kf4lls", client=client, block_size=2_000)
+    X, Y = read_all(path)
+    np.testing.assert_allclose(again.coef.isel(step=-1).values, lstsq(X, Y), rtol=1e-8,
+                               atol=1e-10)
+    assert int(again.rows_seen[-1]) == 60_000 and int(first.rows_seen[-1]) == 20_000

@@ -15,8 +15,7 @@ them over the cluster, tabulate and plot.
 :data:`STUDIES` is the registry the command line reads. To add a study, write
 its module with a ``run_<name>`` and add one :class:`StudySpec` to
 :data:`STUDIES` (its ``options`` are the command-line options it accepts,
-which must also exist on ``streamlsq study``). The meta-learning study
-(``mlr``, ALGORITHMS.md §6) is not registered yet.
+which must also exist on ``streamlsq study``).
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ __all__ = [
     "run_interleaved",
     "run_irma",
     "run_lms",
+    "run_mlr",
     "run_study",
 ]
 
@@ -78,6 +78,13 @@ STUDIES: dict[str, StudySpec] = {
             "Incremental BFGS vs exact least squares and LMS; class-balanced binary case",
             "streamlsq.studies.bfgs:run_bfgs",
             ("streams", "rate"),
+        ),
+        StudySpec(
+            "mlr",
+            "Meta-learning mixed linear regressions: Appendix E (subspace, clustering, "
+            "prediction, EM)",
+            "streamlsq.studies.mlr:run_mlr",
+            ("replicates",),
         ),
     )
 }

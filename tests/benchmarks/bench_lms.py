@@ -47,7 +47,6 @@ from distributed import Client, LocalCluster
 from streamlsq import fit_stream, open_stream
 from streamlsq._malloc import fast_large_allocations
 from streamlsq.kernels import LMS, block_edges
-from streamlsq.stores import _zarr_array
 
 
 @numba.njit(cache=True)
@@ -106,8 +105,8 @@ def _read_chunks(source, a, b):
     with fast_large_allocations():
         for lo in range(a, b, source.chunk_rows):
             hi = min(lo + source.chunk_rows, b)
-            _zarr_array(source.path, source.group, "X")[lo:hi]
-            _zarr_array(source.path, source.group, "y")[lo:hi]
+            source._array("X")[lo:hi]
+            source._array("y")[lo:hi]
     return b - a
 
 

@@ -1,0 +1,80 @@
+"""``streamlsq demo`` at small sizes: every step runs, its figures and summary are written,
+and its printed accuracies are the ones it claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import zarr
+from click.testing import CliRunner
+
+from streamlsq.cli import main
+from streamlsq.demo import ESTIMATORS, TAUS, run_demo
+
+from conftest import lstsq, read_all
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, client):
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    printed: list[str] = []
+    report = run_demo(out, rows=40_000, features=6, seed=3, client=client,
+                      echo=printed.append, tasks=4_000)
+    return out, report, "\n".join(printed)
+
+
+def test_writes_stores_summary_and_figures(demo):
+    out, report, printed = demo
+    for name in ("stream", "tasks", "model", "kf4lls-sequential", "kf4lls-scan", "rls-g0.9999",
+                 "lms-normalized"):
+        assert (out / f"{name}.zarr").is_dir(), name
+    for fig in ("stream.png", "metalearn.png"):
+        assert (out / fig).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(report["figures"]) == {"stream", "metalearn"}
+    summary = (out / "summary.md").read_text()
+    assert summary.startswith("# streamlsq demo") and printed.splitlines()[-1] in summary
+    for step in ("1. simulated", "2. fitted", "3. simulated a multi-task store",
+                 "4. meta-learned", "5. predicted", "6. figures"):
+        assert step in printed, step
+    assert "rows/s" in printed and "dashboard" in printed
+
+
+def test_stream_fits_against_lstsq_and_truth(demo):
+    out, report, printed = demo
+    X, Y = read_all(out / "stream.zarr")
+    ref = lstsq(X, Y)
+    truth = zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:].reshape(6, -1)
+    for name in ("kf4lls-sequential", "kf4lls-scan"):
+        assert report[name]["rel_error_vs_lstsq"] < 1e-10
+        # independent check of the reported number: the stored result against lstsq
+        coef = zarr.open_group(str(out / f"{name}.zarr"), mode="r")["coef"][-1]
+        np.testing.assert_allclose(coef, ref, rtol=1e-9, atol=1e-12)
+        assert report[name]["error_vs_truth"] == pytest.approx(np.abs(ref - truth).max(),
+                                                               rel=1e-6)
+    assert report["engines_max_abs_difference"] < 1e-10
+    # LMS (one pass, decreasing normalised step) and RLS near but not at least squares;
+    # 40,000 rows, noise 1, 6 features: lstsq is within ~0.02 of the truth
+    assert report["lms-normalized"]["error_vs_truth"] < 0.2
+    assert report["rls-g0.9999"]["error_vs_truth"] < 0.1
+    for name in ("kf4lls-sequential", "rls-g0.9999", "lms-normalized"):
+        assert report[name]["rows_per_second"] > 0
+        assert f"{report[name]['rows_per_second']:.3e}" in printed
+
+
+def test_metalearning_and_prediction_against_truth(demo):
+    _, report, printed = demo
+    m = report["metalearn"]
+    assert m["n_clusters"] == 4 and m["heavy_accuracy"] == 1.0
+    assert m["coef_error"] < 0.25 and m["classification_accuracy"] > 0.8
+    pred = report["prediction"]
+    assert set(pred) == set(ESTIMATORS) and all(set(v) == set(TAUS) for v in pred.values())
+    small = min(TAUS)
+    assert pred["bayes"][small] <= pred["map"][small] <= pred["lstsq"][small]
+    # 1,000 tasks x 20 held-out rows: s² = 1 within a few hundredths once τ ≫ d
+    assert pred["bayes"][max(TAUS)] == pytest.approx(1.0, abs=0.1)
+    assert f"{pred['bayes'][small]:.3f}" in printed
+
+
+def test_cli_help_lists_the_demo_options():
+    r = CliRunner().invoke(main, ["demo", "--help"])
+    assert r.exit_code == 0 and "--tasks" in r.output and "Examples:" in r.output

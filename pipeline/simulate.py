@@ -32,14 +32,44 @@ def default_chunk_rows(n_features: int, n_rows: int) -> int:
     return int(max(1, min(n_rows, TARGET_CHUNK_ELEMENTS // max(n_features, 1))))
 
 
-def _write_stream_chunk(path, seed, design, start, stop, dtype) -> int:
-    from streamlsq.kernels.synthetic import stream_rows
-
-    X, Y = stream_rows(seed, design, start, stop, dtype=dtype)
+def _write_rows(path, rows, args, start, stop) -> int:
+    """Task: rows ``start:stop`` from the pure generator ``rows(*args, start, stop)``, written."""
+    X, Y = rows(*args, start, stop)
     g = zarr.open_group(path, mode="r+")
     g["X"][start:stop] = X
     g["y"][start:stop] = Y
     return stop - start
+
+
+def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, args, *,
+                        extra=None, name, client, scheduler, progress) -> Path:
+    """Lay out a stream store (X, y and ``extra`` small arrays) and fill it chunk-parallel.
+
+    ``rows(*args, start, stop) -> (X, Y)`` is a pure generator from the kernels whose
+    numbers depend on the row index only; one task generates and writes one chunk.
+    """
+    n_rows, n_features, n_targets = shape
+    with atomic_store(out, overwrite) as tmp:
+        g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        g.attrs.update(attrs)
+        for var, width, dims in (("X", n_features, ["sample", "feature"]),
+                                 ("y", n_targets, ["sample", "target"])):
+            g.create_array(var, shape=(n_rows, width), chunks=(chunk_rows, width), dtype=dtype,
+                           dimension_names=dims, fill_value=np.nan)
+        for var, (values, dims) in (extra or {}).items():
+            g.create_array(var, shape=values.shape, dtype=values.dtype,
+                           dimension_names=dims)[...] = values
+        edges = list(range(0, n_rows, chunk_rows)) + [n_rows]
+        tag = uuid.uuid4().hex[:6]
+        with dask_client(client, scheduler) as cl:
+            futures = [
+                cl.submit(_write_rows, str(tmp), rows, args, a, b, pure=False,
+                          key=f"simulate-{name}-{tag}-{i}")
+                for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
+            ]
+            track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
+                          enabled=progress)
+    return Path(out)
 
 
 def simulate_stream(
@@ -79,48 +109,25 @@ def simulate_stream(
     chunk_rows = chunk_rows or default_chunk_rows(n_features, n_rows)
     if chunk_rows < 1:
         raise InputError(f"simulate: chunk size must be positive, got {chunk_rows}")
-    with atomic_store(out, overwrite) as tmp:
-        g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
-        g.attrs.update(
-            {
-                "generator": "streamlsq.simulate_stream",
-                "parameters": {
-                    "n_rows": n_rows,
-                    "n_features": n_features,
-                    "n_targets": n_targets,
-                    "noise": noise,
-                    "condition": condition,
-                    "dtype": str(np.dtype(dtype)),
-                },
-                "seed": seed,
-                "block_size": int(block_size or chunk_rows),
-            }
-        )
-        g.create_array(
-            "X", shape=(n_rows, n_features), chunks=(chunk_rows, n_features), dtype=dtype,
-            dimension_names=["sample", "feature"], fill_value=np.nan,
-        )
-        g.create_array(
-            "y", shape=(n_rows, n_targets), chunks=(chunk_rows, n_targets), dtype=dtype,
-            dimension_names=["sample", "target"], fill_value=np.nan,
-        )
-        c = g.create_array(
-            "coef_true", shape=(n_features, n_targets), dtype="float64",
-            dimension_names=["feature", "target"],
-        )
-        c[...] = design["coef"]
-        edges = list(range(0, n_rows, chunk_rows)) + [n_rows]
-        with dask_client(client, scheduler) as cl:
-            futures = [
-                cl.submit(
-                    _write_stream_chunk, str(tmp), seed, design, a, b, dtype, pure=False,
-                    key=f"simulate-stream-{uuid.uuid4().hex[:6]}-{i}",
-                )
-                for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
-            ]
-            track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
-                          enabled=progress)
-    return Path(out)
+    from streamlsq.kernels.synthetic import stream_rows
+
+    attrs = {
+        "generator": "streamlsq.simulate_stream",
+        "parameters": {"n_rows": n_rows, "n_features": n_features, "n_targets": n_targets,
+                       "noise": noise, "condition": condition, "dtype": str(np.dtype(dtype))},
+        "seed": seed,
+        "block_size": int(block_size or chunk_rows),
+    }
+    return _write_stream_store(
+        out, overwrite, (n_rows, n_features, n_targets), chunk_rows, dtype, attrs,
+        _stream_rows, (stream_rows, seed, design, dtype),
+        extra={"coef_true": (np.asarray(design["coef"], np.float64), ["feature", "target"])},
+        name="stream", client=client, scheduler=scheduler, progress=progress,
+    )
+
+
+def _stream_rows(stream_rows, seed, design, dtype, start, stop):
+    return stream_rows(seed, design, start, stop, dtype=dtype)
 
 
 def _write_interleaved_chunk(path, seed, params, j0, j1) -> int:
@@ -208,14 +215,8 @@ def simulate_interleaved(
     return Path(out)
 
 
-def _write_irma_chunk(path, seed, domain, noise, start, stop, dtype) -> int:
-    from streamlsq.kernels.synthetic import irma_rows
-
-    x, y = irma_rows(seed, start, stop, domain, noise, dtype=dtype)
-    g = zarr.open_group(path, mode="r+")
-    g["X"][start:stop] = x
-    g["y"][start:stop] = y
-    return stop - start
+def _irma_rows(irma_rows, seed, domain, noise, dtype, start, stop):
+    return irma_rows(seed, start, stop, domain, noise, dtype=dtype)
 
 
 def simulate_irma(
@@ -258,34 +259,17 @@ def simulate_irma(
     chunk_rows = chunk_rows or default_chunk_rows(1, n_rows)
     if chunk_rows < 1:
         raise InputError(f"simulate irma: chunk size must be positive, got {chunk_rows}")
-    with atomic_store(out, overwrite) as tmp:
-        g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
-        g.attrs.update(
-            {
-                "generator": "streamlsq.simulate_irma",
-                "parameters": {
-                    "n_rows": n_rows,
-                    "target": "x*exp(-x^2)",
-                    "noise": "uniform(-noise, noise)",
-                    "noise_half_width": float(noise),
-                    "dtype": str(np.dtype(dtype)),
-                },
-                "seed": seed,
-                "domain": [a, b],
-                "block_size": int(block_size),
-            }
-        )
-        for name, dims in (("X", ["sample", "feature"]), ("y", ["sample", "target"])):
-            g.create_array(name, shape=(n_rows, 1), chunks=(chunk_rows, 1), dtype=dtype,
-                           dimension_names=dims, fill_value=np.nan)
-        edges = list(range(0, n_rows, chunk_rows)) + [n_rows]
-        tag = uuid.uuid4().hex[:6]
-        with dask_client(client, scheduler) as cl:
-            futures = [
-                cl.submit(_write_irma_chunk, str(tmp), seed, (a, b), noise, lo, hi, dtype,
-                          pure=False, key=f"simulate-irma-{tag}-{i}")
-                for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True))
-            ]
-            track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
-                          enabled=progress)
-    return Path(out)
+    attrs = {
+        "generator": "streamlsq.simulate_irma",
+        "parameters": {"n_rows": n_rows, "target": "x*exp(-x^2)",
+                       "noise": "uniform(-noise, noise)", "noise_half_width": float(noise),
+                       "dtype": str(np.dtype(dtype))},
+        "seed": seed,
+        "domain": [a, b],
+        "block_size": int(block_size),
+    }
+    return _write_stream_store(
+        out, overwrite, (n_rows, 1, 1), chunk_rows, dtype, attrs,
+        _irma_rows, (irma_rows, seed, (a, b), noise, dtype),
+        name="irma", client=client, scheduler=scheduler, progress=progress,
+    )

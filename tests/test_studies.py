@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -198,21 +197,6 @@ def test_help_lists_every_registered_study_with_examples():
 # --------------------------------------------------------------------------
 # notebooks
 # --------------------------------------------------------------------------
-@pytest.fixture
-def kernel_env(tmp_path, monkeypatch, client):
-    """A ``python3`` kernelspec for THIS interpreter, quick mode, and the session cluster."""
-    spec = tmp_path / "jupyter" / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (streamlsq tests)", "language": "python"}))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    monkeypatch.setenv("STREAMLSQ_QUICK", "1")
-    monkeypatch.setenv("STREAMLSQ_STUDY_OUT", str(tmp_path / "out"))
-    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", client.scheduler.address)
-    return tmp_path / "out"
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_executes_in_quick_mode(kernel_env, name):
     import nbformat

@@ -62,7 +62,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .linalg import SingularMatrixError, as_2d, spd_solve, symmetrize
-from .recursion import BadRowError, FoldResult, Recursion, State
+from .recursion import BadRowError, Recursion, State
 
 __all__ = [
     "IncrementalBFGS",
@@ -259,33 +259,8 @@ class IncrementalBFGS(Recursion):
         """Whether the first block needed the ridge start H₀ + δI."""
         return bool(state["ridge_used"])
 
-    def fold(
-        self,
-        state: State,
-        X: np.ndarray,
-        Y: np.ndarray,
-        edges: np.ndarray,
-        first_step: int,
-        record_every: int,
-        rows_before: int = 0,
-    ) -> FoldResult:
-        """The base class' fold, plus the diagnostic ``"n_skipped"``: the number of B
-        updates skipped by the curvature safeguard up to each recorded step."""
-        steps, coefs, rows, skipped = [], [], [], []
-        for j in range(len(edges) - 1):
-            a, b = int(edges[j]), int(edges[j + 1])
-            state = self.update(state, X[a:b], Y[a:b])
-            step = first_step + j
-            if step % record_every == 0:
-                steps.append(step)
-                coefs.append(self.coef(state))
-                rows.append(rows_before + b)
-                skipped.append(int(state["n_skipped"]))
-        diagnostics = {"n_skipped": np.asarray(skipped, dtype=np.int64)}
-        return self.fold_result(state, steps, coefs, rows, diagnostics)
-
-    def final_diagnostics(self, state: State) -> dict:
-        """The diagnostics of :meth:`fold` for the state itself (an engine's last step)."""
+    def state_diagnostics(self, state: State) -> dict:
+        """``n_skipped``: B updates skipped by the curvature safeguard up to this state."""
         return {"n_skipped": np.int64(state["n_skipped"])}
 
     # -- the step ----------------------------------------------------------------

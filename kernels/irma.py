@@ -283,7 +283,7 @@ class _BasisRecursion(Recursion):
             "cumulative_loss": (),
         }
 
-    def final_diagnostics(self, state: State) -> dict:
+    def state_diagnostics(self, state: State) -> dict:
         """The diagnostics of :meth:`fold` for the state itself (an engine's last step)."""
         return {"cumulative_loss": np.float64(state["cumulative_loss"])}
 

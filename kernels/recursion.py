@@ -22,10 +22,10 @@ block (KF4LLS, RLS with forgetting) also implement the *scan* form:
 
 and set ``supports_scan = True``.
 
-Optional hooks an engine uses when present: ``coef_names(n_features)`` (labels of
-the rows of ``coef``), and ``final_diagnostics(state) -> {name: value}`` for
-kernels whose ``fold`` records diagnostics (the value of each at the state itself,
-for the final step an engine records from the returned state). A value of one
+Hooks with defaults: ``coef_names(n_features)`` (labels of the rows of ``coef``)
+and ``state_diagnostics(state) -> {name: value}`` (per-step diagnostics read off a
+state, e.g. skipped updates; the base ``fold`` records them at every recorded step
+and engines at the final step). A value of one
 input row that the kernel cannot use raises :class:`BadRowError` with the row
 numbered from ``rows_before``, so that an engine can name the row of its store.
 """
@@ -182,6 +182,10 @@ class Recursion:
         """
         return None
 
+    def state_diagnostics(self, state: State) -> dict:
+        """Diagnostics of a state, recorded with the coefficients at each recorded step."""
+        return {}
+
     # -- shared driver -------------------------------------------------------
     def fold(
         self,
@@ -200,7 +204,7 @@ class Recursion:
         recorded when ``s % record_every == 0``; engines record the final step
         themselves from the returned state.
         """
-        steps, coefs, rows = [], [], []
+        steps, coefs, rows, diags = [], [], [], []
         for j in range(len(edges) - 1):
             a, b = int(edges[j]), int(edges[j + 1])
             state = self.update(state, X[a:b], Y[a:b])
@@ -209,7 +213,10 @@ class Recursion:
                 steps.append(step)
                 coefs.append(self.coef(state))
                 rows.append(rows_before + b)
-        return self.fold_result(state, steps, coefs, rows)
+                diags.append(self.state_diagnostics(state))
+        names = self.state_diagnostics(state).keys()
+        diagnostics = {n: np.asarray([d[n] for d in diags]) for n in names}
+        return self.fold_result(state, steps, coefs, rows, diagnostics)
 
     def fold_result(self, state, steps, coefs, rows, diagnostics=None) -> FoldResult:
         """Pack recorded steps into a :class:`FoldResult` (shapes right even when empty)."""

@@ -210,10 +210,9 @@ def _finish_trajectory(method, parts, state, plan: StreamPlan) -> Trajectory:
         steps = np.append(steps, plan.n_blocks)
         coefs = np.concatenate([coefs, final[None]])
         rows = np.append(rows, plan.n_rows)
-        final_diag = getattr(method, "final_diagnostics", None)
+        final_diag = method.state_diagnostics(state)
         for n in names:
-            extra = final_diag(state)[n] if final_diag else np.nan
-            diags[n] = np.append(diags[n], extra)
+            diags[n] = np.append(diags[n], final_diag[n])
     return Trajectory(steps=steps, coefs=coefs, rows_seen=rows, state=state, diagnostics=diags)
 
 

@@ -9,7 +9,7 @@ removed before it propagates.
 
 from __future__ import annotations
 
-__all__ = ["InputError"]
+__all__ = ["InputError", "check_int"]
 
 
 class InputError(ValueError):
@@ -20,3 +20,18 @@ class InputError(ValueError):
 
     def __reduce__(self):  # survive the trip from a worker back to the client
         return (type(self), (str(self),))
+
+
+def check_int(name: str, value, minimum: int = 0, wanted: str | None = None) -> int:
+    """``value`` as an int ≥ ``minimum``; InputError naming ``name`` otherwise.
+
+    ``wanted`` words the requirement in the message (default "an integer >= minimum").
+    """
+    wanted = wanted or f"an integer >= {minimum}"
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be {wanted}, got {value!r}") from None
+    if v != value or v < minimum:
+        raise InputError(f"{name} must be {wanted}, got {value!r}")
+    return v

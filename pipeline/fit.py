@@ -17,7 +17,7 @@ from streamlsq.kernels.recursion import BlockGrid, Recursion
 from .checkpoint import Checkpoint
 from .cluster import dask_client
 from .engines import Trajectory, run_scan, run_sequential
-from .errors import InputError
+from .errors import InputError, check_int
 from .methods import BASIS_METHODS, make_method, result_attrs
 from .plans import Section, StreamPlan
 from .stores import StreamSource, open_stream, prepare_output, write_result
@@ -114,7 +114,8 @@ def fit_stream(
     if engine == "scan" and not getattr(rec, "supports_scan", False):
         raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
     check_layout(source, rec, dtype)
-    epochs, seed = _positive_int("epochs", epochs), _non_negative_int("seed", seed)
+    epochs = check_int("epochs", epochs, 1, "a positive integer")
+    seed = check_int("seed", seed, 0, "a non-negative integer")
     if out is not None:
         prepare_output(out, overwrite)
     try:
@@ -140,26 +141,6 @@ def fit_stream(
     if out is not None:
         write_result(ds, out, overwrite)
     return ds
-
-
-def _positive_int(name: str, value) -> int:
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a positive integer, got {value!r}") from None
-    if v < 1 or v != value:
-        raise InputError(f"{name} must be a positive integer, got {value!r}")
-    return v
-
-
-def _non_negative_int(name: str, value) -> int:
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a non-negative integer, got {value!r}") from None
-    if v < 0 or v != value:
-        raise InputError(f"{name} must be a non-negative integer, got {value!r}")
-    return v
 
 
 def check_layout(source: StreamSource, rec: Recursion, dtype) -> None:

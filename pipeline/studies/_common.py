@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..errors import InputError
+from ..errors import InputError, check_int
 from ..progress import track_futures
 
 __all__ = [
@@ -68,24 +68,12 @@ class StudyResult:
 
 def check_seed(seed) -> int:
     """The seed as a non-negative int (InputError otherwise)."""
-    try:
-        s = int(seed)
-    except (TypeError, ValueError):
-        raise InputError(f"--seed must be a non-negative integer, got {seed!r}") from None
-    if s < 0 or s != seed:
-        raise InputError(f"--seed must be a non-negative integer, got {seed!r}")
-    return s
+    return check_int("--seed", seed, 0)
 
 
 def check_count(option: str, value, minimum: int = 1) -> int:
     """An integer option ≥ ``minimum`` (InputError naming ``option`` otherwise)."""
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{option} must be an integer >= {minimum}, got {value!r}") from None
-    if v != value or v < minimum:
-        raise InputError(f"{option} must be an integer >= {minimum}, got {value!r}")
-    return v
+    return check_int(option, value, minimum)
 
 
 def batch_sizes(total: int, batch_size: int) -> list[int]:

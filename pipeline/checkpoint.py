@@ -2,8 +2,8 @@
 
 Layout of a checkpoint folder:
 
-    progress.json        fingerprint of the run, index of the next segment and the name of
-                         its state file (written last: this is the commit)
+    progress.json        fingerprint of the run, its segments, index of the next segment and
+                         the name of its state file (written last: this is the commit)
     state-000041.npz     the recursion state after segment ``next - 1``
     segment-000042.npz   recorded steps of segment 42 (one file per segment, written once)
 
@@ -45,9 +45,19 @@ class Checkpoint:
         self.resume = resume
         self.every = max(1, int(every))
 
+    def saved_segments(self) -> list[tuple[int, int]] | None:
+        """The segments a resumable checkpoint was cut into (the default segment size
+        depends on the workers' memory, which may differ on the resuming cluster)."""
+        progress = self.directory / "progress.json"
+        if not (self.resume and progress.exists()):
+            return None
+        saved = json.loads(progress.read_text()).get("segments")
+        return [tuple(s) for s in saved] if saved else None
+
     def bind(self, segments: list[tuple[int, int]]) -> None:
         """Fix the segment plan (part of the fingerprint); start afresh unless resuming."""
-        digest = hashlib.sha256(json.dumps(segments).encode()).hexdigest()[:16]
+        self.segments = [[int(a), int(b)] for a, b in segments]
+        digest = hashlib.sha256(json.dumps(self.segments).encode()).hexdigest()[:16]
         self.fingerprint["segments"] = digest
         self.n_segments = len(segments)
         if not self.resume and self.directory.exists():
@@ -94,7 +104,8 @@ class Checkpoint:
         name = f"state-{i:06d}.npz"
         _atomic_savez(self.directory / name, **part["state"])
         tmp = self.directory / "progress.json.tmp"
-        tmp.write_text(json.dumps({"fingerprint": self.fingerprint, "next": i + 1, "state": name}))
+        tmp.write_text(json.dumps({"fingerprint": self.fingerprint, "segments": self.segments,
+                                   "next": i + 1, "state": name}))
         os.replace(tmp, self.directory / "progress.json")
         for old in self.directory.glob("state-*.npz"):
             if old.name != name:

@@ -7,13 +7,14 @@ import sys
 
 import click
 
-from .errors import InputError
+from .errors import InputError, WorkersPausedError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def _friendly_errors(fn):
-    """Turn InputError (and unusable paths) into one line on stderr and exit code 2."""
+    """Turn InputError (and unusable paths) into one line on stderr and exit code 2; a run
+    the cluster could not carry (WorkersPausedError) into one line and exit code 1."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -22,6 +23,9 @@ def _friendly_errors(fn):
         except InputError as exc:
             click.echo(f"streamlsq: error: {exc}", err=True)
             sys.exit(2)
+        except WorkersPausedError as exc:
+            click.echo(f"streamlsq: error: {exc}", err=True)
+            sys.exit(1)
 
     return wrapper
 

@@ -42,12 +42,31 @@ from .plans import Section, SegmentTask, StreamPlan, plan_segments
 from .progress import row_bar, track_futures
 from .stores import StreamSource
 
-__all__ = ["Trajectory", "plan_segments", "read_task", "run_scan", "run_sequential"]
+__all__ = [
+    "Trajectory", "plan_segments", "read_task", "run_scan", "run_sequential", "task_bytes",
+]
 
 #: rows-bytes of X a sequential segment folds in one task (a few seconds of work)
 SEGMENT_BYTES = 256 * 2**20
 #: rows-bytes of X a scan piece summarises in one task (>= 0.1 s of work)
 PIECE_BYTES = 96 * 2**20
+#: a task's bytes may be at most this share of the smallest worker memory limit
+MEMORY_SHARE = 1 / 8
+
+
+def task_bytes(client: Client, default: int) -> int:
+    """``default``, or less on workers with a small memory limit.
+
+    A scan piece holds its rows twice at its peak (decoded chunks and their
+    concatenation) on top of the worker's libraries (about 250 MB), and
+    distributed pauses a worker at 80% of its limit: an eighth of the limit keeps
+    a 600 MB worker below the pause (measured peak 440 MB; 544 MB with 96 MiB).
+    """
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    limits = [m for m in limits if m > 0]
+    if not limits:
+        return default
+    return max(1, min(default, int(min(limits) * MEMORY_SHARE)))
 
 
 @dataclass
@@ -224,10 +243,17 @@ def run_sequential(
     dtype: str = "float64",
     checkpoint: Checkpoint | None = None,
     progress: bool | None = None,
-    segment_bytes: int = SEGMENT_BYTES,
+    segment_bytes: int | None = None,
 ) -> Trajectory:
-    """The in-order engine over the virtual stream of ``plan``; see the module docstring."""
-    segments = plan_segments(plan, segment_bytes)
+    """The in-order engine over the virtual stream of ``plan``; see the module docstring.
+
+    ``segment_bytes`` defaults to :data:`SEGMENT_BYTES`, less on small workers
+    (:func:`task_bytes`)."""
+    segments = None
+    if checkpoint is not None and segment_bytes is None:
+        segments = checkpoint.saved_segments()  # resume with the cut it was started with
+    if segments is None:
+        segments = plan_segments(plan, segment_bytes or task_bytes(client, SEGMENT_BYTES))
     parts: list[dict] = []
     state = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
     start = 0
@@ -350,13 +376,14 @@ def run_scan(
     record_every: int,
     dtype: str = "float64",
     progress: bool | None = None,
-    piece_bytes: int = PIECE_BYTES,
+    piece_bytes: int | None = None,
 ) -> Trajectory:
     """The parallel engine over the virtual stream of ``plan``: map summaries, prefix in
-    order, map solves."""
+    order, map solves. ``piece_bytes`` defaults to :data:`PIECE_BYTES`, less on small
+    workers (:func:`task_bytes`)."""
     if not getattr(method, "supports_scan", False):
         raise InputError(f"method '{method.name}' has no scan form; use --engine sequential")
-    pieces = plan_segments(plan, piece_bytes)
+    pieces = plan_segments(plan, piece_bytes or task_bytes(client, PIECE_BYTES))
     tag = uuid.uuid4().hex[:8]
     futures = [
         client.submit(

@@ -9,7 +9,7 @@ removed before it propagates.
 
 from __future__ import annotations
 
-__all__ = ["InputError", "check_int"]
+__all__ = ["InputError", "WorkersPausedError", "check_int"]
 
 
 class InputError(ValueError):
@@ -19,6 +19,14 @@ class InputError(ValueError):
         super().__init__(" ".join(str(message).split()))
 
     def __reduce__(self):  # survive the trip from a worker back to the client
+        return (type(self), (str(self),))
+
+
+class WorkersPausedError(RuntimeError):
+    """Every worker stayed paused at its memory limit with nothing running: the run cannot
+    go on, so it is stopped (see :func:`streamlsq.cluster.dask_client`)."""
+
+    def __reduce__(self):
         return (type(self), (str(self),))
 
 

@@ -92,7 +92,9 @@ def fit_stream(
     checkpoint, resume : sequential engine only: commit progress to this folder
         and, with ``resume``, continue a killed run from it.
     segment_bytes : bytes of X one sequential task folds (default 256 MiB), or one
-        scan task summarises (default 96 MiB).
+        scan task summarises (default 96 MiB); the defaults are cut to an eighth of
+        the smallest worker memory limit. A resumed run keeps the segments of its
+        checkpoint.
     client, scheduler : a Dask client or scheduler address; by default the
         ``DASK_SCHEDULER_ADDRESS`` variable, the current default client, or an
         embedded LocalCluster.
@@ -203,15 +205,14 @@ def run_plan(
     started = datetime.now(UTC)
     with dask_client(client, scheduler) as cl:
         if engine == "scan":
-            traj = run_scan(cl, plan, rec, record_every, dtype, progress,
-                            **({"piece_bytes": segment_bytes} if segment_bytes else {}))
+            traj = run_scan(cl, plan, rec, record_every, dtype, progress, segment_bytes)
         else:
             ckpt = None
             if checkpoint is not None:
                 ckpt = Checkpoint(checkpoint, _fingerprint(plan, rec, record_every, dtype),
                                   resume=resume)
             traj = run_sequential(cl, plan, rec, record_every, dtype, ckpt, progress,
-                                  **({"segment_bytes": segment_bytes} if segment_bytes else {}))
+                                  segment_bytes)
     seconds = (datetime.now(UTC) - started).total_seconds()
     return traj, seconds, record_every
 

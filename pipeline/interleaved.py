@@ -38,7 +38,7 @@ from streamlsq.kernels.interleaved import (
 from streamlsq.kernels.recursion import BlockGrid
 
 from .cluster import dask_client
-from .engines import PIECE_BYTES, read_task
+from .engines import PIECE_BYTES, read_task, task_bytes
 from .errors import InputError
 from .fit import DEFAULT_RECORDED_STEPS, check_run_options, run_plan, trajectory_dataset
 from .plans import Section, StreamPlan, plan_segments
@@ -110,7 +110,7 @@ def _moments_piece(source: StreamSource, r0: int, r1: int):
 def population_moments(client: Client, source: StreamSource, progress=None):
     """:class:`~streamlsq.kernels.interleaved.ColumnMoments` of a store's X, on the cluster."""
     chunks = BlockGrid(source.n_rows, source.chunk_rows)
-    pieces = plan_segments(StreamPlan.single(source, chunks), PIECE_BYTES)
+    pieces = plan_segments(StreamPlan.single(source, chunks), task_bytes(client, PIECE_BYTES))
     futures = [
         client.submit(_moments_piece, source, chunks.edge(K0), chunks.edge(K1), pure=False)
         for K0, K1 in pieces
@@ -146,7 +146,7 @@ def _test_factor_piece(task, cuts):
 def _submit_test_factors(client, source: StreamSource, grid: BlockGrid, prefixes) -> tuple:
     """Futures of C's residual factors, cut at the block counts ``prefixes`` (sorted)."""
     plan = StreamPlan.single(source, grid)
-    pieces = plan_segments(plan, PIECE_BYTES)
+    pieces = plan_segments(plan, task_bytes(client, PIECE_BYTES))
     futures = []
     for K0, K1 in pieces:
         cuts = sorted({int(j) - K0 for j in prefixes if K0 < j <= K1} | {K1 - K0})

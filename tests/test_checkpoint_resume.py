@@ -70,3 +70,19 @@ def test_resume_refuses_a_checkpoint_of_another_run(slow_stream, tmp_path, clien
                        client=client)  # everything committed: nothing left to fold
     fresh = fit_stream(slow_stream, "kf4lls", block_size=3_000, client=client)
     np.testing.assert_array_equal(again.coef, fresh.coef)
+
+
+def test_resume_keeps_the_segments_it_was_cut_into(slow_stream, tmp_path, client,
+                                                   stop_after_commits):
+    """The default segment size depends on the workers' memory; a run resumed on other
+    workers (here: default size instead of 0.1 MiB) continues with its own segments."""
+    ckpt = tmp_path / "ckpt"
+    kw = dict(block_size=500, record_every=4, client=client, progress=False)
+    with stop_after_commits(3):
+        fit_stream(slow_stream, "kf4lls", checkpoint=ckpt, segment_bytes=2**17, **kw)
+    saved = json.loads((ckpt / "progress.json").read_text())
+    assert saved["next"] == 3 and len(saved["segments"]) > 3
+    resumed = fit_stream(slow_stream, "kf4lls", checkpoint=ckpt, resume=True, **kw)
+    fresh = fit_stream(slow_stream, "kf4lls", **kw)
+    np.testing.assert_array_equal(resumed.step, fresh.step)
+    np.testing.assert_allclose(resumed.coef, fresh.coef, rtol=1e-12, atol=1e-14)

@@ -1,0 +1,125 @@
+"""A run on workers that stay paused at their memory limit stops with a clear error.
+
+distributed pauses a worker at 80% of its memory limit and starts nothing on it
+until the memory drops; memory it does not manage (here: an array a worker
+holds, as a leak would) never drops, and a run would wait for ever. The workers
+here are really paused by their own memory monitor, not mocked.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import dask
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from distributed import Client, LocalCluster
+
+from streamlsq import fit_stream
+from streamlsq.cli import main
+from streamlsq.cluster import dask_client
+from streamlsq.errors import WorkersPausedError
+
+from conftest import write_stream
+
+LIMIT = 400e6
+
+
+def _rss():
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def _hold(nbytes, dask_worker=None):
+    dask_worker._streamlsq_test_hold = np.ones(max(0, int(nbytes)) // 8)
+
+
+def _release(dask_worker):
+    dask_worker.__dict__.pop("_streamlsq_test_hold", None)
+
+
+def _statuses(client):
+    return {w["status"] for w in client.scheduler_info()["workers"].values()}
+
+
+def _wait_for(client, status, seconds=20):
+    deadline = time.monotonic() + seconds
+    while _statuses(client) != {status}:
+        assert time.monotonic() < deadline, f"workers never became {status}: {_statuses(client)}"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def small_cluster():
+    with LocalCluster(n_workers=1, threads_per_worker=1, memory_limit=LIMIT,
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture
+def paused(small_cluster):
+    client = small_cluster
+    rss = next(iter(client.run(_rss).values()))
+    client.run(_hold, 0.88 * LIMIT - rss)
+    _wait_for(client, "paused")
+    yield client
+    client.run(_release)
+    _wait_for(client, "running")
+
+
+@pytest.fixture
+def store(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2_000, 3))
+    return write_stream(tmp_path / "s.zarr", X, X @ np.ones((3, 1)), chunk_rows=500)
+
+
+def test_fit_on_paused_workers_stops_with_the_reason(paused, store, tmp_path):
+    started = time.monotonic()
+    with dask.config.set({"streamlsq.paused-timeout": 3}), \
+            pytest.raises(WorkersPausedError, match=r"all 1 Dask workers have been paused at "
+                          r"their memory limit .* of 400 MB"):
+        fit_stream(store, client=paused, progress=False, out=tmp_path / "fit.zarr")
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "fit.zarr").exists()
+    assert not paused.futures  # the run's tasks were cancelled, none left behind
+
+
+def test_cli_reports_paused_workers_in_one_line(paused, store, tmp_path):
+    with dask.config.set({"streamlsq.paused-timeout": 3}):
+        result = CliRunner().invoke(main, [
+            "fit", "kf4lls", str(store), "--out", str(tmp_path / "fit.zarr"),
+            "--scheduler", paused.scheduler.address,
+        ])
+    assert result.exit_code == 1, result.output
+    assert result.output.count("\n") == 1
+    assert "paused at their memory limit" in result.output
+    assert not (tmp_path / "fit.zarr").exists()
+
+
+def _hold_then_release(nbytes, seconds):
+    hold = np.ones(int(nbytes) // 8)
+    time.sleep(seconds)
+    return int(hold.size)
+
+
+def test_a_paused_worker_still_executing_is_not_stopped(small_cluster):
+    client = small_cluster
+    rss = next(iter(client.run(_rss).values()))
+    with dask.config.set({"streamlsq.paused-timeout": 1}), dask_client(client) as cl:
+        fut = cl.submit(_hold_then_release, 0.88 * LIMIT - rss, 6, pure=False)
+        _wait_for(cl, "paused")  # paused while its one task runs on
+        assert fut.result() > 0
+    _wait_for(client, "running")
+
+
+def test_the_watch_can_be_turned_off(paused):
+    with dask.config.set({"streamlsq.paused-timeout": 0}), dask_client(paused) as cl:
+        fut = cl.submit(sum, [1, 2], pure=False)
+        time.sleep(3)
+        assert fut.status == "pending"
+        cl.cancel([fut])

@@ -160,9 +160,9 @@ def _paused_message(workers: dict, seconds: float) -> str:
     def mb(v):
         return f"{v / 1e6:.0f} MB"
 
-    memory = ", ".join(
-        f"{mb(w['metrics']['memory'])} of {mb(w['memory_limit'])}"
-        f" ({mb(w['metrics'].get('managed_bytes', 0))} managed by dask)"
+    memory = "; ".join(
+        f"{mb(w['metrics']['memory'])} of {mb(w['memory_limit'])}, "
+        f"{mb(w['metrics'].get('managed_bytes', 0))} of it data dask manages"
         for w in workers.values()
     )
     return (

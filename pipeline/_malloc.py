@@ -11,17 +11,28 @@ While a task streams chunks we raise the mmap and trim thresholds so the heap
 reuses the same pages; afterwards we restore the thresholds and call
 ``malloc_trim(0)``, handing the memory back as distributed intends.
 
-The decoding runs in zarr's own threads (the default executor of zarr's event
-loop), and glibc gives each thread an arena of its own. ``malloc_trim`` returns
-the free pages inside every arena but not the free top of a thread arena: only
-a large ``free`` in that arena does. Without more, each decoder thread kept a
-few chunks' worth of pages for good (about 180 MB per worker for 10 MB chunks,
-measured; enough to pause a 600 MB worker for ever). So on leaving, after the
-thresholds are back, a small probe is allocated and freed in this thread and in
-each of zarr's decoder threads, which trims their arenas; tests/test_memory_bound.py
-checks that the workers end where they started. Measured on a 1.34 GB store with
-2 GB workers (best of 4, seconds): sequential 2.0 (1.8 when pages were kept, 3.1
-without any of this), scan 2.1 (1.7, 2.3).
+Kept pages are what makes the next read fast, and also memory the worker holds
+that distributed does not manage. The policy:
+
+- on leaving, the pages are kept for the next read, unless the worker's memory
+  is above distributed's *target* share of its limit (60%; it pauses at 80%),
+  in which case they are given back at once;
+- when a streamlsq call ends on a cluster that lives on, one small task per
+  worker gives them back (``streamlsq.cluster.release_worker_pages``), so the
+  workers end where they started (tests/test_memory_bound.py checks both).
+
+Giving back takes more than ``malloc_trim(0)``: the decoding runs in zarr's own
+threads (the default executor of zarr's event loop), glibc gives each thread an
+arena, and ``malloc_trim`` does not shrink the free top of a thread arena; only a
+large ``free`` in that arena does. :func:`release_pages` therefore allocates and
+frees a small probe in this thread and in each of zarr's decoder threads. Before
+this, each decoder thread kept a few chunks' worth of pages for good (about
+180 MB per worker for 10 MB chunks), which paused a 600 MB worker for ever.
+
+Measured on a 1.34 GB store (7,000,000 × 24, 10 MB chunks), two workers, default
+task sizes, best of 4 (seconds): with 2 GB workers, sequential 1.9 and scan 1.6
+(1.8 and 1.7 when pages were kept for good; 3.1 and 2.3 without any of this);
+with 600 MB workers, where every task gives its pages back, 2.1 and 2.2.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["fast_large_allocations"]
+__all__ = ["fast_large_allocations", "release_pages"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -71,7 +82,8 @@ def _trim_decoder_arenas():
     """One probe in each of zarr's decoder threads (the default executor of zarr's event
     loop, whose threads asyncio names ``asyncio_N``); the barrier keeps one thread from
     taking two probes."""
-    n = sum(t.name.startswith("asyncio_") for t in threading.enumerate())
+    n = sum(t.name.startswith(("asyncio_", "zarr_pool")) for t in threading.enumerate())
+    n = min(n, 32, (os.cpu_count() or 1) + 4)  # at most the executor's size
     if not n:
         return
     try:
@@ -87,9 +99,48 @@ def _trim_decoder_arenas():
         sync(probes())
 
 
+def release_pages() -> None:
+    """Give the pages kept by earlier reads back to the system: a probe in this thread
+    and in each of zarr's decoder threads, then ``malloc_trim(0)`` (glibc only)."""
+    if _LIBC is None:
+        return
+    with _lock:
+        if _depth == 0:  # otherwise a read is under way and will decide on leaving
+            _release()
+
+
+def _release():
+    _probe()  # this thread's arena
+    _trim_decoder_arenas()
+    _LIBC.malloc_trim(0)
+
+
+def _memory_is_tight() -> bool:
+    """In a Dask worker: is its memory above distributed's target share of its limit
+    (where it starts spilling; the pause comes at 80%)? Outside a worker: yes, give back."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return True
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+    if not limit:
+        return False
+    import dask
+    import psutil
+
+    target = dask.config.get("distributed.worker.memory.target", 0.6) or 0.6
+    return psutil.Process().memory_info().rss > target * limit
+
+
 @contextlib.contextmanager
 def fast_large_allocations(threshold: int = 1 << 30):
-    """Keep buffers up to ``threshold`` bytes on the heap for the duration of the block."""
+    """Keep buffers up to ``threshold`` bytes on the heap for the duration of the block.
+
+    On leaving, the pages are kept for the next read unless the worker's memory is
+    tight (:func:`_memory_is_tight`); :func:`release_pages` gives them back later.
+    """
     global _depth
     if _LIBC is None:
         yield
@@ -108,6 +159,5 @@ def fast_large_allocations(threshold: int = 1 << 30):
                 trim = int(os.environ.get("MALLOC_TRIM_THRESHOLD_", _DEFAULT_MMAP))
                 _LIBC.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP)
                 _LIBC.mallopt(_M_TRIM_THRESHOLD, trim)
-                _probe()  # this thread's arena
-                _trim_decoder_arenas()
-                _LIBC.malloc_trim(0)
+                if _memory_is_tight():
+                    _release()

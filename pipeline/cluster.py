@@ -14,6 +14,11 @@ instead: when every worker has been paused with nothing executing for
 ``streamlsq.paused-timeout`` seconds (dask config, default 120; 0 turns the
 watch off), the futures created during the block are cancelled and
 :class:`~streamlsq.errors.WorkersPausedError` is raised with the workers' memory.
+
+Reading tasks keep the memory pages of their reads for the next read, unless
+their worker is short of memory (see ``streamlsq._malloc``). When the block ends
+on a cluster that lives on, one small task per worker gives them back, so the
+workers end where they started.
 """
 
 from __future__ import annotations
@@ -23,14 +28,16 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 
 import dask
 from distributed import Client, Future, LocalCluster
 
+from ._malloc import release_pages
 from .errors import WorkersPausedError
 
-__all__ = ["dask_client", "paused_watch"]
+__all__ = ["dask_client", "paused_watch", "release_worker_pages"]
 
 #: seconds every worker may stay paused with nothing executing before a run is stopped
 PAUSED_TIMEOUT = 120.0
@@ -47,24 +54,46 @@ def dask_client(
 ) -> Iterator[Client]:
     """Yield a connected :class:`distributed.Client` watched by :func:`paused_watch`; close
     only what this call opened."""
-    with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit) as c, \
-            paused_watch(c):
-        yield c
+    with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit) as (c, own):
+        with paused_watch(c):
+            yield c
+        if not own:  # a cluster that lives on: its workers give back what the reads kept
+            release_worker_pages(c)
+
+
+def release_worker_pages(client: Client, timeout: float = 10.0) -> None:
+    """One small task per worker returns the memory pages its reads kept for the next
+    read (:func:`streamlsq._malloc.release_pages`); skipped on a worker that is busy
+    for longer than ``timeout`` seconds."""
+    workers = list(client.scheduler_info()["workers"])
+    tag = uuid.uuid4().hex[:8]
+    futures = [
+        client.submit(release_pages, workers=[w], allow_other_workers=False, pure=False,
+                      key=f"release-pages-{tag}-{i}")
+        for i, w in enumerate(workers)
+    ]
+    deadline = time.monotonic() + timeout
+    try:
+        for f in futures:
+            f.result(timeout=max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        client.cancel(futures)
 
 
 @contextlib.contextmanager
 def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit):
+    """Yield (client, whether this call started the cluster)."""
     if client is not None:
-        yield client
+        yield client, False
         return
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if address:
         with Client(address, set_as_default=False) as c:
-            yield c
+            yield c, False
         return
     existing = _default_client()
     if existing is not None:
-        yield existing
+        yield existing, False
         return
     # workers' own log lines would bury the one-line error a user should see
     kwargs = {"processes": True, "dashboard_address": ":0", "silence_logs": logging.CRITICAL}
@@ -75,7 +104,7 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit):
     if memory_limit is not None:
         kwargs["memory_limit"] = memory_limit
     with LocalCluster(**kwargs) as cluster, Client(cluster, set_as_default=False) as c:
-        yield c
+        yield c, True
 
 
 def _default_client() -> Client | None:

@@ -52,3 +52,18 @@ def test_store_larger_than_worker_memory(tmp_path):
         assert after.keys() == before.keys()
         # the pages of 1.4 GB of reads went back to the system (was +180 MB per worker)
         assert max(after[w] - before[w] for w in after) < 50e6, (before, after)
+
+
+def test_roomy_workers_give_the_pages_back_when_the_run_ends(tmp_path):
+    """With room to spare, reads keep their pages from task to task (faster), and the
+    workers return them when the call ends (streamlsq.cluster.release_worker_pages)."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="4GB",
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        path = simulate_stream(tmp_path / "s.zarr", 2_000_000, 24, 1, chunk_rows=50_000,
+                               seed=4, client=client)
+        before = client.run(_rss)
+        for engine in ("sequential", "scan"):
+            fit_stream(path, engine=engine, client=client, progress=False)
+        after = client.run(_rss)
+        assert max(after[w] - before[w] for w in after) < 50e6, (before, after)

@@ -19,7 +19,7 @@ from distributed import Client, LocalCluster
 
 from streamlsq import fit_stream
 from streamlsq.cli import main
-from streamlsq.cluster import dask_client
+from streamlsq.cluster import dask_client, paused_watch
 from streamlsq.errors import WorkersPausedError
 
 from conftest import write_stream
@@ -118,8 +118,8 @@ def test_a_paused_worker_still_executing_is_not_stopped(small_cluster):
 
 
 def test_the_watch_can_be_turned_off(paused):
-    with dask.config.set({"streamlsq.paused-timeout": 0}), dask_client(paused) as cl:
-        fut = cl.submit(sum, [1, 2], pure=False)
+    with dask.config.set({"streamlsq.paused-timeout": 0}), paused_watch(paused):
+        fut = paused.submit(sum, [1, 2], pure=False)
         time.sleep(3)
         assert fut.status == "pending"
-        cl.cancel([fut])
+        paused.cancel([fut])

@@ -63,21 +63,23 @@ def dask_client(
 
 def release_worker_pages(client: Client, timeout: float = 10.0) -> None:
     """One small task per worker returns the memory pages its reads kept for the next
-    read (:func:`streamlsq._malloc.release_pages`); skipped on a worker that is busy
-    for longer than ``timeout`` seconds."""
-    workers = list(client.scheduler_info()["workers"])
-    tag = uuid.uuid4().hex[:8]
-    futures = [
-        client.submit(release_pages, workers=[w], allow_other_workers=False, pure=False,
-                      key=f"release-pages-{tag}-{i}")
-        for i, w in enumerate(workers)
-    ]
-    deadline = time.monotonic() + timeout
+    read (:func:`streamlsq._malloc.release_pages`). Best effort: a worker busy for
+    longer than ``timeout`` seconds, or gone, is skipped, and a finished run never
+    fails here."""
+    futures = []
     try:
+        tag = uuid.uuid4().hex[:8]
+        futures = [
+            client.submit(release_pages, workers=[w], allow_other_workers=False, pure=False,
+                          key=f"release-pages-{tag}-{i}")
+            for i, w in enumerate(client.scheduler_info()["workers"])
+        ]
+        deadline = time.monotonic() + timeout
         for f in futures:
             f.result(timeout=max(0.0, deadline - time.monotonic()))
-    except TimeoutError:
-        client.cancel(futures)
+    except Exception:
+        with contextlib.suppress(Exception):
+            client.cancel(futures)
 
 
 @contextlib.contextmanager

@@ -180,7 +180,7 @@ def _fit_options(*, engine: bool = True, first_block: bool = True):
         click.option("--resume", is_flag=True, help="Continue from --checkpoint."),
         click.option("--segment-size", type=float, default=None, metavar="MB",
                      help="MB of X per task (sequential default 256, scan default 96, at most an "
-                     "eighth of the smallest worker memory limit)."),
+                     "sixteenth of the smallest worker memory limit)."),
         click.option("--overwrite", is_flag=True, help="Replace an existing result store."),
     ]
 

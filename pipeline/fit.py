@@ -92,7 +92,7 @@ def fit_stream(
     checkpoint, resume : sequential engine only: commit progress to this folder
         and, with ``resume``, continue a killed run from it.
     segment_bytes : bytes of X one sequential task folds (default 256 MiB), or one
-        scan task summarises (default 96 MiB); the defaults are cut to an eighth of
+        scan task summarises (default 96 MiB); the defaults are cut to a sixteenth of
         the smallest worker memory limit. A resumed run keeps the segments of its
         checkpoint.
     client, scheduler : a Dask client or scheduler address; by default the

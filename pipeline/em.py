@@ -33,7 +33,7 @@ from streamlsq.kernels import mlr
 
 from ._malloc import fast_large_allocations
 from .cluster import dask_client
-from .errors import InputError
+from .errors import InputError, check_int
 from .reduce import map_chunks, tree_reduce, wait_progress
 from .stores import prepare_output, write_result
 from .tasks import CHUNK_TASKS, TaskChunk, TaskSource, chunk_error, open_tasks, plan_chunks
@@ -111,8 +111,7 @@ def fit_em(
     """
     if init not in INITS:
         raise InputError(f"init must be one of {', '.join(INITS)}, got {init!r}")
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise InputError(f"iterations must be a positive integer, got {iterations!r}")
+    iterations = check_int("iterations", iterations, 1, "a positive integer")
     if not (np.isfinite(tol) and tol >= 0):
         raise InputError(f"tol must be a finite number >= 0, got {tol!r}")
     source = open_tasks(data, group)

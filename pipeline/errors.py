@@ -36,6 +36,8 @@ def check_int(name: str, value, minimum: int = 0, wanted: str | None = None) -> 
     ``wanted`` words the requirement in the message (default "an integer >= minimum").
     """
     wanted = wanted or f"an integer >= {minimum}"
+    if isinstance(value, bool):  # True == 1, but never meant as a count
+        raise InputError(f"{name} must be {wanted}, got {value!r}")
     try:
         v = int(value)
     except (TypeError, ValueError):

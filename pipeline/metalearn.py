@@ -50,7 +50,7 @@ from streamlsq.kernels import mlr
 
 from ._malloc import fast_large_allocations
 from .cluster import dask_client
-from .errors import InputError
+from .errors import InputError, check_int
 from .reduce import map_chunks, tree_reduce, wait_progress
 from .stores import prepare_output, write_result
 from .tasks import (
@@ -155,8 +155,7 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
                   holdout):
     d = source.n_features
     label = source.label
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+    k = check_int("k", k, 1, "a positive integer")
     if k > d:
         raise InputError(
             f"{label}: k = {k} is larger than the number of features d = {d}; the subspace "
@@ -164,12 +163,10 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
         )
     if linkage not in LINKAGES:
         raise InputError(f"linkage must be 'single' or 'average', got {linkage!r}")
-    if isinstance(splits, bool) or not isinstance(splits, int | np.integer) or splits < 1:
-        raise InputError(f"splits must be a positive integer, got {splits!r}")
+    check_int("splits", splits, 1, "a positive integer")
     if threshold is not None and not np.isfinite(threshold):
         raise InputError(f"threshold must be a finite number, got {threshold!r}")
-    if isinstance(holdout, bool) or not isinstance(holdout, int | np.integer) or holdout < 0:
-        raise InputError(f"holdout must be an integer >= 0, got {holdout!r}")
+    holdout = check_int("holdout", holdout, 0)
     sizes = np.diff(ptr) - holdout
     for role, need, why in (
         ("light", 2, "its rows are split in halves"),
@@ -251,8 +248,7 @@ def metalearn(
     source = open_tasks(data, group)
     if out is not None:
         prepare_output(out, overwrite)
-    if isinstance(tile, bool) or not isinstance(tile, int | np.integer) or tile < 2:
-        raise InputError(f"tile must be an integer >= 2, got {tile!r}")
+    tile = check_int("tile", tile, 2)
     started = time.perf_counter()
     with dask_client(client, scheduler) as cl:
         run = _Run(cl, source, int(holdout), chunk_tasks, progress)
@@ -489,8 +485,7 @@ def fit_pooled(
     source = open_tasks(data, group)
     if out is not None:
         prepare_output(out, overwrite)
-    if isinstance(holdout, bool) or not isinstance(holdout, int | np.integer) or holdout < 0:
-        raise InputError(f"holdout must be an integer >= 0, got {holdout!r}")
+    holdout = check_int("holdout", holdout, 0)
     started = time.perf_counter()
     with dask_client(client, scheduler) as cl:
         run = _Run(cl, source, int(holdout), chunk_tasks, progress)

@@ -33,7 +33,7 @@ from streamlsq.kernels import mlr
 
 from ._malloc import fast_large_allocations
 from .cluster import dask_client
-from .errors import InputError
+from .errors import InputError, check_int
 from .reduce import map_chunks, tree_reduce, wait_progress
 from .stores import atomic_store, open_result, prepare_output
 from .tasks import CHUNK_TASKS, TaskChunk, TaskSource, chunk_error, open_tasks, plan_chunks
@@ -106,8 +106,7 @@ def predict(
     """
     if estimator not in ESTIMATORS:
         raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
-    if isinstance(holdout, bool) or not isinstance(holdout, int | np.integer) or holdout < 0:
-        raise InputError(f"holdout must be an integer >= 0, got {holdout!r}")
+    holdout = check_int("holdout", holdout, 0)
     W, s2, p, model_attrs = _load_model(model)
     source = open_tasks(tasks, group)
     if W.shape[1] != source.n_features:

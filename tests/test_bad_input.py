@@ -136,3 +136,19 @@ def test_bad_options(tmp_path, run):
     assert "--checkpoint" in _one_error_line(
         run("fit", "kf4lls", data, "--out", out, "--resume"))
     _no_complete_result(out)
+
+
+@pytest.mark.parametrize("value", [True, 2.5, "3", None, -1])
+def test_integer_options_refuse_what_is_not_a_count(value):
+    from streamlsq.errors import InputError, check_int
+
+    with pytest.raises(InputError, match=r"^holdout must be an integer >= 0, got "):
+        check_int("holdout", value, 0)
+
+
+@pytest.mark.parametrize("value", [0, 3, np.int64(3), 3.0])
+def test_integer_options_accept_integral_values(value):
+    from streamlsq.errors import check_int
+
+    got = check_int("holdout", value, 0)
+    assert got == value and type(got) is int

@@ -1,48 +1,53 @@
 """Pure NumPy/SciPy/Numba kernels of streamlsq: no I/O, no dask, zarr or xarray.
 
-Every kernel works on in-memory NumPy blocks and can be tested with a few arrays
-(DESIGN.md §1). The pipeline (``streamlsq``) moves blocks to these functions.
+Every kernel works on in-memory NumPy arrays and can be tested with a few of them;
+the pipeline (the ``streamlsq`` package around this one) moves blocks of a store to
+these functions on a Dask cluster. See ``docs/architecture.md``.
 
-Modules:
+Subpackages, by concern:
 
-- ``recursion``, ``linalg``: the recursion contract and the shared solves
-- ``kf4lls`` (KF4LLS, RLS), ``interleaved``, ``lms``, ``bfgs``, ``irma`` + ``basis``:
-  the recursive estimators
-- ``mlr`` (and ``mlr_*``), ``whitening``: meta-learning for mixed linear regression
-- ``synthetic``, ``synthetic_mlr``: reproducible generators of synthetic data
-- ``study_interleaved``, ``study_irma``, ``study_lms``, ``study_bfgs``, ``study_mlr``
-  (+ ``study_common``):
-  the papers' studies — their data, Monte-Carlo batches and statistics
+- :mod:`~streamlsq.kernels.recursions`: the recursion contract and the recursive
+  estimators (KF4LLS and RLS, interleaved KF4LLS, LMS, incremental BFGS, IRMA and
+  its baselines with their bases), and the registry that names them
+- :mod:`~streamlsq.kernels.mlr`: meta-learning for mixed linear regression (task
+  layout, subspace, linkage, classification, refinement, prediction, EM,
+  whitening, the in-memory reference algorithm)
+- :mod:`~streamlsq.kernels.synthetic`: reproducible generators of synthetic data
+- :mod:`~streamlsq.kernels.studies`: the papers' studies (their Monte-Carlo math)
+- :mod:`~streamlsq.kernels.linalg`: the small dense solves every kernel shares
 """
 
-from . import (
-    basis,
-    bfgs,
-    interleaved,
-    irma,
-    kf4lls,
-    linalg,
-    lms,
-    mlr,
-    recursion,
-    study_bfgs,
-    study_common,
-    study_interleaved,
-    study_irma,
-    study_lms,
-    study_mlr,
-    synthetic,
-    synthetic_mlr,
-    whitening,
+from streamlsq.kernels import linalg, mlr, recursions
+from streamlsq.kernels.linalg import SingularMatrixError, spd_solve, symmetrize
+from streamlsq.kernels.recursions import (
+    IRMA,
+    IRMARLS,
+    KF4LLS,
+    LMS,
+    RLS,
+    BadRowError,
+    Basis,
+    BlockGrid,
+    FoldResult,
+    IncrementalBFGS,
+    InterleavedKF4LLS,
+    IRMAGradientDescent,
+    LegendreBasis,
+    MonomialBasis,
+    QuadratureBasis,
+    Recursion,
+    State,
+    StepSchedule,
+    StiffnessSchedule,
+    TensorBasis,
+    block_edges,
+    block_sums,
+    chunk_row_permutation,
+    epoch_chunk_order,
+    kf4lls_update,
+    lms_fold_arrays,
+    make_basis,
 )
-from .basis import Basis, LegendreBasis, MonomialBasis, QuadratureBasis, TensorBasis, make_basis
-from .bfgs import IncrementalBFGS
-from .interleaved import InterleavedKF4LLS
-from .irma import IRMA, IRMARLS, IRMAGradientDescent, StiffnessSchedule
-from .kf4lls import KF4LLS, RLS, block_sums, kf4lls_update
-from .linalg import SingularMatrixError, spd_solve, symmetrize
-from .lms import LMS, StepSchedule, chunk_row_permutation, epoch_chunk_order, lms_fold_arrays
-from .recursion import BadRowError, BlockGrid, FoldResult, Recursion, State, block_edges
 
 __all__ = [
     "IRMA",
@@ -66,31 +71,16 @@ __all__ = [
     "StepSchedule",
     "StiffnessSchedule",
     "TensorBasis",
-    "basis",
-    "bfgs",
     "block_edges",
     "block_sums",
     "chunk_row_permutation",
     "epoch_chunk_order",
-    "interleaved",
-    "irma",
-    "kf4lls",
     "kf4lls_update",
     "linalg",
-    "lms",
     "lms_fold_arrays",
     "make_basis",
     "mlr",
-    "recursion",
+    "recursions",
     "spd_solve",
-    "study_bfgs",
-    "study_common",
-    "study_interleaved",
-    "study_irma",
-    "study_lms",
-    "study_mlr",
     "symmetrize",
-    "synthetic",
-    "synthetic_mlr",
-    "whitening",
 ]

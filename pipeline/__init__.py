@@ -1,71 +1,139 @@
 """streamlsq: incremental least squares and meta-learning of linear regressions
 over chunked Zarr stores, orchestrated with Dask.
 
-The math lives in :mod:`streamlsq.kernels` (pure NumPy); this package opens and
-validates stores, runs the kernels over them on a Dask cluster and writes results.
+The math lives in :mod:`streamlsq.kernels` (pure NumPy/SciPy/Numba, no I/O); this
+package opens and validates stores, runs the kernels over them on a Dask cluster and
+writes results. Its subpackages, from the bottom up:
+
+- :mod:`streamlsq.io` (stores, results, checkpoints) and :mod:`streamlsq.runtime`
+  (the Dask client, reductions, progress, worker memory)
+- :mod:`streamlsq.stream` (recursions over stream stores), :mod:`streamlsq.mlr`
+  (meta-learning over multi-task stores), :mod:`streamlsq.simulate` (synthetic
+  stores) and :mod:`streamlsq.estimators` (scikit-learn estimators, in memory)
+- :mod:`streamlsq.studies` (the papers' studies and the demo)
+- :mod:`streamlsq.cli` (the ``streamlsq`` command)
+
+The public functions below are imported on first use, so ``import streamlsq`` (and
+the command line's start) stays fast.
 """
 
+from __future__ import annotations
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 try:
     __version__ = version("streamlsq")
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
-from .cluster import dask_client
-from .em import fit_em
-from .errors import InputError
-from .estimators import (
-    IncrementalBFGSRegressor,
-    InterleavedKF4LLSRegressor,
-    IRMAGradientDescentRegressor,
-    IRMARegressor,
-    IRMARLSRegressor,
-    KF4LLSRegressor,
-    LMSRegressor,
-    RLSRegressor,
-)
-from .examples import example_tasks, tasks_from_frame
-from .fit import fit_stream
-from .interleaved import fit_interleaved
-from .metalearn import fit_pooled, metalearn
-from .methods import METHODS, make_method
-from .predict import predict
-from .simulate import simulate_interleaved, simulate_irma, simulate_stream
-from .simulate_mlr import simulate_mlr
-from .stores import StreamSource, open_dataset, open_result, open_stream
-from .tasks import TaskSource, open_tasks
+#: public name -> module that defines it
+_PUBLIC = {
+    "InputError": "streamlsq.errors",
+    "dask_client": "streamlsq.runtime.client",
+    "StreamSource": "streamlsq.io.stream",
+    "open_stream": "streamlsq.io.stream",
+    "TaskSource": "streamlsq.io.tasks",
+    "open_tasks": "streamlsq.io.tasks",
+    "open_dataset": "streamlsq.io.stores",
+    "open_result": "streamlsq.io.results",
+    "METHODS": "streamlsq.stream.methods",
+    "make_method": "streamlsq.stream.methods",
+    "fit_stream": "streamlsq.stream.fit",
+    "fit_interleaved": "streamlsq.stream.interleaved",
+    "metalearn": "streamlsq.mlr.metalearn",
+    "fit_pooled": "streamlsq.mlr.metalearn",
+    "predict": "streamlsq.mlr.predict",
+    "fit_em": "streamlsq.mlr.em",
+    "example_tasks": "streamlsq.mlr.examples",
+    "tasks_from_frame": "streamlsq.mlr.examples",
+    "simulate_stream": "streamlsq.simulate.streams",
+    "simulate_interleaved": "streamlsq.simulate.streams",
+    "simulate_irma": "streamlsq.simulate.streams",
+    "simulate_mlr": "streamlsq.simulate.tasks",
+    "KF4LLSRegressor": "streamlsq.estimators",
+    "RLSRegressor": "streamlsq.estimators",
+    "LMSRegressor": "streamlsq.estimators",
+    "InterleavedKF4LLSRegressor": "streamlsq.estimators",
+    "IncrementalBFGSRegressor": "streamlsq.estimators",
+    "IRMARegressor": "streamlsq.estimators",
+    "IRMAGradientDescentRegressor": "streamlsq.estimators",
+    "IRMARLSRegressor": "streamlsq.estimators",
+}
 
 __all__ = [
-    "METHODS",
-    "IRMAGradientDescentRegressor",
-    "IRMARLSRegressor",
-    "IRMARegressor",
+    "__version__",
+    "dask_client",
+    "example_tasks",
+    "fit_em",
+    "fit_interleaved",
+    "fit_pooled",
+    "fit_stream",
     "IncrementalBFGSRegressor",
     "InputError",
     "InterleavedKF4LLSRegressor",
+    "IRMAGradientDescentRegressor",
+    "IRMARegressor",
+    "IRMARLSRegressor",
     "KF4LLSRegressor",
     "LMSRegressor",
-    "RLSRegressor",
-    "StreamSource",
-    "TaskSource",
-    "__version__",
-    "dask_client",
-    "fit_interleaved",
-    "example_tasks",
-    "fit_em",
-    "fit_pooled",
-    "fit_stream",
     "make_method",
     "metalearn",
+    "METHODS",
     "open_dataset",
     "open_result",
     "open_stream",
-    "simulate_interleaved",
     "open_tasks",
     "predict",
-    "simulate_mlr",
+    "RLSRegressor",
+    "simulate_interleaved",
     "simulate_irma",
+    "simulate_mlr",
     "simulate_stream",
+    "StreamSource",
     "tasks_from_frame",
+    "TaskSource",
 ]
+
+
+def __getattr__(name: str):
+    try:
+        module = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'streamlsq' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # import once
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
+    from streamlsq.errors import InputError
+    from streamlsq.estimators import (
+        IncrementalBFGSRegressor,
+        InterleavedKF4LLSRegressor,
+        IRMAGradientDescentRegressor,
+        IRMARegressor,
+        IRMARLSRegressor,
+        KF4LLSRegressor,
+        LMSRegressor,
+        RLSRegressor,
+    )
+    from streamlsq.io.results import open_result
+    from streamlsq.io.stores import open_dataset
+    from streamlsq.io.stream import StreamSource, open_stream
+    from streamlsq.io.tasks import TaskSource, open_tasks
+    from streamlsq.mlr.em import fit_em
+    from streamlsq.mlr.examples import example_tasks, tasks_from_frame
+    from streamlsq.mlr.metalearn import fit_pooled, metalearn
+    from streamlsq.mlr.predict import predict
+    from streamlsq.runtime.client import dask_client
+    from streamlsq.simulate.streams import simulate_interleaved, simulate_irma, simulate_stream
+    from streamlsq.simulate.tasks import simulate_mlr
+    from streamlsq.stream.fit import fit_stream
+    from streamlsq.stream.interleaved import fit_interleaved
+    from streamlsq.stream.methods import METHODS, make_method

@@ -76,8 +76,8 @@ def stop_after_commits(monkeypatch):
     n-th committed segment (client side, deterministic); the checkpoint stays behind."""
     import contextlib
 
-    import streamlsq.fit as fit_module
-    from streamlsq.checkpoint import Checkpoint
+    import streamlsq.stream.fit as fit_module
+    from streamlsq.io.checkpoint import Checkpoint
 
     @contextlib.contextmanager
     def stop(n):

@@ -10,7 +10,7 @@ import pytest
 import zarr
 from click.testing import CliRunner
 
-from streamlsq.cli import main
+from streamlsq.cli.main import main
 
 from conftest import write_stream
 

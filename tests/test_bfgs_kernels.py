@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamlsq.kernels import SingularMatrixError
-from streamlsq.kernels.bfgs import (
+from streamlsq.kernels.recursions.bfgs import (
     IncrementalBFGS,
     balanced_rates,
     bfgs_inverse_update,

@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 from click.testing import CliRunner
 
-from streamlsq.cli import main
+from streamlsq.cli.main import main
 
 from conftest import lstsq, read_all
 

@@ -8,8 +8,8 @@ import pytest
 import zarr
 from click.testing import CliRunner
 
-from streamlsq.cli import main
-from streamlsq.demo import ESTIMATORS, TAUS, run_demo
+from streamlsq.cli.main import main
+from streamlsq.studies.demo import ESTIMATORS, TAUS, run_demo
 
 from conftest import lstsq, read_all
 

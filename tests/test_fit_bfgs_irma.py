@@ -14,7 +14,7 @@ import zarr
 from click.testing import CliRunner
 
 from streamlsq import InputError, fit_stream, open_result, simulate_irma
-from streamlsq.cli import main
+from streamlsq.cli.main import main
 from streamlsq.kernels import (
     IRMA,
     IRMARLS,
@@ -27,7 +27,7 @@ from streamlsq.kernels import (
     block_edges,
     make_basis,
 )
-from streamlsq.kernels.synthetic import irma_rows, irma_target
+from streamlsq.kernels.synthetic.streams import irma_rows, irma_target
 
 from conftest import read_all, write_stream
 

@@ -12,9 +12,9 @@ import zarr
 from click.testing import CliRunner
 
 from streamlsq import InputError, fit_interleaved, open_result, simulate_interleaved
-from streamlsq.cli import main
+from streamlsq.cli.main import main
 from streamlsq.kernels import block_edges
-from streamlsq.kernels import interleaved as il
+from streamlsq.kernels.recursions import interleaved as il
 
 from conftest import write_stream
 

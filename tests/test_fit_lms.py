@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from streamlsq import InputError, fit_stream, open_result
-from streamlsq.cli import main
+from streamlsq.cli.main import main
 from streamlsq.kernels import LMS, block_edges, chunk_row_permutation, epoch_chunk_order
 
 from conftest import read_all, write_stream

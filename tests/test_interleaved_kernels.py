@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamlsq.kernels import KF4LLS
-from streamlsq.kernels import interleaved as il
-from streamlsq.kernels.recursion import block_edges
+from streamlsq.kernels.recursions import interleaved as il
+from streamlsq.kernels.recursions.contract import block_edges
+from streamlsq.kernels.studies import interleaved as ils
+from streamlsq.kernels.synthetic import interleaved as ilg
 
 
 def paper_blocks(rng, m, n, q, K=1, alpha=0.25, mu=(3.0, -4.0)):
@@ -365,8 +367,8 @@ def test_test_mse_against_stacked_residuals():
 # Figure 1
 # ---------------------------------------------------------------------------
 def test_figure1_parameters_drawn_once_and_overrides_keep_the_rest():
-    p1 = il.figure1_parameters(np.random.default_rng(10))
-    p2 = il.figure1_parameters(np.random.default_rng(10), mu1=1.5)
+    p1 = ilg.figure1_parameters(np.random.default_rng(10))
+    p2 = ilg.figure1_parameters(np.random.default_rng(10), mu1=1.5)
     np.testing.assert_array_equal(p1.r_b, p2.r_b)
     np.testing.assert_array_equal(p1.r_f, p2.r_f)
     assert p2.mu1 == 1.5 and p2.mu2 == p1.mu2
@@ -374,17 +376,17 @@ def test_figure1_parameters_drawn_once_and_overrides_keep_the_rest():
     np.testing.assert_allclose(p1.r_p, 0.25 * p1.r_b + 0.75 * p1.r_f)
     assert p1.D == pytest.approx(np.mean(np.abs(p1.r_b - p1.r_f)))
     with pytest.raises(ValueError, match="0 < alpha < 1"):
-        il.figure1_parameters(np.random.default_rng(0), alpha=0.0)
+        ilg.figure1_parameters(np.random.default_rng(0), alpha=0.0)
     with pytest.raises(ValueError, match="n must be at least"):
-        il.figure1_parameters(np.random.default_rng(0), n=7, q=6)
+        ilg.figure1_parameters(np.random.default_rng(0), n=7, q=6)
     with pytest.raises(ValueError, match="r_b"):
-        il.figure1_parameters(np.random.default_rng(0), r_b=np.zeros(5))
+        ilg.figure1_parameters(np.random.default_rng(0), r_b=np.zeros(5))
 
 
 def test_figure1_vectorised_fit_matches_the_recursion_objects():
-    params = il.figure1_parameters(np.random.default_rng(11), n=20, q=3, steps=5)
-    data = il.figure1_draw(np.random.default_rng(12), 3, params)
-    psi, mse = il.figure1_fit(data, params)
+    params = ilg.figure1_parameters(np.random.default_rng(11), n=20, q=3, steps=5)
+    data = ilg.figure1_draw(np.random.default_rng(12), 3, params)
+    psi, mse = ils.figure1_fit(data, params)
     assert psi.shape == (3, 5, 5, 3) and mse.shape == (3, 5, 5)
     for i in range(3):
         U, V, Z = data["U"][i], data["V"][i], data["Z"][i]
@@ -403,27 +405,27 @@ def test_figure1_vectorised_fit_matches_the_recursion_objects():
 
 
 def test_figure1_sums_split_and_batch_size_do_not_matter():
-    params = il.figure1_parameters(np.random.default_rng(13), n=12, q=2, steps=4)
-    whole = il.figure1_sums(np.random.default_rng(14), 50, params, batch_size=50)
+    params = ilg.figure1_parameters(np.random.default_rng(13), n=12, q=2, steps=4)
+    whole = ils.figure1_sums(np.random.default_rng(14), 50, params, batch_size=50)
     rng = np.random.default_rng(14)
-    parts = [il.figure1_sums(rng, 30, params, batch_size=7), il.figure1_sums(rng, 20, params)]
-    combined = il.combine_figure1_sums(parts)
+    parts = [ils.figure1_sums(rng, 30, params, batch_size=7), ils.figure1_sums(rng, 20, params)]
+    combined = ils.combine_figure1_sums(parts)
     assert combined.count == whole.count == 50
     for name in ("dpsi_sum", "dpsi_sq_sum", "mse_sum", "mse_sq_sum"):
         np.testing.assert_allclose(
             getattr(combined, name), getattr(whole, name), rtol=1e-12, atol=1e-12
         )
     with pytest.raises(ValueError, match="combine"):
-        whole + il.figure1_sums(
+        whole + ils.figure1_sums(
             np.random.default_rng(0),
             2,
-            il.figure1_parameters(np.random.default_rng(0), n=12, q=2, steps=3),
+            ilg.figure1_parameters(np.random.default_rng(0), n=12, q=2, steps=3),
         )
 
 
 def test_figure1_draw_follows_the_model():
-    params = il.figure1_parameters(np.random.default_rng(15), n=50, q=3, steps=2)
-    d = il.figure1_draw(np.random.default_rng(16), 400, params)
+    params = ilg.figure1_parameters(np.random.default_rng(15), n=50, q=3, steps=2)
+    d = ilg.figure1_draw(np.random.default_rng(16), 400, params)
     a = params.alpha
     np.testing.assert_allclose(d["Z"], a * d["U"] + (1 - a) * d["V"], rtol=1e-14)  # eq. (1)
     N = d["U"][..., 0].size  # 40000 draws per column
@@ -440,9 +442,9 @@ def test_figure1_draw_follows_the_model():
 
 
 def test_figure1_curves_equal_direct_statistics_of_the_iterations():
-    params = il.figure1_parameters(np.random.default_rng(17), n=15, q=2, steps=3)
-    psi, mse = il.figure1_fit(il.figure1_draw(np.random.default_rng(18), 40, params), params)
-    curves = il.figure1_curves(il.figure1_sums(np.random.default_rng(18), 40, params), params)
+    params = ilg.figure1_parameters(np.random.default_rng(17), n=15, q=2, steps=3)
+    psi, mse = ils.figure1_fit(ilg.figure1_draw(np.random.default_rng(18), 40, params), params)
+    curves = ils.figure1_curves(ils.figure1_sums(np.random.default_rng(18), 40, params), params)
     np.testing.assert_allclose(curves.psi_mean, psi.mean(0), rtol=1e-12)
     np.testing.assert_allclose(curves.bias, np.abs(psi.mean(0) - params.r_p).mean(-1), rtol=1e-10)
     np.testing.assert_allclose(
@@ -453,25 +455,25 @@ def test_figure1_curves_equal_direct_statistics_of_the_iterations():
 
 
 def test_expected_bias_first_order_reproduces_the_quoted_values():
-    e = il.figure1_expected_bias(0.25, 6, 100, 6, order=1)
+    e = ils.figure1_expected_bias(0.25, 6, 100, 6, order=1)
     np.testing.assert_allclose(e[0], 0.75)
     np.testing.assert_allclose(e[1], 0.25)
     np.testing.assert_allclose(e[2], 0.0)
     # ALGORITHMS.md §2: odd steps 0.15, 0.083 (birds first), 0.107, 0.068 (fish first)
     np.testing.assert_allclose(e[3], [0.75, 0, 0.15, 0, 1 / 12, 0], atol=1e-12)
     np.testing.assert_allclose(e[4], [0.25, 0, 3 / 28, 0, 3 / 44, 0], atol=1e-12)
-    e2 = il.figure1_expected_bias(0.25, 6, 100, 6, order=2)
+    e2 = ils.figure1_expected_bias(0.25, 6, 100, 6, order=2)
     # second order: |c - α| = α(1−α)(1−2α)(q+1)/ν at step 2 (ν = n − 1 per population)
     assert e2[3, 1] == pytest.approx(0.25 * 0.75 * 0.5 * 7 / 99)
     assert e2[4, 1] == pytest.approx(e2[3, 1])
 
 
 def test_figure1_curves_have_the_papers_shape():
-    result = il.interleaved_figure1(np.random.default_rng(2026), 2000)
+    result = ils.interleaved_figure1(np.random.default_rng(2026), 2000)
     c, params = result.curves, result.params
     assert c.n_iter == 2000 and c.D == pytest.approx(params.D)
-    e1 = il.figure1_expected_bias(0.25, 6, 100, 6, order=1) * c.D
-    e2 = il.figure1_expected_bias(0.25, 6, 100, 6, order=2) * c.D
+    e1 = ils.figure1_expected_bias(0.25, 6, 100, 6, order=1) * c.D
+    e2 = ils.figure1_expected_bias(0.25, 6, 100, 6, order=2) * c.D
     np.testing.assert_allclose(result.expected_bias, e2)
     # E ψ − r_p = (c − α)(r_b − r_f) for every scheme (exact for birds, fish and
     # penguins; second-order expansion for interleaved, whose O((q/n)²)
@@ -548,12 +550,12 @@ def test_bias_of_run_is_mean_absolute_deviation():
 
 
 def test_simulated_store_blocks_follow_figure1_and_depend_on_block_only():
-    params = il.figure1_store_parameters(5, alpha=0.3, n=40, q=3, steps=5)
+    params = ilg.figure1_store_parameters(5, alpha=0.3, n=40, q=3, steps=5)
     assert params.alpha == 0.3 and params.r_b.shape == (3,)
-    again = il.figure1_store_parameters(5, alpha=0.3, n=40, q=3, steps=5)
+    again = ilg.figure1_store_parameters(5, alpha=0.3, n=40, q=3, steps=5)
     np.testing.assert_array_equal(params.r_f, again.r_f)
-    whole = il.figure1_population_blocks(5, params, 0, 5)
-    parts = [il.figure1_population_blocks(5, params, j, j + 1) for j in range(5)]
+    whole = ilg.figure1_population_blocks(5, params, 0, 5)
+    parts = [ilg.figure1_population_blocks(5, params, j, j + 1) for j in range(5)]
     for pop in "abc":
         np.testing.assert_array_equal(whole[pop][0], np.vstack([p[pop][0] for p in parts]))
         np.testing.assert_array_equal(whole[pop][1], np.vstack([p[pop][1] for p in parts]))
@@ -565,4 +567,4 @@ def test_simulated_store_blocks_follow_figure1_and_depend_on_block_only():
         resid = y[:, 0] - X @ r
         assert abs(resid.std() - 1.0) < 0.15  # unit noise
     with pytest.raises(ValueError, match="blocks"):
-        il.figure1_population_blocks(5, params, 0, 6)
+        ilg.figure1_population_blocks(5, params, 0, 6)

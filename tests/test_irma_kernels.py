@@ -14,7 +14,7 @@ import scipy.special as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamlsq.kernels.basis import (
+from streamlsq.kernels.recursions.basis import (
     LegendreBasis,
     MonomialBasis,
     QuadratureBasis,
@@ -23,18 +23,20 @@ from streamlsq.kernels.basis import (
     make_basis,
     quadrature_gramian,
 )
-from streamlsq.kernels.irma import (
+from streamlsq.kernels.recursions.irma import (
     IRMA,
     IRMARLS,
     IRMAGradientDescent,
     StiffnessSchedule,
+    irma_step,
+)
+from streamlsq.kernels.recursions.kf4lls import RLS
+from streamlsq.kernels.studies.irma import (
     batch_polynomial_fit,
     gd_sequences,
     irma_sequences,
-    irma_step,
     rls_sequences,
 )
-from streamlsq.kernels.kf4lls import RLS
 
 
 def target(x):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamlsq.kernels import KF4LLS, RLS, SingularMatrixError, block_edges, spd_solve
-from streamlsq.kernels.recursion import BlockGrid
+from streamlsq.kernels.recursions.contract import BlockGrid
 
 
 def _data(seed, n=600, q=5, K=2, dtype=np.float64):

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamlsq.kernels import KF4LLS, LMS, Recursion, StepSchedule
-from streamlsq.kernels.lms import chunk_row_permutation, epoch_chunk_order
-from streamlsq.kernels.recursion import block_edges
+from streamlsq.kernels.recursions.contract import block_edges
+from streamlsq.kernels.recursions.shuffle import chunk_row_permutation, epoch_chunk_order
 
 
 def lms_reference(W, k, X, Y, rho_of_k, normalized=False, eps=1e-6):

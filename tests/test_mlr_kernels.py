@@ -17,9 +17,9 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from streamlsq.kernels import mlr
-from streamlsq.kernels import synthetic_mlr as synth
 from streamlsq.kernels.linalg import SingularMatrixError
-from streamlsq.kernels.mlr_tasks import group_ptr
+from streamlsq.kernels.mlr.tasks import group_ptr
+from streamlsq.kernels.synthetic import mlr as synth
 
 SETTINGS = settings(max_examples=25, deadline=None)
 

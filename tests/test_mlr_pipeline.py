@@ -16,10 +16,10 @@ import zarr
 from click.testing import CliRunner
 
 from streamlsq import fit_em, metalearn, open_result, predict, simulate_mlr
-from streamlsq.cli import main
-from streamlsq.cli_mlr import em as em_command
+from streamlsq.cli.main import main
+from streamlsq.cli.mlr import em as em_command
 from streamlsq.kernels import mlr
-from streamlsq.kernels.synthetic_mlr import mlr_components, simulate_tasks
+from streamlsq.kernels.synthetic.mlr import mlr_components, simulate_tasks
 
 D, K, SEED = 8, 4, 5
 SIZES = {"n_light": 20_000, "t_light": 4, "n_heavy": 200, "t_heavy": 100,

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from distributed import Client, LocalCluster
 
 from streamlsq import fit_stream
-from streamlsq.cli import main
-from streamlsq.cluster import dask_client, paused_watch
+from streamlsq.cli.main import main
 from streamlsq.errors import WorkersPausedError
+from streamlsq.runtime.client import dask_client, paused_watch
 
 from conftest import write_stream
 

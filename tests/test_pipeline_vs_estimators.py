@@ -25,7 +25,7 @@ from streamlsq import (
     fit_interleaved,
     fit_stream,
 )
-from streamlsq.kernels.synthetic import irma_rows
+from streamlsq.kernels.synthetic.streams import irma_rows
 
 from conftest import write_stream
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from streamlsq.cli import main
+from streamlsq.cli.main import main
 from streamlsq.studies import STUDIES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamlsq.kernels.basis import LegendreBasis, MonomialBasis
-from streamlsq.kernels.bfgs import IncrementalBFGS
-from streamlsq.kernels.interleaved import interleaved_figure1
-from streamlsq.kernels.irma import IRMA, IRMARLS, IRMAGradientDescent
-from streamlsq.kernels.kf4lls import KF4LLS
-from streamlsq.kernels.lms import LMS, StepSchedule, lms_fold_arrays
-from streamlsq.kernels.study_bfgs import (
+from streamlsq.kernels.recursions.basis import LegendreBasis, MonomialBasis
+from streamlsq.kernels.recursions.bfgs import IncrementalBFGS
+from streamlsq.kernels.recursions.irma import IRMA, IRMARLS, IRMAGradientDescent
+from streamlsq.kernels.recursions.kf4lls import KF4LLS
+from streamlsq.kernels.recursions.lms import LMS, StepSchedule, lms_fold_arrays
+from streamlsq.kernels.studies.bfgs import (
     binary_stream,
     binary_study,
     class_weighted_lstsq_path,
@@ -27,13 +26,14 @@ from streamlsq.kernels.study_bfgs import (
     regression_study,
     stacked_lstsq_path,
 )
-from streamlsq.kernels.study_common import distribution_summary
-from streamlsq.kernels.study_interleaved import (
+from streamlsq.kernels.studies.common import distribution_summary
+from streamlsq.kernels.studies.interleaved import (
     figure1_findings,
     figure1_records,
+    interleaved_figure1,
     penguin_expected_mse,
 )
-from streamlsq.kernels.study_irma import (
+from streamlsq.kernels.studies.irma import (
     TABLE1_PUBLISHED,
     figure1_cumulative_losses,
     paper_sequences,
@@ -42,7 +42,7 @@ from streamlsq.kernels.study_irma import (
     table1_mse,
     table1_records,
 )
-from streamlsq.kernels.study_lms import (
+from streamlsq.kernels.studies.lms import (
     excess_mse,
     least_squares_line,
     lms_convergence,

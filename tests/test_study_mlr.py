@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from streamlsq.cli import main
+from streamlsq.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = {
@@ -110,8 +110,8 @@ def test_replicates_option_and_bad_values(tmp_path):
 
 def test_trial_kernels_agree_with_meta_learn():
     from streamlsq.kernels import mlr
-    from streamlsq.kernels.study_mlr import classification_trial, clustering_trial
-    from streamlsq.kernels.synthetic_mlr import mlr_components, simulate_tasks
+    from streamlsq.kernels.studies.mlr import classification_trial, clustering_trial
+    from streamlsq.kernels.synthetic.mlr import mlr_components, simulate_tasks
 
     W, s, p = mlr_components(1, 8, 4)
     words = [1, 2, 3]

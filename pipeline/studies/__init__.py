@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from ._common import StudyResult
+from streamlsq.studies.common import StudyResult
 
 __all__ = [
     "STUDIES",
@@ -92,7 +92,7 @@ STUDIES: dict[str, StudySpec] = {
 
 def run_study(name: str, out, quick: bool = False, seed: int = 0, client=None, **options):
     """Run the registered study ``name`` (see :data:`STUDIES`); returns its StudyResult."""
-    from ..errors import InputError
+    from streamlsq.errors import InputError
 
     if name not in STUDIES:
         raise InputError(f"unknown study {name!r}; available: {', '.join(sorted(STUDIES))}")

@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..cluster import dask_client
-from ..errors import InputError
-from ._common import (
+from streamlsq.errors import InputError
+from streamlsq.runtime.client import dask_client
+from streamlsq.studies.common import (
     StudyFolder,
     StudyResult,
     batch_sizes,
@@ -58,9 +58,9 @@ _TAG_BINARY = 0x1B2
 
 def regression_methods() -> dict:
     """The regressors compared on the regression streams (name → Recursion)."""
-    from streamlsq.kernels.bfgs import IncrementalBFGS
-    from streamlsq.kernels.kf4lls import KF4LLS
-    from streamlsq.kernels.lms import LMS
+    from streamlsq.kernels.recursions.bfgs import IncrementalBFGS
+    from streamlsq.kernels.recursions.kf4lls import KF4LLS
+    from streamlsq.kernels.recursions.lms import LMS
 
     return {
         "kf4lls": KF4LLS(),
@@ -74,8 +74,8 @@ def regression_methods() -> dict:
 
 def binary_methods(rate: float = 1.0) -> dict:
     """The regressors compared on the binary streams; ``rate`` is the reference α_r."""
-    from streamlsq.kernels.bfgs import IncrementalBFGS
-    from streamlsq.kernels.kf4lls import KF4LLS
+    from streamlsq.kernels.recursions.bfgs import IncrementalBFGS
+    from streamlsq.kernels.recursions.kf4lls import KF4LLS
 
     return {
         "kf4lls": KF4LLS(),
@@ -88,14 +88,14 @@ def binary_methods(rate: float = 1.0) -> dict:
 
 
 def _regression_batch(seed: int, index: int, n_streams: int, methods, n_blocks: int):
-    from streamlsq.kernels.study_bfgs import regression_study
+    from streamlsq.kernels.studies.bfgs import regression_study
 
     rng = np.random.default_rng([seed, _TAG_REGRESSION, index])
     return n_streams, regression_study(rng, n_streams, methods, n_blocks=n_blocks, **REG)
 
 
 def _binary_batch(seed: int, index: int, n_streams: int, methods, n_blocks: int):
-    from streamlsq.kernels.study_bfgs import binary_study
+    from streamlsq.kernels.studies.bfgs import binary_study
 
     rng = np.random.default_rng([seed, _TAG_BINARY, index])
     return n_streams, binary_study(rng, n_streams, methods, n_blocks=n_blocks, **BIN)

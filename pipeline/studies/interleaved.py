@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..cluster import dask_client
-from ..errors import InputError
-from ._common import (
+from streamlsq.errors import InputError
+from streamlsq.runtime.client import dask_client
+from streamlsq.studies.common import (
     StudyFolder,
     StudyResult,
     batch_sizes,
@@ -45,7 +45,7 @@ _TAG_ITERATIONS = 0x1F2
 
 
 def _figure1_batch(params, seed: int, index: int, n_iter: int):
-    from streamlsq.kernels.interleaved import figure1_sums
+    from streamlsq.kernels.studies.interleaved import figure1_sums
 
     rng = np.random.default_rng([seed, _TAG_ITERATIONS, index])
     return n_iter, figure1_sums(rng, n_iter, params, batch_size=n_iter)
@@ -53,7 +53,7 @@ def _figure1_batch(params, seed: int, index: int, n_iter: int):
 
 def _parameters(seed, alpha, steps, block_rows, features):
     """The settings drawn once from the seed (InputError for values out of range)."""
-    from streamlsq.kernels.interleaved import figure1_parameters
+    from streamlsq.kernels.synthetic.interleaved import figure1_parameters
 
     try:
         return figure1_parameters(
@@ -79,7 +79,7 @@ def interleaved_curves(
     The parameters come from ``default_rng([seed, tag])``; batch i of
     :data:`BATCH_ITERATIONS` iterations from ``default_rng([seed, tag', i])``.
     """
-    from streamlsq.kernels.interleaved import combine_figure1_sums, figure1_curves
+    from streamlsq.kernels.studies.interleaved import combine_figure1_sums, figure1_curves
 
     seed = check_seed(seed)
     iterations = check_count("--iterations", iterations, 2)
@@ -95,7 +95,7 @@ def interleaved_curves(
 
 def figure1_table(params, curves) -> pd.DataFrame:
     """The tidy Figure 1 table: one row per (scheme, step)."""
-    from streamlsq.kernels.study_interleaved import figure1_records
+    from streamlsq.kernels.studies.interleaved import figure1_records
 
     return pd.DataFrame(figure1_records(curves, params))
 
@@ -133,7 +133,7 @@ def plot_figure1(table: pd.DataFrame, params) -> Figure:
 
 
 def _summary(params, curves, table, iterations, seed) -> str:
-    from streamlsq.kernels.study_interleaved import figure1_findings
+    from streamlsq.kernels.studies.interleaved import figure1_findings
 
     f = figure1_findings(curves, params)
     a = params.alpha

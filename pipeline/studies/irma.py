@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..cluster import dask_client
-from ._common import (
+from streamlsq.runtime.client import dask_client
+from streamlsq.studies.common import (
     StudyFolder,
     StudyResult,
     batch_sizes,
@@ -49,14 +49,14 @@ _COLORS = {"gd": "tab:orange", "rls": "tab:blue", "irma": "tab:green"}
 
 
 def _figure1_batch(seed: int, index: int, n_seq: int):
-    from streamlsq.kernels.study_irma import figure1_cumulative_losses, paper_sequences
+    from streamlsq.kernels.studies.irma import figure1_cumulative_losses, paper_sequences
 
     x, y = paper_sequences(np.random.default_rng([seed, _TAG_FIGURE1, index]), n_seq, LENGTH)
     return n_seq, figure1_cumulative_losses(x, y, order=FIGURE1_ORDER)
 
 
 def _table1_batch(seed: int, index: int, n_seq: int):
-    from streamlsq.kernels.study_irma import paper_sequences, table1_mse
+    from streamlsq.kernels.studies.irma import paper_sequences, table1_mse
 
     x, y = paper_sequences(np.random.default_rng([seed, _TAG_TABLE1, index]), n_seq, LENGTH)
     return n_seq, table1_mse(x, y, n_test=N_TEST)
@@ -68,8 +68,8 @@ def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=Non
 
     One row per (method, examples): mean and spread over the sequences.
     """
-    from streamlsq.kernels.study_common import distribution_summary
-    from streamlsq.kernels.study_irma import FIGURE1_METHODS
+    from streamlsq.kernels.studies.common import distribution_summary
+    from streamlsq.kernels.studies.irma import FIGURE1_METHODS
 
     seed = check_seed(seed)
     sizes = batch_sizes(check_count("--fig-sequences", sequences, 2), BATCH_SEQUENCES)
@@ -89,7 +89,7 @@ def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=Non
 def irma_table1(seed: int = 0, sequences: int = 1000, client=None, scheduler=None,
                 progress=None) -> pd.DataFrame:
     """Table I over ``sequences`` sequences: one row per (order, examples, method)."""
-    from streamlsq.kernels.study_irma import table1_records
+    from streamlsq.kernels.studies.irma import table1_records
 
     seed = check_seed(seed)
     sizes = batch_sizes(check_count("--table-sequences", sequences, 2), BATCH_SEQUENCES)

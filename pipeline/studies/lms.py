@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..cluster import dask_client
-from ..errors import InputError
-from ._common import (
+from streamlsq.errors import InputError
+from streamlsq.runtime.client import dask_client
+from streamlsq.studies.common import (
     StudyFolder,
     StudyResult,
     batch_sizes,
@@ -60,7 +60,7 @@ _CURVE_NAME = {0.0: "line", 0.05: "curved"}
 
 
 def _schedules(rates: Sequence[float]):
-    from streamlsq.kernels.lms import StepSchedule
+    from streamlsq.kernels.recursions.lms import StepSchedule
 
     out = {f"constant {r:g}": StepSchedule("constant", float(r)) for r in rates}
     top = float(max(rates))
@@ -89,8 +89,8 @@ def lms_demonstration(seed: int = 0, rates: Sequence[float] = DEFAULT_RATES,
     least-squares line itself as rate NaN); ``clouds`` {curvature: (X, T)}.
     Raises InputError when a step size makes LMS diverge on this data.
     """
-    from streamlsq.kernels.lms import StepSchedule
-    from streamlsq.kernels.study_lms import (
+    from streamlsq.kernels.recursions.lms import StepSchedule
+    from streamlsq.kernels.studies.lms import (
         excess_mse,
         least_squares_line,
         lms_trajectory,
@@ -131,7 +131,7 @@ def lms_demonstration(seed: int = 0, rates: Sequence[float] = DEFAULT_RATES,
 
 
 def _convergence_batch(seed: int, index: int, n_clouds: int, schedules, epochs: int):
-    from streamlsq.kernels.study_lms import PAPER_N_SAMPLES, lms_convergence
+    from streamlsq.kernels.studies.lms import PAPER_N_SAMPLES, lms_convergence
 
     record = np.arange(epochs + 1) * PAPER_N_SAMPLES  # the end of every epoch
     out = {}

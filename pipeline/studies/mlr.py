@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..cluster import dask_client
-from ..errors import InputError
-from ._common import (
+from streamlsq.errors import InputError
+from streamlsq.runtime.client import dask_client
+from streamlsq.studies.common import (
     StudyFolder,
     StudyResult,
     batch_sizes,
@@ -85,12 +85,8 @@ _TAG_SUB, _TAG_CLUSTER, _TAG_CLASSIFY = 0x3E1, 0x3E2, 0x3E3
 
 
 def _trial_batch(seed: int, kind: str, configs: list[tuple]):
-    from streamlsq.kernels.study_mlr import (
-        classification_trial,
-        clustering_trial,
-        subspace_trial,
-    )
-    from streamlsq.kernels.synthetic_mlr import mlr_components
+    from streamlsq.kernels.studies.mlr import classification_trial, clustering_trial, subspace_trial
+    from streamlsq.kernels.synthetic.mlr import mlr_components
 
     W, s, p = mlr_components(seed, D, K)
     rows = []
@@ -127,10 +123,10 @@ def _grid(cl, seed, kind, configs, progress) -> pd.DataFrame:
 
 def _pipeline_runs(cl, work: Path, seed: int, sizes: dict, progress) -> dict:
     """The real pipeline: parameter errors, prediction against τ, EM against Algorithm 1."""
-    from ..em import fit_em
-    from ..metalearn import metalearn
-    from ..predict import predict
-    from ..simulate_mlr import simulate_mlr
+    from streamlsq.mlr.em import fit_em
+    from streamlsq.mlr.metalearn import metalearn
+    from streamlsq.mlr.predict import predict
+    from streamlsq.simulate.tasks import simulate_mlr
 
     quiet = {"client": cl, "progress": progress}
     train = simulate_mlr(work / "train.zarr", k=K, d=D, seed=seed, **sizes["pipeline"], **quiet)

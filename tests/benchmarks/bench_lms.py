@@ -45,8 +45,8 @@ import zarr
 from distributed import Client, LocalCluster
 
 from streamlsq import fit_stream, open_stream
-from streamlsq._malloc import fast_large_allocations
 from streamlsq.kernels import LMS, block_edges
+from streamlsq.runtime.memory import fast_large_allocations
 
 
 @numba.njit(cache=True)

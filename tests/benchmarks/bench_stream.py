@@ -33,8 +33,8 @@ from distributed import Client, LocalCluster
 from distributed.diagnostics import MemorySampler
 
 from streamlsq import fit_stream, open_stream, simulate_stream
-from streamlsq._malloc import fast_large_allocations
-from streamlsq.stores import _zarr_array
+from streamlsq.io.stores import cached_array
+from streamlsq.runtime.memory import fast_large_allocations
 
 
 def _read_chunk(source, a, b):
@@ -121,8 +121,8 @@ def main() -> None:
         best("scan", lambda: fit_stream(store, "kf4lls", engine="scan", client=client,
                                         progress=False))
         if gb <= args.max_lstsq_gb:
-            X = np.asarray(_zarr_array(str(store), None, "X")[:])
-            y = np.asarray(_zarr_array(str(store), None, "y")[:])
+            X = np.asarray(cached_array(str(store), None, "X")[:])
+            y = np.asarray(cached_array(str(store), None, "y")[:])
             t = time.perf_counter()
             np.linalg.lstsq(X, y, rcond=None)
             timings["numpy lstsq (in memory)"] = time.perf_counter() - t

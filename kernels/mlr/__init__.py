@@ -1,0 +1,136 @@
+"""Meta-learning for mixed linear regression: the kernels of Algorithm 1, in one namespace.
+
+ALGORITHMS.md §6 and papers/meta-learning-mixed-linear-regression.txt. The code
+lives in a few modules; this one re-exports their public names so the pipeline
+can ``from streamlsq.kernels import mlr`` and call ``mlr.<step>``:
+
+- :mod:`.mlr_tasks`     CSR task layout: validation, task ids, groups, segment sums
+- :mod:`.mlr_subspace`  §6.1 subspace moment and basis
+- :mod:`.mlr_cluster`   §6.2 projected split estimates, distances, linkage, tiled
+                        single linkage; §6.3 initial estimates
+- :mod:`.mlr_classify`  §6.4 classification, §6.5 refinement, §6.6 prediction
+- :mod:`.mlr_em`        §6.7 task-level EM baseline
+- :mod:`.mlr_metrics`   errors against a known truth; held-out prediction error
+- :mod:`.whitening`     whitening from additive moment sums
+- :mod:`.mlr_algorithm` Algorithm 1 on in-memory task sets: the reference wiring
+
+Every per-task kernel works on one chunk of tasks (rows X, y and a local
+``task_ptr`` starting at 0) and is vectorised over its tasks; every "sum" or
+"stats" result is additive over chunks (``combine_stats``).
+"""
+
+from __future__ import annotations
+
+from streamlsq.kernels.mlr.classify import classification_log_likelihood, classify, task_cluster_sse
+from streamlsq.kernels.mlr.em import (
+    em_accumulate,
+    em_e_step,
+    em_init_perturbed,
+    em_init_random,
+    em_m_step,
+    project_to_simplex,
+    task_stats,
+)
+from streamlsq.kernels.mlr.linkage import (
+    average_linkage_labels,
+    cluster_residual_sums,
+    hierarchical_linkage,
+    initial_cluster_estimates,
+    linkage_labels,
+    merge_spanning_forests,
+    minimum_spanning_forest,
+    pairwise_distance_block,
+    projected_split_estimates,
+    residual_variance,
+    single_linkage_labels,
+    spanning_forest_labels,
+    tile_spanning_forest,
+)
+from streamlsq.kernels.mlr.metrics import (
+    label_accuracy,
+    match_components,
+    parameter_errors,
+    task_prediction_sse,
+)
+from streamlsq.kernels.mlr.predict import per_task_lstsq, posterior_log_probs, predict_coef
+from streamlsq.kernels.mlr.reference import meta_learn
+from streamlsq.kernels.mlr.refine import cluster_sufficient_stats, combine_stats, refine_from_stats
+from streamlsq.kernels.mlr.subspace import (
+    split_mean_estimates,
+    subspace_basis,
+    subspace_error,
+    subspace_moment_sum,
+)
+from streamlsq.kernels.mlr.tasks import (
+    canonical_labels,
+    holdout_split,
+    segment_sum,
+    select_tasks,
+    split_groups,
+    task_ids,
+    task_sizes,
+    validate_task_ptr,
+)
+from streamlsq.kernels.mlr.whitening import (
+    moment_sums,
+    unwhiten_coef,
+    unwhiten_intercept,
+    whiten,
+    whiten_coef,
+    whitening_from_moments,
+)
+
+__all__ = [
+    "average_linkage_labels",
+    "canonical_labels",
+    "classification_log_likelihood",
+    "classify",
+    "cluster_residual_sums",
+    "cluster_sufficient_stats",
+    "combine_stats",
+    "em_accumulate",
+    "em_e_step",
+    "em_init_perturbed",
+    "em_init_random",
+    "em_m_step",
+    "hierarchical_linkage",
+    "holdout_split",
+    "initial_cluster_estimates",
+    "label_accuracy",
+    "linkage_labels",
+    "match_components",
+    "merge_spanning_forests",
+    "meta_learn",
+    "minimum_spanning_forest",
+    "moment_sums",
+    "pairwise_distance_block",
+    "parameter_errors",
+    "per_task_lstsq",
+    "posterior_log_probs",
+    "predict_coef",
+    "project_to_simplex",
+    "projected_split_estimates",
+    "refine_from_stats",
+    "residual_variance",
+    "segment_sum",
+    "select_tasks",
+    "single_linkage_labels",
+    "spanning_forest_labels",
+    "split_groups",
+    "split_mean_estimates",
+    "subspace_basis",
+    "subspace_error",
+    "subspace_moment_sum",
+    "task_cluster_sse",
+    "task_ids",
+    "task_prediction_sse",
+    "task_sizes",
+    "task_stats",
+    "tile_spanning_forest",
+    "unwhiten_coef",
+    "unwhiten_intercept",
+    "validate_task_ptr",
+    "whiten",
+    "whiten_coef",
+    "whitening_from_moments",
+]

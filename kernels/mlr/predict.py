@@ -1,0 +1,87 @@
+"""Prediction for a new task from the learned mixture: posterior, MAP and posterior mean.
+
+The posterior over the k components of a task with rows (X, y) is
+P(j | X, y) ∝ p_j·N(y; Xw_j, s_j²I) (:func:`posterior_log_probs`); the MAP estimate
+takes the most likely w_j, the posterior mean Σ_j P(j | X, y)·w_j
+(:func:`predict_coef`); :func:`per_task_lstsq` is the baseline that uses the task's
+own rows only (Kong et al., 2020; ``docs/algorithms.md``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from streamlsq.kernels.mlr.classify import check_weights, positive_vector, task_cluster_sse
+from streamlsq.kernels.mlr.tasks import (
+    as_task_rows,
+    padded_task_stacks,
+)
+
+__all__ = [
+    "per_task_lstsq",
+    "posterior_log_probs",
+    "predict_coef",
+]
+
+
+# -- prediction (§6.6) ---------------------------------------------------------------
+def posterior_log_probs(X, y, task_ptr, W, s2, p) -> np.ndarray:
+    """log P(ℓ | Dᵢ) (n_tasks, k) for new tasks, normalised with log-sum-exp.
+
+    log p̂_ℓ − (τᵢ/2) log ŝ²_ℓ − SSE_iℓ/(2ŝ²_ℓ), minus its log-sum-exp over ℓ.
+    A task with no rows gets the prior log p̂. A cluster with p̂_ℓ = 0 gets −inf.
+    """
+    sse, t = task_cluster_sse(X, y, task_ptr, W)
+    k = sse.shape[1]
+    s2 = positive_vector(s2, k, "s2")
+    p = check_weights(p, k)
+    with np.errstate(divide="ignore"):
+        log_p = np.log(p)
+    score = log_p - 0.5 * t[:, None] * np.log(s2) - sse / (2.0 * s2)
+    return score - logsumexp(score, axis=1, keepdims=True)
+
+
+def predict_coef(posterior, W, estimator: str = "bayes") -> np.ndarray:
+    """Per-task regression vectors (n_tasks, d) from posterior probabilities (n_tasks, k).
+
+    ``"bayes"``: Σ_ℓ P(ℓ|D) ŵ_ℓ (the posterior mean, optimal for squared loss);
+    ``"map"``: ŵ of the most probable cluster (ties: the lowest ℓ). ``posterior``
+    holds probabilities (``np.exp`` of :func:`posterior_log_probs`).
+    """
+    P = np.asarray(posterior, dtype=np.float64)
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or P.ndim != 2 or P.shape[1] != W.shape[0]:
+        raise ValueError(f"posterior (n_tasks, k) and W (k, d) disagree: {P.shape}, {W.shape}")
+    if not (np.isfinite(P).all() and (P >= 0).all()):
+        raise ValueError("posterior must hold finite probabilities >= 0")
+    sums = P.sum(axis=1)
+    if P.shape[0] and np.abs(sums - 1.0).max() > 1e-6:
+        i = int(np.argmax(np.abs(sums - 1.0)))
+        raise ValueError(f"posterior row {i} sums to {sums[i]!r}, not 1")
+    if estimator == "bayes":
+        return P @ W
+    if estimator == "map":
+        return W[np.argmax(P, axis=1)]
+    raise ValueError(f"estimator must be 'bayes' or 'map', got {estimator!r}")
+
+
+def per_task_lstsq(X, y, task_ptr) -> np.ndarray:
+    """Least squares on each task's own rows, batched: (n_tasks, d).
+
+    The minimum-norm solution (pseudo-inverse by SVD, no ridge), exactly what
+    ``numpy.linalg.lstsq`` returns per task, including its cutoff for small
+    singular values (rcond = eps·max(tᵢ, d)). Tasks with fewer rows than d get
+    the minimum-norm interpolant; tasks with no rows get 0. Tasks are batched
+    in size buckets padded with zero rows, which change no solution.
+    """
+    X, y, ptr = as_task_rows(X, y, task_ptr)
+    n_tasks, d = ptr.size - 1, X.shape[1]
+    coef = np.zeros((n_tasks, d))
+    eps = np.finfo(np.float64).eps
+    for idx, Xs, ys, t in padded_task_stacks(X, y, ptr):
+        if Xs.shape[1] == 0:
+            continue
+        rcond = eps * np.maximum(t, d).astype(np.float64)
+        coef[idx] = (np.linalg.pinv(Xs, rcond=rcond) @ ys[:, :, None])[:, :, 0]
+    return coef

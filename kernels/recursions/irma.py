@@ -1,0 +1,526 @@
+"""IRMA — incremental risk minimisation — and its GD / RLS baselines (ALGORITHMS.md §5).
+
+papers/irma-incremental-risk.txt. A linear-in-parameters model f(x) = φ(x)ᵀθ
+with p basis functions on a bounded domain Ω (a :mod:`~streamlsq.kernels.basis`
+object) learns one example (x_t, y_t) at a time. IRMA minimises the incremental
+risk functional (eq. 6)
+
+    R_inc(θ) = λ_t ∫_Ω ((θ_t − θ)ᵀφ(x))² dx + (y_t − θᵀφ(x_t))²
+
+whose normal equations (8) (A + φφᵀ/λ_t) θ_{t+1} = Aθ_t + φ y_t/λ_t give, by
+Sherman–Morrison (9),
+
+    θ_{t+1} = θ_t + A⁻¹φ e_t / (λ_t + φᵀA⁻¹φ),   e_t = y_t − φ(x_t)ᵀθ_t ,
+
+with A the Gramian of the basis on Ω. For an orthonormal basis A = I. For a
+general basis A = LLᵀ is factored once (Cholesky) and the recursion runs in the
+orthonormal coordinates ψ = Lᵀθ, φ̃ = L⁻¹φ (triangular solves per block), where
+it reads ψ += φ̃e/(λ + ‖φ̃‖²) — the same algebra, never an inverse. The
+function-space update does not depend on the basis (only on its span), so
+Legendre and monomial IRMA give the same f up to rounding.
+
+Stiffness λ_t (:class:`StiffnessSchedule`): multiplicative λ_t = λ₀·r^t (the
+paper: λ₀ = 0.1, r = 1.05), additive λ_t = λ₀ + c·t, constant λ_t = λ₀; t is the
+0-based number of examples seen before the current one.
+
+Baselines of the paper's §IV (their forms are stated in the class docstrings):
+:class:`IRMAGradientDescent` (normalised GD with Tikhonov μθᵀθ) and
+:class:`IRMARLS` (RLS with P₀ = I, forgetting factor 0.9 and Tikhonov μθᵀθ).
+They depend on the basis (the paper uses monomials for them).
+
+The recursions receive the RAW inputs x (n, dim) and expand them per block; the
+target is scalar (Y is (n, 1)). ``fold`` records the cumulative pre-update loss
+(the paper's eq. 1 and Figure 1) as the diagnostic ``"cumulative_loss"``.
+For many independent sequences at once (the paper's Monte-Carlo studies) use the
+vectorised :func:`irma_sequences`, :func:`gd_sequences`, :func:`rls_sequences`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import scipy.linalg as sla
+
+from streamlsq.kernels.linalg import spd_solve, symmetrize
+from streamlsq.kernels.recursions.basis import Basis, gramian_cholesky
+from streamlsq.kernels.recursions.contract import BadRowError, FoldResult, Recursion, State
+
+__all__ = [
+    "IRMA",
+    "IRMAGradientDescent",
+    "IRMARLS",
+    "StiffnessSchedule",
+    "irma_step",
+]
+
+
+# ---------------------------------------------------------------------------
+# stiffness schedules
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StiffnessSchedule:
+    """λ_t for the t-th example (t = 0, 1, …; the first example uses λ₀).
+
+    kind ``"multiplicative"``: λ_t = initial·rate^t (rate > 0; the paper's
+    λ₀ = 0.1, λ_t = 1.05·λ_{t−1}); ``"additive"``: λ_t = initial + rate·t
+    (rate ≥ 0); ``"constant"``: λ_t = initial (rate ignored). ``initial`` > 0.
+    The paper asks for a non-decreasing λ (more data, stiffer model); a
+    multiplicative rate below 1 is allowed but λ then decays towards 0 (an
+    interpolating update). With rate > 1, λ overflows to +inf after
+    ~log(1e308/λ₀)/log(rate) examples (≈14 500 for the paper's), after which
+    the model is frozen (the update is exactly 0) — the schedule's own limit.
+    """
+
+    kind: str = "multiplicative"
+    initial: float = 0.1
+    rate: float = 1.05
+
+    def __post_init__(self):
+        kinds = ("multiplicative", "additive", "constant")
+        if self.kind not in kinds:
+            raise ValueError(f"stiffness kind must be one of {kinds}, got {self.kind!r}")
+        if not (np.isfinite(self.initial) and self.initial > 0):
+            raise ValueError(f"stiffness initial value must be > 0, got {self.initial!r}")
+        if self.kind == "multiplicative" and not (np.isfinite(self.rate) and self.rate > 0):
+            raise ValueError(f"multiplicative stiffness rate must be > 0, got {self.rate!r}")
+        if self.kind == "additive" and not (np.isfinite(self.rate) and self.rate >= 0):
+            raise ValueError(f"additive stiffness increment must be >= 0, got {self.rate!r}")
+
+    @classmethod
+    def paper(cls) -> StiffnessSchedule:
+        """λ₀ = 0.1, λ_t = 1.05·λ_{t−1} (papers/irma-incremental-risk.txt §IV)."""
+        return cls("multiplicative", 0.1, 1.05)
+
+    def values(self, start: int, count: int) -> np.ndarray:
+        """λ_t for t = start, …, start + count − 1 (float64)."""
+        t = np.arange(int(start), int(start) + int(count), dtype=np.float64)
+        if self.kind == "constant":
+            return np.full(t.shape, float(self.initial))
+        if self.kind == "additive":
+            return self.initial + self.rate * t
+        with np.errstate(over="ignore"):
+            return self.initial * np.power(float(self.rate), t)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "initial": float(self.initial), "rate": float(self.rate)}
+
+
+def as_stiffness_schedule(stiffness) -> StiffnessSchedule:
+    if stiffness is None:
+        return StiffnessSchedule.paper()
+    if isinstance(stiffness, StiffnessSchedule):
+        return stiffness
+    if isinstance(stiffness, dict):
+        return StiffnessSchedule(**stiffness)
+    raise ValueError(f"stiffness must be a StiffnessSchedule or a dict, got {stiffness!r}")
+
+
+# ---------------------------------------------------------------------------
+# single step (reference form) and compiled per-sample loops
+# ---------------------------------------------------------------------------
+def irma_step(theta, phi, y, lam, gramian=None) -> tuple[np.ndarray, float]:
+    """One IRMA update (eq. 9 applied to eq. 8); returns (θ_{t+1}, e_t).
+
+    θ_{t+1} = θ_t + A⁻¹φ e_t/(λ + φᵀA⁻¹φ) with A⁻¹φ by a Cholesky solve
+    (A = I when ``gramian`` is None). The straightforward form, for clarity and
+    as a reference; the recursions use the compiled loops.
+    """
+    theta = np.asarray(theta)
+    phi = np.asarray(phi)
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"stiffness lam must be > 0, got {lam!r}")
+    e = float(y - phi @ theta)
+    v = phi if gramian is None else spd_solve(np.asarray(gramian), phi)
+    return theta + v * (e / (lam + phi @ v)), e
+
+
+@numba.njit(cache=True)
+def _irma_loop(psi, Phi, y, lam, record_rows):  # pragma: no cover - compiled
+    # ψ ← ψ + φ e/(λ + ‖φ‖²) in orthonormal coordinates; ψ is updated in place
+    T, p = Phi.shape
+    errors = np.empty(T, dtype=Phi.dtype)
+    snaps = np.empty((record_rows.shape[0], p), dtype=psi.dtype)
+    r = 0
+    while r < record_rows.shape[0] and record_rows[r] == 0:
+        snaps[r, :] = psi
+        r += 1
+    for t in range(T):
+        pred = 0.0
+        sq = 0.0
+        for j in range(p):
+            pred += Phi[t, j] * psi[j]
+            sq += Phi[t, j] * Phi[t, j]
+        e = y[t] - pred
+        errors[t] = e
+        den = lam[t] + sq
+        # den > 0 whenever λ > 0; it is 0 only if λ underflowed and φ(x) = 0,
+        # where the update is 0 anyway. λ = inf gives a zero update.
+        if den > 0.0:
+            gain = e / den
+            for j in range(p):
+                psi[j] += gain * Phi[t, j]
+        while r < record_rows.shape[0] and record_rows[r] == t + 1:
+            snaps[r, :] = psi
+            r += 1
+    return psi, errors, snaps
+
+
+@numba.njit(cache=True)
+def _gd_loop(theta, Phi, y, mu, record_rows):  # pragma: no cover - compiled
+    # exact line search on J(θ) = (y − φᵀθ)² + μθᵀθ along g = ∇J/2 = −φe + μθ
+    T, p = Phi.shape
+    errors = np.empty(T, dtype=Phi.dtype)
+    snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
+    g = np.empty(p, dtype=np.float64)
+    r = 0
+    while r < record_rows.shape[0] and record_rows[r] == 0:
+        snaps[r, :] = theta
+        r += 1
+    for t in range(T):
+        pred = 0.0
+        for j in range(p):
+            pred += Phi[t, j] * theta[j]
+        e = y[t] - pred
+        errors[t] = e
+        gg = 0.0
+        phig = 0.0
+        for j in range(p):
+            g[j] = -Phi[t, j] * e + mu * theta[j]
+            gg += g[j] * g[j]
+            phig += Phi[t, j] * g[j]
+        if gg > 0.0:
+            eta = gg / (phig * phig + mu * gg)
+            for j in range(p):
+                theta[j] -= eta * g[j]
+        while r < record_rows.shape[0] and record_rows[r] == t + 1:
+            snaps[r, :] = theta
+            r += 1
+    return theta, errors, snaps
+
+
+def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
+    """Per-sample RLS in information form with constant Tikhonov μ (see :class:`IRMARLS`)."""
+    p = theta.shape[0]
+    leak = (1.0 - forgetting) * mu
+    errors = np.empty(Phi.shape[0], dtype=Phi.dtype)
+    snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
+    r = 0
+    while r < record_rows.shape[0] and record_rows[r] == 0:
+        snaps[r] = theta
+        r += 1
+    diag = np.arange(p)
+    for t in range(Phi.shape[0]):
+        phi = Phi[t]
+        e = y[t] - phi @ theta
+        errors[t] = e
+        H = forgetting * H + np.outer(phi, phi)
+        H[diag, diag] += leak
+        theta = theta + spd_solve(H, phi * e - leak * theta)
+        while r < record_rows.shape[0] and record_rows[r] == t + 1:
+            snaps[r] = theta
+            r += 1
+    return theta, H, errors, snaps
+
+
+# ---------------------------------------------------------------------------
+# recursions (the Recursion contract)
+# ---------------------------------------------------------------------------
+class _BasisRecursion(Recursion):
+    """Shared driver of the per-sample recursions on a basis expansion.
+
+    The data X are raw inputs (n, basis.dim), expanded per block; Y is (n, 1).
+    State: ``theta`` (n_basis, 1), ``rows`` (examples seen), ``blocks``,
+    ``cumulative_loss`` (Σ over all examples seen of the squared pre-update
+    prediction error (ŷ_t − y_t)², ŷ_t = φ(x_t)ᵀθ_t; float64).
+    Arithmetic in the state's dtype (float64 by default; float32 accepted,
+    with float64 accumulators for the per-sample dot products).
+    """
+
+    supports_scan = False
+
+    def __init__(self, basis: Basis):
+        if not isinstance(basis, Basis):
+            raise ValueError(f"basis must be a streamlsq.kernels.basis.Basis, got {basis!r}")
+        self.basis = basis
+
+    # -- contract -------------------------------------------------------------
+    def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
+        if n_features != self.basis.dim:
+            raise ValueError(
+                f"n_features must equal the basis' input dimension {self.basis.dim} "
+                f"(the raw inputs x are expanded by the basis), got {n_features}"
+            )
+        if n_targets != 1:
+            raise ValueError(f"{type(self).__name__} has a scalar target: n_targets must be 1")
+        dtype = np.dtype(dtype)
+        if not np.issubdtype(dtype, np.floating):
+            raise ValueError(f"dtype must be a floating type, got {dtype}")
+        return {
+            "theta": np.zeros((self.basis.n_basis, 1), dtype=dtype),
+            "rows": np.int64(0),
+            "blocks": np.int64(0),
+            "cumulative_loss": np.float64(0.0),
+        }
+
+    def coef(self, state: State) -> np.ndarray:
+        return state["theta"]
+
+    def coef_names(self, n_features: int | None = None) -> list[str]:
+        return list(self.basis.names)
+
+    def state_dims(self) -> dict[str, tuple[str, ...]]:
+        return {
+            "theta": ("feature", "target"),
+            "rows": (),
+            "blocks": (),
+            "cumulative_loss": (),
+        }
+
+    def state_diagnostics(self, state: State) -> dict:
+        """The diagnostics of :meth:`fold` for the state itself (an engine's last step)."""
+        return {"cumulative_loss": np.float64(state["cumulative_loss"])}
+
+    def predict(self, state: State, x) -> np.ndarray:
+        """f(x) = φ(x)ᵀθ for raw inputs x, as an (n, 1) array."""
+        return self.basis.expand(x) @ state["theta"]
+
+    def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
+        X = np.asarray(X)
+        return self.fold(state, X, Y, np.array([0, X.shape[0]]), 1, 2**62).state
+
+    def fold(
+        self,
+        state: State,
+        X: np.ndarray,
+        Y: np.ndarray,
+        edges: np.ndarray,
+        first_step: int,
+        record_every: int,
+        rows_before: int = 0,
+    ) -> FoldResult:
+        """Fold the blocks ``X[edges[j]:edges[j+1]]`` in one compiled per-sample pass.
+
+        Diagnostics: ``"cumulative_loss"`` at each recorded step s is
+        Σ (φ(x_t)ᵀθ_t − y_t)² over every example t of the stream up to the end
+        of block s (since ``init``), each predicted with the parameters before
+        its own update (eq. 1 of the paper; Figure 1 with blocks of one row).
+        """
+        edges = np.asarray(edges, dtype=np.int64)
+        if edges.ndim != 1 or edges.size < 1 or np.any(np.diff(edges) < 0):
+            raise ValueError("edges must be a non-decreasing 1-D array of row offsets")
+        if record_every < 1:
+            raise ValueError(f"record_every must be >= 1, got {record_every}")
+        a0, a1 = int(edges[0]), int(edges[-1])
+        Phi, y = self._prepare(state, X, Y, a0, a1, rows_before)
+        n_blocks = edges.size - 1
+        steps = first_step + np.arange(n_blocks, dtype=np.int64)
+        recorded = steps % record_every == 0
+        record_rows = (edges[1:][recorded] - a0).astype(np.int64)
+        core, errors, snaps = self._run(state, Phi, y, record_rows)
+        sq = np.asarray(errors, dtype=np.float64) ** 2
+        # one running sum from the state's total (np.cumsum adds left to right), so the
+        # numbers do not depend on how the stream is cut into folds
+        cum = np.cumsum(np.concatenate([[float(state["cumulative_loss"])], sq]))
+        new_state = {
+            **core,
+            "rows": np.int64(state["rows"] + (a1 - a0)),
+            "blocks": np.int64(state["blocks"] + n_blocks),
+            "cumulative_loss": np.float64(cum[-1]),
+        }
+        return self.fold_result(
+            new_state,
+            steps[recorded],
+            snaps[:, :, None],
+            rows_before + edges[1:][recorded],
+            {"cumulative_loss": cum[record_rows]},
+        )
+
+    # -- helpers --------------------------------------------------------------
+    def _prepare(self, state, X, Y, a0, a1, rows_before):
+        dtype = state["theta"].dtype
+        X = np.asarray(X)
+        Y = np.asarray(Y)
+        if Y.ndim == 2 and Y.shape[1] != 1:
+            raise ValueError(f"Y must have one target column (n, 1), got shape {Y.shape}")
+        if Y.ndim not in (1, 2):
+            raise ValueError(f"Y must have shape (n, 1), got {Y.shape}")
+        if X.shape[0] != Y.shape[0]:
+            raise ValueError(f"X and Y must have the same rows, got {X.shape[0]} and {Y.shape[0]}")
+        if not (0 <= a0 <= a1 <= X.shape[0]):
+            raise ValueError(f"edges [{a0}, {a1}] are outside the {X.shape[0]} rows given")
+        Phi = self.basis.expand(X[a0:a1], name="X", row_offset=rows_before + a0)
+        y = Y[a0:a1].reshape(-1)
+        if not np.issubdtype(y.dtype, np.number):
+            raise ValueError(f"Y must be numeric, got dtype {y.dtype}")
+        finite = np.isfinite(y)
+        if not finite.all():
+            r = int(np.argmin(finite))
+            row = rows_before + a0 + r
+            raise BadRowError(f"Y has a non-finite value in row {row}: {y[r]}", variable="Y",
+                              row=row, reason=f"has a non-finite value: {y[r]}")
+        return np.ascontiguousarray(Phi, dtype=dtype), np.ascontiguousarray(y, dtype=dtype)
+
+    def _run(self, state, Phi, y, record_rows):
+        """Per-sample pass: (state arrays other than counters, errors (T,), snapshots (R, p))."""
+        raise NotImplementedError
+
+
+class IRMA(_BasisRecursion):
+    """Incremental Risk Minimisation Algorithm (papers/irma-incremental-risk.txt, eqs. 6–9).
+
+    θ_{t+1} = θ_t + A⁻¹φ(x_t) e_t / (λ_t + φ(x_t)ᵀA⁻¹φ(x_t)),  e_t = y_t − φ(x_t)ᵀθ_t,
+    θ₀ = 0. A = I for an orthonormal basis (LegendreBasis, tensors of it);
+    otherwise A is factored once at construction (a singular Gramian is refused
+    then) and the update uses triangular solves.
+
+    Parameters
+    ----------
+    basis : Basis
+        Expands the raw inputs; its Gramian on its domain defines the functional
+        distance ∫_Ω (f − f_t)² dx.
+    stiffness : StiffnessSchedule or dict, default the paper's (λ₀ = 0.1, ×1.05)
+    """
+
+    name = "irma"
+
+    def __init__(self, basis: Basis, stiffness: StiffnessSchedule | dict | None = None):
+        super().__init__(basis)
+        self.stiffness = as_stiffness_schedule(stiffness)
+        self._chol = gramian_cholesky(basis)
+
+    def get_params(self) -> dict:
+        return {"basis": self.basis.get_params(), "stiffness": self.stiffness.as_dict()}
+
+    def _run(self, state, Phi, y, record_rows):
+        dtype = Phi.dtype
+        theta = state["theta"][:, 0]
+        lam = self.stiffness.values(int(state["rows"]), Phi.shape[0])
+        if self._chol is None:
+            psi = theta.copy()
+            Phi_o = Phi
+        else:
+            L = self._chol.astype(dtype)
+            psi = L.T @ theta
+            Phi_o = np.ascontiguousarray(sla.solve_triangular(L, Phi.T, lower=True).T)
+        psi, errors, snaps = _irma_loop(psi, Phi_o, y, lam, record_rows)
+        if self._chol is not None:
+            psi = sla.solve_triangular(L.T, psi, lower=False)
+            if snaps.shape[0]:
+                snaps = sla.solve_triangular(L.T, snaps.T, lower=False).T
+        return {"theta": psi[:, None].astype(dtype)}, errors, snaps
+
+
+class IRMAGradientDescent(_BasisRecursion):
+    """Normalised gradient descent with Tikhonov regularisation (the paper's GD baseline).
+
+    The paper (§II, §IV): GD "with a normalized learning rate", the rate "chosen
+    in every learning step so as to directly minimize the loss", "combined with
+    a Tikhonov regularization of μ·θᵀθ". Per example the loss is
+    J_t(θ) = (y_t − φᵀθ)² + μθᵀθ; one gradient step with the exactly minimising
+    rate (J_t is quadratic):
+
+        g = ∇J_t(θ_t)/2 = −φ e_t + μθ_t ,
+        θ_{t+1} = θ_t − η g,  η = gᵀg / ((φᵀg)² + μ gᵀg) .
+
+    With μ = 0 this is the classical normalised LMS / passive–aggressive step
+    θ + φe/‖φ‖², which interpolates the example. θ₀ = 0. μ = 0.05 in the paper.
+    """
+
+    name = "irma-gd"
+
+    def __init__(self, basis: Basis, mu: float = 0.05):
+        super().__init__(basis)
+        if not (np.isfinite(mu) and mu >= 0):
+            raise ValueError(f"Tikhonov weight mu must be >= 0, got {mu!r}")
+        self.mu = float(mu)
+
+    def get_params(self) -> dict:
+        return {"basis": self.basis.get_params(), "mu": self.mu}
+
+    def _run(self, state, Phi, y, record_rows):
+        theta = state["theta"][:, 0].copy()
+        theta, errors, snaps = _gd_loop(theta, Phi, y, self.mu, record_rows)
+        return {"theta": theta[:, None]}, errors, snaps
+
+
+class IRMARLS(_BasisRecursion):
+    """Recursive least squares with forgetting and Tikhonov μθᵀθ (the paper's RLS baseline).
+
+    The paper (§IV): RLS "initialized with the identity as a covariance matrix
+    and a forgetting factor of 0.9", "combined with a Tikhonov regularization of
+    μ·θᵀθ with μ = 0.05". Here θ_t is the exact minimiser of
+
+        J_t(θ) = Σ_{i≤t} g^{t−i} (y_i − φ_iᵀθ)² + g^t θᵀP₀⁻¹θ + μθᵀθ
+
+    (θ₀ = 0): exponentially weighted least squares whose prior term g^tθᵀP₀⁻¹θ
+    is forgotten, plus a Tikhonov term that is not. In information form
+    (H_t = ∇²J_t/2),
+
+        H_t = g H_{t−1} + φφᵀ + (1 − g)μ I,    H₀ = P₀⁻¹ + μI,
+        θ_t = θ_{t−1} + H_t⁻¹(φ e_t − (1 − g)μ θ_{t−1})      (a Cholesky solve),
+
+    a full-rank update per example, so there is no Sherman–Morrison form and the
+    state keeps H, not P = H⁻¹. Relation to :class:`~streamlsq.kernels.kf4lls.RLS`:
+    that kernel with blocks of one row and ridge δ is H_t = gH_{t−1} + φφᵀ,
+    H₀ = δI, i.e. its Tikhonov term decays like g^t; with μ = 0 the two coincide
+    (δ = 1/p0). State: ``theta``, ``H`` and the counters.
+    """
+
+    name = "irma-rls"
+
+    def __init__(self, basis: Basis, forgetting: float = 0.9, mu: float = 0.05, p0: float = 1.0):
+        super().__init__(basis)
+        if not (0.0 < forgetting <= 1.0):
+            raise ValueError(f"forgetting factor must be in (0, 1], got {forgetting!r}")
+        if not (np.isfinite(mu) and mu >= 0):
+            raise ValueError(f"Tikhonov weight mu must be >= 0, got {mu!r}")
+        if not (np.isfinite(p0) and p0 > 0):
+            raise ValueError(f"initial covariance scale p0 must be > 0, got {p0!r}")
+        self.forgetting = float(forgetting)
+        self.mu = float(mu)
+        self.p0 = float(p0)
+
+    def get_params(self) -> dict:
+        return {
+            "basis": self.basis.get_params(),
+            "forgetting": self.forgetting,
+            "mu": self.mu,
+            "p0": self.p0,
+        }
+
+    def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
+        state = super().init(n_features, n_targets, dtype)
+        p = self.basis.n_basis
+        state["H"] = ((1.0 / self.p0 + self.mu) * np.eye(p)).astype(state["theta"].dtype)
+        return state
+
+    def state_dims(self) -> dict[str, tuple[str, ...]]:
+        return {**super().state_dims(), "H": ("feature", "feature_")}
+
+    def _run(self, state, Phi, y, record_rows):
+        theta, H, errors, snaps = _rls_loop(
+            state["theta"][:, 0].copy(),
+            state["H"].copy(),
+            Phi,
+            y,
+            self.forgetting,
+            self.mu,
+            record_rows,
+        )
+        return {"theta": theta[:, None], "H": symmetrize(H)}, errors, snaps
+
+
+
+
+
+
+
+
+
+
+
+
+
+

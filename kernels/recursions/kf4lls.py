@@ -1,0 +1,191 @@
+"""Kalman filter for linear least squares (KF4LLS) and RLS with a forgetting factor.
+
+ALGORITHMS.md §1, papers/interleaved-kf4lls.txt §2. Blocks (X_i, Y_i) in order:
+
+    H_i = g·H_{i-1} + X_iᵀX_i                                   (g = 1: KF4LLS)
+    ψ_i = ψ_{i-1} + H_i⁻¹ X_iᵀ (Y_i − X_i ψ_{i-1})               (a solve with H_i)
+
+H_0 = 0 (the paper) or H_0 = δI (a ridge start, for a rank-deficient first
+block; also the Tikhonov term μ‖ψ‖² of RLS). Because H_iψ_i = g·H_{i-1}ψ_{i-1} + X_iᵀY_i,
+the recursion has an *information form* h_i = H_iψ_i in which every block enters
+only through its sums G_i = X_iᵀX_i and b_i = X_iᵀY_i:
+
+    H_i = g^m H_{i-m} + Σ_{j} g^{i-j} G_j ,   h_i = g^m h_{i-m} + Σ_{j} g^{i-j} b_j
+
+That is the ``scan`` engine: summaries per piece in parallel, an in-order prefix
+of additions, then one independent solve per recorded step. With g = 1 and
+H_0 = 0, ψ_i is the batch least-squares fit on blocks 1..i (and does not depend
+on ψ_0); with g < 1 it is the exponentially weighted least-squares fit.
+Per-sample RLS is the special case of blocks of one row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamlsq.kernels.linalg import spd_solve, symmetrize
+from streamlsq.kernels.recursions.contract import Recursion, State
+
+__all__ = ["KF4LLS", "RLS", "kf4lls_update", "block_sums"]
+
+
+def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None):
+    """Sufficient statistics of a block: (XᵀWX, XᵀWY) with W = diag(weights) or I."""
+    if weights is None:
+        return symmetrize(X.T @ X), X.T @ Y
+    Xw = X * weights[:, None]
+    return symmetrize(Xw.T @ X), Xw.T @ Y
+
+
+def kf4lls_update(
+    H: np.ndarray, psi: np.ndarray, X: np.ndarray, Y: np.ndarray, forgetting: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """One KF4LLS / RLS block step; returns the new (H, ψ). Inputs are not modified.
+
+    H_i = g H_{i-1} + XᵀX ;  ψ_i = ψ_{i-1} + H_i⁻¹ Xᵀ(Y − X ψ_{i-1})
+    (ALGORITHMS.md §1). Raises :class:`~streamlsq.kernels.linalg.SingularMatrixError`
+    when H_i is singular (a rank-deficient first block with H_0 = 0).
+    """
+    G, _ = block_sums(X, X[:, :0])
+    H_new = forgetting * H + G if forgetting != 1.0 else H + G
+    innovation = X.T @ (Y - X @ psi)
+    return H_new, psi + spd_solve(H_new, innovation)
+
+
+class KF4LLS(Recursion):
+    """KF4LLS (g = 1) and block RLS with forgetting factor g ∈ (0, 1].
+
+    Parameters
+    ----------
+    ridge : float, default 0
+        δ of the ridge start H_0 = δI (0: the paper's H_0 = 0, which needs a
+        full-rank first block). With ridge > 0 the fit is ridge regression
+        (for g < 1 the ridge term decays like g^i, as in RLS with P_0 = I/δ).
+    forgetting : float, default 1
+        g; 1 gives KF4LLS (ordinary least squares on all blocks seen).
+    coef0 : array (n_features, n_targets) or None
+        ψ_0; irrelevant when ridge = 0.
+    """
+
+    name = "kf4lls"
+    supports_scan = True
+
+    def __init__(self, ridge: float = 0.0, forgetting: float = 1.0, coef0=None):
+        if not np.isfinite(ridge) or ridge < 0:
+            raise ValueError(f"ridge must be a finite number >= 0, got {ridge}")
+        if not (0.0 < forgetting <= 1.0):
+            raise ValueError(f"forgetting factor must be in (0, 1], got {forgetting}")
+        self.ridge = float(ridge)
+        self.forgetting = float(forgetting)
+        self.coef0 = None if coef0 is None else np.asarray(coef0)
+
+    def get_params(self) -> dict:
+        return {"ridge": self.ridge, "forgetting": self.forgetting}
+
+    def state_dims(self) -> dict[str, tuple[str, ...]]:
+        return {
+            "H": ("feature", "feature_"),
+            "psi": ("feature", "target"),
+            "rows": (),
+            "blocks": (),
+        }
+
+    # -- sequential form ---------------------------------------------------
+    def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
+        H = self.ridge * np.eye(n_features, dtype=dtype)
+        if self.coef0 is None:
+            psi = np.zeros((n_features, n_targets), dtype=dtype)
+        else:
+            psi = np.array(self.coef0, dtype=dtype).reshape(n_features, n_targets)
+        return {"H": H, "psi": psi, "rows": np.int64(0), "blocks": np.int64(0)}
+
+    def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
+        H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
+        return {
+            "H": H,
+            "psi": psi,
+            "rows": np.int64(state["rows"] + X.shape[0]),
+            "blocks": np.int64(state["blocks"] + 1),
+        }
+
+    def coef(self, state: State) -> np.ndarray:
+        return state["psi"]
+
+    # -- information (scan) form -------------------------------------------
+    def to_info(self, state: State) -> State:
+        """(H, ψ) → (H, h = Hψ): the state in the form the prefix sums act on."""
+        return {
+            "H": state["H"],
+            "h": state["H"] @ state["psi"],
+            "rows": state["rows"],
+            "blocks": state["blocks"],
+        }
+
+    def summarize(
+        self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray, cuts: np.ndarray
+    ) -> list[State]:
+        """Sums of the blocks of one piece, one summary per interval between cuts.
+
+        ``edges`` are the piece's local block offsets (len = n_blocks + 1),
+        ``cuts`` the block counts (increasing, last = n_blocks) at which an
+        interval ends. A summary holds G = Σ g^{c−j} X_jᵀX_j and b likewise over
+        the interval's blocks j ≤ c, its block count m and row count.
+        """
+        g = self.forgetting
+        out = []
+        start = 0
+        for c in cuts:
+            c = int(c)
+            a, b = int(edges[start]), int(edges[c])
+            Xs, Ys = X[a:b], Y[a:b]
+            if g == 1.0:
+                G, rhs = block_sums(Xs, Ys)
+            else:
+                # row weight g^(c - block index of the row), blocks numbered start+1..c
+                counts = np.diff(edges[start : c + 1])
+                w = np.repeat(g ** np.arange(c - start - 1, -1, -1, dtype=X.dtype), counts)
+                G, rhs = block_sums(Xs, Ys, w)
+            out.append(
+                {"G": G, "b": rhs, "blocks": np.int64(c - start), "rows": np.int64(b - a)}
+            )
+            start = c
+        return out
+
+    def scan(self, info: State, summaries: list[State]) -> list[State]:
+        """In-order prefix: H ← g^m H + G, h ← g^m h + b; returns the state after each summary."""
+        g = self.forgetting
+        H, h = info["H"], info["h"]
+        rows, blocks = int(info["rows"]), int(info["blocks"])
+        out = []
+        for s in summaries:
+            decay = g ** int(s["blocks"])
+            H = decay * H + s["G"] if g != 1.0 else H + s["G"]
+            h = decay * h + s["b"] if g != 1.0 else h + s["b"]
+            rows += int(s["rows"])
+            blocks += int(s["blocks"])
+            out.append({"H": H, "h": h, "rows": np.int64(rows), "blocks": np.int64(blocks)})
+        return out
+
+    def finish(self, info: State) -> State:
+        """The independent solve ψ = H⁻¹h at one step (information form → state)."""
+        return {
+            "H": info["H"],
+            "psi": spd_solve(info["H"], info["h"]),
+            "rows": info["rows"],
+            "blocks": info["blocks"],
+        }
+
+
+class RLS(KF4LLS):
+    """Recursive least squares with forgetting factor g and Tikhonov term μ (H_0 = μI).
+
+    Identical algebra to :class:`KF4LLS`; separate name and defaults
+    (g = 0.99) because users ask for it by this name. Per-sample RLS is this
+    recursion run with blocks of one row (``block_size=1``), which needs μ > 0
+    or a first block with at least n_features independent rows.
+    """
+
+    name = "rls"
+
+    def __init__(self, forgetting: float = 0.99, ridge: float = 0.0, coef0=None):
+        super().__init__(ridge=ridge, forgetting=forgetting, coef0=coef0)

@@ -1,0 +1,367 @@
+"""LMS (Widrow–Hoff), i.e. sample-by-sample stochastic gradient descent for least squares.
+
+ALGORITHMS.md §3, papers/lms-sample-by-sample.txt. With a constant column
+prepended (x̃ = [1, x]), for every sample in order
+
+    W ← W + ρₖ x̃ₙ (tₙᵀ − x̃ₙᵀW)          (W is (q+1)×K, row 0 the intercept)
+
+ρₖ is constant or decreasing — it must decrease for convergence on noisy data
+(Σρₖ = ∞, Σρₖ² < ∞: the ``inverse`` and ``power`` schedules). Normalised LMS
+divides the step by ε + ‖x̃ₙ‖² (the GD baseline of the IRMA study).
+
+The per-sample loop is compiled with numba (``cache=True``). The state holds W
+and the sample counter k, so a schedule continues across blocks, segments,
+chunks and epochs. Several epochs are several passes over the stream; the
+helpers :func:`epoch_chunk_order` and :func:`chunk_row_permutation` give a seeded
+shuffled order that depends only on (seed, epoch, chunk), never on how the
+work is spread over workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from streamlsq.kernels.linalg import as_2d, check_finite
+from streamlsq.kernels.recursions.contract import FoldResult, Recursion, State
+
+__all__ = [
+    "LMS",
+    "StepSchedule",
+    "lms_fold_arrays",
+]
+
+_SCHEDULE_CODES = {"constant": 0, "inverse": 1, "power": 2}
+
+
+# ---------------------------------------------------------------------------
+# Step-size schedules
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StepSchedule:
+    """Step size ρₖ for the k-th sample (k = 1, 2, … counted over all epochs).
+
+    ``constant``: ρₖ = ρ₀. ``inverse``: ρₖ = ρ₀ / (1 + k/τ). ``power``:
+    ρₖ = ρ₀ / kᵃ with ½ < a ≤ 1 (a ≤ ½ makes Σρₖ² diverge; a > 1 makes Σρₖ
+    converge, so the iterates may stop short of the solution).
+
+    Raises ValueError naming the parameter when ρ₀ (``rate``) is not a finite
+    positive number, τ (``tau``) is not > 0, a (``power``) is not in (½, 1], or
+    a parameter is given that the schedule does not use.
+    """
+
+    kind: str = "constant"
+    rate: float = 0.01
+    tau: float | None = None
+    power: float | None = None
+
+    def __post_init__(self):
+        if self.kind not in _SCHEDULE_CODES:
+            raise ValueError(
+                f"schedule must be one of {sorted(_SCHEDULE_CODES)}, got {self.kind!r}"
+            )
+        if not (np.isfinite(self.rate) and self.rate > 0):
+            raise ValueError(f"rate (rho_0) must be a finite number > 0, got {self.rate!r}")
+        if self.kind == "inverse":
+            if self.tau is None or not (np.isfinite(self.tau) and self.tau > 0):
+                raise ValueError(
+                    f"tau must be a finite number > 0 for schedule='inverse', got {self.tau!r}"
+                )
+        elif self.tau is not None:
+            raise ValueError(f"tau only applies to schedule='inverse', not {self.kind!r}")
+        if self.kind == "power":
+            if self.power is None or not (0.5 < self.power <= 1.0):
+                raise ValueError(
+                    f"power must be in (0.5, 1] for schedule='power', got {self.power!r}"
+                )
+        elif self.power is not None:
+            raise ValueError(f"power only applies to schedule='power', not {self.kind!r}")
+        object.__setattr__(self, "rate", float(self.rate))
+        if self.tau is not None:
+            object.__setattr__(self, "tau", float(self.tau))
+        if self.power is not None:
+            object.__setattr__(self, "power", float(self.power))
+
+    @property
+    def code(self) -> int:
+        """Integer code of the kind, as the compiled loop reads it."""
+        return _SCHEDULE_CODES[self.kind]
+
+    def __call__(self, k) -> np.ndarray | float:
+        """ρₖ for a 1-based sample number k (scalar or array), in float64."""
+        k = np.asarray(k, dtype=np.float64)
+        if (k < 1).any():
+            raise ValueError("sample numbers k start at 1")
+        if self.kind == "constant":
+            out = np.full_like(k, self.rate)
+        elif self.kind == "inverse":
+            out = self.rate / (1.0 + k / self.tau)
+        else:
+            out = self.rate / k**self.power
+        return float(out) if out.ndim == 0 else out
+
+
+# ---------------------------------------------------------------------------
+# The compiled loop
+# ---------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _lms_loop(W, k0, X, Y, edges, record_blocks, coefs, code, rate, tau, power, normalized, eps):
+    """Run LMS in place on W over the blocks X[edges[j]:edges[j+1]].
+
+    After block j == record_blocks[r] the current W is copied to coefs[r].
+    Returns (k, bad): the sample counter after the last sample, and the index
+    of the first block after which W is not finite (−1 if none).
+    """
+    q = X.shape[1]
+    K = Y.shape[1]
+    err = np.empty_like(W[0, :])  # residuals in W's dtype
+    k = k0
+    r = 0
+    for j in range(edges.shape[0] - 1):
+        for i in range(edges[j], edges[j + 1]):
+            k += 1
+            if code == 0:
+                rho = rate
+            elif code == 1:
+                rho = rate / (1.0 + k / tau)
+            else:
+                rho = rate / float(k) ** power
+            if normalized:
+                norm2 = 1.0  # the constant column of x̃
+                for c in range(q):
+                    norm2 += float(X[i, c]) * float(X[i, c])
+                rho = rho / (eps + norm2)
+            for t in range(K):
+                pred = W[0, t]
+                for c in range(q):
+                    pred += X[i, c] * W[c + 1, t]
+                err[t] = Y[i, t] - pred
+            for t in range(K):
+                g = rho * err[t]
+                W[0, t] += g
+                for c in range(q):
+                    W[c + 1, t] += g * X[i, c]
+        for t in range(K):
+            for c in range(q + 1):
+                if not np.isfinite(W[c, t]):
+                    return k, j
+        if r < record_blocks.shape[0] and record_blocks[r] == j:
+            coefs[r] = W
+            r += 1
+    return k, -1
+
+
+def lms_fold_arrays(
+    W: np.ndarray,
+    k0: int,
+    X: np.ndarray,
+    Y: np.ndarray,
+    edges: np.ndarray,
+    record_blocks: np.ndarray,
+    schedule: StepSchedule,
+    normalized: bool = False,
+    eps: float = 1e-6,
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """LMS over consecutive blocks on plain arrays; returns (W_new, k_new, coefs).
+
+    ``W`` ((q+1)×K) is not modified. X and Y are cast to W's dtype (float32 or
+    float64): W, predictions and residuals are kept in that dtype, the step
+    size and the increment ρ·e·x are evaluated in float64 and rounded to W's
+    dtype when added. ``record_blocks`` are increasing local block
+    indices after which W is copied into ``coefs`` (len(record_blocks), q+1, K).
+    Raises ValueError when W stops being finite (a step too large for the data
+    scale: plain LMS needs ρ‖x̃‖² < 2; use a smaller rate or ``normalized``).
+    """
+    W = np.array(W, copy=True, order="C")
+    dtype = W.dtype
+    X = np.ascontiguousarray(X, dtype=dtype)
+    Y = np.ascontiguousarray(as_2d(Y), dtype=dtype)
+    edges = np.ascontiguousarray(edges, dtype=np.int64)
+    record_blocks = np.ascontiguousarray(record_blocks, dtype=np.int64)
+    coefs = np.empty((record_blocks.size, *W.shape), dtype=dtype)
+    tau = 1.0 if schedule.tau is None else schedule.tau
+    power = 1.0 if schedule.power is None else schedule.power
+    k, bad = _lms_loop(
+        W,
+        np.int64(k0),
+        X,
+        Y,
+        edges,
+        record_blocks,
+        coefs,
+        schedule.code,
+        schedule.rate,
+        tau,
+        power,
+        bool(normalized),
+        float(eps),
+    )
+    if bad >= 0:
+        raise ValueError(
+            f"LMS diverged (non-finite coefficients) in local block {bad}, by sample {k}: "
+            f"the rate {schedule.rate!r} is too large for the data scale "
+            f"(plain LMS needs rate*|x~|^2 < 2); lower rate or use normalized=True"
+        )
+    return W, int(k), coefs
+
+
+# ---------------------------------------------------------------------------
+# The recursion
+# ---------------------------------------------------------------------------
+class LMS(Recursion):
+    """LMS / Widrow–Hoff SGD with an intercept, multi-output, compiled per-sample loop.
+
+    Parameters
+    ----------
+    schedule : {"constant", "inverse", "power"}
+        Step-size schedule, see :class:`StepSchedule`.
+    rate : float
+        ρ₀ (> 0).
+    tau : float, only for "inverse"
+        τ > 0 of ρ₀/(1 + k/τ).
+    power : float, only for "power"
+        a ∈ (½, 1] of ρ₀/kᵃ.
+    normalized : bool
+        Normalised LMS: the step is ρₖ/(ε + ‖x̃‖²). Since x̃ contains the constant
+        1, ‖x̃‖² ≥ 1 and ε only keeps the usual NLMS form; ρₖ ∈ (0, 2) is stable.
+    eps : float, default 1e-6
+        ε of normalised LMS.
+    coef0 : array ((q+1)×K) or None
+        W₀ (default zeros).
+
+    State: ``W`` ((q+1)×K, row 0 the intercept), ``k`` (samples processed, over
+    all epochs; the schedule's next sample is k + 1) and ``blocks``.
+    """
+
+    name = "lms"
+    supports_scan = False
+
+    def __init__(
+        self,
+        schedule: str = "constant",
+        rate: float = 0.01,
+        tau: float | None = None,
+        power: float | None = None,
+        normalized: bool = False,
+        eps: float = 1e-6,
+        coef0=None,
+    ):
+        self.schedule = StepSchedule(schedule, rate, tau, power)
+        if not (np.isfinite(eps) and eps >= 0):
+            raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+        self.normalized = bool(normalized)
+        self.eps = float(eps)
+        self.coef0 = None if coef0 is None else np.asarray(coef0)
+
+    def get_params(self) -> dict:
+        s = self.schedule
+        return {
+            "schedule": s.kind,
+            "rate": s.rate,
+            "tau": s.tau,
+            "power": s.power,
+            "normalized": self.normalized,
+            "eps": self.eps,
+        }
+
+    def state_dims(self) -> dict[str, tuple[str, ...]]:
+        # ``term`` has n_features + 1 entries (intercept first), labelled by coef_names.
+        return {"W": ("term", "target"), "k": (), "blocks": ()}
+
+    def coef_names(self, n_features: int) -> list[str]:
+        """Labels of the rows of W: ``["intercept", "x0", …, "x{q−1}"]``."""
+        return ["intercept"] + [f"x{j}" for j in range(int(n_features))]
+
+    def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        shape = (int(n_features) + 1, int(n_targets))
+        if self.coef0 is None:
+            W = np.zeros(shape, dtype=dtype)
+        else:
+            if self.coef0.size != shape[0] * shape[1]:
+                raise ValueError(f"coef0 must have shape {shape}, got {self.coef0.shape}")
+            W = np.array(self.coef0, dtype=dtype).reshape(shape)
+        return {"W": W, "k": np.int64(0), "blocks": np.int64(0)}
+
+    def coef(self, state: State) -> np.ndarray:
+        return state["W"]
+
+    def _check_block(self, state: State, X: np.ndarray, Y: np.ndarray):
+        X = np.asarray(X)
+        Y = as_2d(np.asarray(Y))
+        q1, K = state["W"].shape
+        if X.ndim != 2 or X.shape[1] != q1 - 1:
+            raise ValueError(f"X must have shape (rows, {q1 - 1}), got {X.shape}")
+        if Y.shape != (X.shape[0], K):
+            raise ValueError(f"Y must have shape ({X.shape[0]}, {K}), got {Y.shape}")
+        check_finite("X", X)
+        check_finite("Y", Y)
+        return X, Y
+
+    def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
+        X, Y = self._check_block(state, X, Y)
+        W, k, _ = lms_fold_arrays(
+            state["W"],
+            int(state["k"]),
+            X,
+            Y,
+            np.array([0, X.shape[0]]),
+            np.empty(0, dtype=np.int64),
+            self.schedule,
+            self.normalized,
+            self.eps,
+        )
+        return {"W": W, "k": np.int64(k), "blocks": np.int64(state["blocks"] + 1)}
+
+    def fold(
+        self,
+        state: State,
+        X: np.ndarray,
+        Y: np.ndarray,
+        edges: np.ndarray,
+        first_step: int,
+        record_every: int,
+        rows_before: int = 0,
+    ) -> FoldResult:
+        """The compiled loop over the whole piece; same recording rule as the base ``fold``."""
+        X, Y = self._check_block(state, X, Y)
+        edges = np.asarray(edges, dtype=np.int64)
+        if edges.ndim != 1 or edges.size < 1 or edges[0] != 0 or edges[-1] != X.shape[0]:
+            raise ValueError(f"edges must run from 0 to {X.shape[0]}, got {edges}")
+        if (np.diff(edges) < 0).any():
+            raise ValueError("edges must be non-decreasing")
+        if int(record_every) < 1:
+            raise ValueError(f"record_every must be a positive integer, got {record_every}")
+        n_blocks = edges.size - 1
+        steps = int(first_step) + np.arange(n_blocks)
+        local = np.flatnonzero(steps % int(record_every) == 0)
+        W, k, coefs = lms_fold_arrays(
+            state["W"],
+            int(state["k"]),
+            X,
+            Y,
+            edges,
+            local,
+            self.schedule,
+            self.normalized,
+            self.eps,
+        )
+        new_state = {"W": W, "k": np.int64(k), "blocks": np.int64(state["blocks"] + n_blocks)}
+        return FoldResult(
+            state=new_state,
+            steps=steps[local].astype(np.int64),
+            coefs=coefs,
+            rows_seen=(int(rows_before) + edges[local + 1]).astype(np.int64),
+        )
+
+
+
+
+
+
+
+

@@ -1,0 +1,70 @@
+"""Seeded visiting orders of shuffled epochs: which chunk comes next, and the rows in it.
+
+A two-level shuffle that depends only on (seed, epoch, chunk) and the storage
+chunking, never on the workers: :func:`epoch_chunk_order` permutes the chunks of one
+epoch and :func:`chunk_row_permutation` the rows inside one chunk. The pipeline's
+stream plans and the in-memory estimators use the same functions, so a shuffled fit
+of a store equals the estimator's shuffled fit of the same rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "chunk_row_permutation",
+    "epoch_chunk_order",
+]
+
+
+# ---------------------------------------------------------------------------
+# Epochs and seeded shuffling
+# ---------------------------------------------------------------------------
+# Keys carry a tag in a fixed position: SeedSequence pads entropy with zeros,
+# so [s, e] and [s, e, 0] would seed the same stream.
+_TAG_CHUNK_ORDER = 0x4C4D5301
+
+
+_TAG_ROW_ORDER = 0x4C4D5302
+
+
+def _check_key(name: str, v) -> int:
+    v = int(v)
+    if v < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {v}")
+    return v
+
+
+def epoch_chunk_order(seed: int, epoch: int, n_chunks: int, shuffle: bool) -> np.ndarray:
+    """Order in which epoch ``epoch`` visits the chunks: arange, or a seeded permutation.
+
+    The permutation comes from ``default_rng([seed, tag, epoch])`` alone, so
+    every worker computes the same order.
+    """
+    seed = _check_key("seed", seed)
+    epoch = _check_key("epoch", epoch)
+    n_chunks = _check_key("n_chunks", n_chunks)
+    if not shuffle:
+        return np.arange(n_chunks, dtype=np.int64)
+    rng = np.random.default_rng([seed, _TAG_CHUNK_ORDER, epoch])
+    return rng.permutation(n_chunks).astype(np.int64)
+
+
+def chunk_row_permutation(
+    seed: int, epoch: int, chunk_index: int, n_rows: int, shuffle: bool
+) -> np.ndarray:
+    """Order of the rows of chunk ``chunk_index`` (its storage index) in epoch ``epoch``.
+
+    Seeded by ``default_rng([seed, tag, epoch, chunk_index])``; identity when
+    ``shuffle`` is False. Together with :func:`epoch_chunk_order` this is a
+    two-level shuffle (chunks, then rows within a chunk), not a uniform
+    permutation of all rows — the price of reading one chunk at a time.
+    """
+    seed = _check_key("seed", seed)
+    epoch = _check_key("epoch", epoch)
+    chunk_index = _check_key("chunk_index", chunk_index)
+    n_rows = _check_key("n_rows", n_rows)
+    if not shuffle:
+        return np.arange(n_rows, dtype=np.int64)
+    rng = np.random.default_rng([seed, _TAG_ROW_ORDER, epoch, chunk_index])
+    return rng.permutation(n_rows).astype(np.int64)

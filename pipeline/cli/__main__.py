@@ -1,0 +1,5 @@
+"""``python -m streamlsq.cli``: the command line."""
+
+from streamlsq.cli.main import main
+
+main()

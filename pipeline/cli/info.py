@@ -1,0 +1,67 @@
+"""``streamlsq info`` and ``streamlsq demo``: look at a store; run the whole pipeline once."""
+
+from __future__ import annotations
+
+import click
+
+from streamlsq.cli.common import CONTEXT, _client, _cluster_options, _friendly_errors
+
+__all__ = [
+    "demo",
+    "info",
+]
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("store", type=click.Path())
+@click.option("--check", is_flag=True,
+              help="Also read every chunk and check for NaN/Inf (a parallel pass).")
+@_cluster_options
+@_friendly_errors
+def info(store, check, scheduler, n_workers, memory_limit):
+    """Describe STORE (stream, multi-task or result store) and validate it.
+
+    \b
+    Examples:
+      streamlsq info data.zarr
+      streamlsq info data.zarr --check
+    """
+    from streamlsq.io.describe import check_values, describe
+
+    click.echo(describe(store))
+    if check:
+        with _client(scheduler, n_workers, memory_limit) as client:
+            n = check_values(store, client)
+        click.echo(f"checked: every value finite in {n} rows")
+
+
+@click.command(context_settings=CONTEXT)
+@click.option("--out", default="streamlsq-demo", show_default=True, type=click.Path(),
+              help="Folder for the demo's stores, summary and figures.")
+@click.option("--rows", default=2_000_000, show_default=True, help="Rows of the stream.")
+@click.option("--features", default=20, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@click.option("--tasks", default=100_000, show_default=True,
+              help="Light tasks of the multi-task store (4 rows each; a quarter as many "
+                   "tasks of 10 rows to classify, and 200 heavy tasks).")
+@_cluster_options
+@_friendly_errors
+def demo(out, rows, features, seed, tasks, scheduler, n_workers, memory_limit):
+    """The whole pipeline: stream fits, meta-learning, prediction, with a summary and figures.
+
+    Simulates a stream and fits it with KF4LLS (both engines), RLS and LMS;
+    simulates a multi-task store, meta-learns the mixture and predicts new
+    tasks; prints accuracy against the truth and rows/s, and writes
+    summary.md, stream.png and metalearn.png into the demo folder.
+
+    \b
+    Examples:
+      streamlsq demo
+      streamlsq demo --out /tmp/demo --rows 500000 --tasks 10000
+    """
+    from streamlsq.studies.demo import run_demo
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        run_demo(out, rows, features, seed, client=client, echo=click.echo, tasks=tasks)
+
+

@@ -1,0 +1,51 @@
+"""The ``streamlsq`` command line (DESIGN.md §4).
+
+Every command exits 0 on success and 2 on bad input, printing one line that
+names the store, variable and chunk or row at fault.
+"""
+
+from __future__ import annotations
+
+import click
+
+from streamlsq.cli.common import CONTEXT
+
+__all__ = [
+    "main",
+]
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(package_name="streamlsq")
+def main():
+    """Incremental least squares and meta-learning of linear regressions over chunked
+    Zarr stores, on a Dask cluster.
+
+    \b
+    A first session:
+      streamlsq simulate stream --out data.zarr --rows 200000 --features 20
+      streamlsq fit kf4lls data.zarr --out fit.zarr
+      streamlsq info fit.zarr
+    """
+
+
+
+
+def _register() -> None:
+    # every command group lives in a module of its own
+    from streamlsq.cli.fit import fit
+    from streamlsq.cli.info import demo, info
+    from streamlsq.cli.mlr import em, example, metalearn, predict, simulate_mlr
+    from streamlsq.cli.simulate import simulate
+    from streamlsq.cli.study import study
+
+    simulate.add_command(simulate_mlr, "mlr")
+    fit.add_command(em, "em")
+    for command in (simulate, fit, info, metalearn, predict, example, study, demo):
+        main.add_command(command)
+
+
+_register()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,227 @@
+"""Command line of meta-learning (DESIGN.md §4): ``metalearn``, ``predict``, ``example``,
+``simulate mlr`` and the ``em`` command object for ``streamlsq fit em``.
+
+:func:`register` attaches them to the main group. ``simulate`` becomes a group
+with the subcommands ``stream`` (the existing command, unchanged options) and
+``mlr``; ``em`` is exported for the ``fit`` command to attach.
+"""
+
+from __future__ import annotations
+
+import click
+
+from streamlsq.cli.common import CONTEXT, _client, _cluster_options, _friendly_errors
+
+__all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("data", type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Model store to create.")
+@click.option("--k", "k", required=True, type=int, help="Number of components.")
+@click.option("--linkage", type=click.Choice(["single", "average"]), default="single",
+              show_default=True, help="Clustering of the heavy tasks.")
+@click.option("--threshold", type=float, default=None,
+              help="Cut the linkage at this distance (Δ²/2 for a known separation Δ) "
+              "instead of at K clusters.")
+@click.option("--splits", default=1, show_default=True,
+              help="L: split pairs per heavy task (distances are medians over L).")
+@click.option("--whiten", is_flag=True, help="Whiten the features first (coefficients are "
+              "mapped back to the raw features).")
+@click.option("--roles", type=click.Choice(["auto", "store", "rows"]), default="auto",
+              show_default=True, help="Task sets from the store's role variable or by rows "
+              "per task.")
+@click.option("--heavy-rows", type=int, default=None,
+              help="With --roles rows: tasks with at least this many rows are also heavy.")
+@click.option("--holdout", default=0, show_default=True,
+              help="Leave out the last N rows of every task (evaluate them with predict).")
+@click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
+@click.option("--tile", default=1024, show_default=True,
+              help="Heavy tasks per side of a distance tile.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
+@_cluster_options
+@_friendly_errors
+def metalearn(data, out, k, linkage, threshold, splits, whiten, roles, heavy_rows, holdout,
+              chunk_tasks, tile, overwrite, scheduler, n_workers, memory_limit):
+    """Meta-learn a mixture of K linear regressions (Algorithm 1) from the task store DATA.
+
+    \b
+    Examples:
+      streamlsq simulate mlr --out tasks.zarr --k 4 --d 8
+      streamlsq metalearn tasks.zarr --out model.zarr --k 4
+      streamlsq metalearn tasks.zarr --out model.zarr --k 4 --linkage average --splits 3
+      streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
+    """
+    from streamlsq.mlr.metalearn import metalearn as run
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        ds = run(data, k, out=out, linkage=linkage, threshold=threshold, splits=splits,
+                 whiten=whiten, roles=roles, heavy_rows=heavy_rows, holdout=holdout,
+                 chunk_tasks=chunk_tasks, tile=tile, overwrite=overwrite, client=client)
+    a = ds.attrs
+    line = (f"wrote {out}: {a['n_clusters']} clusters from {a['n_light']} light, "
+            f"{a['n_heavy']} heavy and {a['n_light2']} light2 tasks in {a['seconds']:.3g} s")
+    if "subspace_error" in a:
+        line += (f"; subspace error {a['subspace_error']:.3g}, heavy accuracy "
+                 f"{a['heavy_accuracy']:.3g}, classification accuracy "
+                 f"{a['classification_accuracy']:.3g}, coef error {a['coef_error']:.3g}")
+    click.echo(line)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("model", type=click.Path())
+@click.argument("tasks", type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Result store to create.")
+@click.option("--estimator", type=click.Choice(["bayes", "map", "lstsq"]), default="bayes",
+              show_default=True, help="Posterior mean, most probable cluster, or per-task "
+              "least squares.")
+@click.option("--holdout", default=0, show_default=True,
+              help="Hold out the last N rows of every task and report their squared error.")
+@click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
+@_cluster_options
+@_friendly_errors
+def predict(model, tasks, out, estimator, holdout, chunk_tasks, overwrite, scheduler,
+            n_workers, memory_limit):
+    """Estimate every task of TASKS under the meta-learned MODEL.
+
+    \b
+    Examples:
+      streamlsq predict model.zarr new-tasks.zarr --out pred.zarr
+      streamlsq predict model.zarr new-tasks.zarr --out pred.zarr --estimator map --holdout 10
+    """
+    from streamlsq.mlr.predict import predict as run
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout,
+                 chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
+    line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {estimator}"
+    if holdout:
+        line += (f"; held-out MSE {ds.attrs['holdout_mse']:.4g} over "
+                 f"{ds.attrs['holdout_rows']} rows")
+    click.echo(line)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("data", type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Model store to create.")
+@click.option("--k", "k", required=True, type=int, help="Number of components.")
+@click.option("--init", type=click.Choice(["truth", "perturbed", "random"]),
+              default="perturbed", show_default=True,
+              help="Start at the store's truth, the truth perturbed (paper E.5), or at random.")
+@click.option("--scale", default=0.5, show_default=True,
+              help="Relative size of the perturbation of --init perturbed.")
+@click.option("--iterations", default=100, show_default=True, help="Most EM iterations.")
+@click.option("--tol", default=1e-8, show_default=True,
+              help="Stop when the log-likelihood changes by at most tol*|log-likelihood|.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the initialisation.")
+@click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
+@_cluster_options
+@_friendly_errors
+def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite, scheduler,
+       n_workers, memory_limit):
+    """Fit a mixture of K linear regressions to the task store DATA by task-level EM.
+
+    \b
+    Examples:
+      streamlsq fit em tasks.zarr --out em.zarr --k 4 --init truth
+      streamlsq fit em tasks.zarr --out em.zarr --k 4 --init perturbed --scale 1.0 --seed 3
+    """
+    from streamlsq.mlr.em import fit_em
+
+    with _client(scheduler, n_workers, memory_limit) as client:
+        ds = fit_em(data, k, out=out, init=init, scale=scale, iterations=iterations, tol=tol,
+                    seed=seed, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
+    a = ds.attrs
+    line = f"wrote {out}: EM {a['status']} after {a['n_iterations']} iterations"
+    if a["failure"]:
+        line += f" ({a['failure']})"
+    if "coef_error" in a:
+        line += f"; coef error {a['coef_error']:.3g}, weight error {a['weight_error']:.3g}"
+    click.echo(line)
+
+
+@click.command("mlr", context_settings=CONTEXT)
+@click.option("--out", required=True, type=click.Path(), help="Store to create.")
+@click.option("--k", "k", default=4, show_default=True, help="Components.")
+@click.option("--d", "d", default=8, show_default=True, help="Features.")
+@click.option("--weights", default=None, help="Comma-separated weights p (default uniform).")
+@click.option("--noise", default="1.0", show_default=True,
+              help="Noise standard deviation s, one number or K comma-separated.")
+@click.option("--separation", type=float, default=None,
+              help="Rescale the components to this minimum distance.")
+@click.option("--kind", type=click.Choice(["orthonormal", "gaussian"]), default="orthonormal",
+              show_default=True, help="Orthonormal components or N(0, I/d).")
+@click.option("--n-light", default=10_000, show_default=True, help="Tasks in D_L1.")
+@click.option("--t-light", default=4, show_default=True, help="Rows per D_L1 task.")
+@click.option("--n-heavy", default=200, show_default=True, help="Tasks in D_H.")
+@click.option("--t-heavy", default=100, show_default=True, help="Rows per D_H task.")
+@click.option("--n-light2", default=10_000, show_default=True, help="Tasks in D_L2.")
+@click.option("--t-light2", default=8, show_default=True, help="Rows per D_L2 task.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the mixture.")
+@click.option("--task-seed", type=int, default=None,
+              help="Seed of the tasks (default --seed): another value draws new tasks from "
+              "the same mixture, e.g. a test set.")
+@click.option("--chunk-size", type=int, default=None, help="Rows per Zarr chunk.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@_cluster_options
+@_friendly_errors
+def simulate_mlr(out, k, d, weights, noise, separation, kind, n_light, t_light, n_heavy,
+                 t_heavy, n_light2, t_light2, seed, task_seed, chunk_size, overwrite, scheduler,
+                 n_workers, memory_limit):
+    """Write a multi-task store of the mixed-linear-regression model, in parallel.
+
+    \b
+    Examples:
+      streamlsq simulate mlr --out tasks.zarr --k 4 --d 8 --n-light 100000 --t-light 4
+      streamlsq simulate mlr --out test.zarr --n-light 0 --n-heavy 0 --t-light2 30 --task-seed 1
+    """
+    from streamlsq.errors import InputError
+    from streamlsq.simulate.tasks import simulate_mlr as run
+
+    def numbers(text, name):
+        try:
+            return [float(v) for v in text.split(",")]
+        except ValueError:
+            raise InputError(f"--{name} must be comma-separated numbers, got {text!r}") from None
+
+    noise_values = numbers(noise, "noise")
+    with _client(scheduler, n_workers, memory_limit) as client:
+        path = run(out, k=k, d=d, weights=None if weights is None else numbers(weights, "weights"),
+                   noise=noise_values[0] if len(noise_values) == 1 else noise_values,
+                   separation=separation, kind=kind, n_light=n_light, t_light=t_light,
+                   n_heavy=n_heavy, t_heavy=t_heavy, n_light2=n_light2, t_light2=t_light2,
+                   seed=seed, task_seed=task_seed, chunk_rows=chunk_size, overwrite=overwrite,
+                   client=client)
+    click.echo(f"wrote {path}: {n_light} light, {n_heavy} heavy, {n_light2} light2 tasks "
+               f"(k = {k}, d = {d})")
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("name", type=click.Choice(["exam", "hsb82", "radon"]))
+@click.option("--out", required=True, type=click.Path(), help="Store to create.")
+@click.option("--seed", default=0, show_default=True,
+              help="Seed of the shuffle of rows within each task.")
+@click.option("--min-rows", default=1, show_default=True,
+              help="Leave out tasks with fewer rows than this.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@_friendly_errors
+def example(name, out, seed, min_rows, overwrite):
+    """Convert a real multilevel dataset (needs the 'examples' extra) to a multi-task store.
+
+    \b
+    exam   mlmRev Exam: 65 schools; normexam ~ 1 + standLRT
+    hsb82  mlmRev Hsb82: 160 schools; mAch ~ 1 + cses + female + minority
+    radon  HLMdiag radon: 85 counties; log.radon ~ 1 + basement
+    \b
+    Examples:
+      streamlsq example exam --out exam.zarr
+      streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
+    (--scheduler is not needed: the conversion runs in this process.)
+    """
+    from streamlsq.mlr.examples import example_tasks
+
+    path, info = example_tasks(name, out, seed=seed, min_rows=min_rows, overwrite=overwrite)
+    click.echo(f"wrote {path}: {info['n_tasks']} tasks, {info['n_rows']} rows, features "
+               f"{', '.join(info['features'])}; target {info['target']}")

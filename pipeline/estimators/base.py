@@ -1,0 +1,327 @@
+"""In-memory estimators with scikit-learn conventions, one per recursion.
+
+Each class drives a kernel :class:`~streamlsq.kernels.recursion.Recursion` — the
+same objects the pipeline folds over Zarr stores — on NumPy arrays (or anything
+:func:`sklearn.utils.validation.validate_data` accepts: lists, DataFrames,
+read-only memmaps). This module adds no math: it validates input, cuts the rows
+into the blocks of the recursion, calls the kernel's ``init``/``fold`` and
+exposes the kernel's coefficients in scikit-learn's shapes.
+
+Common behaviour (see :class:`RecursionRegressor`):
+
+- ``fit(X, y)`` starts from a fresh kernel state and folds all rows in order,
+  in blocks of ``block_size`` rows (``None``: the whole call is one block).
+  ``partial_fit(X, y)`` continues from the current state (the first call
+  initialises it); blocks never straddle two calls, so partial fits over pieces
+  equal one fit on all rows when every piece is a whole number of blocks (or,
+  for KF4LLS with ``ridge=0``, always: it is least squares on all rows seen).
+- Inputs are upcast to float64 and the kernel state is float64, as in the
+  pipeline's default ``dtype="float64"``: float32 data give the same numbers
+  as the same data in float64, and predictions are float64.
+- ``y`` of shape (n,) gives ``coef_`` (n_features,), a float ``intercept_`` and
+  1-D predictions; ``y`` of shape (n, K) gives ``coef_`` (K, n_features),
+  ``intercept_`` (K,) and (n, K) predictions, like
+  :class:`sklearn.linear_model.LinearRegression`. The IRMA estimators have a
+  scalar target (a column vector y is raveled with sklearn's
+  ``DataConversionWarning``), ``coef_`` (n_basis,) and no ``intercept_``.
+- Fitted attributes: ``coef_``, ``intercept_``, ``n_features_in_``,
+  ``feature_names_in_`` (when fitted on a DataFrame with string column names),
+  ``state_`` (the kernel state: a dict of NumPy arrays, as the pipeline
+  checkpoints it), ``n_steps_`` (blocks folded) and ``rows_seen_`` (rows folded,
+  counting every epoch of LMS).
+- Parameters are only stored by ``__init__``; they are checked in ``fit`` /
+  ``partial_fit`` by constructing the kernel, which raises ValueError naming
+  the parameter.
+
+Intercepts: KF4LLS, RLS and incremental BFGS have no intercept term of their own. Centring X and
+y by their means, as a batch fit does, is not available to a recursion (the
+means are not known until the end), so with ``fit_intercept=True`` the estimator
+prepends a constant column of ones to X before the kernel sees it and reports
+that column's coefficients as ``intercept_``. The intercept is then estimated
+jointly with the slopes — exactly least squares with an intercept for KF4LLS
+with ``ridge=0`` — and a ridge start (``ridge > 0``) shrinks it like the slopes.
+LMS has its constant column inside the kernel (row 0 of ``W``); interleaved
+KF4LLS centres every block and has no intercept (``intercept_`` is 0); the IRMA
+models have the constant function in their basis.
+
+Input dimension of IRMA: its X holds the raw inputs x of the basis, one column
+per interval of ``domain`` (one by default), and points outside the domain are
+refused — these estimators are function approximators of few inputs, not
+regressors on arbitrary feature matrices.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from streamlsq.kernels import (
+    Recursion,
+    SingularMatrixError,
+    State,
+    block_edges,
+)
+
+__all__ = [
+]
+
+
+def check_block_size(value, name: str, allow_none: bool = True) -> int | None:
+    """``value`` as a positive int (or None when allowed); ValueError naming ``name``."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        allowed = "a positive integer or None" if allow_none else "a positive integer"
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return int(value)
+
+
+def check_bool(value, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+class Pass:
+    """One ordered pass of rows through the kernel: the rows, in the order the
+    kernel sees them, and the block edges over them."""
+
+    __slots__ = ("X", "Y", "edges")
+
+    def __init__(self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray):
+        self.X, self.Y, self.edges = X, Y, np.asarray(edges, dtype=np.int64)
+
+
+class RecursionRegressor(RegressorMixin, BaseEstimator):
+    """Shared driver: validation, blocks, the kernel's ``init``/``fold``, sklearn shapes.
+
+    Subclasses implement :meth:`_make_kernel` (construct and thereby validate
+    the kernel from the estimator's parameters) and may override
+    :meth:`_design` (what the kernel sees as X), :meth:`_passes` (the order of
+    the rows and the blocks) and ``_has_intercept_row`` (whether row 0 of the
+    kernel's coefficients is the intercept).
+    """
+
+    # -- hooks ---------------------------------------------------------------
+    def _make_kernel(self) -> Recursion:
+        raise NotImplementedError
+
+    def _check_params(self) -> None:
+        """Checks of estimator-only parameters (the kernel checks its own)."""
+
+    def _has_intercept_row(self) -> bool:
+        return False
+
+    def _design(self, X: np.ndarray) -> np.ndarray:
+        """The rows as the kernel consumes them (default: X itself)."""
+        return X
+
+    def _n_kernel_features(self, n_features: int) -> int:
+        return self._design(np.zeros((1, n_features))).shape[1]
+
+    def _passes(self, kernel, state, X, Y, first_call: bool, is_fit: bool, **kw):
+        """Passes of rows for one fit/partial_fit call (default: one pass, in order)."""
+        first = self._first_block_size() if first_call else None
+        return [Pass(X, Y, self._edges(X.shape[0], self.block_size, first))]
+
+    def _first_block_size(self) -> int | None:
+        return None
+
+    @staticmethod
+    def _edges(n_rows: int, block_size: int | None, first: int | None = None) -> np.ndarray:
+        if block_size is None:
+            return np.array([0, n_rows], dtype=np.int64)
+        return block_edges(n_rows, block_size, first)
+
+    _singular_hint = "set ridge > 0"
+    #: whether y may have several columns (else 1-D y, sklearn's column-vector warning)
+    _multi_output = True
+    #: whether the model has an ``intercept_`` attribute (a basis expansion has none)
+    _reports_intercept = True
+
+    # -- sklearn plumbing ----------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = self._multi_output
+        tags.target_tags.single_output = True
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        return tags
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "state_")
+
+    # -- public API ------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit from a fresh kernel state on all rows of (X, y), in order; returns self."""
+        return self._fit(X, y, first_call=True, is_fit=True)
+
+    def partial_fit(self, X, y):
+        """Continue from the current state with the rows of (X, y); returns self.
+
+        The first call (or the first after construction or ``clone``) starts a
+        fresh state. Later calls need the same number of features (and of
+        targets) as the first.
+        """
+        return self._fit(X, y, first_call=not self.__sklearn_is_fitted__(), is_fit=False)
+
+    def predict(self, X):
+        """Predictions (n,) for a 1-D training y, (n, K) for a 2-D one (float64)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Y = self._predict_kernel(X)
+        return Y[:, 0] if self._y_1d else Y
+
+    def _predict_kernel(self, X: np.ndarray) -> np.ndarray:
+        """(n, K) predictions of the linear model: X·coef + intercept."""
+        W = self._coef_matrix
+        if self._has_intercept_row():
+            return X @ W[1:] + W[0]
+        return X @ W
+
+    # -- the driver ------------------------------------------------------------
+    def _fit(self, X, y, first_call: bool, is_fit: bool, **fit_params):
+        if is_fit:  # a failed fit leaves the estimator unfitted, not half-refitted
+            for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+                delattr(self, name)
+        kernel = self._make_kernel_checked()
+        X, y = validate_data(
+            self, X, y, reset=first_call, dtype=np.float64, multi_output=self._multi_output,
+            y_numeric=True,
+        )
+        y = np.asarray(y, dtype=np.float64)
+        Y = y[:, None] if y.ndim == 1 else y
+        if not first_call:
+            n_targets = self._coef_matrix.shape[1]
+            if Y.shape[1] != n_targets:
+                raise ValueError(
+                    f"y has {Y.shape[1]} target(s), but {type(self).__name__} was fitted "
+                    f"with {n_targets}: partial_fit needs the same targets on every call"
+                )
+        try:
+            fresh = kernel.init(self._n_kernel_features(X.shape[1]), Y.shape[1], np.float64)
+        except ValueError as exc:
+            raise ValueError(f"{type(self).__name__}: {exc}") from None
+        if first_call:
+            state = fresh
+            n_steps, rows_seen = 0, 0
+        else:
+            state = self.state_
+            changed = [k for k in fresh if np.shape(fresh[k]) != np.shape(state.get(k))]
+            if changed or set(fresh) != set(state):
+                raise ValueError(
+                    f"{type(self).__name__}: the parameters no longer match the fitted state "
+                    f"(state arrays {changed or sorted(set(fresh) ^ set(state))} differ, e.g. "
+                    f"after set_params); call fit to start again"
+                )
+            n_steps, rows_seen = self.n_steps_, self.rows_seen_
+        passes = self._passes(kernel, state, X, Y, first_call, is_fit, **fit_params)
+        for p in passes:
+            D = self._design(p.X)
+            n_blocks = p.edges.size - 1
+            if n_blocks == 0:
+                continue
+            try:
+                res = kernel.fold(
+                    state, D, p.Y, p.edges, n_steps + 1,
+                    # record nothing: only the final state is kept
+                    record_every=n_steps + n_blocks + 1, rows_before=rows_seen,
+                )
+            except SingularMatrixError as exc:
+                raise ValueError(
+                    f"{type(self).__name__}: the recursion's H became singular while folding "
+                    f"n_samples = {X.shape[0]} rows in {n_blocks} block(s) of "
+                    f"block_size={self.block_size!r} ({exc}): a rank-deficient first block "
+                    f"or collinear columns; {self._singular_hint}"
+                ) from exc
+            state = res.state
+            n_steps += n_blocks
+            rows_seen += int(p.edges[-1])
+        if first_call and n_steps == 0:
+            raise ValueError(f"{type(self).__name__}: no block to fold: none of the rows was used")
+        self._set_fitted(kernel, state, n_steps, rows_seen, y.ndim == 1 if first_call else None)
+        return self
+
+    def _make_kernel_checked(self) -> Recursion:
+        try:
+            self._check_params()
+            return self._make_kernel()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{type(self).__name__}: {exc}") from None
+
+    def _set_fitted(self, kernel, state: State, n_steps: int, rows_seen: int, y_1d):
+        W = np.asarray(kernel.coef(state))
+        self.state_ = state
+        self.n_steps_ = int(n_steps)
+        self.rows_seen_ = int(rows_seen)
+        self._coef_matrix = W
+        if y_1d is not None:
+            self._y_1d = bool(y_1d)
+        slopes = W[1:] if self._has_intercept_row() else W
+        intercept = W[0] if self._has_intercept_row() else np.zeros(W.shape[1], dtype=W.dtype)
+        if self._y_1d:
+            self.coef_ = slopes[:, 0].copy()
+            if self._reports_intercept:
+                self.intercept_ = float(intercept[0])
+        else:
+            self.coef_ = slopes.T.copy()
+            if self._reports_intercept:
+                self.intercept_ = intercept.copy()
+        self._set_extra_fitted(kernel, state)
+
+    def _set_extra_fitted(self, kernel, state: State) -> None:
+        """Method-specific fitted attributes (none by default)."""
+
+
+class InterceptColumnMixin:
+    """``fit_intercept``: a column of ones prepended to X (row 0 of the coefficients)."""
+
+    def _has_intercept_row(self) -> bool:
+        return bool(self.fit_intercept)
+
+    def _design(self, X: np.ndarray) -> np.ndarray:
+        if not self.fit_intercept:
+            return X
+        return np.hstack([np.ones((X.shape[0], 1), dtype=X.dtype), X])
+
+
+# ---------------------------------------------------------------------------
+# KF4LLS and RLS
+# ---------------------------------------------------------------------------
+class BlocksMixin:
+    """``block_size``, ``first_block_size`` and ``fit_intercept`` of the block solvers."""
+
+    def _check_params(self):
+        check_block_size(self.block_size, "block_size")
+        check_block_size(self.first_block_size, "first_block_size")
+        check_bool(self.fit_intercept, "fit_intercept")
+
+    def _first_block_size(self):
+        return self.first_block_size
+
+    def _edges(self, n_rows, block_size, first=None):
+        if block_size is None and first is not None:
+            # a first block, then the rest of the call as one block
+            return np.unique(np.array([0, min(first, n_rows), n_rows], dtype=np.int64))
+        return RecursionRegressor._edges(n_rows, block_size, first)
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+

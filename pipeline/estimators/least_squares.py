@@ -1,0 +1,227 @@
+"""KF4LLS, RLS and interleaved KF4LLS as scikit-learn estimators.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from streamlsq.estimators.base import (
+    BlocksMixin,
+    InterceptColumnMixin,
+    Pass,
+    RecursionRegressor,
+    check_block_size,
+)
+from streamlsq.kernels import (
+    KF4LLS,
+    RLS,
+    InterleavedKF4LLS,
+)
+from streamlsq.kernels.recursions.interleaved import interleaved_block_order
+
+__all__ = [
+    "InterleavedKF4LLSRegressor",
+    "KF4LLSRegressor",
+    "RLSRegressor",
+]
+
+
+class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor):
+    """Kalman filter for linear least squares (KF4LLS), block by block.
+
+    H_i = H_{i−1} + X_iᵀX_i, ψ_i = ψ_{i−1} + H_i⁻¹X_iᵀ(Y_i − X_iψ_{i−1})
+    (ALGORITHMS.md §1; kernel :class:`streamlsq.kernels.KF4LLS`). With
+    ``ridge=0`` (H_0 = 0) the result after any number of rows is ordinary least
+    squares on all rows seen — the same numbers as
+    :class:`sklearn.linear_model.LinearRegression` (when X has full column rank),
+    whatever the block size, and ``partial_fit`` over pieces equals ``fit``.
+
+    Parameters
+    ----------
+    block_size : int or None, default None
+        Rows per step of the recursion. None: every ``fit``/``partial_fit``
+        call is one block.
+    first_block_size : int or None, default None
+        Rows of the very first block (default ``block_size``); with ``ridge=0``
+        the first block needs ``n_features`` (+1 with the intercept) linearly
+        independent rows.
+    ridge : float, default 0
+        δ of the ridge start H_0 = δI: the fit is then ridge regression with
+        penalty δ‖ψ‖², the intercept included (see the module docstring).
+    fit_intercept : bool, default True
+        Prepend a constant column inside the estimator and report its
+        coefficient as ``intercept_`` (a recursion cannot centre X and y by
+        means it has not seen yet).
+
+    Attributes
+    ----------
+    coef_, intercept_, n_features_in_, feature_names_in_, state_, n_steps_, rows_seen_
+        See the module docstring; ``state_`` holds H, psi, rows, blocks.
+    """
+
+    _singular_hint = "set ridge > 0 or a larger first_block_size"
+
+    def __init__(self, block_size=None, first_block_size=None, ridge=0.0, fit_intercept=True):
+        self.block_size = block_size
+        self.first_block_size = first_block_size
+        self.ridge = ridge
+        self.fit_intercept = fit_intercept
+
+    def _make_kernel(self):
+        return KF4LLS(ridge=self.ridge)
+
+
+class RLSRegressor(KF4LLSRegressor):
+    """Recursive least squares with a forgetting factor, one row per step by default.
+
+    H_i = g·H_{i−1} + X_iᵀX_i, H_iψ_i = g·H_{i−1}ψ_{i−1} + X_iᵀY_i
+    (ALGORITHMS.md §1; kernel :class:`streamlsq.kernels.RLS`): the exponentially
+    weighted least-squares fit, row weights g^(steps since the row's block).
+    With ``forgetting=1`` and ``ridge=0`` it is ordinary least squares on the
+    rows seen (an expanding window), which needs a full-rank first block
+    (``first_block_size``).
+
+    Parameters
+    ----------
+    forgetting : float in (0, 1], default 0.99
+        g.
+    ridge : float >= 0, default 1e-6
+        μ of the start H_0 = μI (classic RLS: P_0 = I/μ); it decays like g^i.
+        The default keeps per-sample RLS (``block_size=1``) solvable from the
+        first row while biasing the fit negligibly.
+    block_size : int or None, default 1
+        Rows per step (None: each call is one block).
+    first_block_size : int or None, default None
+        Rows of the very first block (default ``block_size``).
+    fit_intercept : bool, default True
+        As for :class:`KF4LLSRegressor` (the ridge start shrinks the intercept too).
+    """
+
+    def __init__(
+        self, forgetting=0.99, ridge=1e-6, block_size=1, first_block_size=None, fit_intercept=True
+    ):
+        self.forgetting = forgetting
+        self.ridge = ridge
+        self.block_size = block_size
+        self.first_block_size = first_block_size
+        self.fit_intercept = fit_intercept
+
+    def _make_kernel(self):
+        return RLS(forgetting=self.forgetting, ridge=self.ridge)
+
+
+# ---------------------------------------------------------------------------
+# Interleaved KF4LLS
+# ---------------------------------------------------------------------------
+class InterleavedKF4LLSRegressor(RecursionRegressor):
+    """Interleaved KF4LLS: learn the α-mixture of two populations "a" and "b".
+
+    Every block is centred (step 0(a)), scaled by √α ("a") or √(1−α) ("b")
+    (step 0(b)) and folded by KF4LLS from H_0 = 0, the populations alternating
+    a, b, a, … (or b, a, … with ``start="b"``) (ALGORITHMS.md §2; kernel
+    :class:`streamlsq.kernels.InterleavedKF4LLS`).
+
+    Which rows belong to which population — the fit parameter ``population``:
+
+    - ``fit(X, y, population=labels)``: ``labels`` is an array of "a"/"b", one
+      per row. The rows of each population, in their order, are cut into blocks
+      of ``block_size`` rows (None: all of the population's rows in this call
+      form one block), and the blocks are folded alternately, starting with
+      ``start`` (``partial_fit``: with the population the state expects next).
+      As in the pipeline, the stream stops when the population due next has no
+      block left: the other population's surplus blocks are not used; a
+      ``UserWarning`` says how many rows were left out, and ``rows_seen_``
+      counts only the rows used. ``population`` is a sample-aligned fit
+      parameter: ``cross_val_score(..., params={"population": labels})`` and
+      ``Pipeline.fit(..., interleavedkf4llsregressor__population=labels)``
+      split it with the rows.
+    - ``fit(X, y)`` (``population=None``): X already is the interleaved stream;
+      its consecutive blocks of ``block_size`` rows alternate populations,
+      starting with ``start`` (``partial_fit``: continuing the parity of the
+      state). With ``block_size=None`` the call is one block.
+
+    With ``block_size=None``, one call with both populations is the paper's two
+    steps: ψ₂ = G⁻¹(α UcᵀBc + (1−α) VcᵀFc) (Lemma 1).
+
+    The model has no intercept: blocks are centred, so the fit estimates slopes
+    only and ``predict`` returns X·ψ with ``intercept_ = 0`` (as the paper
+    evaluates it). Centre X and y beforehand when their means matter.
+
+    Parameters
+    ----------
+    alpha : float in [0, 1], default 0.5
+        Mixing weight of the target population α·A + (1−α)·B.
+    start : {"a", "b"}, default "a"
+        Population of the first block.
+    ridge : float >= 0, default 0
+        δ of a ridge start H_0 = δI (0 is the paper's H_0 = 0: the first block
+        then needs n_features + 1 rows, one is lost to centring).
+    block_size : int or None, default None
+        Rows per block (see above).
+    """
+
+    _singular_hint = (
+        "a centred block of n rows has rank <= n - 1, so with ridge=0 the first block "
+        "needs at least n_features + 1 rows (and nonzero weight); set ridge > 0 or a "
+        "larger block_size"
+    )
+
+    def __init__(self, alpha=0.5, start="a", ridge=0.0, block_size=None):
+        self.alpha = alpha
+        self.start = start
+        self.ridge = ridge
+        self.block_size = block_size
+
+    def _check_params(self):
+        check_block_size(self.block_size, "block_size")
+
+    def _make_kernel(self):
+        return InterleavedKF4LLS(alpha=self.alpha, start=self.start, ridge=self.ridge)
+
+    def fit(self, X, y, population=None):
+        """Fit from H_0 on (X, y); ``population``: per-row "a"/"b" labels or None."""
+        return self._fit(X, y, first_call=True, is_fit=True, population=population)
+
+    def partial_fit(self, X, y, population=None):
+        """Continue the alternation from the current state; see :meth:`fit`."""
+        first = not self.__sklearn_is_fitted__()
+        return self._fit(X, y, first_call=first, is_fit=False, population=population)
+
+    def _passes(self, kernel, state, X, Y, first_call, is_fit, population=None):
+        n = X.shape[0]
+        if population is None:
+            return [Pass(X, Y, self._edges(n, self.block_size))]
+        labels = np.asarray(population)
+        if labels.ndim != 1 or labels.shape[0] != n:
+            raise ValueError(
+                f"population must be a 1-D array with one label per row ({n}), "
+                f"got shape {labels.shape}"
+            )
+        is_a = labels == "a"
+        bad = ~(is_a | (labels == "b"))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            bad_label = np.asarray(labels[i]).tolist()  # a plain Python value in the message
+            raise ValueError(f"population labels must be 'a' or 'b'; row {i} has {bad_label!r}")
+        rows = {"a": np.flatnonzero(is_a), "b": np.flatnonzero(~is_a)}
+        edges = {
+            p: (self._edges(r.size, self.block_size) if r.size else np.zeros(1, np.int64))
+            for p, r in rows.items()
+        }
+        order = interleaved_block_order(
+            edges["a"].size - 1, edges["b"].size - 1, kernel.next_population(state)
+        )
+        pieces = [rows[p][edges[p][i] : edges[p][i + 1]] for p, i in order]
+        used = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        if used.size < n:
+            warnings.warn(
+                f"{type(self).__name__}: {n - used.size} of {n} rows were not used: the "
+                f"alternation stops when the population due next has no block left "
+                f"(blocks: a={edges['a'].size - 1}, b={edges['b'].size - 1})",
+                UserWarning,
+                stacklevel=4,  # _passes < _fit < fit/partial_fit < caller
+            )
+        new_edges = np.concatenate([[0], np.cumsum([p.size for p in pieces], dtype=np.int64)])
+        return [Pass(X[used], Y[used], new_edges)]

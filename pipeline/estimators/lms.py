@@ -1,0 +1,144 @@
+"""LMS (Widrow–Hoff) as a scikit-learn estimator, with epochs and seeded shuffles.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from streamlsq.estimators.base import Pass, RecursionRegressor, check_block_size, check_bool
+from streamlsq.kernels import (
+    LMS,
+    chunk_row_permutation,
+    epoch_chunk_order,
+)
+
+__all__ = [
+    "LMSRegressor",
+]
+
+
+# ---------------------------------------------------------------------------
+# LMS
+# ---------------------------------------------------------------------------
+class LMSRegressor(RecursionRegressor):
+    """LMS / Widrow–Hoff: per-sample stochastic gradient descent for least squares.
+
+    W ← W + ρ_k x̃_n(t_nᵀ − x̃_nᵀW), x̃ = [1, x] (ALGORITHMS.md §3; kernel
+    :class:`streamlsq.kernels.LMS`, a compiled per-sample loop). The constant
+    column is the kernel's: ``intercept_`` is row 0 of W, always fitted.
+
+    Parameters
+    ----------
+    schedule : {"constant", "inverse", "power"}, default "constant"
+        ρ_k = ρ_0; ρ_0/(1 + k/τ); ρ_0/k^a. k counts samples over all epochs and
+        all ``partial_fit`` calls.
+    rate : float > 0, default 0.01
+        ρ_0. Plain LMS needs ρ‖x̃‖² < 2: standardise X (e.g. a ``Pipeline``
+        with ``StandardScaler``) or set ``normalized=True``.
+    tau : float or None
+        τ of the "inverse" schedule (required there, refused otherwise).
+    power : float or None
+        a ∈ (½, 1] of the "power" schedule (required there, refused otherwise).
+    normalized : bool, default False
+        Normalised LMS: the step is ρ_k/(ε + ‖x̃‖²).
+    eps : float, default 1e-6
+        ε of normalised LMS.
+    epochs : int, default 1
+        Passes of ``fit`` over the rows (``partial_fit`` always makes one pass).
+    shuffle : bool, default False
+        ``fit`` only: visit the rows of each epoch in a seeded shuffled order,
+        exactly as the pipeline shuffles a store whose chunks have
+        ``block_size`` rows: the chunks in the order
+        :func:`~streamlsq.kernels.epoch_chunk_order` (seed, epoch) and the rows
+        of each chunk in the order :func:`~streamlsq.kernels.chunk_row_permutation`
+        (seed, epoch, chunk). With ``block_size=None`` the rows form one chunk,
+        i.e. a uniform permutation per epoch.
+    random_state : int, RandomState instance or None, default None
+        The shuffle's seed: an int >= 0 is the seed itself (the pipeline's
+        ``--seed``); None or a RandomState draws one seed per ``fit``.
+    block_size : int or None, default None
+        Rows per step (and per shuffled chunk); the numbers do not depend on it
+        without shuffling. None: one block per call and epoch.
+
+    Attributes
+    ----------
+    coef_, intercept_, n_features_in_, feature_names_in_, state_, n_steps_, rows_seen_
+        ``state_`` holds W ((n_features + 1) × K), k (samples so far) and blocks.
+    """
+
+    def __init__(
+        self,
+        schedule="constant",
+        rate=0.01,
+        tau=None,
+        power=None,
+        normalized=False,
+        eps=1e-6,
+        epochs=1,
+        shuffle=False,
+        random_state=None,
+        block_size=None,
+    ):
+        self.schedule = schedule
+        self.rate = rate
+        self.tau = tau
+        self.power = power
+        self.normalized = normalized
+        self.eps = eps
+        self.epochs = epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.block_size = block_size
+
+    def _has_intercept_row(self) -> bool:
+        return True
+
+    def _n_kernel_features(self, n_features: int) -> int:
+        return n_features
+
+    def _check_params(self):
+        check_block_size(self.block_size, "block_size")
+        check_block_size(self.epochs, "epochs", allow_none=False)
+        check_bool(self.shuffle, "shuffle")
+        check_bool(self.normalized, "normalized")
+        if isinstance(self.random_state, numbers.Integral) and self.random_state < 0:
+            raise ValueError(f"random_state must be >= 0 or None, got {self.random_state!r}")
+
+    def _make_kernel(self):
+        return LMS(
+            schedule=self.schedule,
+            rate=self.rate,
+            tau=self.tau,
+            power=self.power,
+            normalized=self.normalized,
+            eps=self.eps,
+        )
+
+    def _seed(self) -> int:
+        if isinstance(self.random_state, numbers.Integral):
+            return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    def _passes(self, kernel, state, X, Y, first_call, is_fit, **kw):
+        edges = self._edges(X.shape[0], self.block_size)
+        if not is_fit:
+            return [Pass(X, Y, edges)]
+        if not self.shuffle:
+            return [Pass(X, Y, edges) for _ in range(self.epochs)]
+        seed = self._seed()
+        sizes = np.diff(edges)
+        passes = []
+        for epoch in range(self.epochs):
+            order = epoch_chunk_order(seed, epoch, sizes.size, True)
+            rows = np.concatenate(
+                [
+                    edges[c] + chunk_row_permutation(seed, epoch, int(c), int(sizes[c]), True)
+                    for c in order
+                ]
+            )
+            new_edges = np.concatenate([[0], np.cumsum(sizes[order])])
+            passes.append(Pass(X[rows], Y[rows], new_edges))
+        return passes

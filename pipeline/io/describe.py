@@ -1,0 +1,86 @@
+"""``streamlsq info``: what is in a store, validated."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import numpy as np
+import zarr
+from distributed import Client
+
+from streamlsq.errors import InputError
+from streamlsq.io.stores import dimension_names, missing_chunks, open_group
+from streamlsq.io.stream import open_stream
+from streamlsq.runtime.memory import fast_large_allocations
+from streamlsq.runtime.progress import track_futures
+
+__all__ = ["check_values", "describe", "store_kind"]
+
+#: variables of input stores whose every chunk must have been written
+DATA_VARIABLES = {"X", "y", "task_ptr"}
+
+
+def store_kind(g: zarr.Group) -> str:
+    names = set(g.array_keys())
+    if "method" in g.attrs:
+        return "result"
+    if "task_ptr" in names:
+        return "multi-task"
+    if {"X", "y"} <= names:
+        return "stream"
+    if any(True for _ in g.group_keys()):
+        return "groups"
+    return "unknown"
+
+
+def describe(path: str) -> str:
+    """A readable summary of the store at ``path``; raises InputError if it is invalid."""
+    g = open_group(str(path), None)
+    kind = store_kind(g)
+    lines = [f"{path}: {kind} store (Zarr v{g.metadata.zarr_format})"]
+    for name in sorted(g.array_keys()):
+        a = g[name]
+        # zarr does not store chunks equal to the fill value: only input data must be whole
+        gaps = missing_chunks(a) if name in DATA_VARIABLES and kind != "result" else []
+        missing = f", {a.nchunks - a.nchunks_initialized} chunks MISSING" if gaps else ""
+        lines.append(
+            f"  {name:<14} {str(dimension_names(a)):<28} {str(a.shape):<18} {str(a.dtype):<8} "
+            f"chunks {a.chunks}{missing}"
+        )
+    for sub in sorted(g.group_keys()):
+        lines.append(f"  group {sub}/: {store_kind(g[sub])}")
+    for key, value in sorted(g.attrs.items()):
+        text = str(value)
+        lines.append(f"  @{key} = {text if len(text) < 120 else text[:117] + '...'}")
+    if kind == "stream":
+        src = open_stream(path)
+        lines.append(
+            f"  valid stream: {src.n_rows} rows, {src.n_features} features, {src.n_targets} "
+            f"target(s), {len(src.chunk_edges()) - 1} chunks of {src.chunk_rows} rows, "
+            f"block size {src.block_size}"
+        )
+    elif kind == "result":
+        state = "complete" if g.attrs.get("complete") is True else "INCOMPLETE (interrupted run)"
+        lines.append(f"  result of {g.attrs.get('method')}: {state}")
+    return "\n".join(lines)
+
+
+def _check_range(source, a, b):
+    with fast_large_allocations():
+        source.read(a, b)
+    return b - a
+
+
+def check_values(path: str, client: Client) -> int:
+    """Read every chunk of a stream store in parallel and refuse NaN/Inf; returns rows checked."""
+    if not Path(path).exists():
+        raise InputError(f"{path}: no such store")
+    source = open_stream(path)
+    edges = source.chunk_edges()
+    tag = uuid.uuid4().hex[:8]
+    futures = [
+        client.submit(_check_range, source, int(a), int(b), key=f"check-{tag}-{i}")
+        for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
+    ]
+    return int(np.sum(track_futures(client, futures, source.n_rows, "check")))

@@ -1,0 +1,146 @@
+"""Stream stores: ``X (sample, feature)`` and ``y (sample, target)``, validated and read.
+
+:func:`open_stream` checks the layout (names, dims, dtypes, lengths, every chunk
+present) before any work or output and returns a :class:`StreamSource`, a small
+picklable description that any worker uses to read a row range; values (NaN/Inf)
+are checked chunk by chunk as they are read, and an error names the store, the
+variable and the chunk. See ``docs/stores.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import zarr
+
+from streamlsq.errors import InputError
+from streamlsq.io.stores import (
+    cached_array,
+    check_complete,
+    check_finite_rows,
+    check_numeric,
+    dimension_names,
+    open_group,
+    store_label,
+    store_token,
+)
+
+__all__ = [
+    "StreamSource",
+    "open_stream",
+]
+
+
+STREAM_DIMS = {"X": ("sample", "feature"), "y": ("sample", "target")}
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """A validated stream store: enough to read any row range from any worker (picklable)."""
+
+    path: str
+    group: str | None
+    n_rows: int
+    n_features: int
+    n_targets: int
+    chunk_rows: int
+    y_is_vector: bool
+    block_size: int
+    attrs: dict = field(default_factory=dict, compare=False, hash=False)
+    token: str = ""
+
+    @property
+    def label(self) -> str:
+        return store_label(self.path, self.group)
+
+    def _array(self, name: str) -> zarr.Array:
+        return cached_array(self.path, self.group, name, self.token)
+
+    def chunk_edges(self) -> np.ndarray:
+        """Row offsets of the storage chunks of X: [0, c, 2c, ..., n_rows]."""
+        edges = np.arange(0, self.n_rows, self.chunk_rows, dtype=np.int64)
+        return np.append(edges, self.n_rows)
+
+    def read(self, start: int, stop: int, dtype=np.float64, check: bool = True
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``start:stop`` as (X (n, q), Y (n, K)) in ``dtype``; refuses NaN/Inf by chunk.
+
+        ``check=False`` skips the value check, for callers that check what they
+        computed from the rows instead (and re-read with the check to name the row).
+        """
+        X = np.asarray(self._array("X")[start:stop], dtype=dtype)
+        Y = np.asarray(self._array("y")[start:stop], dtype=dtype)
+        if Y.ndim == 1:
+            Y = Y[:, None]
+        if check:
+            for name, A in (("X", X), ("y", Y)):
+                self._check_finite(name, A, start)
+        return X, Y
+
+    def read_features(self, start: int, stop: int, dtype=np.float64) -> np.ndarray:
+        """Rows ``start:stop`` of X alone (values checked like :meth:`read`)."""
+        X = np.asarray(self._array("X")[start:stop], dtype=dtype)
+        self._check_finite("X", X, start)
+        return X
+
+    def read_variable(self, name: str) -> np.ndarray | None:
+        """A small whole variable of the store (e.g. ``coef_true``), or None if absent."""
+        g = open_group(self.path, self.group)
+        if name not in set(g.array_keys()):
+            return None
+        return np.asarray(g[name][...])
+
+    def _check_finite(self, name: str, A: np.ndarray, start: int) -> None:
+        check_finite_rows(self.label, name, A, start, self.chunk_rows)
+
+
+def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSource:
+    """Open and validate a stream store's layout; raise :class:`InputError` on any defect."""
+    path = str(path)
+    label = store_label(path, group)
+    g = open_group(path, group)
+    members = set(g.array_keys())
+    for name in ("X", "y"):
+        if name not in members:
+            raise InputError(
+                f"{label}: variable '{name}' is missing (found: {sorted(members) or 'none'}); "
+                "a stream store needs X (sample, feature) and y (sample, target)"
+            )
+    X, y = g["X"], g["y"]
+    for name, arr in (("X", X), ("y", y)):
+        check_numeric(label, name, arr)
+    if dimension_names(X) != STREAM_DIMS["X"] or X.ndim != 2:
+        raise InputError(
+            f"{label}: variable 'X' has dims {dimension_names(X) or X.shape}, "
+            "expected ('sample', 'feature')"
+        )
+    ydims = dimension_names(y)
+    if ydims not in (STREAM_DIMS["y"], ("sample",)):
+        raise InputError(
+            f"{label}: variable 'y' has dims {ydims or y.shape}, expected ('sample', 'target')"
+        )
+    if y.shape[0] != X.shape[0]:
+        raise InputError(
+            f"{label}: variable 'y' has {y.shape[0]} samples but 'X' has {X.shape[0]}"
+        )
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise InputError(f"{label}: variable 'X' is empty (shape {X.shape})")
+    for name, arr in (("X", X), ("y", y)):
+        check_complete(label, name, arr)
+    chunk_rows = int(X.chunks[0])
+    attrs = dict(g.attrs)
+    block_size = int(attrs.get("block_size", chunk_rows))
+    return StreamSource(
+        path=path,
+        group=group,
+        n_rows=int(X.shape[0]),
+        n_features=int(X.shape[1]),
+        n_targets=1 if y.ndim == 1 else int(y.shape[1]),
+        chunk_rows=chunk_rows,
+        y_is_vector=y.ndim == 1,
+        block_size=block_size,
+        attrs=attrs,
+        token=store_token(path),
+    )

@@ -1,0 +1,386 @@
+"""Multi-task stores (DESIGN.md §3): ragged tasks in CSR layout, validated, planned in chunks.
+
+Layout of a multi-task store (Zarr v3, one group):
+
+==============  ==================  ======================================================
+variable        dims                notes
+==============  ==================  ======================================================
+``X``           (row, feature)      rows of all tasks, task after task; real numeric dtype
+``y``           (row,)              one target per row
+``task_ptr``    (task_edge,)        int64 offsets, length n_tasks + 1: rows of task i are
+                                    ``task_ptr[i]:task_ptr[i+1]``; starts at 0, never
+                                    decreases, ends at the number of rows
+``role``        (task,)             optional int8: 0 light (D_L1), 1 heavy (D_H),
+                                    2 light2 (D_L2), with CF-style attributes
+                                    ``flag_values = [0, 1, 2]`` and
+                                    ``flag_meanings = "light heavy light2"``
+``component``   (task,)             optional, synthetic only: the true component of a task
+``w_true``      (component, feature)  optional, synthetic only
+``s_true``      (component,)        optional: true noise standard deviations
+``p_true``      (component,)        optional: true weights
+==============  ==================  ======================================================
+
+Roles are stored as small integers rather than strings: Zarr v3 has no portable
+fixed-width string type across readers, and the CF ``flag_*`` attributes name
+the codes for any reader (xarray shows them).
+
+Roles of a store without ``role`` are assigned by rows per task
+(:func:`task_sets` with ``roles="rows"``): every task with at least 2 rows is a
+light task used both for the subspace (D_L1) and for classification and
+refinement (D_L2), and every task with at least ``heavy_rows`` rows is also a
+heavy task (D_H). Reusing tasks across the steps gives up the independence the
+paper's analysis assumes, but it is what a small real dataset affords; a store
+that wants disjoint sets says so with ``role``. Tasks with fewer than 2 rows
+are then left out of every set (their count is reported).
+
+Validation on open (:func:`open_tasks`): names, dims and dtypes of every
+variable, ``task_ptr`` monotone, starting at 0 and ending at the number of rows
+(naming the first bad index), role codes, and every chunk of every variable
+present. Values are checked for NaN/Inf inside the task that reads them; the
+error names the store, variable, chunk and row.
+
+Work is planned in chunks of about 10⁴ tasks (:func:`plan_chunks`), aligned to
+task boundaries: a Dask task reads its chunk's rows itself and hands them to a
+vectorised kernel, never one Dask task per small task.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import zarr
+
+from streamlsq.errors import InputError
+from streamlsq.io.stores import (
+    check_complete,
+    check_finite_rows,
+    check_numeric,
+    dimension_names,
+    open_group,
+    store_label,
+)
+from streamlsq.kernels import mlr
+
+__all__ = [
+    "ROLE_CODES",
+    "TaskChunk",
+    "TaskSets",
+    "TaskSource",
+    "open_tasks",
+    "plan_chunks",
+    "task_sets",
+]
+
+#: role name -> code stored in ``role``
+ROLE_CODES = {"light": 0, "heavy": 1, "light2": 2}
+ROLE_ATTRS = {"flag_values": [0, 1, 2], "flag_meanings": "light heavy light2"}
+TASK_DIMS = {
+    "X": ("row", "feature"),
+    "y": ("row",),
+    "task_ptr": ("task_edge",),
+    "role": ("task",),
+    "component": ("task",),
+    "w_true": ("component", "feature"),
+    "s_true": ("component",),
+    "p_true": ("component",),
+}
+TRUTH = ("component", "w_true", "s_true", "p_true")
+#: tasks per chunk of work (DESIGN.md §2: ~10⁴ tasks amortise a scheduler hop)
+CHUNK_TASKS = 10_000
+#: rows one chunk of work may span (64 MB of X at d = 8): bounds a worker's memory
+MAX_CHUNK_ROWS = 1 << 20
+
+
+@functools.lru_cache(maxsize=64)
+def _array(path: str, group: str | None, name: str, token: str = "") -> zarr.Array:
+    # one open per process and array; ``token`` identifies the store's version, so a
+    # store rewritten at the same path is opened afresh, never read with stale metadata
+    return zarr.open_group(path, mode="r", path=group or None)[name]
+
+
+def _store_token(path: str) -> str:
+    meta = os.path.join(path, "zarr.json")
+    try:
+        st = os.stat(meta)
+    except OSError:  # not a local store: no cheap version stamp
+        return ""
+    return f"{st.st_ino}-{st.st_mtime_ns}"
+
+
+@dataclass(frozen=True)
+class TaskSource:
+    """A validated multi-task store: enough to read any task range on any worker (picklable)."""
+
+    path: str
+    group: str | None
+    n_rows: int
+    n_features: int
+    n_tasks: int
+    chunk_rows: int
+    has_role: bool
+    has_truth: bool
+    token: str = ""
+    attrs: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def label(self) -> str:
+        return store_label(self.path, self.group)
+
+    def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
+        hi = self.n_tasks if hi is None else hi
+        arr = _array(self.path, self.group, "task_ptr", self.token)
+        return np.asarray(arr[lo : hi + 1], dtype=np.int64)
+
+    def roles(self) -> np.ndarray | None:
+        """The stored role codes (n_tasks,) int8, or None when the store has no ``role``."""
+        if not self.has_role:
+            return None
+        return np.asarray(_array(self.path, self.group, "role", self.token)[:], dtype=np.int8)
+
+    def truth(self) -> dict | None:
+        """{"component", "w_true", "s_true", "p_true"} of a synthetic store, else None."""
+        if not self.has_truth:
+            return None
+        return {
+            name: np.asarray(_array(self.path, self.group, name, self.token)[:]) for name in TRUTH
+        }
+
+    def read_tasks(self, lo: int, hi: int, dtype=np.float64):
+        """Tasks ``lo:hi`` as (X (n, d), y (n,), local task_ptr from 0); refuses NaN/Inf."""
+        ptr = self.task_ptr(lo, hi)
+        r0, r1 = int(ptr[0]), int(ptr[-1])
+        X = np.asarray(_array(self.path, self.group, "X", self.token)[r0:r1], dtype=dtype)
+        y = np.asarray(_array(self.path, self.group, "y", self.token)[r0:r1], dtype=dtype)
+        for name, A in (("X", X), ("y", y)):
+            self._check_finite(name, A, r0)
+        return X, y, ptr - r0
+
+    def _check_finite(self, name: str, A: np.ndarray, start: int) -> None:
+        check_finite_rows(self.label, name, A, start, self.chunk_rows)
+
+
+def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
+    """Open and validate a multi-task store's layout; raise :class:`InputError` on any defect."""
+    path = str(path)
+    label = store_label(path, group)
+    g = open_group(path, group)
+    members = set(g.array_keys())
+    for name in ("X", "y", "task_ptr"):
+        if name not in members:
+            raise InputError(
+                f"{label}: variable '{name}' is missing (found: {sorted(members) or 'none'}); "
+                "a multi-task store needs X (row, feature), y (row,) and task_ptr (task_edge,)"
+            )
+    arrays = {name: g[name] for name in TASK_DIMS if name in members}
+    for name, arr in arrays.items():
+        if dimension_names(arr) != TASK_DIMS[name]:
+            raise InputError(
+                f"{label}: variable '{name}' has dims {dimension_names(arr) or arr.shape}, "
+                f"expected {TASK_DIMS[name]}"
+            )
+    for name in ("X", "y", "w_true", "s_true", "p_true"):
+        if name in arrays:
+            check_numeric(label, name, arrays[name])
+    for name in ("task_ptr", "role", "component"):
+        if name in arrays and np.dtype(arrays[name].dtype).kind not in "iu":
+            raise InputError(
+                f"{label}: variable '{name}' has dtype {arrays[name].dtype}, expected integers"
+            )
+    X, y, ptr_arr = arrays["X"], arrays["y"], arrays["task_ptr"]
+    if y.shape[0] != X.shape[0]:
+        raise InputError(f"{label}: variable 'y' has {y.shape[0]} rows but 'X' has {X.shape[0]}")
+    if X.shape[1] == 0:
+        raise InputError(f"{label}: variable 'X' has no features")
+    n_tasks = ptr_arr.shape[0] - 1
+    if n_tasks < 1:
+        raise InputError(f"{label}: variable 'task_ptr' must hold at least 2 offsets (one task)")
+    for name, arr in arrays.items():
+        if name in ("role", "component") and arr.shape[0] != n_tasks:
+            raise InputError(
+                f"{label}: variable '{name}' has {arr.shape[0]} entries for {n_tasks} tasks"
+            )
+    for name, arr in arrays.items():
+        check_complete(label, name, arr)
+    ptr = np.asarray(ptr_arr[:])
+    try:
+        mlr.validate_task_ptr(ptr, X.shape[0])
+    except ValueError as exc:
+        raise InputError(f"{label}: variable 'task_ptr': {exc}") from None
+    if "role" in arrays:
+        role = np.asarray(arrays["role"][:])
+        bad = (role < 0) | (role > 2)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"{label}: variable 'role' has code {int(role[i])} at task {i}; expected "
+                "0 (light), 1 (heavy) or 2 (light2)"
+            )
+    has_truth = all(name in arrays for name in TRUTH)
+    if has_truth:
+        k = arrays["w_true"].shape[0]
+        if arrays["w_true"].shape[1] != X.shape[1] or any(
+            arrays[n].shape != (k,) for n in ("s_true", "p_true")
+        ):
+            raise InputError(
+                f"{label}: variables 'w_true', 's_true', 'p_true' disagree on the components "
+                "or features"
+            )
+    return TaskSource(
+        path=path,
+        group=group,
+        n_rows=int(X.shape[0]),
+        n_features=int(X.shape[1]),
+        n_tasks=int(n_tasks),
+        chunk_rows=int(X.chunks[0]),
+        has_role="role" in arrays,
+        has_truth=has_truth,
+        token=_store_token(path),
+        attrs=dict(g.attrs),
+    )
+
+
+# -- task sets ---------------------------------------------------------------------
+@dataclass
+class TaskSets:
+    """Which tasks play which role: boolean masks (n_tasks,) for D_L1, D_H and D_L2."""
+
+    light: np.ndarray
+    heavy: np.ndarray
+    light2: np.ndarray
+    rule: str
+    unused: int = 0
+
+    def mask(self, role: str) -> np.ndarray:
+        return getattr(self, role)
+
+
+def task_sets(
+    source: TaskSource,
+    ptr: np.ndarray,
+    roles: str = "auto",
+    heavy_rows: int | None = None,
+    holdout: int = 0,
+) -> TaskSets:
+    """Task sets from the stored ``role`` or by rows per task (module docstring).
+
+    ``roles``: "store" (needs ``role``), "rows" (needs ``heavy_rows``), or "auto"
+    ("store" when the store has ``role``, else "rows"). Refuses a light task
+    with fewer than 2 rows or a light2 task without rows, naming the task.
+    Rows are counted after holding out the last ``holdout`` rows of every task.
+    """
+    sizes = np.diff(ptr) - holdout
+    if roles == "auto":
+        roles = "store" if source.has_role else "rows"
+    if roles == "store":
+        role = source.roles()
+        if role is None:
+            raise InputError(
+                f"{source.label}: variable 'role' is missing; assign roles by rows per task "
+                "(roles='rows' with heavy_rows, --heavy-rows N on the command line)"
+            )
+        sets = TaskSets(role == 0, role == 1, role == 2, "store")
+        for name, need in (("light", 2), ("light2", 1)):
+            short = sets.mask(name) & (sizes < need)
+            if short.any():
+                i = int(np.flatnonzero(short)[0])
+                raise InputError(
+                    f"{source.label}: task {i} (role {name}) has {int(sizes[i])} row(s); a "
+                    f"{name} task needs at least {need}"
+                    + (" (its rows are split in halves)" if need == 2 else "")
+                )
+        return sets
+    if roles == "rows":
+        if heavy_rows is None or heavy_rows < 2:
+            raise InputError(
+                f"{source.label}: assigning roles by rows needs heavy_rows >= 2 "
+                f"(--heavy-rows N), got {heavy_rows}"
+            )
+        light = sizes >= 2
+        return TaskSets(
+            light, sizes >= heavy_rows, light.copy(), f"rows (heavy_rows={heavy_rows})",
+            unused=int((~light).sum()),
+        )
+    raise InputError(f"roles must be 'auto', 'store' or 'rows', got {roles!r}")
+
+
+# -- planning ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskChunk:
+    """Tasks ``lo:hi`` of the store, of which those with ``select`` (None: all) are used.
+
+    ``first`` is the number of used tasks before ``lo`` (this chunk's offset in
+    its task set), ``n`` the number used here.
+    """
+
+    lo: int
+    hi: int
+    first: int
+    n: int
+    select: np.ndarray | None = None
+
+
+def plan_chunks(
+    ptr: np.ndarray,
+    mask: np.ndarray | None = None,
+    chunk_tasks: int = CHUNK_TASKS,
+    max_rows: int = MAX_CHUNK_ROWS,
+) -> list[TaskChunk]:
+    """Group the selected tasks into chunks of ≤ ``chunk_tasks`` tasks spanning ≤ ``max_rows`` rows.
+
+    Chunks follow task order and cut only at task boundaries; a chunk's rows
+    are the contiguous span from its first to its last selected task (so tasks
+    of another role inside the span are read and skipped: with roles stored in
+    contiguous runs, as ``simulate mlr`` writes them, nothing is skipped). A
+    single task longer than ``max_rows`` gets a chunk of its own. The plan is a
+    loop over chunks, not tasks.
+    """
+    if chunk_tasks < 1:
+        raise InputError(f"chunk_tasks must be a positive integer, got {chunk_tasks}")
+    n_tasks = ptr.size - 1
+    sel = np.arange(n_tasks) if mask is None else np.flatnonzero(mask)
+    starts, ends = ptr[sel], ptr[sel + 1]
+    out, i = [], 0
+    while i < sel.size:
+        j = min(i + chunk_tasks, sel.size)
+        j = min(j, int(np.searchsorted(ends, starts[i] + max_rows, side="right")))
+        j = max(j, i + 1)
+        lo, hi = int(sel[i]), int(sel[j - 1]) + 1
+        select = None
+        if hi - lo != j - i:
+            select = np.zeros(hi - lo, dtype=bool)
+            select[sel[i:j] - lo] = True
+        out.append(TaskChunk(lo, hi, i, j - i, select))
+        i = j
+    return out
+
+
+def load_chunk(source: TaskSource, chunk: TaskChunk, transform=None, holdout: int = 0):
+    """Read a chunk inside the task that uses it: (X, y, task_ptr) of its selected tasks.
+
+    ``transform`` = (mean, T) whitens the features (``kernels.whiten``);
+    ``holdout`` > 0 drops the last ``holdout`` rows of every task (they are
+    held out for evaluation). Kernel refusals become :class:`InputError`
+    naming the store and the task range.
+    """
+    X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
+    try:
+        if chunk.select is not None:
+            X, y, ptr = mlr.select_tasks(X, y, ptr, chunk.select)
+        if holdout:
+            (X, y, ptr), _ = mlr.holdout_split(X, y, ptr, holdout)
+        if transform is not None:
+            X = mlr.whiten(X, *transform)
+    except ValueError as exc:
+        raise chunk_error(source, chunk, exc) from None
+    return X, y, ptr
+
+
+def chunk_error(source: TaskSource, chunk: TaskChunk, exc: Exception) -> InputError:
+    """A kernel's refusal, as one line naming the store and the chunk's task range."""
+    if isinstance(exc, InputError):
+        return exc
+    return InputError(f"{source.label}: tasks {chunk.lo}-{chunk.hi - 1}: {exc}")

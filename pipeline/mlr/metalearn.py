@@ -1,0 +1,516 @@
+"""Algorithm 1 of papers/meta-learning-mixed-linear-regression.txt over a multi-task store.
+
+Each step is a Dask computation over chunks of tasks (:mod:`.tasks`) that reads
+its rows inside the task that uses them; only small per-chunk results travel
+(d×d sums, projected estimates, labels, per-cluster statistics). The order of
+the kernel calls is :func:`streamlsq.kernels.mlr.meta_learn`'s, which is the
+in-memory reference this module reproduces (to rounding: sums are
+re-associated over chunks; labels exactly):
+
+0. optional whitening: feature moments Σxxᵀ over every used row (map + tree
+   reduction), T = (Σxxᵀ/n)^{-1/2} (``center=False``: the model has no
+   intercept, see ``kernels.whitening``); every later read is whitened with T
+   and the coefficients are mapped back, w_x = T w_z, at the end;
+1. subspace: Σ of the split-half moment over D_L1 (map + tree reduction),
+   U = top-k eigenvectors of M̂;
+2. heavy tasks D_H: projected split estimates (a, c) per task (a map; the
+   results, n_H·L·k·16 bytes, are gathered); the distance matrix H by
+   upper-triangle tiles of ``tile`` × ``tile`` tasks, each tile computed on a
+   worker from the scattered (a, c):
+   - single linkage: each tile returns its minimum spanning forest
+     (≤ 2·tile − 1 edges) and the forests are merged as a tree
+     (``merge_spanning_forests``, exact: see ``kernels.mlr_cluster``); H never
+     exists whole. Memory: one tile (tile²·8 bytes, 8 MB at tile = 1024) per
+     worker thread, n_H·(L·k·16 + 24) bytes on the client. Time grows as n_H²;
+   - average linkage needs all of H on the client: n_H ≤ ``MAX_FULL_HEAVY`` =
+     5,000 heavy tasks, H = n_H²·8 bytes = 200 MB there, about 0.8 GB with
+     SciPy's condensed copy and index arrays;
+3. initial estimates ŵ_ℓ, p̂_ℓ from the clusters (client, small); r̂²_ℓ from
+   residual sums over D_H (map + tree reduction);
+4. classification of D_L2 (a map returning labels) fused with
+5. refinement: per-cluster XᵀX, Xᵀy, yᵀy, counts (grouped reduction: the same
+   map's statistics, summed as a tree), then per-cluster least squares.
+
+The result (:func:`model_dataset`) is the model store of DESIGN.md §3.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import time
+from datetime import UTC, datetime
+
+import numpy as np
+import xarray as xr
+from distributed import Client
+
+from streamlsq.errors import InputError, check_int
+from streamlsq.io.results import prepare_output, write_result
+from streamlsq.io.tasks import (
+    CHUNK_TASKS,
+    TaskChunk,
+    TaskSets,
+    TaskSource,
+    chunk_error,
+    load_chunk,
+    open_tasks,
+    plan_chunks,
+    task_sets,
+)
+from streamlsq.kernels import mlr
+from streamlsq.runtime.client import dask_client
+from streamlsq.runtime.memory import fast_large_allocations
+from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
+
+__all__ = ["MAX_FULL_HEAVY", "TILE", "fit_pooled", "metalearn", "model_dataset"]
+
+#: largest number of heavy tasks for average linkage (the full H on the client)
+MAX_FULL_HEAVY = 5_000
+#: heavy tasks per side of a distance tile
+TILE = 1024
+LINKAGES = ("single", "average")
+
+
+def _version() -> str:
+    from streamlsq import __version__
+
+    return __version__
+
+
+# -- tasks run on the workers (each reads its own chunk) --------------------------------
+def _guarded(fn, chunk: TaskChunk, source: TaskSource, *args):
+    try:
+        with fast_large_allocations():
+            return fn(chunk, source, *args)
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise chunk_error(source, chunk, exc) from None
+
+
+def _moments(chunk, source, holdout):
+    X, _, _ = load_chunk(source, chunk, None, holdout)
+    return mlr.moment_sums(X)
+
+
+def _subspace(chunk, source, transform, holdout):
+    M, n = mlr.subspace_moment_sum(*load_chunk(source, chunk, transform, holdout))
+    return {"moment": M, "tasks": np.int64(n)}
+
+
+def _project(chunk, source, transform, holdout, U, splits):
+    return mlr.projected_split_estimates(*load_chunk(source, chunk, transform, holdout), U, splits)
+
+
+def _residuals(chunk, source, transform, holdout, labels, W0):
+    rows = load_chunk(source, chunk, transform, holdout)
+    sse, n = mlr.cluster_residual_sums(*rows, labels[chunk.first : chunk.first + chunk.n], W0)
+    return {"sse": sse, "rows": n}
+
+
+def _classify(chunk, source, transform, holdout, W0, r2):
+    X, y, ptr = load_chunk(source, chunk, transform, holdout)
+    labels = mlr.classify(mlr.classification_log_likelihood(X, y, ptr, W0, r2))
+    return labels, mlr.cluster_sufficient_stats(X, y, ptr, labels, W0.shape[0])
+
+
+def _tile(ac, r0, r1, c0, c1, forest):
+    a, c = ac
+    block = mlr.pairwise_distance_block(a[r0:r1], c[r0:r1], a[c0:c1], c[c0:c1])
+    return mlr.tile_spanning_forest(block, r0, c0) if forest else block
+
+
+# -- orchestration ------------------------------------------------------------------
+class _Run:
+    """The state of one run: client, source, plan, timings."""
+
+    def __init__(self, client, source, holdout, chunk_tasks, progress):
+        self.client, self.source, self.holdout = client, source, holdout
+        self.chunk_tasks, self.progress = chunk_tasks, progress
+        self.seconds: dict[str, float] = {}
+        self.ptr = source.task_ptr()
+
+    def plan(self, mask):
+        return plan_chunks(self.ptr, mask, self.chunk_tasks)
+
+    def map(self, fn, chunks, *args, name):
+        return map_chunks(self.client, _call, chunks, fn, self.source, *args, name=name)
+
+    def reduce(self, fn, chunks, *args, name, leaf=None):
+        futures = self.map(fn, chunks, *args, name=name)
+        total = tree_reduce(self.client, futures, mlr.combine_stats, leaf=leaf,
+                            name=f"{name}-sum")
+        wait_progress(self.client, futures, [c.n for c in chunks], name, enabled=self.progress)
+        return futures, total.result()
+
+
+def _call(chunk, fn, source, *args):
+    return _guarded(fn, chunk, source, *args)
+
+
+def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, threshold,
+                  holdout):
+    d = source.n_features
+    label = source.label
+    k = check_int("k", k, 1, "a positive integer")
+    if k > d:
+        raise InputError(
+            f"{label}: k = {k} is larger than the number of features d = {d}; the subspace "
+            f"of k components has at most d dimensions"
+        )
+    if linkage not in LINKAGES:
+        raise InputError(f"linkage must be 'single' or 'average', got {linkage!r}")
+    check_int("splits", splits, 1, "a positive integer")
+    if threshold is not None and not np.isfinite(threshold):
+        raise InputError(f"threshold must be a finite number, got {threshold!r}")
+    holdout = check_int("holdout", holdout, 0)
+    sizes = np.diff(ptr) - holdout
+    for role, need, why in (
+        ("light", 2, "its rows are split in halves"),
+        ("heavy", 2 * splits, f"its rows are split into 2L = {2 * splits} groups"),
+        ("light2", 1, "it is classified from its rows"),
+    ):
+        mask = sets.mask(role)
+        if not mask.any():
+            raise InputError(f"{label}: no {role} task (task sets by {sets.rule})")
+        short = mask & (sizes < need)
+        if short.any():
+            i = int(np.flatnonzero(short)[0])
+            held = f" after holding out {holdout}" if holdout else ""
+            raise InputError(
+                f"{label}: task {i} (role {role}) has {int(sizes[i])} row(s){held}; a {role} "
+                f"task needs at least {need} ({why})"
+            )
+    n_heavy = int(sets.heavy.sum())
+    if threshold is None and n_heavy < k:
+        raise InputError(
+            f"{label}: {n_heavy} heavy task(s), fewer than k = {k}; clustering them into k "
+            "clusters needs at least k heavy tasks"
+        )
+    if n_heavy < 2:
+        raise InputError(f"{label}: {n_heavy} heavy task; clustering needs at least 2")
+    if linkage == "average" and n_heavy > MAX_FULL_HEAVY:
+        raise InputError(
+            f"{label}: average linkage needs the full distance matrix, supported up to "
+            f"{MAX_FULL_HEAVY} heavy tasks; this store has {n_heavy}: use single linkage"
+        )
+
+
+def metalearn(
+    data: str | os.PathLike,
+    k: int,
+    *,
+    out: str | os.PathLike | None = None,
+    linkage: str = "single",
+    threshold: float | None = None,
+    splits: int = 1,
+    whiten: bool = False,
+    roles: str = "auto",
+    heavy_rows: int | None = None,
+    holdout: int = 0,
+    chunk_tasks: int = CHUNK_TASKS,
+    tile: int = TILE,
+    group: str | None = None,
+    overwrite: bool = False,
+    client: Client | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """Meta-learn a mixture of k linear regressions from the multi-task store ``data``.
+
+    Parameters
+    ----------
+    k : number of components (the subspace rank and the clustering cut).
+    linkage : "single" (the paper; tiled, any number of heavy tasks) or "average"
+        (the authors' code; full matrix, up to ``MAX_FULL_HEAVY`` heavy tasks).
+    threshold : cut the linkage at this distance instead of at k clusters
+        (Δ²/2 for a known separation Δ); the number of clusters is then found.
+    splits : L, the number of split pairs per heavy task (median over L).
+    whiten : whiten the features first (coefficients are mapped back).
+    roles, heavy_rows : task sets from the store's ``role`` or by rows per task
+        (see :mod:`streamlsq.tasks`).
+    holdout : leave out the last ``holdout`` rows of every task (for evaluation
+        with ``predict(..., holdout=...)``).
+    chunk_tasks : tasks per chunk of work; tile : heavy tasks per tile side.
+    out : write the model store here (atomically, ``complete=True`` last).
+
+    Returns
+    -------
+    xarray.Dataset: ``basis (feature, rank)``, ``coef (cluster, feature)``,
+    ``noise (cluster)`` (ŝ, a standard deviation) and ``noise_var`` (ŝ²),
+    ``weight (cluster)``, ``heavy_cluster (heavy_task)``, ``light_cluster
+    (light_task)``, ``eigenvalues``, initial estimates, the seconds of each step (``seconds_*``)
+    and, for a store with the truth, its errors as attributes.
+    """
+    source = open_tasks(data, group)
+    if out is not None:
+        prepare_output(out, overwrite)
+    tile = check_int("tile", tile, 2)
+    started = time.perf_counter()
+    with dask_client(client, scheduler) as cl:
+        run = _Run(cl, source, int(holdout), chunk_tasks, progress)
+        sets = task_sets(source, run.ptr, roles, heavy_rows, int(holdout))
+        _check_inputs(source, sets, run.ptr, k, splits, linkage, threshold, holdout)
+        result = _algorithm(run, sets, k, splits, linkage, threshold, whiten, tile)
+    result["seconds"] = time.perf_counter() - started
+    params = {"k": int(k), "linkage": linkage, "threshold": threshold, "splits": int(splits),
+              "whiten": bool(whiten), "roles": sets.rule, "holdout": int(holdout),
+              "chunk_tasks": int(chunk_tasks), "tile": int(tile)}
+    ds = model_dataset(result, source, sets, params, run.seconds)
+    if out is not None:
+        write_result(ds, out, overwrite)
+    return ds
+
+
+def _timed(run: _Run, step: str):
+    class _T:
+        def __enter__(self):
+            self.t = time.perf_counter()
+
+        def __exit__(self, *exc):
+            run.seconds[step] = time.perf_counter() - self.t
+
+    return _T()
+
+
+def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten, tile) -> dict:
+    source, holdout = run.source, run.holdout
+    transform = None
+    out: dict = {}
+    if whiten:
+        with _timed(run, "whitening"):
+            used = sets.light | sets.heavy | sets.light2
+            _, sums = run.reduce(_moments, run.plan(used), holdout, name="whitening")
+            try:
+                transform = mlr.whitening_from_moments(sums, center=False)
+            except ValueError as exc:
+                raise InputError(f"{source.label}: variable 'X': {exc}") from None
+        out["whitening"] = transform[1]
+
+    with _timed(run, "subspace"):
+        _, total = run.reduce(_subspace, run.plan(sets.light), transform, holdout,
+                              name="subspace")
+        d = source.n_features
+        U_all, eigenvalues = mlr.subspace_basis(total["moment"] / total["tasks"], d,
+                                                return_eigenvalues=True)
+        U = U_all[:, :k]
+    out.update(basis=U, eigenvalues=eigenvalues, n_light=int(total["tasks"]))
+
+    with _timed(run, "heavy_estimates"):
+        heavy_chunks = run.plan(sets.heavy)
+        futures = run.map(_project, heavy_chunks, transform, holdout, U, splits,
+                          name="heavy-estimates")
+        wait_progress(run.client, futures, [c.n for c in heavy_chunks], "heavy estimates",
+                      enabled=run.progress)
+        parts = run.client.gather(futures)
+        a = np.concatenate([p[0] for p in parts])
+        c = np.concatenate([p[1] for p in parts])
+
+    with _timed(run, "clustering"):
+        cut = {"n_clusters": int(k)} if threshold is None else {"threshold": float(threshold)}
+        heavy_cluster = _cluster_heavy(run, a, c, linkage, cut, tile)
+        n_clusters = int(heavy_cluster.max()) + 1
+
+    with _timed(run, "initial_estimates"):
+        W0, p0 = mlr.initial_cluster_estimates(a, c, heavy_cluster, U, n_clusters)
+        _, sums = run.reduce(_residuals, heavy_chunks, transform, holdout, heavy_cluster, W0,
+                             name="heavy-residuals")
+        try:
+            r2 = mlr.residual_variance(sums["sse"], sums["rows"])
+        except ValueError as exc:
+            raise InputError(f"{source.label}: heavy clusters: {exc}") from None
+
+    with _timed(run, "classification_refinement"):
+        light2_chunks = run.plan(sets.light2)
+        futures, stats = run.reduce(_classify, light2_chunks, transform, holdout, W0, r2,
+                                    name="classify", leaf=operator.itemgetter(1))
+        label_futures = [run.client.submit(operator.itemgetter(0), f, pure=False)
+                         for f in futures]
+        light_cluster = np.concatenate(run.client.gather(label_futures))
+        try:
+            W, s2, p = mlr.refine_from_stats(stats, int(sets.light2.sum()))
+        except ValueError as exc:
+            raise InputError(
+                f"{source.label}: refinement on the light2 tasks failed: {exc}; try another k "
+                "or more light2 tasks"
+            ) from None
+
+    if transform is not None:  # back to raw features: w_x = T w_z
+        W = mlr.unwhiten_coef(W, transform[1])
+        W0 = mlr.unwhiten_coef(W0, transform[1])
+    out.update(heavy_cluster=heavy_cluster, initial_coef=W0, initial_weight=p0, initial_r2=r2,
+               light_cluster=light_cluster, coef=W, noise_var=s2, weight=p)
+    return out
+
+
+def _cluster_heavy(run: _Run, a, c, linkage, cut, tile) -> np.ndarray:
+    n = a.shape[0]
+    edges = list(range(0, n, tile)) + [n]
+    blocks = [(i, j) for i in range(len(edges) - 1) for j in range(i, len(edges) - 1)]
+    ac = run.client.scatter((a, c), broadcast=True)
+    forest = linkage == "single"
+    futures = [
+        run.client.submit(_tile, ac, edges[i], edges[i + 1], edges[j], edges[j + 1], forest,
+                          pure=False)
+        for i, j in blocks
+    ]
+    if forest:
+        merged = tree_reduce(run.client, futures, mlr.merge_spanning_forests, name="msf-merge")
+        wait_progress(run.client, futures, [1] * len(futures), "distance tiles", "tiles",
+                      enabled=run.progress)
+        E, w = merged.result()
+        return mlr.spanning_forest_labels(n, E, w, **cut)
+    H = np.empty((n, n))
+    wait_progress(run.client, futures, [1] * len(futures), "distance tiles", "tiles",
+                  enabled=run.progress)
+    for (i, j), block in zip(blocks, run.client.gather(futures), strict=True):
+        H[edges[i] : edges[i + 1], edges[j] : edges[j + 1]] = block
+        H[edges[j] : edges[j + 1], edges[i] : edges[i + 1]] = block.T
+    return mlr.average_linkage_labels(H, **cut)
+
+
+# -- the model store -------------------------------------------------------------------
+def truth_diagnostics(result: dict, truth: dict, sets: TaskSets) -> dict[str, float]:
+    """Errors of a run against the store's truth (kernels.mlr metrics), as attributes."""
+    W_true, s_true, p_true = truth["w_true"], truth["s_true"], truth["p_true"]
+    comp = np.asarray(truth["component"], dtype=np.int64)
+    W_basis = W_true
+    if "whitening" in result:  # the basis lives in the whitened space: w_z = T⁻¹ w_x
+        W_basis = mlr.whiten_coef(W_true, result["whitening"])
+    noise = np.sqrt(result["noise_var"])
+    mapping = mlr.match_components(result["coef"], W_true)
+    errors = mlr.parameter_errors(result["coef"], noise, result["weight"], W_true, s_true,
+                                  p_true)
+    init = mlr.parameter_errors(result["initial_coef"], np.sqrt(result["initial_r2"]),
+                                result["initial_weight"], W_true, s_true, p_true)
+    return {
+        "subspace_error": mlr.subspace_error(result["basis"], W_basis),
+        "heavy_accuracy": mlr.label_accuracy(result["heavy_cluster"], comp[sets.heavy]),
+        "classification_accuracy": mlr.label_accuracy(result["light_cluster"],
+                                                      comp[sets.light2], mapping),
+        "coef_error": errors["coef"],
+        "noise_error": errors["noise"],
+        "weight_error": errors["weight"],
+        "initial_coef_error": init["coef"],
+        "initial_weight_error": init["weight"],
+    }
+
+
+def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict,
+                  seconds: dict) -> xr.Dataset:
+    """The model store of DESIGN.md §3 from a run's arrays."""
+    K, d = result["coef"].shape
+    cluster = np.arange(K)
+    ds = xr.Dataset(
+        {
+            "basis": (("feature", "rank"), result["basis"]),
+            "eigenvalues": (("eigen",), result["eigenvalues"]),
+            "coef": (("cluster", "feature"), result["coef"]),
+            "noise": (("cluster",), np.sqrt(result["noise_var"])),
+            "noise_var": (("cluster",), result["noise_var"]),
+            "weight": (("cluster",), result["weight"]),
+            "initial_coef": (("cluster", "feature"), result["initial_coef"]),
+            "initial_weight": (("cluster",), result["initial_weight"]),
+            "initial_r2": (("cluster",), result["initial_r2"]),
+            "heavy_cluster": (("heavy_task",), result["heavy_cluster"]),
+            "light_cluster": (("light_task",), result["light_cluster"]),
+        },
+        coords={
+            "feature": np.arange(d), "rank": np.arange(result["basis"].shape[1]),
+            "eigen": np.arange(d), "cluster": cluster,
+            "heavy_task": np.flatnonzero(sets.heavy),
+            "light_task": np.flatnonzero(sets.light2),
+        },
+    )
+    ds["noise"].attrs["long_name"] = "noise standard deviation s (ALGORITHMS.md §6.5: sqrt)"
+    ds["noise_var"].attrs["long_name"] = "noise variance s^2 = RSS/(rows - d)"
+    ds["heavy_task"].attrs["long_name"] = "index of the heavy task in the input store"
+    ds["light_task"].attrs["long_name"] = "index of the light2 task in the input store"
+    ds["eigenvalues"].attrs["long_name"] = "eigenvalues of the subspace moment, descending"
+    if "whitening" in result:
+        ds["whitening"] = (("feature", "feature_in"), result["whitening"])
+        ds["whitening"].attrs["long_name"] = "T = (E xx^T)^(-1/2): z = T x (basis is in z)"
+        ds = ds.assign_coords(feature_in=np.arange(d))
+    attrs = {
+        "method": "metalearn",
+        "parameters": json.dumps(params, sort_keys=True),
+        "input": str(source.path),
+        "input_group": source.group or "",
+        "n_light": int(sets.light.sum()),
+        "n_heavy": int(sets.heavy.sum()),
+        "n_light2": int(sets.light2.sum()),
+        "n_unused_tasks": int(sets.unused),
+        "n_clusters": int(K),
+        "basis_space": "whitened" if "whitening" in result else "raw",
+        "seconds": round(float(result.get("seconds", sum(seconds.values()))), 3),
+        "streamlsq_version": _version(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    attrs.update({f"seconds_{k}": round(v, 4) for k, v in seconds.items()})
+    if source.has_truth and K > 0:
+        attrs.update({k: float(v) for k, v in
+                      truth_diagnostics(result, source.truth(), sets).items()})
+    ds.attrs.update(attrs)
+    return ds
+
+
+# -- the pooled baseline ---------------------------------------------------------------
+def _pooled(chunk, source, holdout):
+    X, y, ptr = load_chunk(source, chunk, None, holdout)
+    return mlr.cluster_sufficient_stats(X, y, ptr, np.zeros(ptr.size - 1, dtype=np.int64), 1)
+
+
+def fit_pooled(
+    data: str | os.PathLike,
+    *,
+    out: str | os.PathLike | None = None,
+    holdout: int = 0,
+    chunk_tasks: int = CHUNK_TASKS,
+    group: str | None = None,
+    overwrite: bool = False,
+    client: Client | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """One least-squares regression on the rows of all tasks (the pooled baseline).
+
+    The same grouped reduction as the refinement step with every task in one
+    cluster (``cluster_sufficient_stats`` + ``refine_from_stats``), leaving out
+    the last ``holdout`` rows of every task. Written as a one-cluster model
+    store, so ``predict`` scores it like any meta-learned model.
+    """
+    source = open_tasks(data, group)
+    if out is not None:
+        prepare_output(out, overwrite)
+    holdout = check_int("holdout", holdout, 0)
+    started = time.perf_counter()
+    with dask_client(client, scheduler) as cl:
+        run = _Run(cl, source, int(holdout), chunk_tasks, progress)
+        sizes = np.diff(run.ptr) - holdout
+        if (sizes < 0).any():
+            i = int(np.flatnonzero(sizes < 0)[0])
+            raise InputError(f"{source.label}: task {i} has fewer rows than the {holdout} "
+                             "to hold out")
+        chunks = run.plan(sizes > 0)
+        _, stats = run.reduce(_pooled, chunks, holdout, name="pooled")
+    try:
+        W, s2, p = mlr.refine_from_stats(stats, int(stats["tasks"].sum()))
+    except ValueError as exc:
+        raise InputError(f"{source.label}: pooled regression: {exc}") from None
+    ds = xr.Dataset(
+        {"coef": (("cluster", "feature"), W), "noise": (("cluster",), np.sqrt(s2)),
+         "noise_var": (("cluster",), s2), "weight": (("cluster",), p)},
+        coords={"cluster": [0], "feature": np.arange(source.n_features)},
+    )
+    ds.attrs.update({
+        "method": "pooled", "parameters": json.dumps({"holdout": int(holdout)}),
+        "input": str(source.path), "n_rows": int(stats["rows"].sum()),
+        "seconds": round(time.perf_counter() - started, 3),
+        "streamlsq_version": _version(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    })
+    if out is not None:
+        write_result(ds, out, overwrite)
+    return ds

@@ -1,0 +1,194 @@
+"""Prediction for new tasks (ALGORITHMS.md §6.6) as a map over chunks of a multi-task store.
+
+Each Dask task reads a chunk of new tasks, computes the posterior over the
+model's clusters (``kernels.mlr.posterior_log_probs``), the task's regression
+vector under the chosen estimator — ``bayes`` (posterior mean), ``map`` (most
+probable cluster's ŵ) or ``lstsq`` (the task's own least squares, the
+baseline) — and writes them into its own chunk of the result store, so the
+result can be larger than memory. Whitening needs no special care here: the
+model stores raw-feature coefficients and the posterior depends on x only
+through the residuals y − ŵᵀx.
+
+Held-out error (``holdout=N``): the last N rows of every task are held out
+(the same rule as ``metalearn(..., holdout=N)``); the estimators see the
+first tᵢ − N rows, and the squared error on the held-out rows is stored per
+task (``holdout_sse``, ``holdout_rows``) and pooled over all tasks in the
+``holdout_mse`` attribute (Σ sse / Σ rows).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+from distributed import Client
+
+from streamlsq.errors import InputError, check_int
+from streamlsq.io.results import atomic_store, open_result, prepare_output
+from streamlsq.io.tasks import (
+    CHUNK_TASKS,
+    TaskChunk,
+    TaskSource,
+    chunk_error,
+    open_tasks,
+    plan_chunks,
+)
+from streamlsq.kernels import mlr
+from streamlsq.runtime.client import dask_client
+from streamlsq.runtime.memory import fast_large_allocations
+from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
+
+__all__ = ["ESTIMATORS", "predict"]
+
+ESTIMATORS = ("bayes", "map", "lstsq")
+
+
+def _predict_chunk(chunk: TaskChunk, source: TaskSource, W, s2, p, estimator, holdout, path):
+    try:
+        with fast_large_allocations():
+            X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
+            held = None
+            if holdout:
+                (X, y, ptr), held = mlr.holdout_split(X, y, ptr, holdout)
+            posterior = np.exp(mlr.posterior_log_probs(X, y, ptr, W, s2, p))
+            if estimator == "lstsq":
+                coef = mlr.per_task_lstsq(X, y, ptr)
+            else:
+                coef = mlr.predict_coef(posterior, W, estimator)
+            out = {"coef": coef, "posterior": posterior}
+            sums = {"sse": np.float64(0.0), "rows": np.int64(0)}
+            if held is not None:
+                sse, rows = mlr.task_prediction_sse(*held, coef)
+                out.update(holdout_sse=sse, holdout_rows=rows)
+                sums = {"sse": sse.sum(), "rows": rows.sum()}
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise chunk_error(source, chunk, exc) from None
+    if path is None:
+        return out, sums
+    g = zarr.open_group(path, mode="r+")
+    for name, values in out.items():
+        g[name][chunk.lo : chunk.hi] = values
+    return None, sums
+
+
+def _load_model(model) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    ds = open_result(model)
+    for name in ("coef", "noise_var", "weight"):
+        if name not in ds:
+            raise InputError(f"{model}: variable '{name}' is missing; not a model store")
+    return (ds.coef.values.astype(np.float64), ds.noise_var.values.astype(np.float64),
+            ds.weight.values.astype(np.float64), dict(ds.attrs))
+
+
+def predict(
+    model: str | os.PathLike,
+    tasks: str | os.PathLike,
+    *,
+    out: str | os.PathLike | None = None,
+    estimator: str = "bayes",
+    holdout: int = 0,
+    chunk_tasks: int = CHUNK_TASKS,
+    group: str | None = None,
+    overwrite: bool = False,
+    client: Client | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """Per-task regression vectors for the tasks of ``tasks`` under the model store ``model``.
+
+    Returns (and with ``out`` writes, chunk-parallel and atomically) an
+    xarray Dataset with ``coef (task, feature)``, ``posterior (task, cluster)``
+    and, with ``holdout`` = N > 0, ``holdout_sse (task)``, ``holdout_rows
+    (task)`` and the pooled ``holdout_mse`` attribute. Every task of the store
+    is predicted, whatever its role.
+    """
+    if estimator not in ESTIMATORS:
+        raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    holdout = check_int("holdout", holdout, 0)
+    W, s2, p, model_attrs = _load_model(model)
+    source = open_tasks(tasks, group)
+    if W.shape[1] != source.n_features:
+        raise InputError(
+            f"{source.label}: variable 'X' has {source.n_features} features but the model "
+            f"{model} has {W.shape[1]}"
+        )
+    ptr = source.task_ptr()
+    sizes = np.diff(ptr)
+    if holdout and (sizes < holdout).any():
+        i = int(np.flatnonzero(sizes < holdout)[0])
+        raise InputError(
+            f"{source.label}: task {i} has {int(sizes[i])} row(s), fewer than the {holdout} "
+            "to hold out"
+        )
+    if out is not None:
+        out = prepare_output(out, overwrite)
+    # uniform task ranges: chunk j of the plan is chunk j of every output array
+    chunks = plan_chunks(ptr, None, chunk_tasks, max_rows=source.n_rows + 1)
+    K, d, n = W.shape[0], W.shape[1], source.n_tasks
+    attrs = {
+        "method": "predict",
+        "estimator": estimator,
+        "parameters": json.dumps({"estimator": estimator, "holdout": int(holdout),
+                                  "chunk_tasks": int(chunk_tasks)}),
+        "model": str(model),
+        "model_method": str(model_attrs.get("method", "")),
+        "input": str(source.path),
+        "input_group": source.group or "",
+        "holdout": int(holdout),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    target = atomic_store(out, overwrite) if out is not None else contextlib.nullcontext()
+    with target as tmp:
+        if tmp is not None:
+            _create_result(tmp, n, d, K, chunk_tasks, holdout)
+        with dask_client(client, scheduler) as cl:
+            futures = map_chunks(cl, _predict_chunk, chunks, source, W, s2, p, estimator,
+                                 int(holdout), None if tmp is None else str(tmp),
+                                 name="predict")
+            total = tree_reduce(cl, futures, mlr.combine_stats, leaf=_sums, name="predict-sse")
+            wait_progress(cl, futures, [c.n for c in chunks], "predict", enabled=progress)
+            sums = total.result()
+            parts = None if tmp is not None else [f[0] for f in cl.gather(futures)]
+        if holdout:
+            attrs["holdout_mse"] = float(sums["sse"] / sums["rows"])
+            attrs["holdout_rows"] = int(sums["rows"])
+        if tmp is None:
+            return _in_memory(parts, attrs)
+        zarr.open_group(str(tmp), mode="r+").attrs.update(attrs)
+    return open_result(out)
+
+
+def _sums(result):
+    return result[1]
+
+
+def _create_result(path: Path, n: int, d: int, K: int, chunk_tasks: int, holdout: int) -> None:
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    c = min(chunk_tasks, n)
+    spec = {"coef": ((n, d), (c, d), "float64", ["task", "feature"]),
+            "posterior": ((n, K), (c, K), "float64", ["task", "cluster"])}
+    if holdout:
+        spec["holdout_sse"] = ((n,), (c,), "float64", ["task"])
+        spec["holdout_rows"] = ((n,), (c,), "int64", ["task"])
+    for name, (shape, chunks, dtype, dims) in spec.items():
+        g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, dimension_names=dims,
+                       fill_value=np.nan if dtype == "float64" else 0)
+    g.attrs["complete"] = False
+
+
+def _in_memory(parts, attrs) -> xr.Dataset:
+    dims = {"coef": ("task", "feature"), "posterior": ("task", "cluster"),
+            "holdout_sse": ("task",), "holdout_rows": ("task",)}
+    ds = xr.Dataset({name: (dims[name], np.concatenate([p[name] for p in parts]))
+                     for name in parts[0]})
+    ds.attrs.update(attrs)
+    ds.attrs["complete"] = True
+    return ds

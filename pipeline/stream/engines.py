@@ -1,0 +1,427 @@
+"""The two engines that run a recursion over a stream store (DESIGN.md §2).
+
+``sequential``: the state travels, the data stay. One task folds a *segment* of
+consecutive chunks (reading the next chunks in background threads while the
+current one is folded) and returns the small state, which the next segment's
+task takes as input. At most two segments are in flight; the client collects
+each segment's recorded coefficients in order and checkpoints them.
+
+``scan`` (recursions with ``supports_scan``): per-piece block sums computed as a
+parallel map, an in-order prefix over the small summaries, then independent
+solves at the recorded steps, also as a map.
+
+Both run over a :class:`~streamlsq.plans.StreamPlan`: the virtual stream of
+blocks the recursion sees (one store in storage order, several epochs in a
+seeded shuffled order, or whole blocks alternating between two stores). A task
+reads whole chunks (one read per chunk, shared by the blocks that use it; the
+sequential engine prefetches the next chunks in background threads) and cuts
+them into the plan's blocks.
+
+Both read inside the task that consumes the data (never a separate "load"
+task, see dask/distributed#7552) and produce identical results to rounding.
+This module only moves blocks to kernels: the math is in ``streamlsq.kernels``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from distributed import Client
+
+from streamlsq.errors import InputError
+from streamlsq.io.checkpoint import Checkpoint
+from streamlsq.io.stream import StreamSource
+from streamlsq.kernels.linalg import SingularMatrixError
+from streamlsq.kernels.recursions.contract import BadRowError, Recursion
+from streamlsq.runtime.memory import fast_large_allocations
+from streamlsq.runtime.progress import row_bar, track_futures
+from streamlsq.stream.plans import Section, SegmentTask, StreamPlan, plan_segments
+
+__all__ = [
+    "Trajectory", "plan_segments", "read_task", "run_scan", "run_sequential", "task_bytes",
+]
+
+#: rows-bytes of X a sequential segment folds in one task (a few seconds of work)
+SEGMENT_BYTES = 256 * 2**20
+#: rows-bytes of X a scan piece summarises in one task (>= 0.1 s of work)
+PIECE_BYTES = 96 * 2**20
+#: a task's bytes may be at most this share of the smallest worker memory limit
+MEMORY_SHARE = 1 / 16
+
+
+def task_bytes(client: Client, default: int) -> int:
+    """``default``, or less on workers with a small memory limit.
+
+    A scan piece holds its rows more than twice at its peak (decoded chunks and
+    their concatenation) on top of the worker's libraries (about 250 MB);
+    distributed pauses a worker at 80% of its limit and restarts it at 95%.
+    Measured on 600 MB workers (7,000,000 × 24 rows, 10 MB chunks): a sixteenth of
+    the limit peaks at 385 MB; an eighth peaked at 501 MB here and, on the loaded
+    CI machine, once went past 570 MB and had the worker restarted.
+    """
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    limits = [m for m in limits if m > 0]
+    if not limits:
+        return default
+    return max(1, min(default, int(min(limits) * MEMORY_SHARE)))
+
+
+@dataclass
+class Trajectory:
+    """Recorded steps of a run, in order, plus the final state."""
+
+    steps: np.ndarray
+    coefs: np.ndarray
+    rows_seen: np.ndarray
+    state: dict
+    diagnostics: dict
+
+
+def _load(source: StreamSource, chunk: int, lo: int, hi: int, section: Section, dtype,
+          check: bool = True):
+    """Read rows ``lo:hi`` of ``chunk`` (values checked), in the section's row order."""
+    base = chunk * source.chunk_rows
+    X, Y = source.read(base + lo, base + hi, dtype, check)
+    perm = section.permutation(source, chunk)
+    if perm is not None:  # a shuffled section loads whole chunks
+        X, Y = X[perm], Y[perm]
+    return X, Y
+
+
+def _singular_block_error(task, piece, method, state, X, Y, edges, k, buf_start, exc):
+    """Find the block that made H singular (error path only) and say how to fix it."""
+    j = 0
+    for j in range(len(edges) - 1):
+        try:
+            state = method.update(state, X[edges[j] : edges[j + 1]], Y[edges[j] : edges[j + 1]])
+        except SingularMatrixError as e:
+            exc = e
+            break
+    sec = piece.section
+    src = task.sources[sec.source]
+    step = piece.step_base + k + j + 1
+    rank = f"numerical rank {exc.rank} of {exc.size}" if exc.rank is not None else str(exc)
+    which = "the first block" if step == 1 else f"block {step}"
+    row = sec.storage_row(src, buf_start + int(edges[j]))
+    if row is None:
+        where = f"{src.label}: variable 'X': {which} (epoch {sec.epoch}, shuffled rows)"
+    else:
+        last = sec.start + buf_start + int(edges[j + 1]) - 1
+        where = (f"{src.label}: variable 'X' chunk {row // src.chunk_rows}: {which} "
+                 f"(rows {row}-{last})")
+    return InputError(f"{where} leaves the normal matrix singular ({rank}); {task.remedy}")
+
+
+def _bad_row_error(task, piece, exc: BadRowError) -> InputError:
+    """Name the store, variable, chunk and row of a row the kernel refused."""
+    sec = piece.section
+    src = task.sources[sec.source]
+    row = sec.source_row(src, exc.row - piece.row_base)
+    variable = {"x": "X", "X": "X", "Y": "y", "y": "y"}.get(exc.variable, exc.variable)
+    epoch = f" (epoch {sec.epoch})" if sec.epoch or sec.shuffle else ""
+    return InputError(f"{src.label}: variable '{variable}' chunk {row // src.chunk_rows} "
+                      f"row {row}{epoch} {exc.reason}")
+
+
+def _kernel_error(task, piece, k, kend, exc: ValueError) -> InputError:
+    """Any other refusal of the kernel: name the store and the blocks it was folding."""
+    sec = piece.section
+    src = task.sources[sec.source]
+    s0, s1 = piece.step_base + k + 1, piece.step_base + kend
+    blocks = f"block {s0}" if s0 == s1 else f"blocks {s0}-{s1}"
+    a, b = sec.storage_row(src, sec.grid.edge(k)), sec.storage_row(src, sec.grid.edge(kend))
+    rows = f" (rows {a}-{b - 1})" if a is not None else f" (epoch {sec.epoch}, shuffled rows)"
+    return InputError(f"{src.label}: {blocks}{rows}: {exc}")
+
+
+def fold_segment(
+    task: SegmentTask,
+    method: Recursion,
+    previous,
+    record_every: int,
+    dtype: str,
+    prefetch: int = 2,
+):
+    """Task: fold global blocks ``task.K0+1..task.K1`` starting from ``previous`` (a state or
+    a previous segment's result). Returns (rows folded, result dict)."""
+    # ``previous`` is the state itself or the (rows, part) result of the previous segment
+    state = previous[1]["state"] if isinstance(previous, tuple) else previous
+    with fast_large_allocations():
+        return _fold_segment(task, method, state, record_every, dtype, prefetch)
+
+
+def _fold_segment(task, method, state, record_every, dtype, prefetch):
+    loads, slices = task.loads()
+    last_use = {j: n for n, (_, j, *_rest) in enumerate(slices)}
+    steps, coefs, rows, diags = [], [], [], {}
+    futures: dict = {}
+    submitted = 0
+    current = -1
+    with ThreadPoolExecutor(max_workers=prefetch) as pool:
+        for n, (pi, j, lo, hi, vend) in enumerate(slices):
+            # keep ``prefetch`` chunk reads ahead of the one being folded
+            while submitted < len(loads) and submitted <= j + prefetch:
+                si, chunk, a, b, sec = loads[submitted]
+                futures[submitted] = pool.submit(_load, task.sources[si], chunk, a, b, sec, dtype)
+                submitted += 1
+            X, Y = futures[j].result()
+            if last_use[j] == n:
+                del futures[j]
+            X, Y = X[lo:hi], Y[lo:hi]
+            if pi != current:  # a new section: blocks never straddle sections
+                current = pi
+                piece = task.pieces[pi]
+                grid = piece.section.grid
+                k = piece.k0
+                buf_X = buf_Y = None
+                buf_start = piece.first_row
+            if buf_X is not None and len(buf_X):
+                X, Y = np.concatenate([buf_X, X]), np.concatenate([buf_Y, Y])
+            kend = piece.k1 if vend >= piece.last_row else min(grid.floor_edge(vend), piece.k1)
+            if kend > k:
+                edges = grid.edges(k, kend) - buf_start
+                used = int(edges[-1])
+                try:
+                    res = method.fold(state, X[:used], Y[:used], edges,
+                                      piece.step_base + k + 1, record_every,
+                                      piece.row_base + buf_start)
+                except SingularMatrixError as exc:
+                    raise _singular_block_error(
+                        task, piece, method, state, X, Y, edges, k, buf_start, exc
+                    ) from None
+                except BadRowError as exc:
+                    raise _bad_row_error(task, piece, exc) from None
+                except ValueError as exc:
+                    raise _kernel_error(task, piece, k, kend, exc) from None
+                state = res.state
+                steps.append(res.steps)
+                coefs.append(res.coefs)
+                rows.append(res.rows_seen)
+                for name, v in res.diagnostics.items():
+                    diags.setdefault(name, []).append(v)
+                buf_X, buf_Y = X[used:], Y[used:]
+                buf_start += used
+                k = kend
+            else:
+                buf_X, buf_Y = X, Y
+    return task.n_rows, {
+        "state": state,
+        "steps": np.concatenate(steps) if steps else np.zeros(0, np.int64),
+        "coefs": np.concatenate(coefs) if coefs else None,
+        "rows_seen": np.concatenate(rows) if rows else np.zeros(0, np.int64),
+        "diagnostics": {n: np.concatenate(v) for n, v in diags.items()},
+    }
+
+
+def _finish_trajectory(method, parts, state, plan: StreamPlan) -> Trajectory:
+    steps = np.concatenate([p["steps"] for p in parts]) if parts else np.zeros(0, np.int64)
+    coef_list = [p["coefs"] for p in parts if p["coefs"] is not None and len(p["coefs"])]
+    rows = np.concatenate([p["rows_seen"] for p in parts]) if parts else np.zeros(0, np.int64)
+    final = method.coef(state)
+    coefs = np.concatenate(coef_list) if coef_list else np.zeros((0, *final.shape), final.dtype)
+    names = sorted({n for p in parts for n in p["diagnostics"]})
+    diags = {n: np.concatenate([p["diagnostics"][n] for p in parts if n in p["diagnostics"]])
+             for n in names}
+    if not len(steps) or steps[-1] != plan.n_blocks:
+        steps = np.append(steps, plan.n_blocks)
+        coefs = np.concatenate([coefs, final[None]])
+        rows = np.append(rows, plan.n_rows)
+        final_diag = method.state_diagnostics(state)
+        for n in names:
+            diags[n] = np.append(diags[n], final_diag[n])
+    return Trajectory(steps=steps, coefs=coefs, rows_seen=rows, state=state, diagnostics=diags)
+
+
+def run_sequential(
+    client: Client,
+    plan: StreamPlan,
+    method: Recursion,
+    record_every: int,
+    dtype: str = "float64",
+    checkpoint: Checkpoint | None = None,
+    progress: bool | None = None,
+    segment_bytes: int | None = None,
+) -> Trajectory:
+    """The in-order engine over the virtual stream of ``plan``; see the module docstring.
+
+    ``segment_bytes`` defaults to :data:`SEGMENT_BYTES`, less on small workers
+    (:func:`task_bytes`)."""
+    segments = None
+    if checkpoint is not None and segment_bytes is None:
+        segments = checkpoint.saved_segments()  # resume with the cut it was started with
+    if segments is None:
+        segments = plan_segments(plan, segment_bytes or task_bytes(client, SEGMENT_BYTES))
+    parts: list[dict] = []
+    state = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
+    start = 0
+    if checkpoint is not None:
+        checkpoint.bind(segments)
+        resumed = checkpoint.load()
+        if resumed is not None:
+            start, state, parts = resumed
+    tag = uuid.uuid4().hex[:8]
+    in_flight: deque = deque()
+    previous = state
+    nxt = start
+    with row_bar(plan.n_rows, f"fit {method.name} (sequential)", enabled=progress) as bar:
+        bar.update(plan.edge(segments[start][0]) if start < len(segments) else plan.n_rows)
+        while nxt < len(segments) or in_flight:
+            while nxt < len(segments) and len(in_flight) < 2:
+                K0, K1 = segments[nxt]
+                fut = client.submit(
+                    fold_segment, plan.task(K0, K1), method, previous, record_every, dtype,
+                    key=f"fold-{method.name}-{tag}-{nxt}", pure=False,
+                )
+                in_flight.append((nxt, fut))
+                previous = fut
+                nxt += 1
+            i, fut = in_flight.popleft()
+            try:
+                n, part = fut.result()
+            except BaseException:
+                client.cancel([f for _, f in in_flight])
+                raise
+            parts.append(part)
+            state = part["state"]
+            bar.update(n)
+            if checkpoint is not None:
+                checkpoint.save(i, part)
+    return _finish_trajectory(method, parts, state, plan)
+
+
+def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
+    """Local block counts inside piece (k0, k1] where an interval ends.
+
+    Recorded steps, the piece end, and step 1 (so that a singular first block
+    is refused by the scan engine exactly as by the sequential one).
+    """
+    first = (k0 // record_every + 1) * record_every
+    rec = np.arange(first, k1 + 1, record_every, dtype=np.int64)
+    extra = [1] if k0 == 0 else []
+    return np.unique(np.concatenate([rec, [k1], extra]).astype(np.int64)) - k0
+
+
+def read_task(task: SegmentTask, dtype, check: bool = True
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All rows of a task's blocks, concatenated in stream order, and their block edges.
+
+    One read for a single storage-order piece (the plain case); otherwise every
+    chunk is loaded once and sliced (interleaved blocks share chunks).
+    """
+    edges = [np.zeros(1, np.int64)]
+    offset = 0
+    for piece in task.pieces:
+        e = piece.section.grid.edges(piece.k0, piece.k1) - piece.first_row + offset
+        edges.append(e[1:])
+        offset = int(e[-1])
+    edges = np.concatenate(edges)
+    if len(task.pieces) == 1 and not task.pieces[0].section.shuffle:
+        piece = task.pieces[0]
+        sec = piece.section
+        X, Y = task.sources[sec.source].read(sec.start + piece.first_row,
+                                             sec.start + piece.last_row, dtype, check)
+        return X, Y, edges
+    loads, slices = task.loads()
+    data = [_load(task.sources[si], chunk, a, b, sec, dtype, check)
+            for si, chunk, a, b, sec in loads]
+    X = np.concatenate([data[j][0][lo:hi] for _, j, lo, hi, _ in slices])
+    Y = np.concatenate([data[j][1][lo:hi] for _, j, lo, hi, _ in slices])
+    return X, Y, edges
+
+
+def summarize_piece(task: SegmentTask, method, record_every, dtype):
+    """Task: read global blocks K0+1..K1 and return their interval summaries (small).
+
+    Values are checked on the summaries rather than on every row (NaN or Inf in a
+    row makes its block's sums non-finite): one pass less over the data. Only
+    when a summary is not finite are the rows read again with the check, which
+    names the chunk and row at fault.
+    """
+    with fast_large_allocations():
+        X, Y, edges = read_task(task, dtype, check=False)
+    summaries = method.summarize(X, Y, edges, _piece_cuts(task.K0, task.K1, record_every))
+    if not all(np.isfinite(v).all() for s in summaries for v in s.values()):
+        del X, Y
+        with fast_large_allocations():
+            read_task(task, dtype, check=True)  # raises InputError naming the row
+        raise InputError(
+            f"{task.sources[task.pieces[0].section.source].label}: variable 'X': the sums of "
+            f"blocks {task.K0 + 1}-{task.K1} overflow; rescale the data"
+        )
+    return task.n_rows, summaries
+
+
+def finish_states(method, infos, steps, label, remedy):
+    """Task: the independent solves turning information states into states."""
+    out = []
+    for info, step in zip(infos, steps, strict=True):
+        try:
+            out.append(method.finish(info))
+        except SingularMatrixError as exc:
+            which = "the first block" if step == 1 else f"step {step}"
+            raise InputError(
+                f"{label}: variable 'X': {which} leaves the normal matrix singular (numerical "
+                f"rank {exc.rank} of {exc.size}); {remedy}"
+            ) from None
+    return out
+
+
+def run_scan(
+    client: Client,
+    plan: StreamPlan,
+    method: Recursion,
+    record_every: int,
+    dtype: str = "float64",
+    progress: bool | None = None,
+    piece_bytes: int | None = None,
+) -> Trajectory:
+    """The parallel engine over the virtual stream of ``plan``: map summaries, prefix in
+    order, map solves. ``piece_bytes`` defaults to :data:`PIECE_BYTES`, less on small
+    workers (:func:`task_bytes`)."""
+    if not getattr(method, "supports_scan", False):
+        raise InputError(f"method '{method.name}' has no scan form; use --engine sequential")
+    pieces = plan_segments(plan, piece_bytes or task_bytes(client, PIECE_BYTES))
+    tag = uuid.uuid4().hex[:8]
+    futures = [
+        client.submit(
+            summarize_piece, plan.task(K0, K1), method, record_every, dtype,
+            key=f"summarize-{method.name}-{tag}-{i}", pure=False,
+        )
+        for i, (K0, K1) in enumerate(pieces)
+    ]
+    results = track_futures(
+        client, futures, plan.n_rows, f"fit {method.name} (scan)", enabled=progress
+    )
+    del futures
+    summaries = [s for _, piece in results for s in piece]
+    ends = np.concatenate(
+        [k0 + _piece_cuts(k0, k1, record_every) for k0, k1 in pieces]
+    )
+    state0 = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
+    infos = method.scan(method.to_info(state0), summaries)
+    keep = [i for i, e in enumerate(ends) if e % record_every == 0 or e == plan.n_blocks]
+    solve = sorted(set(keep) | {0})  # index 0 is step 1: checks the first block
+    n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+    per = -(-len(solve) // (4 * n_workers))
+    groups = [solve[j : j + per] for j in range(0, len(solve), per)]
+    solved = client.gather(client.map(
+        finish_states,
+        [method] * len(groups),
+        [[infos[i] for i in g] for g in groups],
+        [[int(ends[i]) for i in g] for g in groups],
+        [plan.label] * len(groups),
+        [plan.remedy] * len(groups),
+        key=[f"solve-{method.name}-{tag}-{j}" for j in range(len(groups))],
+        pure=False,
+    ))
+    by_index = dict(zip(solve, (s for g in solved for s in g), strict=True))
+    states = [by_index[i] for i in keep]
+    steps = ends[keep]
+    coefs = np.stack([method.coef(s) for s in states])
+    rows = np.array([int(s["rows"]) for s in states], dtype=np.int64)
+    part = {"steps": steps, "coefs": coefs, "rows_seen": rows, "diagnostics": {}}
+    return _finish_trajectory(method, [part], states[-1], plan)

@@ -1,0 +1,290 @@
+"""Fitting a recursion over a stream store: the public ``fit_stream`` and its result layout."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from distributed import Client
+
+from streamlsq.errors import InputError, check_int
+from streamlsq.io.checkpoint import Checkpoint
+from streamlsq.io.results import prepare_output, write_result
+from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.kernels.recursions.basis import Basis
+from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
+from streamlsq.runtime.client import dask_client
+from streamlsq.stream.engines import Trajectory, run_scan, run_sequential
+from streamlsq.stream.methods import BASIS_METHODS, make_method, result_attrs
+from streamlsq.stream.plans import Section, StreamPlan
+
+__all__ = ["fit_stream", "run_plan", "trajectory_dataset", "DEFAULT_RECORDED_STEPS"]
+
+#: with ``record_every=None`` about this many steps are recorded
+DEFAULT_RECORDED_STEPS = 1000
+ENGINES = ("sequential", "scan")
+
+
+def _version() -> str:
+    from streamlsq import __version__
+
+    return __version__
+
+
+def fit_stream(
+    data: str | os.PathLike,
+    method: str | Recursion = "kf4lls",
+    *,
+    out: str | os.PathLike | None = None,
+    group: str | None = None,
+    engine: str = "sequential",
+    block_size: int | None = None,
+    first_block_size: int | None = None,
+    record_every: int | None = None,
+    epochs: int = 1,
+    shuffle: bool = False,
+    seed: int = 0,
+    dtype: str = "float64",
+    client: Client | None = None,
+    scheduler: str | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    segment_bytes: int | None = None,
+    **params,
+) -> xr.Dataset:
+    """Run a recursive estimator over the stream store ``data`` in order.
+
+    Parameters
+    ----------
+    data : path of a stream store (``X (sample, feature)``, ``y (sample, target)``).
+    method : a name of :data:`streamlsq.METHODS` (``"kf4lls"``, ``"rls"``, ``"lms"``,
+        ``"bfgs"``, ``"irma"``, ``"irma-gd"``, ``"irma-rls"``) or a configured kernel
+        object; ``params`` go to its constructor (e.g. ``ridge=1e-3``,
+        ``forgetting=0.99``, ``schedule="inverse", rate=0.05, tau=1e4``,
+        ``rate="exact"``). The IRMA family takes ``order``, ``domain`` ((a, b), or one
+        interval per column of X for a box; default: the store's ``domain``
+        attribute) and ``basis`` (``"legendre"``, ``"monomial"`` or a Basis object)
+        instead of a basis; its store holds the raw inputs x as X and one target.
+    engine : ``"sequential"`` (in-order fold, any recursion) or ``"scan"``
+        (parallel sums + prefix, for KF4LLS/RLS); both give the same numbers.
+    block_size : rows per step of the recursion (default: the store's
+        ``block_size`` attribute, else its chunk size). Independent of the chunking.
+    first_block_size : rows of the first block (default ``block_size``); a larger
+        first block lets H_0 = 0 start with a full-rank block.
+    record_every : record the coefficients every this many steps (default: about
+        1000 steps over the run); the final step is always recorded.
+    epochs : passes over the store; the state carries over from one pass to the
+        next (LMS: W and the sample counter k, so a decreasing schedule continues).
+        Steps are numbered over all epochs (epoch e holds steps e·m+1..(e+1)·m for m
+        blocks per epoch; ``first_block_size`` applies to the very first block only)
+        and the result has an ``epoch(step)`` variable.
+    shuffle, seed : visit the chunks of epoch e in
+        ``epoch_chunk_order(seed, e, n_chunks, True)`` and the rows of chunk c in
+        ``chunk_row_permutation(seed, e, c, rows_c, True)`` (a two-level shuffle that
+        depends only on the seed and the storage chunking, not on the workers).
+    out : write the result store here (atomically; ``complete=True`` last).
+    checkpoint, resume : sequential engine only: commit progress to this folder
+        and, with ``resume``, continue a killed run from it.
+    segment_bytes : bytes of X one sequential task folds (default 256 MiB), or one
+        scan task summarises (default 96 MiB); the defaults are cut to a sixteenth of
+        the smallest worker memory limit. A resumed run keeps the segments of its
+        checkpoint.
+    client, scheduler : a Dask client or scheduler address; by default the
+        ``DASK_SCHEDULER_ADDRESS`` variable, the current default client, or an
+        embedded LocalCluster.
+
+    Returns
+    -------
+    xarray.Dataset with ``coef (step, feature, target)``, ``rows_seen (step)``,
+    ``epoch (step)``, the final state as ``state_*`` variables and the run's attrs.
+    Diagnostics: ``cumulative_loss (step)`` for the IRMA family (Σ of the squared
+    pre-update errors so far), ``n_skipped (step)`` for BFGS (B updates skipped by
+    the curvature safeguard so far, also the attr ``n_skipped``).
+    """
+    check_run_options(engine, dtype, checkpoint, resume, record_every)
+    source = open_stream(data, group)
+    if (isinstance(method, str) and method in BASIS_METHODS and params.get("domain") is None
+            and not isinstance(params.get("basis"), Basis) and "domain" in source.attrs):
+        params["domain"] = source.attrs["domain"]
+    rec = make_method(method, **params)
+    if engine == "scan" and not getattr(rec, "supports_scan", False):
+        raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
+    check_layout(source, rec, dtype)
+    epochs = check_int("epochs", epochs, 1, "a positive integer")
+    seed = check_int("seed", seed, 0, "a non-negative integer")
+    if out is not None:
+        prepare_output(out, overwrite)
+    try:
+        size = source.block_size if block_size is None else int(block_size)
+        grids = [BlockGrid(source.n_rows, size, first_block_size if e == 0 else None)
+                 for e in range(epochs)]
+    except ValueError as exc:
+        raise InputError(f"{source.label}: {exc}") from None
+    sections = [Section(0, 0, source.n_rows, grid, epoch=e, shuffle=bool(shuffle), seed=seed)
+                for e, grid in enumerate(grids)]
+    plan = StreamPlan((source,), sections, attrs={
+        "epochs": epochs, "shuffle": bool(shuffle), "seed": seed,
+        "rows_per_epoch": source.n_rows,
+    })
+    traj, seconds, record_every = run_plan(
+        plan, rec, engine=engine, record_every=record_every, dtype=dtype, client=client,
+        scheduler=scheduler, checkpoint=checkpoint, resume=resume, progress=progress,
+        segment_bytes=segment_bytes,
+    )
+    ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
+    ds["epoch"] = (("step",), step_sections(plan, traj.steps, "epoch"))
+    ds.attrs.update(result_attrs(rec, traj.state))
+    if out is not None:
+        write_result(ds, out, overwrite)
+    return ds
+
+
+def check_layout(source: StreamSource, rec: Recursion, dtype) -> None:
+    """Refuse a store whose shape the recursion cannot take (before any reading)."""
+    basis = getattr(rec, "basis", None)
+    if isinstance(basis, Basis):
+        if source.n_features != basis.dim:
+            raise InputError(
+                f"{source.label}: variable 'X' has {source.n_features} column(s) but the "
+                f"{rec.name} basis has {basis.dim} input dimension(s) (domain {basis.domain}): "
+                "X holds the raw inputs x, one column per input dimension (one --domain A B "
+                "per column)")
+        if source.n_targets != 1:
+            raise InputError(f"{source.label}: variable 'y' has {source.n_targets} targets; "
+                             f"{rec.name} fits one scalar target")
+    try:
+        rec.init(source.n_features, source.n_targets, np.dtype(dtype))
+    except ValueError as exc:
+        raise InputError(f"{source.label}: {exc}") from None
+
+
+def check_run_options(engine, dtype, checkpoint, resume, record_every) -> None:
+    """Refuse engine/dtype/checkpoint options that cannot work (before any reading)."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
+    if np.dtype(dtype) not in (np.float32, np.float64):
+        raise InputError(f"dtype must be float64 or float32, got {dtype}")
+    if checkpoint is not None and engine != "sequential":
+        raise InputError("--checkpoint works with the sequential engine")
+    if resume and checkpoint is None:
+        raise InputError("--resume needs --checkpoint DIR")
+    if record_every is not None and record_every < 1:
+        raise InputError(f"record_every must be a positive integer, got {record_every}")
+
+
+def step_sections(plan: StreamPlan, steps, attribute: str) -> np.ndarray:
+    """The ``attribute`` of the section each step belongs to (e.g. its epoch or source)."""
+    return np.array([getattr(plan.sections[i], attribute)
+                     for i in plan.section_of_steps(steps)], dtype=np.int64)
+
+
+def run_plan(
+    plan: StreamPlan,
+    rec: Recursion,
+    *,
+    engine: str,
+    record_every: int | None,
+    dtype: str,
+    client: Client | None,
+    scheduler: str | None,
+    checkpoint,
+    resume: bool,
+    progress: bool | None,
+    segment_bytes: int | None,
+) -> tuple[Trajectory, float, int]:
+    """Run ``rec`` over ``plan`` with the chosen engine; returns (trajectory, seconds,
+    record_every)."""
+    if record_every is None:
+        record_every = max(1, -(-plan.n_blocks // DEFAULT_RECORDED_STEPS))
+    started = datetime.now(UTC)
+    with dask_client(client, scheduler) as cl:
+        if engine == "scan":
+            traj = run_scan(cl, plan, rec, record_every, dtype, progress, segment_bytes)
+        else:
+            ckpt = None
+            if checkpoint is not None:
+                ckpt = Checkpoint(checkpoint, _fingerprint(plan, rec, record_every, dtype),
+                                  resume=resume)
+            traj = run_sequential(cl, plan, rec, record_every, dtype, ckpt, progress,
+                                  segment_bytes)
+    seconds = (datetime.now(UTC) - started).total_seconds()
+    return traj, seconds, record_every
+
+
+def _fingerprint(plan: StreamPlan, rec: Recursion, record_every, dtype):
+    return {
+        "inputs": [[role, str(Path(s.path).resolve()), s.group or "",
+                    s.n_rows, s.n_features, s.n_targets]
+                   for role, s in zip(plan.roles, plan.sources, strict=True)],
+        "method": rec.name,
+        "parameters": json.dumps(rec.get_params(), sort_keys=True, default=str),
+        "plan": plan.digest(),
+        "record_every": record_every,
+        "dtype": str(np.dtype(dtype)),
+    }
+
+
+def trajectory_dataset(
+    traj: Trajectory,
+    rec: Recursion,
+    plan: StreamPlan,
+    record_every: int,
+    engine: str,
+    dtype: str,
+    seconds: float,
+) -> xr.Dataset:
+    """The result layout of DESIGN.md §3 for a stream fit."""
+    n_coef = traj.coefs.shape[1]
+    names = None
+    coef_names = getattr(rec, "coef_names", None)
+    if callable(coef_names):
+        names = coef_names(plan.n_features)
+    feature = np.asarray(names) if names is not None else np.arange(n_coef)
+    ds = xr.Dataset(
+        {
+            "coef": (("step", "feature", "target"), traj.coefs),
+            "rows_seen": (("step",), traj.rows_seen),
+        },
+        coords={"step": traj.steps, "feature": feature, "target": np.arange(traj.coefs.shape[2])},
+    )
+    for name, values in traj.diagnostics.items():
+        ds[name] = (("step",), np.asarray(values))
+    for name, dims in rec.state_dims().items():
+        value = np.asarray(traj.state[name])
+        # a state axis whose length differs from the result's axis of that name gets its own
+        dims = tuple(
+            d if d not in ds.sizes or ds.sizes[d] == n else f"state_{d}"
+            for d, n in zip(dims, value.shape, strict=True)
+        )
+        ds[f"state_{name}"] = (dims, value)
+    first = plan.sections[0].grid
+    source = plan.sources[0]
+    ds.attrs.update(
+        {
+            "method": rec.name,
+            "parameters": json.dumps(rec.get_params(), sort_keys=True, default=str),
+            "engine": engine,
+            "input": str(source.path),
+            "input_group": source.group or "",
+            "inputs": json.dumps([{"role": role, "path": str(s.path), "group": s.group or ""}
+                                  for role, s in zip(plan.roles, plan.sources, strict=True)]),
+            "n_rows": plan.n_rows,
+            "block_size": first.block_size,
+            "first_block_size": first.first,
+            "n_blocks": plan.n_blocks,
+            "record_every": record_every,
+            "dtype": str(np.dtype(dtype)),
+            "seconds": round(seconds, 3),
+            "rows_per_second": round(plan.n_rows / seconds, 1) if seconds > 0 else None,
+            "streamlsq_version": _version(),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    )
+    ds.attrs.update(plan.attrs)
+    return ds

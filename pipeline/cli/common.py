@@ -30,7 +30,7 @@ def _friendly_errors(fn):
     return wrapper
 
 
-def _cluster_options(fn):
+def _scheduler_options(fn):
     fn = click.option(
         "--memory-limit", default=None,
         help="Memory limit per worker of the embedded LocalCluster (e.g. 1GB).",

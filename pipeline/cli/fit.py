@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _cluster_options, _friendly_errors
+from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
 from streamlsq.errors import InputError
 
 __all__ = [
@@ -98,7 +98,7 @@ def _least_squares_command(name: str, default_forgetting: str, doc: str):
     @click.option("--ridge", type=float, default=0.0, show_default=True,
                   help="Ridge start H0 = ridge*I (Tikhonov term for rls).")
     @click.option("--group", default=None, help="Group of the store holding X and y.")
-    @_cluster_options
+    @_scheduler_options
     @_friendly_errors
     def command(data, out, engine, block_size, first_block_size, record_every, dtype,
                 checkpoint, resume, segment_size, overwrite, forgetting, ridge, group,
@@ -163,7 +163,7 @@ fit_rls = _least_squares_command("rls", "0.99", RLS_HELP)
                    "new in every epoch.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle.")
 @click.option("--group", default=None, help="Group of the store holding X and y.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def fit_lms(data, out, block_size, record_every, dtype, checkpoint, resume, segment_size,
             overwrite, schedule, rate, tau, power, normalized, eps, epochs, shuffle, seed, group,
@@ -220,7 +220,7 @@ def _parse_rate(rate: str):
               help="Start from H0 + ridge*I when the first block is rank deficient "
                    "(0: refuse such a block).")
 @click.option("--group", default=None, help="Group of the store holding X and y.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def fit_bfgs(data, out, block_size, first_block_size, record_every, dtype, checkpoint, resume,
              segment_size, overwrite, rate, balanced, balance_counts, ridge, group, scheduler,
@@ -296,7 +296,7 @@ def _basis_command(name: str, doc: str, options: list, summary_name: str):
                      help="Legendre polynomials orthonormal on the domain, or monomials."),
         *options,
         click.option("--group", default=None, help="Group of the store holding X and y."),
-        _cluster_options,
+        _scheduler_options,
         _friendly_errors,
     ]
     for decorate in reversed(decorators):
@@ -379,7 +379,7 @@ fit_irma_rls = _basis_command("irma-rls", IRMA_RLS_HELP, [
               help="Population of the first block.")
 @click.option("--ridge", type=float, default=0.0, show_default=True,
               help="Ridge start H0 = ridge*I (0: the paper's H0 = 0).")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def fit_interleaved_command(a, b, out, engine, block_size, record_every, dtype, checkpoint,
                             resume, segment_size, overwrite, alpha, estimate_alpha, test, start,

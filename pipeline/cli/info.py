@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _cluster_options, _friendly_errors
+from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
 
 __all__ = [
     "demo",
@@ -16,7 +16,7 @@ __all__ = [
 @click.argument("store", type=click.Path())
 @click.option("--check", is_flag=True,
               help="Also read every chunk and check for NaN/Inf (a parallel pass).")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def info(store, check, scheduler, n_workers, memory_limit):
     """Describe STORE (stream, multi-task or result store) and validate it.
@@ -44,7 +44,7 @@ def info(store, check, scheduler, n_workers, memory_limit):
 @click.option("--tasks", default=100_000, show_default=True,
               help="Light tasks of the multi-task store (4 rows each; a quarter as many "
                    "tasks of 10 rows to classify, and 200 heavy tasks).")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def demo(out, rows, features, seed, tasks, scheduler, n_workers, memory_limit):
     """The whole pipeline: stream fits, meta-learning, prediction, with a summary and figures.

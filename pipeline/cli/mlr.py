@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _cluster_options, _friendly_errors
+from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
 
 __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
 
@@ -39,7 +39,7 @@ __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
 @click.option("--tile", default=1024, show_default=True,
               help="Heavy tasks per side of a distance tile.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def metalearn(data, out, k, linkage, threshold, splits, whiten, roles, heavy_rows, holdout,
               chunk_tasks, tile, overwrite, scheduler, n_workers, memory_limit):
@@ -79,7 +79,7 @@ def metalearn(data, out, k, linkage, threshold, splits, whiten, roles, heavy_row
               help="Hold out the last N rows of every task and report their squared error.")
 @click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def predict(model, tasks, out, estimator, holdout, chunk_tasks, overwrite, scheduler,
             n_workers, memory_limit):
@@ -117,7 +117,7 @@ def predict(model, tasks, out, estimator, holdout, chunk_tasks, overwrite, sched
 @click.option("--seed", default=0, show_default=True, help="Seed of the initialisation.")
 @click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite, scheduler,
        n_workers, memory_limit):
@@ -165,7 +165,7 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
               "the same mixture, e.g. a test set.")
 @click.option("--chunk-size", type=int, default=None, help="Rows per Zarr chunk.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def simulate_mlr(out, k, d, weights, noise, separation, kind, n_light, t_light, n_heavy,
                  t_heavy, n_light2, t_light2, seed, task_seed, chunk_size, overwrite, scheduler,

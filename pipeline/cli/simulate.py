@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _cluster_options, _friendly_errors
+from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
 
 __all__ = [
     "simulate",
@@ -42,7 +42,7 @@ def simulate():
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
               show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def simulate_stream_command(out, rows, features, targets, noise, condition, chunk_size,
                             block_size, seed, dtype, overwrite, scheduler, n_workers,
@@ -76,7 +76,7 @@ def simulate_stream_command(out, rows, features, targets, noise, condition, chun
 @click.option("--chunk-blocks", type=int, default=None,
               help="Whole blocks per Zarr chunk (default: about 25 MB of X).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, overwrite,
                                  scheduler, n_workers, memory_limit):
@@ -118,7 +118,7 @@ def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, ov
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
               show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_cluster_options
+@_scheduler_options
 @_friendly_errors
 def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed, dtype,
                           overwrite, scheduler, n_workers, memory_limit):

@@ -200,5 +200,5 @@ def _paused_message(workers: dict, seconds: float) -> str:
         f"all {len(workers)} Dask workers have been paused at their memory limit for "
         f"{seconds:.0f} s with nothing running ({memory}); the run was stopped. Give the "
         "workers more memory (--memory-limit, or the cluster's worker options) or read less "
-        "per task (fit's --segment-size)"
+        "per Dask task (fit's --segment-size)"
     )

@@ -7,7 +7,7 @@ set, the mmap threshold stops adapting, so every buffer above 128 KiB is a fresh
 Decoding a 25 MB Zarr chunk makes several such buffers; measured on this
 project's stores, reading ran 2–3.5× slower in a worker than in a plain process.
 
-While a task streams chunks we raise the mmap and trim thresholds so the heap
+While a Dask task streams chunks we raise the mmap and trim thresholds so the heap
 reuses the same pages; afterwards we restore the thresholds and call
 ``malloc_trim(0)``, handing the memory back as distributed intends.
 

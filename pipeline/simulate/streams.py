@@ -1,4 +1,4 @@
-"""Synthetic stores written in parallel, one task per chunk, larger than memory if asked.
+"""Synthetic stores written in parallel, one Dask task per chunk, larger than memory if asked.
 
 The numbers come from the pure generators in :mod:`streamlsq.kernels.synthetic`
 (reproducible by row index, so the data do not depend on the chunking or the
@@ -24,7 +24,7 @@ from streamlsq.runtime.progress import track_futures
 
 __all__ = ["simulate_interleaved", "simulate_irma", "simulate_stream", "default_chunk_rows"]
 
-#: about 25 MB of float64 per chunk of X: big enough to amortise a task, small for memory
+#: about 25 MB of float64 per chunk of X: big enough to amortise a Dask task, small for memory
 TARGET_CHUNK_ELEMENTS = 3_200_000
 
 
@@ -33,7 +33,7 @@ def default_chunk_rows(n_features: int, n_rows: int) -> int:
 
 
 def _write_rows(path, rows, args, start, stop) -> int:
-    """Task: rows ``start:stop`` from the pure generator ``rows(*args, start, stop)``, written."""
+    """Dask task: write rows ``start:stop`` from the pure generator ``rows(*args, start, stop)``."""
     X, Y = rows(*args, start, stop)
     g = zarr.open_group(path, mode="r+")
     g["X"][start:stop] = X
@@ -46,7 +46,7 @@ def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, a
     """Lay out a stream store (X, y and ``extra`` small arrays) and fill it chunk-parallel.
 
     ``rows(*args, start, stop) -> (X, Y)`` is a pure generator from the kernels whose
-    numbers depend on the row index only; one task generates and writes one chunk.
+    numbers depend on the row index only; one Dask task generates and writes one chunk.
     """
     n_rows, n_features, n_targets = shape
     with atomic_store(out, overwrite) as tmp:

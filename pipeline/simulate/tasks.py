@@ -54,7 +54,7 @@ def _layout(sets):
 
 
 def _write_rows(path, a, b, layout, task_seed, W, s, p):
-    """Task: generate and write rows a:b; return the components of tasks starting here."""
+    """Dask task: generate and write rows a:b; return the components of tasks starting here."""
     from streamlsq.kernels.synthetic.mlr import simulate_tasks
 
     d = W.shape[1]

@@ -39,21 +39,21 @@ from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import BadRowError, Recursion
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.progress import row_bar, track_futures
-from streamlsq.stream.plans import Section, SegmentTask, StreamPlan, plan_segments
+from streamlsq.stream.plans import Section, Segment, StreamPlan, plan_segments
 
 __all__ = [
-    "Trajectory", "plan_segments", "read_task", "run_scan", "run_sequential", "task_bytes",
+    "Trajectory", "plan_segments", "read_segment", "run_scan", "run_sequential", "bytes_per_call",
 ]
 
-#: rows-bytes of X a sequential segment folds in one task (a few seconds of work)
+#: rows-bytes of X a sequential segment folds in one Dask task (a few seconds of work)
 SEGMENT_BYTES = 256 * 2**20
-#: rows-bytes of X a scan piece summarises in one task (>= 0.1 s of work)
+#: rows-bytes of X a scan piece summarises in one Dask task (>= 0.1 s of work)
 PIECE_BYTES = 96 * 2**20
-#: a task's bytes may be at most this share of the smallest worker memory limit
+#: a Dask task's bytes may be at most this share of the smallest worker memory limit
 MEMORY_SHARE = 1 / 16
 
 
-def task_bytes(client: Client, default: int) -> int:
+def bytes_per_call(client: Client, default: int) -> int:
     """``default``, or less on workers with a small memory limit.
 
     A scan piece holds its rows more than twice at its peak (decoded chunks and
@@ -139,14 +139,14 @@ def _kernel_error(task, piece, k, kend, exc: ValueError) -> InputError:
 
 
 def fold_segment(
-    task: SegmentTask,
+    task: Segment,
     method: Recursion,
     previous,
     record_every: int,
     dtype: str,
     prefetch: int = 2,
 ):
-    """Task: fold global blocks ``task.K0+1..task.K1`` starting from ``previous`` (a state or
+    """Dask task: fold global blocks ``task.K0+1..task.K1`` starting from ``previous`` (a state or
     a previous segment's result). Returns (rows folded, result dict)."""
     # ``previous`` is the state itself or the (rows, part) result of the previous segment
     state = previous[1]["state"] if isinstance(previous, tuple) else previous
@@ -249,12 +249,12 @@ def run_sequential(
     """The in-order engine over the virtual stream of ``plan``; see the module docstring.
 
     ``segment_bytes`` defaults to :data:`SEGMENT_BYTES`, less on small workers
-    (:func:`task_bytes`)."""
+    (:func:`bytes_per_call`)."""
     segments = None
     if checkpoint is not None and segment_bytes is None:
         segments = checkpoint.saved_segments()  # resume with the cut it was started with
     if segments is None:
-        segments = plan_segments(plan, segment_bytes or task_bytes(client, SEGMENT_BYTES))
+        segments = plan_segments(plan, segment_bytes or bytes_per_call(client, SEGMENT_BYTES))
     parts: list[dict] = []
     state = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
     start = 0
@@ -273,7 +273,7 @@ def run_sequential(
             while nxt < len(segments) and len(in_flight) < 2:
                 K0, K1 = segments[nxt]
                 fut = client.submit(
-                    fold_segment, plan.task(K0, K1), method, previous, record_every, dtype,
+                    fold_segment, plan.segment(K0, K1), method, previous, record_every, dtype,
                     key=f"fold-{method.name}-{tag}-{nxt}", pure=False,
                 )
                 in_flight.append((nxt, fut))
@@ -305,9 +305,9 @@ def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
     return np.unique(np.concatenate([rec, [k1], extra]).astype(np.int64)) - k0
 
 
-def read_task(task: SegmentTask, dtype, check: bool = True
+def read_segment(task: Segment, dtype, check: bool = True
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All rows of a task's blocks, concatenated in stream order, and their block edges.
+    """All rows of a Dask task's blocks, concatenated in stream order, and their block edges.
 
     One read for a single storage-order piece (the plain case); otherwise every
     chunk is loaded once and sliced (interleaved blocks share chunks).
@@ -333,8 +333,8 @@ def read_task(task: SegmentTask, dtype, check: bool = True
     return X, Y, edges
 
 
-def summarize_piece(task: SegmentTask, method, record_every, dtype):
-    """Task: read global blocks K0+1..K1 and return their interval summaries (small).
+def summarize_piece(task: Segment, method, record_every, dtype):
+    """Dask task: read global blocks K0+1..K1 and return their interval summaries (small).
 
     Values are checked on the summaries rather than on every row (NaN or Inf in a
     row makes its block's sums non-finite): one pass less over the data. Only
@@ -342,12 +342,12 @@ def summarize_piece(task: SegmentTask, method, record_every, dtype):
     names the chunk and row at fault.
     """
     with fast_large_allocations():
-        X, Y, edges = read_task(task, dtype, check=False)
+        X, Y, edges = read_segment(task, dtype, check=False)
     summaries = method.summarize(X, Y, edges, _piece_cuts(task.K0, task.K1, record_every))
     if not all(np.isfinite(v).all() for s in summaries for v in s.values()):
         del X, Y
         with fast_large_allocations():
-            read_task(task, dtype, check=True)  # raises InputError naming the row
+            read_segment(task, dtype, check=True)  # raises InputError naming the row
         raise InputError(
             f"{task.sources[task.pieces[0].section.source].label}: variable 'X': the sums of "
             f"blocks {task.K0 + 1}-{task.K1} overflow; rescale the data"
@@ -356,7 +356,7 @@ def summarize_piece(task: SegmentTask, method, record_every, dtype):
 
 
 def finish_states(method, infos, steps, label, remedy):
-    """Task: the independent solves turning information states into states."""
+    """Dask task: the independent solves turning information states into states."""
     out = []
     for info, step in zip(infos, steps, strict=True):
         try:
@@ -381,14 +381,14 @@ def run_scan(
 ) -> Trajectory:
     """The parallel engine over the virtual stream of ``plan``: map summaries, prefix in
     order, map solves. ``piece_bytes`` defaults to :data:`PIECE_BYTES`, less on small
-    workers (:func:`task_bytes`)."""
+    workers (:func:`bytes_per_call`)."""
     if not getattr(method, "supports_scan", False):
         raise InputError(f"method '{method.name}' has no scan form; use --engine sequential")
-    pieces = plan_segments(plan, piece_bytes or task_bytes(client, PIECE_BYTES))
+    pieces = plan_segments(plan, piece_bytes or bytes_per_call(client, PIECE_BYTES))
     tag = uuid.uuid4().hex[:8]
     futures = [
         client.submit(
-            summarize_piece, plan.task(K0, K1), method, record_every, dtype,
+            summarize_piece, plan.segment(K0, K1), method, record_every, dtype,
             key=f"summarize-{method.name}-{tag}-{i}", pure=False,
         )
         for i, (K0, K1) in enumerate(pieces)

@@ -41,7 +41,7 @@ from streamlsq.kernels.recursions.interleaved import (
 )
 from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.progress import track_futures
-from streamlsq.stream.engines import PIECE_BYTES, read_task, task_bytes
+from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call, read_segment
 from streamlsq.stream.fit import (
     DEFAULT_RECORDED_STEPS,
     check_run_options,
@@ -103,7 +103,7 @@ def _recorded_steps(n_blocks: int, record_every: int) -> np.ndarray:
 
 
 def _moments_piece(source: StreamSource, r0: int, r1: int):
-    """Task: column moments of rows r0:r1 of X, one chunk at a time, merged in order."""
+    """Dask task: column moments of rows r0:r1 of X, one chunk at a time, merged in order."""
     acc = None
     c = source.chunk_rows
     for a in range(r0, r1, c):
@@ -115,7 +115,7 @@ def _moments_piece(source: StreamSource, r0: int, r1: int):
 def population_moments(client: Client, source: StreamSource, progress=None):
     """:class:`~streamlsq.kernels.interleaved.ColumnMoments` of a store's X, on the cluster."""
     chunks = BlockGrid(source.n_rows, source.chunk_rows)
-    pieces = plan_segments(StreamPlan.single(source, chunks), task_bytes(client, PIECE_BYTES))
+    pieces = plan_segments(StreamPlan.single(source, chunks), bytes_per_call(client, PIECE_BYTES))
     futures = [
         client.submit(_moments_piece, source, chunks.edge(K0), chunks.edge(K1), pure=False)
         for K0, K1 in pieces
@@ -143,19 +143,19 @@ def _estimate_alpha(client, how, a, b, c, progress):
 
 
 def _test_factor_piece(task, cuts):
-    """Task: residual factors of the test blocks of one piece, per interval between cuts."""
-    X, Y, edges = read_task(task, np.float64)
+    """Dask task: residual factors of the test blocks of one piece, per interval between cuts."""
+    X, Y, edges = read_segment(task, np.float64)
     return task.n_rows, residual_factor_summaries(X, Y, edges, cuts)
 
 
 def _submit_test_factors(client, source: StreamSource, grid: BlockGrid, prefixes) -> tuple:
     """Futures of C's residual factors, cut at the block counts ``prefixes`` (sorted)."""
     plan = StreamPlan.single(source, grid)
-    pieces = plan_segments(plan, task_bytes(client, PIECE_BYTES))
+    pieces = plan_segments(plan, bytes_per_call(client, PIECE_BYTES))
     futures = []
     for K0, K1 in pieces:
         cuts = sorted({int(j) - K0 for j in prefixes if K0 < j <= K1} | {K1 - K0})
-        futures.append(client.submit(_test_factor_piece, plan.task(K0, K1), cuts, pure=False))
+        futures.append(client.submit(_test_factor_piece, plan.segment(K0, K1), cuts, pure=False))
     return pieces, futures
 
 

@@ -10,7 +10,7 @@ sections) — and numbers the blocks of all sections consecutively: global step
 ``s`` is block ``s - step_base[i]`` of section ``i``.
 
 The engines cut the global block range into segments (:func:`plan_segments`) and
-hand each task the :class:`SegmentTask` for its range, which lists the (section,
+hand each Dask task the :class:`Segment` for its range, which lists the (section,
 local block range) pieces it folds and the chunk *loads* those pieces need. This
 module only does the bookkeeping of rows, chunks and blocks; the permutations of
 shuffled epochs come from the pure functions of :mod:`streamlsq.kernels.lms`.
@@ -31,7 +31,7 @@ from streamlsq.kernels.recursions.shuffle import chunk_row_permutation, epoch_ch
 __all__ = [
     "Piece",
     "Section",
-    "SegmentTask",
+    "Segment",
     "StreamPlan",
     "plan_segments",
 ]
@@ -142,8 +142,8 @@ class Piece:
 
 
 @dataclass(frozen=True)
-class SegmentTask:
-    """What one task folds or summarises: global blocks ``K0+1..K1`` as pieces of sections."""
+class Segment:
+    """What one Dask task folds or summarises: global blocks ``K0+1..K1`` as pieces of sections."""
 
     sources: tuple[StreamSource, ...]
     pieces: tuple[Piece, ...]
@@ -156,7 +156,7 @@ class SegmentTask:
         return sum(p.last_row - p.first_row for p in self.pieces)
 
     def loads(self) -> tuple[list[tuple], list[tuple]]:
-        """The chunk reads this task needs, in order of first use, and its slices.
+        """The chunk reads this Dask task needs, in order of first use, and its slices.
 
         Returns ``loads`` [(source, chunk, lo, hi, section)] — rows ``lo:hi`` of the
         chunk (a whole chunk when its rows are permuted) — and ``slices``
@@ -268,7 +268,7 @@ class StreamPlan:
         desc = np.array([s.describe() for s in self.sections], dtype=np.int64)
         return hashlib.sha256(desc.tobytes()).hexdigest()[:16]
 
-    def task(self, K0: int, K1: int) -> SegmentTask:
+    def segment(self, K0: int, K1: int) -> Segment:
         """The pieces of global blocks ``K0+1..K1``."""
         i0 = bisect.bisect_right(self.step_base, K0) - 1
         pieces = []
@@ -280,7 +280,7 @@ class StreamPlan:
             if k1 > k0:
                 pieces.append(Piece(sec, k0, k1, base, self.row_base[i]))
             i += 1
-        return SegmentTask(self.sources, tuple(pieces), K0, K1, self.remedy)
+        return Segment(self.sources, tuple(pieces), K0, K1, self.remedy)
 
 
 def plan_segments(plan: StreamPlan, target_bytes: int) -> list[tuple[int, int]]:

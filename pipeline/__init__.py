@@ -60,6 +60,7 @@ _PUBLIC = {
     "IRMARegressor": "streamlsq.estimators",
     "IRMAGradientDescentRegressor": "streamlsq.estimators",
     "IRMARLSRegressor": "streamlsq.estimators",
+    "regressor_for": "streamlsq.estimators",
 }
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "open_stream",
     "open_tasks",
     "predict",
+    "regressor_for",
     "RLSRegressor",
     "simulate_interleaved",
     "simulate_irma",
@@ -122,6 +124,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
         KF4LLSRegressor,
         LMSRegressor,
         RLSRegressor,
+        regressor_for,
     )
     from streamlsq.io.results import open_result
     from streamlsq.io.stores import open_dataset

@@ -144,7 +144,11 @@ CHECKED_ESTIMATORS = [
         InterleavedKF4LLSRegressor(alpha=0.25, start="b", ridge=1e-6, block_size=8),
         IncrementalBFGSRegressor(),
         IncrementalBFGSRegressor(block_size=15, first_block_size=25),
-        # a domain wide enough for the checks' one-column data (check_fit2d_1feature)
+        # the defaults: the domain is the range of the first fit's single column
+        IRMARegressor(),
+        IRMAGradientDescentRegressor(),
+        IRMARLSRegressor(),
+        # a given domain wide enough for the checks' one-column data (check_fit2d_1feature)
         IRMARegressor(domain=(-100.0, 100.0)),
         IRMAGradientDescentRegressor(domain=(-100.0, 100.0)),
         IRMARLSRegressor(domain=(-100.0, 100.0)),

@@ -49,7 +49,10 @@ __all__ = [
     "MonomialBasis",
     "QuadratureBasis",
     "TensorBasis",
+    "basis_from_options",
+    "bounding_domain",
     "cholesky_gramian",
+    "domain_from_intervals",
     "gramian_cholesky",
     "make_basis",
     "quadrature_gramian",
@@ -483,6 +486,63 @@ def make_basis(params: dict) -> Basis:
         f"cannot rebuild a basis of kind {kind!r} from parameters "
         "(known: legendre, monomial, tensor; a quadrature basis wraps user code)"
     )
+
+
+def basis_from_options(order: int = 6, domain=None, basis="legendre") -> Basis:
+    """The basis of kind ``basis`` ("legendre" or "monomial") of degree ``order`` on ``domain``.
+
+    ``domain`` is (a, b) for one input, or ((a0, b0), (a1, b1), …) for a box: the
+    tensor product of one 1-D basis of degree ``order`` per input dimension (a box of
+    one interval is that interval). A :class:`Basis` object is returned as is.
+    ``ValueError`` names what is missing or wrong.
+    """
+    if isinstance(basis, Basis):
+        return basis
+    if domain is None:
+        raise ValueError("give the input domain: (a, b), one interval per input dimension "
+                         "(--domain A B)")
+    if basis not in ("legendre", "monomial"):
+        raise ValueError(
+            f"basis must be 'legendre', 'monomial' or a streamlsq.kernels Basis, got {basis!r}")
+    box = np.ndim(domain) == 2
+    domain = [list(d) for d in domain] if box else list(domain)
+    if box and len(domain) == 1:
+        domain, box = domain[0], False
+    try:
+        order = int(order)
+    except (TypeError, ValueError):
+        raise ValueError(f"order must be an integer, got {order!r}") from None
+    if box:
+        return make_basis({"kind": "tensor", "factors": [
+            {"kind": basis, "order": order, "domain": d} for d in domain]})
+    return make_basis({"kind": basis, "order": order, "domain": domain})
+
+
+def bounding_domain(X, margin: float = 0.05) -> tuple:
+    """The box of the rows of X, widened by ``margin`` of its width on each side.
+
+    One column gives (a, b), several give one interval per column; a column whose
+    values are all equal gets the interval value ± max(0.5, |value|·margin). A default
+    domain for data whose range is not known in advance (the estimators' default).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.shape[0] == 0:
+        raise ValueError("no rows to take a domain from")
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    pad = np.where(hi > lo, margin * (hi - lo), np.maximum(0.5, margin * np.abs(lo)))
+    box = tuple((float(a), float(b)) for a, b in zip(lo - pad, hi + pad, strict=True))
+    return box[0] if len(box) == 1 else box
+
+
+def domain_from_intervals(intervals) -> tuple | None:
+    """``--domain A B`` given 0, 1 or d times: None, (a, b), or a box of d intervals."""
+    if not intervals:
+        return None
+    if len(intervals) == 1:
+        return tuple(intervals[0])
+    return tuple(tuple(d) for d in intervals)
 
 
 def gramian_cholesky(basis: Basis) -> np.ndarray | None:

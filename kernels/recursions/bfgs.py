@@ -58,11 +58,13 @@ m = p+n examples"), or all examples seen so far including the block
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import SingularMatrixError, as_2d, spd_solve, symmetrize
-from streamlsq.kernels.recursions.contract import BadRowError, Recursion, State
+from streamlsq.kernels.recursions.contract import BadRowError, Param, Recursion, State
 
 __all__ = [
     "IncrementalBFGS",
@@ -151,6 +153,16 @@ def balanced_rates(Y, rate: float, n_positive=None, n_negative=None) -> np.ndarr
     return np.where(pos, alpha_pos[None, :], alpha_neg[None, :])
 
 
+def parse_rate(text: str):
+    """A rate as written on the command line: ``exact`` or a positive number."""
+    if text.strip().lower() == "exact":
+        return "exact"
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"rate must be 'exact' or a positive number, got {text!r}") from None
+
+
 class IncrementalBFGS(Recursion):
     """Incremental BFGS regressor; see the module docstring for the equations.
 
@@ -176,7 +188,17 @@ class IncrementalBFGS(Recursion):
     """
 
     name = "bfgs"
-    supports_scan = False
+    summary = "incremental BFGS (exact, fixed or class-balanced rates)"
+    params = (
+        Param("rate", "exact", "Step: exact line search on each block's loss, or a fixed rate "
+              "alpha_r > 0.", type=str, parse=parse_rate, metavar="exact|FLOAT"),
+        Param("balanced", False, "Class-balanced per-example rates from --rate (binary targets "
+              "0/1 or -1/1).", type=bool),
+        Param("ridge", 0.0, "Start from H0 + ridge*I when the first block is rank deficient "
+              "(0: refuse such a block)."),
+        Param("balance_counts", "block", "Counts of positives/negatives for --balanced: the "
+              "block's, or all so far.", type=str, choices=("block", "cumulative")),
+    )
 
     def __init__(
         self,
@@ -262,6 +284,18 @@ class IncrementalBFGS(Recursion):
     def state_diagnostics(self, state: State) -> dict:
         """``n_skipped``: B updates skipped by the curvature safeguard up to this state."""
         return {"n_skipped": np.int64(state["n_skipped"])}
+
+    def result_attrs(self, state: State) -> dict:
+        """``n_skipped`` (B updates skipped by the curvature safeguard) and ``ridge_used``."""
+        return {"n_skipped": self.n_skipped(state), "ridge_used": self.ridge_used(state)}
+
+    @classmethod
+    def result_notes(cls, attrs: dict) -> list[str]:
+        notes = [f"{attrs['n_skipped']} skipped B update(s)"]
+        if attrs["ridge_used"]:
+            ridge = json.loads(attrs["parameters"])["ridge"]
+            notes.append(f"ridge start H0 + {ridge:g}*I used")
+        return notes
 
     # -- the step ----------------------------------------------------------------
     def _check_block(self, state, X, Y):

@@ -1,4 +1,4 @@
-"""The contract every recursive estimator kernel follows (DESIGN.md §2).
+"""The contract every recursive estimator kernel follows (``docs/architecture.md``).
 
 A recursion consumes data blocks (X_i, Y_i) in order. Its state is a small
 ``dict`` of NumPy arrays (serialisable, checkpointable, storable as Zarr
@@ -20,25 +20,77 @@ block (KF4LLS, RLS with forgetting) also implement the *scan* form:
     scan(info_state, summaries)        -> [info_state, ...] # in order, cheap additions
     finish(info_state)                 -> state             # the solve, independent per step
 
-and set ``supports_scan = True``.
+by deriving from :class:`ScanRecursion` (the ``scan`` engine runs exactly those).
 
-Hooks with defaults: ``coef_names(n_features)`` (labels of the rows of ``coef``)
-and ``state_diagnostics(state) -> {name: value}`` (per-step diagnostics read off a
+Every recursion also *declares* what a user may set: ``name``, a one-line
+``summary`` and ``params``, a tuple of :class:`Param` (name, default, type, help,
+choices). :meth:`Recursion.from_params` builds a configured recursion from those
+parameters (the constructor checks them and raises ``ValueError`` naming the bad
+one). The command line, ``fit_stream``, the scikit-learn estimators and the result
+attributes are all derived from these declarations and from the registry
+(:mod:`.registry`), so a new recursion is one class and one registry line.
+
+Hooks with defaults: ``coef_names(n_features)`` (labels of the rows of ``coef``),
+``state_diagnostics(state) -> {name: value}`` (per-step diagnostics read off a
 state, e.g. skipped updates; the base ``fold`` records them at every recorded step
-and engines at the final step). A value of one
-input row that the kernel cannot use raises :class:`BadRowError` with the row
-numbered from ``rows_before``, so that an engine can name the row of its store.
+and engines at the final step), ``check_shape(n_features, n_targets)`` (refuse data
+of a shape the recursion cannot take, before any reading), ``result_attrs(state)``
+(method-specific attributes of a result store) and ``result_notes(attrs)`` (short
+phrases the command line appends to its summary). A value of one input row that
+the kernel cannot use raises :class:`BadRowError` with the row numbered from
+``rows_before``, so that an engine can name the row of its store.
+
+:mod:`.checks` holds the contract as executable checks, run over every registered
+recursion by the test suite (and usable on a recursion of your own).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 State = dict[str, np.ndarray]
 
-__all__ = ["BadRowError", "BlockGrid", "FoldResult", "Recursion", "State", "block_edges"]
+__all__ = [
+    "BadRowError",
+    "BlockGrid",
+    "FoldResult",
+    "Param",
+    "Recursion",
+    "ScanRecursion",
+    "State",
+    "block_edges",
+]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter a user may set on a recursion, with its default and meaning.
+
+    ``type`` is the Python type of a value (``float``, ``int``, ``str`` or ``bool``);
+    ``choices`` restricts a ``str`` parameter; ``optional`` allows ``None`` (a
+    parameter that only some settings need, e.g. LMS' ``tau``); ``nargs`` and
+    ``multiple`` describe a value made of several numbers (IRMA's ``domain``: one
+    interval of two numbers per input dimension); ``parse`` turns command-line text
+    into a value when ``type`` cannot (BFGS' ``rate``: ``exact`` or a number);
+    ``store_attr`` names an attribute of the input store that supplies the default
+    when the user gives none. The constructor of the recursion checks the values.
+    """
+
+    name: str
+    default: Any
+    help: str
+    type: type = float
+    choices: tuple | None = None
+    optional: bool = False
+    nargs: int = 1
+    multiple: bool = False
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    store_attr: str | None = None
 
 
 class BadRowError(ValueError):
@@ -151,9 +203,42 @@ class Recursion:
     """Base class of recursive estimators; see the module docstring for the contract."""
 
     #: short name used by the CLI and in result attrs
-    name: str = "recursion"
-    #: whether summarize/scan/finish are available (the ``scan`` engine)
-    supports_scan: bool = False
+    name: ClassVar[str] = "recursion"
+    #: one line saying what the recursion is (the CLI's list of methods)
+    summary: ClassVar[str] = ""
+    #: what a user may set, in the order the CLI and the estimators show it
+    params: ClassVar[tuple[Param, ...]] = ()
+    #: how many stores the recursion reads at once (2: interleaved populations,
+    #: which have a fit function and a command of their own)
+    n_inputs: ClassVar[int] = 1
+
+    @classmethod
+    def from_params(cls, **params) -> Recursion:
+        """A configured recursion from its declared parameters (defaults for the rest).
+
+        Unknown names raise ``TypeError``, bad values ``ValueError`` naming the
+        parameter. Recursions whose constructor takes other objects than the
+        declared values (a basis, a schedule) override this.
+        """
+        values = {p.name: p.default for p in cls.params}
+        unknown = sorted(set(params) - set(values))
+        if unknown:
+            raise TypeError(f"{cls.name} has no parameter {', '.join(unknown)}; "
+                            f"its parameters are {', '.join(sorted(values)) or 'none'}")
+        values.update(params)
+        return cls(**values)
+
+    @classmethod
+    def example(cls, rng: np.random.Generator, n_rows: int = 48
+                ) -> tuple[Recursion, np.ndarray, np.ndarray]:
+        """A configured instance and rows (X, Y) it accepts, for the contract checks.
+
+        The default draws Gaussian features (3 columns) and two targets; recursions
+        whose data are restricted (raw inputs in a domain, one target) override it.
+        """
+        X = rng.standard_normal((n_rows, 3))
+        Y = X @ rng.standard_normal((3, 2)) + 0.1 * rng.standard_normal((n_rows, 2))
+        return cls.from_params(), X, Y
 
     # -- the contract ------------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
@@ -170,8 +255,12 @@ class Recursion:
         raise NotImplementedError
 
     def get_params(self) -> dict:
-        """The recursion's parameters (for result attrs and reconstruction)."""
-        raise NotImplementedError
+        """The recursion's parameters (for result attrs and reconstruction).
+
+        By default the attributes named by ``params``; recursions built from other
+        objects (a basis, a schedule) return those objects' own parameters.
+        """
+        return {p.name: getattr(self, p.name) for p in type(self).params}
 
     def coef_names(self, n_features: int) -> list[str] | None:
         """Labels of the rows of ``coef(state)`` for data with ``n_features`` columns.
@@ -185,6 +274,20 @@ class Recursion:
     def state_diagnostics(self, state: State) -> dict:
         """Diagnostics of a state, recorded with the coefficients at each recorded step."""
         return {}
+
+    def check_shape(self, n_features: int, n_targets: int) -> None:
+        """Refuse data of ``n_features`` columns and ``n_targets`` targets that the
+        recursion cannot take (``ValueError`` naming the variable); by default every
+        shape ``init`` accepts is fine."""
+
+    def result_attrs(self, state: State) -> dict:
+        """Method-specific attributes of a result store, read off the final state."""
+        return {}
+
+    @classmethod
+    def result_notes(cls, attrs: dict) -> list[str]:
+        """Short phrases about a result, read off its attributes, for a one-line summary."""
+        return []
 
     # -- shared driver -------------------------------------------------------
     def fold(
@@ -232,4 +335,27 @@ class Recursion:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+class ScanRecursion(Recursion):
+    """A recursion whose blocks enter only through sums: it also has the scan form.
+
+    Besides the sequential contract it implements ``to_info(state)`` (the state in
+    the form the prefix sums act on), ``summarize``, ``scan`` and ``finish`` (see the
+    module docstring). The ``scan`` engine runs exactly the recursions derived from
+    this class, and the contract checks compare both forms on the same rows.
+    """
+
+    def to_info(self, state: State) -> State:
+        raise NotImplementedError
+
+    def summarize(self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+                  cuts: np.ndarray) -> list[State]:
+        raise NotImplementedError
+
+    def scan(self, info: State, summaries: list[State]) -> list[State]:
+        raise NotImplementedError
+
+    def finish(self, info: State) -> State:
+        raise NotImplementedError
 

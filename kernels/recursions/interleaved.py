@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from streamlsq.kernels.linalg import as_2d, check_finite, spd_solve, symmetrize
-from streamlsq.kernels.recursions.contract import Recursion, State
+from streamlsq.kernels.recursions.contract import Param, ScanRecursion, State
 from streamlsq.kernels.recursions.kf4lls import KF4LLS
 
 __all__ = [
@@ -178,7 +178,7 @@ def interleaved_closed_form(Ua, ba, Vb, fb, alpha) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # The recursion
 # ---------------------------------------------------------------------------
-class InterleavedKF4LLS(Recursion):
+class InterleavedKF4LLS(ScanRecursion):
     """Interleaved KF4LLS (paper §3): centre, weight by population, KF4LLS step.
 
     The engine feeds ONE ordered stream of blocks that alternates populations:
@@ -210,7 +210,14 @@ class InterleavedKF4LLS(Recursion):
     """
 
     name = "interleaved-kf4lls"
-    supports_scan = True
+    summary = "interleaved KF4LLS over two populations A B"
+    n_inputs = 2
+    params = (
+        Param("alpha", 0.5, "Mixing weight in [0, 1]: the target population is "
+              "alpha*A + (1-alpha)*B."),
+        Param("start", "a", "Population of the first block.", type=str, choices=("a", "b")),
+        Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 = 0)."),
+    )
 
     def __init__(self, alpha, start: str = "a", ridge: float = 0.0, coef0=None):
         self.alpha = validate_alpha(alpha)

@@ -37,6 +37,7 @@ vectorised :func:`irma_sequences`, :func:`gd_sequences`, :func:`rls_sequences`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numba
@@ -44,8 +45,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import spd_solve, symmetrize
-from streamlsq.kernels.recursions.basis import Basis, gramian_cholesky
-from streamlsq.kernels.recursions.contract import BadRowError, FoldResult, Recursion, State
+from streamlsq.kernels.recursions.basis import Basis, basis_from_options, gramian_cholesky
+from streamlsq.kernels.recursions.contract import BadRowError, FoldResult, Param, Recursion, State
 
 __all__ = [
     "IRMA",
@@ -227,6 +228,17 @@ def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
 # ---------------------------------------------------------------------------
 # recursions (the Recursion contract)
 # ---------------------------------------------------------------------------
+#: the parameters every recursion on a basis of raw inputs shares (see basis_from_options)
+BASIS_PARAMS = (
+    Param("order", 6, "Polynomial degree of the basis (per input dimension).", type=int),
+    Param("domain", None, "Input interval [A, B]; repeat once per column of X for a box "
+          "(default: the store's domain attribute).", optional=True, nargs=2, multiple=True,
+          metavar="A B", store_attr="domain"),
+    Param("basis", "legendre", "Legendre polynomials orthonormal on the domain, or monomials.",
+          type=str, choices=("legendre", "monomial")),
+)
+
+
 class _BasisRecursion(Recursion):
     """Shared driver of the per-sample recursions on a basis expansion.
 
@@ -238,12 +250,54 @@ class _BasisRecursion(Recursion):
     with float64 accumulators for the per-sample dot products).
     """
 
-    supports_scan = False
-
     def __init__(self, basis: Basis):
         if not isinstance(basis, Basis):
             raise ValueError(f"basis must be a streamlsq.kernels.basis.Basis, got {basis!r}")
         self.basis = basis
+
+    @classmethod
+    def from_params(cls, **params) -> _BasisRecursion:
+        """Build the basis from ``order``, ``domain`` and ``basis`` (a Basis object is used
+        as is), then the recursion from its own parameters."""
+        values = {p.name: p.default for p in cls.params}
+        unknown = sorted(set(params) - set(values))
+        if unknown:
+            raise TypeError(f"{cls.name} has no parameter {', '.join(unknown)}; "
+                            f"its parameters are {', '.join(sorted(values))}")
+        values.update(params)
+        basis = basis_from_options(values.pop("order"), values.pop("domain"),
+                                   values.pop("basis"))
+        return cls._from_basis(basis, **values)
+
+    @classmethod
+    def _from_basis(cls, basis: Basis, **values) -> _BasisRecursion:
+        return cls(basis, **values)
+
+    @classmethod
+    def example(cls, rng, n_rows: int = 48):
+        x = rng.uniform(0.0, 3.0, size=(n_rows, 1))
+        y = x * np.exp(-(x**2)) + 0.05 * rng.uniform(-1, 1, size=(n_rows, 1))
+        return cls.from_params(order=4, domain=(0.0, 3.0)), x, y
+
+    def check_shape(self, n_features: int, n_targets: int) -> None:
+        if n_features != self.basis.dim:
+            raise ValueError(
+                f"variable 'X' has {n_features} column(s) but the {self.name} basis has "
+                f"{self.basis.dim} input dimension(s) (domain {self.basis.domain}): X holds the "
+                "raw inputs x, one column per input dimension (one --domain A B per column)")
+        if n_targets != 1:
+            raise ValueError(f"variable 'y' has {n_targets} targets; {self.name} fits one "
+                             "scalar target")
+
+    def result_attrs(self, state: State) -> dict:
+        """``basis`` (JSON of the basis' parameters, for :func:`make_basis`) and the final
+        ``cumulative_loss``."""
+        return {"basis": json.dumps(self.basis.get_params()),
+                "cumulative_loss": float(state["cumulative_loss"])}
+
+    @classmethod
+    def result_notes(cls, attrs: dict) -> list[str]:
+        return [f"final cumulative loss {attrs['cumulative_loss']:.4g}"]
 
     # -- contract -------------------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
@@ -384,6 +438,22 @@ class IRMA(_BasisRecursion):
     """
 
     name = "irma"
+    summary = "incremental risk minimisation on a basis of raw inputs x"
+    params = (
+        *BASIS_PARAMS,
+        Param("stiffness", "multiplicative", "lambda_t = initial*rate^t, initial + rate*t, or "
+              "initial.", type=str, choices=("multiplicative", "additive", "constant")),
+        Param("stiffness_initial", 0.1, "lambda_0 > 0 (the paper's 0.1)."),
+        Param("stiffness_rate", 1.05, "rate of the schedule (the paper's 1.05; ignored by "
+              "constant)."),
+    )
+
+    @classmethod
+    def _from_basis(cls, basis, stiffness="multiplicative", stiffness_initial=0.1,
+                    stiffness_rate=1.05):
+        if isinstance(stiffness, str):
+            stiffness = StiffnessSchedule(stiffness, stiffness_initial, stiffness_rate)
+        return cls(basis, stiffness)
 
     def __init__(self, basis: Basis, stiffness: StiffnessSchedule | dict | None = None):
         super().__init__(basis)
@@ -429,6 +499,8 @@ class IRMAGradientDescent(_BasisRecursion):
     """
 
     name = "irma-gd"
+    summary = "IRMA study's baseline: normalised GD with Tikhonov"
+    params = (*BASIS_PARAMS, Param("mu", 0.05, "Tikhonov weight mu >= 0 (the paper's 0.05)."))
 
     def __init__(self, basis: Basis, mu: float = 0.05):
         super().__init__(basis)
@@ -469,6 +541,13 @@ class IRMARLS(_BasisRecursion):
     """
 
     name = "irma-rls"
+    summary = "IRMA study's baseline: RLS with forgetting and Tikhonov"
+    params = (
+        *BASIS_PARAMS,
+        Param("forgetting", 0.9, "Forgetting factor g in (0, 1] (the paper's 0.9)."),
+        Param("mu", 0.05, "Tikhonov weight mu >= 0 (the paper's 0.05)."),
+        Param("p0", 1.0, "Initial covariance P0 = p0*I, p0 > 0 (the paper's identity)."),
+    )
 
     def __init__(self, basis: Basis, forgetting: float = 0.9, mu: float = 0.05, p0: float = 1.0):
         super().__init__(basis)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamlsq.kernels.linalg import spd_solve, symmetrize
-from streamlsq.kernels.recursions.contract import Recursion, State
+from streamlsq.kernels.recursions.contract import Param, ScanRecursion, State
 
 __all__ = ["KF4LLS", "RLS", "kf4lls_update", "block_sums"]
 
@@ -52,7 +52,7 @@ def kf4lls_update(
     return H_new, psi + spd_solve(H_new, innovation)
 
 
-class KF4LLS(Recursion):
+class KF4LLS(ScanRecursion):
     """KF4LLS (g = 1) and block RLS with forgetting factor g ∈ (0, 1].
 
     Parameters
@@ -68,7 +68,13 @@ class KF4LLS(Recursion):
     """
 
     name = "kf4lls"
-    supports_scan = True
+    summary = "block least squares (Kalman filter)"
+    params = (
+        Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 = 0, which needs a "
+              "full-rank first block)."),
+        Param("forgetting", 1.0, "Forgetting factor g in (0, 1]; 1 is least squares on all "
+              "rows seen."),
+    )
 
     def __init__(self, ridge: float = 0.0, forgetting: float = 1.0, coef0=None):
         if not np.isfinite(ridge) or ridge < 0:
@@ -186,6 +192,12 @@ class RLS(KF4LLS):
     """
 
     name = "rls"
+    summary = "RLS with a forgetting factor (per block, or per sample with --block-size 1)"
+    params = (
+        Param("forgetting", 0.99, "Forgetting factor g in (0, 1]."),
+        Param("ridge", 0.0, "Tikhonov start H0 = ridge*I (needed with --block-size 1 unless "
+              "the first block has full rank); it decays like g^i."),
+    )
 
     def __init__(self, forgetting: float = 0.99, ridge: float = 0.0, coef0=None):
         super().__init__(ridge=ridge, forgetting=forgetting, coef0=coef0)

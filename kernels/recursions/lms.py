@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from streamlsq.kernels.linalg import as_2d, check_finite
-from streamlsq.kernels.recursions.contract import FoldResult, Recursion, State
+from streamlsq.kernels.recursions.contract import FoldResult, Param, Recursion, State
 
 __all__ = [
     "LMS",
@@ -236,7 +236,17 @@ class LMS(Recursion):
     """
 
     name = "lms"
-    supports_scan = False
+    summary = "per-sample LMS (Widrow-Hoff) with an intercept, epochs and shuffles"
+    params = (
+        Param("schedule", "constant", "Step size: rate; rate/(1 + k/tau); rate/k^power "
+              "(k: samples so far).", type=str, choices=("constant", "inverse", "power")),
+        Param("rate", 0.01, "rho_0 > 0."),
+        Param("tau", None, "tau > 0 of the inverse schedule.", optional=True),
+        Param("power", None, "Exponent in (0.5, 1] of the power schedule.", optional=True),
+        Param("normalized", False, "Normalised LMS: step rho_k/(eps + |x~|^2); stable for "
+              "0 < rate < 2.", type=bool),
+        Param("eps", 1e-6, "eps of normalised LMS."),
+    )
 
     def __init__(
         self,

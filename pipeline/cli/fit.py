@@ -1,4 +1,11 @@
-"""``streamlsq fit``: a recursive estimator over stream stores, one subcommand per method."""
+"""``streamlsq fit``: a recursive estimator over stream stores, one subcommand per method.
+
+The subcommands ``fit NAME`` are derived from the registry of recursions
+(:mod:`streamlsq.kernels.recursions.registry`): each gets the options every fit
+shares, ``--engine`` when the recursion has the scan form, and one option per
+declared parameter. ``fit interleaved`` (two stores) and ``fit em`` (a multi-task
+store) are written out by hand.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,11 @@ import click
 
 from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
 from streamlsq.errors import InputError
+from streamlsq.kernels.recursions.basis import domain_from_intervals
+from streamlsq.kernels.recursions.contract import Param
+from streamlsq.kernels.recursions.registry import RECURSIONS
 
-__all__ = [
-    "fit",
-    "fit_bfgs",
-    "fit_interleaved_command",
-    "fit_lms",
-]
+__all__ = ["fit", "fit_interleaved_command", "recursion_command"]
 
 
 def _fit_options(*, engine: bool = True, first_block: bool = True):
@@ -38,8 +43,8 @@ def _fit_options(*, engine: bool = True, first_block: bool = True):
                      help="Folder for checkpoints (sequential engine)."),
         click.option("--resume", is_flag=True, help="Continue from --checkpoint."),
         click.option("--segment-size", type=float, default=None, metavar="MB",
-                     help="MB of X per task (sequential default 256, scan default 96, at most an "
-                     "sixteenth of the smallest worker memory limit)."),
+                     help="MB of X per Dask task (sequential default 256, scan default 96, at "
+                     "most a sixteenth of the smallest worker memory limit)."),
         click.option("--overwrite", is_flag=True, help="Replace an existing result store."),
     ]
 
@@ -61,75 +66,20 @@ def _summary(out, name, engine, ds) -> str:
             f"{ds.attrs['rows_per_second']:.3g} rows/s")
 
 
-@click.group(context_settings=CONTEXT)
-def fit():
-    """Fit a recursive estimator to stream stores, block after block, in order.
+# -- commands derived from the registry -----------------------------------------------
 
-    Each method is a subcommand with its own options: streamlsq fit METHOD --help.
-
-    \b
-    Methods:
-      kf4lls       block least squares (Kalman filter); engines sequential and scan
-      rls          RLS with a forgetting factor; engines sequential and scan
-      lms          per-sample LMS (Widrow-Hoff), epochs and shuffles; sequential
-      interleaved  interleaved KF4LLS over two populations A B; sequential and scan
-      bfgs         incremental BFGS (exact, fixed or class-balanced rates); sequential
-      irma         incremental risk minimisation on a basis of raw inputs x; sequential
-      irma-gd      IRMA study's baseline: normalised GD with Tikhonov; sequential
-      irma-rls     IRMA study's baseline: RLS with forgetting and Tikhonov; sequential
-
-    \b
-    Examples:
-      streamlsq fit kf4lls data.zarr --out fit.zarr
-      streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --block-size 1 --ridge 1e-3
-      streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4
-      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr
-      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 1000 --rate exact
-      streamlsq fit irma irma.zarr --out irma-fit.zarr --order 10 --domain 0 3
-      streamlsq fit irma-rls irma.zarr --out rls-fit.zarr --basis monomial --forgetting 0.9
-    """
-
-
-def _least_squares_command(name: str, default_forgetting: str, doc: str):
-    @click.argument("data", type=click.Path())
-    @_fit_options()
-    @click.option("--forgetting", type=float, default=None,
-                  help=f"Forgetting factor g in (0, 1] (default {default_forgetting}).")
-    @click.option("--ridge", type=float, default=0.0, show_default=True,
-                  help="Ridge start H0 = ridge*I (Tikhonov term for rls).")
-    @click.option("--group", default=None, help="Group of the store holding X and y.")
-    @_scheduler_options
-    @_friendly_errors
-    def command(data, out, engine, block_size, first_block_size, record_every, dtype,
-                checkpoint, resume, segment_size, overwrite, forgetting, ridge, group,
-                scheduler, n_workers, memory_limit):
-        from streamlsq.stream.fit import fit_stream
-
-        params = {"ridge": ridge}
-        if forgetting is not None:
-            params["forgetting"] = forgetting
-        with _client(scheduler, n_workers, memory_limit) as client:
-            ds = fit_stream(
-                data, name, out=out, group=group, engine=engine, block_size=block_size,
-                first_block_size=first_block_size, record_every=record_every, dtype=dtype,
-                client=client, checkpoint=checkpoint, resume=resume, overwrite=overwrite,
-                segment_bytes=_segment_bytes(segment_size), **params,
-            )
-        click.echo(_summary(out, name, engine, ds))
-
-    command.__doc__ = doc
-    return fit.command(name, context_settings=CONTEXT)(command)
-
-
-KF4LLS_HELP = """KF4LLS (block least squares) on the stream store DATA.
+#: longer help and examples of the registered recursions (a new recursion needs none:
+#: its command then shows its summary and the kernel's docstring)
+HELP = {
+    "kf4lls": """KF4LLS (block least squares) on the stream store DATA.
 
     \b
     Examples:
       streamlsq fit kf4lls data.zarr --out fit.zarr
       streamlsq fit kf4lls data.zarr --out fit.zarr --engine scan --block-size 1000
       streamlsq fit kf4lls big.zarr --out fit.zarr --checkpoint ckpt/ --resume
-    """
-RLS_HELP = """RLS with a forgetting factor on the stream store DATA.
+    """,
+    "rls": """RLS with a forgetting factor on the stream store DATA.
 
     With --block-size 1 this is per-sample RLS.
 
@@ -137,38 +87,8 @@ RLS_HELP = """RLS with a forgetting factor on the stream store DATA.
     Examples:
       streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --ridge 1e-3 --block-size 1
       streamlsq fit rls data.zarr --out rls.zarr --engine scan --block-size 1000
-    """
-fit_kf4lls = _least_squares_command("kf4lls", "1", KF4LLS_HELP)
-fit_rls = _least_squares_command("rls", "0.99", RLS_HELP)
-
-
-@fit.command("lms", context_settings=CONTEXT)
-@click.argument("data", type=click.Path())
-@_fit_options(engine=False, first_block=False)
-@click.option("--schedule", type=click.Choice(["constant", "inverse", "power"]),
-              default="constant", show_default=True,
-              help="Step size: rate; rate/(1 + k/tau); rate/k^power (k: samples so far).")
-@click.option("--rate", type=float, default=0.01, show_default=True, help="rho_0 (> 0).")
-@click.option("--tau", type=float, default=None, help="tau > 0 of the inverse schedule.")
-@click.option("--power", type=float, default=None,
-              help="Exponent in (0.5, 1] of the power schedule.")
-@click.option("--normalized", is_flag=True,
-              help="Normalised LMS: step rho_k/(eps + |x~|^2); stable for 0 < rate < 2.")
-@click.option("--eps", type=float, default=1e-6, show_default=True,
-              help="eps of normalised LMS.")
-@click.option("--epochs", type=int, default=1, show_default=True,
-              help="Passes over the store (the schedule continues across them).")
-@click.option("--shuffle", is_flag=True,
-              help="Visit chunks and the rows within each chunk in a seeded random order, "
-                   "new in every epoch.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle.")
-@click.option("--group", default=None, help="Group of the store holding X and y.")
-@_scheduler_options
-@_friendly_errors
-def fit_lms(data, out, block_size, record_every, dtype, checkpoint, resume, segment_size,
-            overwrite, schedule, rate, tau, power, normalized, eps, epochs, shuffle, seed, group,
-            scheduler, n_workers, memory_limit):
-    """LMS (Widrow-Hoff, per-sample SGD with an intercept) on the stream store DATA.
+    """,
+    "lms": """LMS (Widrow-Hoff, per-sample SGD with an intercept) on the stream store DATA.
 
     Sequential engine only (LMS has no scan form). Blocks (--block-size) are the steps at
     which the coefficients may be recorded; the update is per sample. The coefficient
@@ -182,50 +102,8 @@ def fit_lms(data, out, block_size, record_every, dtype, checkpoint, resume, segm
       streamlsq fit lms data.zarr --out lms.zarr --normalized --rate 0.5 --epochs 3 --shuffle
       streamlsq fit lms data.zarr --out lms.zarr --schedule power --rate 0.1 --power 0.75
       streamlsq fit lms big.zarr --out lms.zarr --epochs 5 --checkpoint ckpt/ --resume
-    """
-    from streamlsq.stream.fit import fit_stream
-
-    with _client(scheduler, n_workers, memory_limit) as client:
-        ds = fit_stream(
-            data, "lms", out=out, group=group, block_size=block_size,
-            record_every=record_every, epochs=epochs, shuffle=shuffle, seed=seed, dtype=dtype,
-            client=client, checkpoint=checkpoint, resume=resume, overwrite=overwrite,
-            segment_bytes=_segment_bytes(segment_size), schedule=schedule, rate=rate,
-            tau=tau, power=power, normalized=normalized, eps=eps,
-        )
-    click.echo(_summary(out, "lms", "sequential", ds) + f", {epochs} epoch(s)")
-
-
-def _parse_rate(rate: str):
-    """``--rate``: "exact" or a number (the kernel checks that it is positive)."""
-    if rate.strip().lower() == "exact":
-        return "exact"
-    try:
-        return float(rate)
-    except ValueError:
-        raise InputError(f"--rate must be 'exact' or a positive number, got {rate!r}") from None
-
-
-@fit.command("bfgs", context_settings=CONTEXT)
-@click.argument("data", type=click.Path())
-@_fit_options(engine=False)
-@click.option("--rate", default="exact", show_default=True, metavar="exact|FLOAT",
-              help="Step: exact line search on each block's loss, or a fixed rate alpha_r > 0.")
-@click.option("--balanced", is_flag=True,
-              help="Class-balanced per-example rates from --rate (binary targets 0/1 or -1/1).")
-@click.option("--balance-counts", type=click.Choice(["block", "cumulative"]), default="block",
-              show_default=True,
-              help="Counts of positives/negatives for --balanced: the block's, or all so far.")
-@click.option("--ridge", type=float, default=0.0, show_default=True,
-              help="Start from H0 + ridge*I when the first block is rank deficient "
-                   "(0: refuse such a block).")
-@click.option("--group", default=None, help="Group of the store holding X and y.")
-@_scheduler_options
-@_friendly_errors
-def fit_bfgs(data, out, block_size, first_block_size, record_every, dtype, checkpoint, resume,
-             segment_size, overwrite, rate, balanced, balance_counts, ridge, group, scheduler,
-             n_workers, memory_limit):
-    """Incremental BFGS on the stream store DATA, block after block.
+    """,
+    "bfgs": """Incremental BFGS on the stream store DATA, block after block.
 
     The first block is solved by least squares (W0, B0 = H0^-1); every later block steps
     along B X'(Y - XW) and updates B by the BFGS formula, skipping the update when the
@@ -239,72 +117,8 @@ def fit_bfgs(data, out, block_size, first_block_size, record_every, dtype, check
       streamlsq fit bfgs labels.zarr --out b.zarr --block-size 200 --rate 1 --balanced
       streamlsq fit bfgs data.zarr --out bfgs.zarr --first-block-size 5 --ridge 1e-3
       streamlsq fit bfgs big.zarr --out bfgs.zarr --checkpoint ckpt/ --resume
-    """
-    from streamlsq.stream.fit import fit_stream
-
-    with _client(scheduler, n_workers, memory_limit) as client:
-        ds = fit_stream(
-            data, "bfgs", out=out, group=group, block_size=block_size,
-            first_block_size=first_block_size, record_every=record_every, dtype=dtype,
-            client=client, checkpoint=checkpoint, resume=resume, overwrite=overwrite,
-            segment_bytes=_segment_bytes(segment_size), rate=_parse_rate(rate),
-            balanced=balanced, balance_counts=balance_counts, ridge=ridge,
-        )
-    line = _summary(out, "bfgs", "sequential", ds)
-    line += f", {ds.attrs['n_skipped']} skipped B update(s)"
-    if ds.attrs["ridge_used"]:
-        line += f", ridge start H0 + {ridge:g}*I used"
-    click.echo(line)
-
-
-def _domain_option(domain):
-    """``--domain A B`` given 0, 1 or d times: None, (a, b), or a box of d intervals."""
-    if not domain:
-        return None
-    return tuple(domain[0]) if len(domain) == 1 else tuple(tuple(d) for d in domain)
-
-
-def _basis_command(name: str, doc: str, options: list, summary_name: str):
-    """A fit command of the IRMA family: basis options, then the method's own."""
-
-    def command(data, out, block_size, record_every, dtype, checkpoint, resume, segment_size,
-                overwrite, order, domain, basis, group, scheduler, n_workers, memory_limit,
-                **params):
-        from streamlsq.stream.fit import fit_stream
-
-        with _client(scheduler, n_workers, memory_limit) as client:
-            ds = fit_stream(
-                data, name, out=out, group=group, block_size=block_size,
-                record_every=record_every, dtype=dtype, client=client, checkpoint=checkpoint,
-                resume=resume, overwrite=overwrite, segment_bytes=_segment_bytes(segment_size),
-                order=order, domain=_domain_option(domain), basis=basis, **params,
-            )
-        click.echo(_summary(out, summary_name, "sequential", ds)
-                   + f", final cumulative loss {ds.attrs['cumulative_loss']:.4g}")
-
-    command.__doc__ = doc
-    decorators = [
-        click.argument("data", type=click.Path()),
-        _fit_options(engine=False, first_block=False),
-        click.option("--order", type=int, default=6, show_default=True,
-                     help="Polynomial degree of the basis (per input dimension)."),
-        click.option("--domain", type=float, nargs=2, multiple=True, metavar="A B",
-                     help="Input interval [A, B]; repeat once per column of X for a box "
-                          "(default: the store's domain attribute)."),
-        click.option("--basis", type=click.Choice(["legendre", "monomial"]),
-                     default="legendre", show_default=True,
-                     help="Legendre polynomials orthonormal on the domain, or monomials."),
-        *options,
-        click.option("--group", default=None, help="Group of the store holding X and y."),
-        _scheduler_options,
-        _friendly_errors,
-    ]
-    for decorate in reversed(decorators):
-        command = decorate(command)
-    return fit.command(name, context_settings=CONTEXT)(command)
-
-
-IRMA_HELP = """IRMA (incremental risk minimisation) on the stream store DATA, one example at a time.
+    """,
+    "irma": """IRMA (incremental risk minimisation) on the stream store DATA, one example at a time.
 
     theta += A^-1 phi(x) e / (lambda_t + phi' A^-1 phi), e = y - phi(x)' theta, with A the
     Gramian of the basis on the domain (A = I for Legendre). X holds the raw inputs x
@@ -320,8 +134,8 @@ IRMA_HELP = """IRMA (incremental risk minimisation) on the stream store DATA, on
       streamlsq fit irma irma.zarr --out fit.zarr --order 10 --domain 0 3
       streamlsq fit irma irma.zarr --out fit.zarr --stiffness additive --stiffness-rate 0.1
       streamlsq fit irma box.zarr --out fit.zarr --order 3 --domain 0 1 --domain -1 1
-    """
-IRMA_GD_HELP = """The IRMA study's GD baseline on DATA: normalised gradient descent, Tikhonov mu.
+    """,
+    "irma-gd": """The IRMA study's GD baseline on DATA: normalised gradient descent, Tikhonov mu.
 
     Per example one gradient step on (y - phi' theta)^2 + mu theta' theta with the
     exactly minimising rate. Store, blocks and results as for streamlsq fit irma (the
@@ -331,8 +145,8 @@ IRMA_GD_HELP = """The IRMA study's GD baseline on DATA: normalised gradient desc
     Examples:
       streamlsq fit irma-gd irma.zarr --out gd.zarr --order 6 --domain 0 3 --mu 0.05
       streamlsq fit irma-gd irma.zarr --out gd.zarr --basis monomial --mu 0
-    """
-IRMA_RLS_HELP = """The IRMA study's RLS baseline on DATA: forgetting factor, Tikhonov mu.
+    """,
+    "irma-rls": """The IRMA study's RLS baseline on DATA: forgetting factor, Tikhonov mu.
 
     theta_t minimises sum g^(t-i) (y_i - phi_i' theta)^2 + g^t theta' theta / p0
     + mu theta' theta. Store, blocks and results as for streamlsq fit irma (the paper:
@@ -342,26 +156,132 @@ IRMA_RLS_HELP = """The IRMA study's RLS baseline on DATA: forgetting factor, Tik
     Examples:
       streamlsq fit irma-rls irma.zarr --out rls.zarr --order 6 --domain 0 3
       streamlsq fit irma-rls irma.zarr --out rls.zarr --forgetting 0.99 --mu 0 --p0 100
+    """,
+}
+
+
+def _option_name(p: Param) -> str:
+    return "--" + p.name.replace("_", "-")
+
+
+def _param_option(p: Param):
+    """The click option of one declared parameter."""
+    name = _option_name(p)
+    if p.type is bool:
+        return click.option(name, p.name, is_flag=True, default=p.default, help=p.help)
+    kwargs = {"help": p.help, "metavar": p.metavar}
+    if p.choices is not None:
+        kwargs["type"] = click.Choice(list(p.choices))
+    elif p.parse is not None:
+        kwargs["type"] = str
+    else:
+        kwargs["type"] = p.type
+    if p.multiple:
+        return click.option(name, p.name, nargs=p.nargs, multiple=True, **kwargs)
+    if p.default is not None:
+        kwargs["show_default"] = True
+    return click.option(name, p.name, default=p.default, nargs=p.nargs, **kwargs)
+
+
+def _param_value(p: Param, value):
+    """The value of one option as the recursion takes it (``None``: not given)."""
+    if p.multiple:
+        return domain_from_intervals(value) if p.nargs == 2 else (tuple(value) or None)
+    if p.parse is not None and value is not None:
+        try:
+            return p.parse(value)
+        except ValueError as exc:
+            raise InputError(f"{_option_name(p)}: {exc}") from None
+    return value
+
+
+def recursion_command(name: str) -> click.Command:
+    """The ``fit NAME`` command of a registered recursion."""
+    cls = RECURSIONS[name]
+    scan = "scan" in RECURSIONS.engines(name)
+    declared = {p.name: p for p in cls.params}
+
+    def command(data, out, block_size, first_block_size, record_every, dtype, checkpoint,
+                resume, segment_size, overwrite, epochs, shuffle, seed, group, scheduler,
+                n_workers, memory_limit, engine="sequential", **options):
+        from streamlsq.stream.fit import fit_stream
+
+        params = {}
+        for key, value in options.items():
+            value = _param_value(declared[key], value)
+            if value is not None:
+                params[key] = value
+        with _client(scheduler, n_workers, memory_limit) as client:
+            ds = fit_stream(
+                data, name, out=out, group=group, engine=engine, block_size=block_size,
+                first_block_size=first_block_size, record_every=record_every, epochs=epochs,
+                shuffle=shuffle, seed=seed, dtype=dtype, client=client, checkpoint=checkpoint,
+                resume=resume, overwrite=overwrite, segment_bytes=_segment_bytes(segment_size),
+                **params,
+            )
+        line = ", ".join([_summary(out, name, engine, ds), *cls.result_notes(ds.attrs)])
+        if epochs != 1:
+            line += f", {epochs} epoch(s)"
+        click.echo(line)
+
+    command.__doc__ = HELP.get(name) or _generic_help(cls)
+    decorators = [
+        click.argument("data", type=click.Path()),
+        _fit_options(engine=scan),
+        *[_param_option(p) for p in cls.params],
+        click.option("--epochs", type=int, default=1, show_default=True,
+                     help="Passes over the store (the state carries over from one to the "
+                          "next)."),
+        click.option("--shuffle", is_flag=True,
+                     help="Visit chunks and the rows within each chunk in a seeded random "
+                          "order, new in every epoch."),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle."),
+        click.option("--group", default=None, help="Group of the store holding X and y."),
+        _scheduler_options,
+        _friendly_errors,
+    ]
+    for decorate in reversed(decorators):
+        command = decorate(command)
+    return click.command(name, context_settings=CONTEXT, short_help=cls.summary)(command)
+
+
+def _generic_help(cls) -> str:
+    doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+    return f"{cls.summary[:1].upper()}{cls.summary[1:]} on the stream store DATA.\n\n    {doc}"
+
+
+class _RecursionGroup(click.Group):
+    """``fit``: a subcommand per registered recursion, built when it is asked for."""
+
+    def list_commands(self, ctx):
+        return [*RECURSIONS.stream_methods(), *sorted(super().list_commands(ctx))]
+
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is None and name in RECURSIONS.stream_methods():
+            command = recursion_command(name)
+        return command
+
+
+@click.group(cls=_RecursionGroup, context_settings=CONTEXT)
+def fit():
+    """Fit a recursive estimator to stream stores, block after block, in order.
+
+    Each method is a subcommand with its own options: streamlsq fit METHOD --help.
+    The methods are the registered recursions (engines sequential and, for the
+    least-squares ones, scan), interleaved KF4LLS over two stores and EM over a
+    multi-task store.
+
+    \b
+    Examples:
+      streamlsq fit kf4lls data.zarr --out fit.zarr
+      streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --block-size 1 --ridge 1e-3
+      streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4
+      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr
+      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 1000 --rate exact
+      streamlsq fit irma irma.zarr --out irma-fit.zarr --order 10 --domain 0 3
+      streamlsq fit irma-rls irma.zarr --out rls-fit.zarr --basis monomial --forgetting 0.9
     """
-_MU = click.option("--mu", type=float, default=0.05, show_default=True,
-                   help="Tikhonov weight mu >= 0 (the paper's 0.05).")
-fit_irma = _basis_command("irma", IRMA_HELP, [
-    click.option("--stiffness", type=click.Choice(["multiplicative", "additive", "constant"]),
-                 default="multiplicative", show_default=True,
-                 help="lambda_t = initial*rate^t, initial + rate*t, or initial."),
-    click.option("--stiffness-initial", type=float, default=0.1, show_default=True,
-                 help="lambda_0 > 0 (the paper's 0.1)."),
-    click.option("--stiffness-rate", type=float, default=1.05, show_default=True,
-                 help="rate of the schedule (the paper's 1.05; ignored by constant)."),
-], "irma")
-fit_irma_gd = _basis_command("irma-gd", IRMA_GD_HELP, [_MU], "irma-gd")
-fit_irma_rls = _basis_command("irma-rls", IRMA_RLS_HELP, [
-    click.option("--forgetting", type=float, default=0.9, show_default=True,
-                 help="Forgetting factor g in (0, 1] (the paper's 0.9)."),
-    _MU,
-    click.option("--p0", type=float, default=1.0, show_default=True,
-                 help="Initial covariance P0 = p0*I, p0 > 0 (the paper's identity)."),
-], "irma-rls")
 
 
 @fit.command("interleaved", context_settings=CONTEXT)

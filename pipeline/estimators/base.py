@@ -53,6 +53,7 @@ regressors on arbitrary feature matrices.
 from __future__ import annotations
 
 import numbers
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -64,9 +65,20 @@ from streamlsq.kernels import (
     State,
     block_edges,
 )
+from streamlsq.kernels.recursions.contract import Param
+from streamlsq.kernels.recursions.registry import RECURSIONS
 
 __all__ = [
+    "BlocksMixin",
+    "InterceptColumnMixin",
+    "Pass",
+    "RecursionRegressor",
+    "check_block_size",
+    "check_bool",
 ]
+
+_BLOCK_SIZE = Param("block_size", None, "Rows per step of the recursion (None: each fit or "
+                    "partial_fit call is one block).", type=int, optional=True)
 
 
 def check_block_size(value, name: str, allow_none: bool = True) -> int | None:
@@ -95,19 +107,76 @@ class Pass:
         self.X, self.Y, self.edges = X, Y, np.asarray(edges, dtype=np.int64)
 
 
+def _make_init(names_defaults: list[tuple[str, object]]):
+    """An ``__init__(self, a=…, b=…)`` that stores each argument under its own name.
+
+    scikit-learn reads an estimator's parameters off its ``__init__`` signature,
+    so the derived estimators need a real one (built as dataclasses build theirs).
+    """
+    args = ", ".join(f"{name}=_default_{i}" for i, (name, _) in enumerate(names_defaults))
+    body = "".join(f"    self.{name} = {name}\n" for name, _ in names_defaults) or "    pass\n"
+    namespace = {f"_default_{i}": d for i, (_, d) in enumerate(names_defaults)}
+    exec(f"def __init__(self, {args}):\n{body}", namespace)  # noqa: S102 - our own source
+    return namespace["__init__"]
+
+
 class RecursionRegressor(RegressorMixin, BaseEstimator):
     """Shared driver: validation, blocks, the kernel's ``init``/``fold``, sklearn shapes.
 
-    Subclasses implement :meth:`_make_kernel` (construct and thereby validate
-    the kernel from the estimator's parameters) and may override
-    :meth:`_design` (what the kernel sees as X), :meth:`_passes` (the order of
-    the rows and the blocks) and ``_has_intercept_row`` (whether row 0 of the
-    kernel's coefficients is the intercept).
+    A subclass names the recursion it drives, ``class KF4LLSRegressor(...,
+    recursion="kf4lls", ridge=...)``: its parameters are then the recursion's
+    declared parameters followed by the estimator's own (``_own_params`` of the
+    classes it derives from, e.g. ``block_size``), with the defaults of the
+    declarations unless the class statement overrides them; ``__init__`` is built
+    from that list and :meth:`_make_kernel` passes the recursion's share to its
+    ``from_params``. Subclasses may override :meth:`_design` (what the kernel sees
+    as X), :meth:`_passes` (the order of the rows and the blocks) and
+    ``_has_intercept_row`` (whether row 0 of the kernel's coefficients is the
+    intercept).
     """
 
+    #: registered name of the recursion (set by the class statement's ``recursion=``)
+    _recursion: ClassVar[str | None] = None
+    #: the estimator's own parameters, beyond the recursion's
+    _own_params: ClassVar[tuple[Param, ...]] = (_BLOCK_SIZE,)
+
+    def __init_subclass__(cls, recursion: str | None = None, **defaults):
+        super().__init_subclass__()
+        if recursion is None:
+            return
+        kernel = RECURSIONS[recursion]
+        own = {}
+        for klass in reversed(cls.__mro__):
+            for p in vars(klass).get("_own_params", ()):
+                own.pop(p.name, None)
+                own[p.name] = p
+        declared = [*kernel.params, *(p for p in own.values()
+                                      if p.name not in {k.name for k in kernel.params})]
+        unknown = set(defaults) - {p.name for p in declared}
+        if unknown:
+            raise TypeError(f"{cls.__name__}: no parameter {', '.join(sorted(unknown))}")
+        cls._recursion = recursion
+        cls._kernel_class = kernel
+        cls._kernel_params = tuple(kernel.params)
+        init = _make_init([(p.name, defaults.get(p.name, p.default)) for p in declared])
+        init.__qualname__ = f"{cls.__qualname__}.__init__"
+        init.__doc__ = f"Store the parameters (checked in ``fit``); see {cls.__name__}."
+        cls.__init__ = init
+
     # -- hooks ---------------------------------------------------------------
-    def _make_kernel(self) -> Recursion:
-        raise NotImplementedError
+    def _make_kernel(self, X: np.ndarray, first_call: bool) -> Recursion:
+        """The recursion from the estimator's values of its declared parameters."""
+        return RECURSIONS[self._recursion].from_params(**self._kernel_values(X, first_call))
+
+    def _kernel_values(self, X: np.ndarray, first_call: bool) -> dict:
+        """The recursion's parameters for a fit on X (``first_call``: a fresh state)."""
+        values = {}
+        for p in self._kernel_params:
+            value = getattr(self, p.name)
+            if p.type is bool:
+                value = check_bool(value, p.name)
+            values[p.name] = value
+        return values
 
     def _check_params(self) -> None:
         """Checks of estimator-only parameters (the kernel checks its own)."""
@@ -187,11 +256,11 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
         if is_fit:  # a failed fit leaves the estimator unfitted, not half-refitted
             for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
                 delattr(self, name)
-        kernel = self._make_kernel_checked()
         X, y = validate_data(
             self, X, y, reset=first_call, dtype=np.float64, multi_output=self._multi_output,
             y_numeric=True,
         )
+        kernel = self._make_kernel_checked(X, first_call)
         y = np.asarray(y, dtype=np.float64)
         Y = y[:, None] if y.ndim == 1 else y
         if not first_call:
@@ -245,10 +314,10 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
         self._set_fitted(kernel, state, n_steps, rows_seen, y.ndim == 1 if first_call else None)
         return self
 
-    def _make_kernel_checked(self) -> Recursion:
+    def _make_kernel_checked(self, X: np.ndarray, first_call: bool) -> Recursion:
         try:
             self._check_params()
-            return self._make_kernel()
+            return self._make_kernel(X, first_call)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{type(self).__name__}: {exc}") from None
 
@@ -293,6 +362,14 @@ class InterceptColumnMixin:
 # ---------------------------------------------------------------------------
 class BlocksMixin:
     """``block_size``, ``first_block_size`` and ``fit_intercept`` of the block solvers."""
+
+    _own_params = (
+        _BLOCK_SIZE,
+        Param("first_block_size", None, "Rows of the very first block (default block_size).",
+              type=int, optional=True),
+        Param("fit_intercept", True, "Prepend a constant column inside the estimator and "
+              "report its coefficient as intercept_.", type=bool),
+    )
 
     def _check_params(self):
         check_block_size(self.block_size, "block_size")

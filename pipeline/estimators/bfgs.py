@@ -7,10 +7,6 @@ from streamlsq.estimators.base import (
     BlocksMixin,
     InterceptColumnMixin,
     RecursionRegressor,
-    check_bool,
-)
-from streamlsq.kernels import (
-    IncrementalBFGS,
 )
 
 __all__ = [
@@ -21,7 +17,8 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # Incremental BFGS
 # ---------------------------------------------------------------------------
-class IncrementalBFGSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor):
+class IncrementalBFGSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor,
+                               recursion="bfgs"):
     """Incremental BFGS regressor (ALGORITHMS.md §4; kernel ``streamlsq.kernels.IncrementalBFGS``).
 
     The first block gives the least-squares start W₀ = H₀⁻¹X₀ᵀY₀, B₀ = H₀⁻¹; each
@@ -61,33 +58,6 @@ class IncrementalBFGSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegre
     """
 
     _singular_hint = "set ridge > 0 or a larger first_block_size"
-
-    def __init__(
-        self,
-        rate="exact",
-        balanced=False,
-        ridge=0.0,
-        balance_counts="block",
-        block_size=None,
-        first_block_size=None,
-        fit_intercept=True,
-    ):
-        self.rate = rate
-        self.balanced = balanced
-        self.ridge = ridge
-        self.balance_counts = balance_counts
-        self.block_size = block_size
-        self.first_block_size = first_block_size
-        self.fit_intercept = fit_intercept
-
-    def _make_kernel(self):
-        check_bool(self.balanced, "balanced")
-        return IncrementalBFGS(
-            rate=self.rate,
-            balanced=self.balanced,
-            ridge=self.ridge,
-            balance_counts=self.balance_counts,
-        )
 
     def _set_extra_fitted(self, kernel, state):
         self.n_skipped_ = kernel.n_skipped(state)

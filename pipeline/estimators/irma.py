@@ -3,19 +3,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from streamlsq.estimators.base import RecursionRegressor, check_block_size
-from streamlsq.kernels import (
-    IRMA,
-    IRMARLS,
-    Basis,
-    IRMAGradientDescent,
-    LegendreBasis,
-    MonomialBasis,
-    StiffnessSchedule,
-    TensorBasis,
-)
+from streamlsq.kernels.recursions.basis import Basis, bounding_domain
 
 __all__ = [
     "IRMAGradientDescentRegressor",
@@ -27,6 +16,10 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # IRMA and its baselines
 # ---------------------------------------------------------------------------
+#: the estimators' default degree (the command line's is 6)
+_ESTIMATOR_DOMAIN = {"order": 4}
+
+
 class _BasisRegressor(RecursionRegressor):
     """Shared part of the IRMA estimators: the basis from parameters, scalar target.
 
@@ -43,33 +36,31 @@ class _BasisRegressor(RecursionRegressor):
     def _check_params(self):
         check_block_size(self.block_size, "block_size")
 
-    def _make_basis(self) -> Basis:
-        """The basis from ``basis``, ``order`` and ``domain`` (a Basis object is used as is).
-
-        ``domain`` (a, b): one input; ((a0, b0), (a1, b1), …): the tensor product
-        of one 1-D basis of degree ``order`` per input dimension.
-        """
-        if isinstance(self.basis, Basis):
-            return self.basis
-        kinds = {"legendre": LegendreBasis, "monomial": MonomialBasis}
-        if not isinstance(self.basis, str) or self.basis not in kinds:
-            raise ValueError(
-                f"basis must be 'legendre', 'monomial' or a streamlsq.kernels Basis, "
-                f"got {self.basis!r}"
-            )
-        cls = kinds[self.basis]
-        if np.ndim(self.domain) == 2:
-            return TensorBasis([cls(self.order, interval) for interval in self.domain])
-        return cls(self.order, self.domain)
+    def _kernel_values(self, X, first_call):
+        values = super()._kernel_values(X, first_call)
+        if values["domain"] is None and not isinstance(values["basis"], Basis):
+            if not first_call:
+                values["domain"] = self.domain_
+            elif X.shape[1] != 1:
+                # the other parameters' bad values first, as when a domain is given
+                self._kernel_class.from_params(**{**values, "domain": (0.0, 1.0)})
+                raise ValueError(
+                    f"X has {X.shape[1]} columns, but with domain=None the basis' input "
+                    "dimension is 1 (its domain is the range of the single column of X); "
+                    "give domain as one interval per column for a box")
+            else:  # the range of the first fit's rows, kept as domain_
+                values["domain"] = bounding_domain(X)
+        return values
 
     def _predict_kernel(self, X):
         return self.basis_.evaluate(X, self._coef_matrix)
 
     def _set_extra_fitted(self, kernel, state):
         self.basis_ = kernel.basis
+        self.domain_ = kernel.basis.domain
 
 
-class IRMARegressor(_BasisRegressor):
+class IRMARegressor(_BasisRegressor, recursion="irma", **_ESTIMATOR_DOMAIN):
     """Incremental risk minimisation (IRMA), one example at a time (ALGORITHMS.md §5).
 
     θ_{t+1} = θ_t + A⁻¹φ(x_t)e_t/(λ_t + φ(x_t)ᵀA⁻¹φ(x_t)), e_t = y_t − φ(x_t)ᵀθ_t,
@@ -81,9 +72,11 @@ class IRMARegressor(_BasisRegressor):
     ----------
     order : int, default 4
         Polynomial degree of the basis (per input dimension).
-    domain : (a, b) or sequence of (a_i, b_i), default (-1.0, 1.0)
+    domain : (a, b), sequence of (a_i, b_i), or None, default None
         The bounded input domain Ω; X has one column per interval, and inputs
-        outside Ω are refused (in ``fit`` and ``predict``).
+        outside Ω are refused (in ``fit`` and ``predict``). None: X has one column
+        and Ω is the range of the rows of the first ``fit`` (or ``partial_fit``),
+        widened by 5% on each side, kept as ``domain_``.
     basis : "legendre", "monomial" or a streamlsq.kernels Basis, default "legendre"
         Legendre polynomials orthonormal on Ω (A = I; accurate at high orders)
         or monomials (Gramian factored once; refused when singular). A Basis
@@ -100,35 +93,14 @@ class IRMARegressor(_BasisRegressor):
 
     Attributes
     ----------
-    coef_ : (n_basis,) θ;  basis_ : the basis;  n_features_in_, feature_names_in_,
+    coef_ : (n_basis,) θ;  basis_ : the basis;  domain_ : its domain;  n_features_in_,
+    feature_names_in_,
     state_ (theta, rows, blocks, cumulative_loss: Σ of squared pre-update errors),
     n_steps_, rows_seen_.
     """
 
-    def __init__(
-        self,
-        order=4,
-        domain=(-1.0, 1.0),
-        basis="legendre",
-        stiffness="multiplicative",
-        stiffness_initial=0.1,
-        stiffness_rate=1.05,
-        block_size=None,
-    ):
-        self.order = order
-        self.domain = domain
-        self.basis = basis
-        self.stiffness = stiffness
-        self.stiffness_initial = stiffness_initial
-        self.stiffness_rate = stiffness_rate
-        self.block_size = block_size
 
-    def _make_kernel(self):
-        schedule = StiffnessSchedule(self.stiffness, self.stiffness_initial, self.stiffness_rate)
-        return IRMA(self._make_basis(), schedule)
-
-
-class IRMAGradientDescentRegressor(_BasisRegressor):
+class IRMAGradientDescentRegressor(_BasisRegressor, recursion="irma-gd", **_ESTIMATOR_DOMAIN):
     """The IRMA study's GD baseline: normalised gradient descent with Tikhonov μθᵀθ.
 
     Per example, one gradient step on (y_t − φᵀθ)² + μθᵀθ with the exactly
@@ -143,18 +115,8 @@ class IRMAGradientDescentRegressor(_BasisRegressor):
         Tikhonov weight (the paper's 0.05).
     """
 
-    def __init__(self, order=4, domain=(-1.0, 1.0), basis="legendre", mu=0.05, block_size=None):
-        self.order = order
-        self.domain = domain
-        self.basis = basis
-        self.mu = mu
-        self.block_size = block_size
 
-    def _make_kernel(self):
-        return IRMAGradientDescent(self._make_basis(), mu=self.mu)
-
-
-class IRMARLSRegressor(_BasisRegressor):
+class IRMARLSRegressor(_BasisRegressor, recursion="irma-rls", **_ESTIMATOR_DOMAIN):
     """The IRMA study's RLS baseline: forgetting factor and a Tikhonov term that is not forgotten.
 
     θ_t minimises Σ g^{t−i}(y_i − φ_iᵀθ)² + g^tθᵀP₀⁻¹θ + μθᵀθ (kernel
@@ -172,23 +134,3 @@ class IRMARLSRegressor(_BasisRegressor):
         P₀ = p0·I (the paper: the identity).
     """
 
-    def __init__(
-        self,
-        order=4,
-        domain=(-1.0, 1.0),
-        basis="legendre",
-        forgetting=0.9,
-        mu=0.05,
-        p0=1.0,
-        block_size=None,
-    ):
-        self.order = order
-        self.domain = domain
-        self.basis = basis
-        self.forgetting = forgetting
-        self.mu = mu
-        self.p0 = p0
-        self.block_size = block_size
-
-    def _make_kernel(self):
-        return IRMARLS(self._make_basis(), forgetting=self.forgetting, mu=self.mu, p0=self.p0)

@@ -14,11 +14,6 @@ from streamlsq.estimators.base import (
     RecursionRegressor,
     check_block_size,
 )
-from streamlsq.kernels import (
-    KF4LLS,
-    RLS,
-    InterleavedKF4LLS,
-)
 from streamlsq.kernels.recursions.interleaved import interleaved_block_order
 
 __all__ = [
@@ -28,7 +23,7 @@ __all__ = [
 ]
 
 
-class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor):
+class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor, recursion="kf4lls"):
     """Kalman filter for linear least squares (KF4LLS), block by block.
 
     H_i = H_{i−1} + X_iᵀX_i, ψ_i = ψ_{i−1} + H_i⁻¹X_iᵀ(Y_i − X_iψ_{i−1})
@@ -50,6 +45,9 @@ class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor):
     ridge : float, default 0
         δ of the ridge start H_0 = δI: the fit is then ridge regression with
         penalty δ‖ψ‖², the intercept included (see the module docstring).
+    forgetting : float in (0, 1], default 1
+        g of H_i = g·H_{i−1} + X_iᵀX_i; 1 is KF4LLS (see :class:`RLSRegressor`
+        for g < 1).
     fit_intercept : bool, default True
         Prepend a constant column inside the estimator and report its
         coefficient as ``intercept_`` (a recursion cannot centre X and y by
@@ -63,17 +61,8 @@ class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor):
 
     _singular_hint = "set ridge > 0 or a larger first_block_size"
 
-    def __init__(self, block_size=None, first_block_size=None, ridge=0.0, fit_intercept=True):
-        self.block_size = block_size
-        self.first_block_size = first_block_size
-        self.ridge = ridge
-        self.fit_intercept = fit_intercept
 
-    def _make_kernel(self):
-        return KF4LLS(ridge=self.ridge)
-
-
-class RLSRegressor(KF4LLSRegressor):
+class RLSRegressor(KF4LLSRegressor, recursion="rls", ridge=1e-6, block_size=1):
     """Recursive least squares with a forgetting factor, one row per step by default.
 
     H_i = g·H_{i−1} + X_iᵀX_i, H_iψ_i = g·H_{i−1}ψ_{i−1} + X_iᵀY_i
@@ -99,23 +88,11 @@ class RLSRegressor(KF4LLSRegressor):
         As for :class:`KF4LLSRegressor` (the ridge start shrinks the intercept too).
     """
 
-    def __init__(
-        self, forgetting=0.99, ridge=1e-6, block_size=1, first_block_size=None, fit_intercept=True
-    ):
-        self.forgetting = forgetting
-        self.ridge = ridge
-        self.block_size = block_size
-        self.first_block_size = first_block_size
-        self.fit_intercept = fit_intercept
-
-    def _make_kernel(self):
-        return RLS(forgetting=self.forgetting, ridge=self.ridge)
-
 
 # ---------------------------------------------------------------------------
 # Interleaved KF4LLS
 # ---------------------------------------------------------------------------
-class InterleavedKF4LLSRegressor(RecursionRegressor):
+class InterleavedKF4LLSRegressor(RecursionRegressor, recursion="interleaved-kf4lls"):
     """Interleaved KF4LLS: learn the α-mixture of two populations "a" and "b".
 
     Every block is centred (step 0(a)), scaled by √α ("a") or √(1−α) ("b")
@@ -168,17 +145,8 @@ class InterleavedKF4LLSRegressor(RecursionRegressor):
         "larger block_size"
     )
 
-    def __init__(self, alpha=0.5, start="a", ridge=0.0, block_size=None):
-        self.alpha = alpha
-        self.start = start
-        self.ridge = ridge
-        self.block_size = block_size
-
     def _check_params(self):
         check_block_size(self.block_size, "block_size")
-
-    def _make_kernel(self):
-        return InterleavedKF4LLS(alpha=self.alpha, start=self.start, ridge=self.ridge)
 
     def fit(self, X, y, population=None):
         """Fit from H_0 on (X, y); ``population``: per-row "a"/"b" labels or None."""

@@ -10,10 +10,10 @@ from sklearn.utils import check_random_state
 
 from streamlsq.estimators.base import Pass, RecursionRegressor, check_block_size, check_bool
 from streamlsq.kernels import (
-    LMS,
     chunk_row_permutation,
     epoch_chunk_order,
 )
+from streamlsq.kernels.recursions.contract import Param
 
 __all__ = [
     "LMSRegressor",
@@ -23,7 +23,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # LMS
 # ---------------------------------------------------------------------------
-class LMSRegressor(RecursionRegressor):
+class LMSRegressor(RecursionRegressor, recursion="lms"):
     """LMS / Widrow–Hoff: per-sample stochastic gradient descent for least squares.
 
     W ← W + ρ_k x̃_n(t_nᵀ − x̃_nᵀW), x̃ = [1, x] (ALGORITHMS.md §3; kernel
@@ -69,29 +69,15 @@ class LMSRegressor(RecursionRegressor):
         ``state_`` holds W ((n_features + 1) × K), k (samples so far) and blocks.
     """
 
-    def __init__(
-        self,
-        schedule="constant",
-        rate=0.01,
-        tau=None,
-        power=None,
-        normalized=False,
-        eps=1e-6,
-        epochs=1,
-        shuffle=False,
-        random_state=None,
-        block_size=None,
-    ):
-        self.schedule = schedule
-        self.rate = rate
-        self.tau = tau
-        self.power = power
-        self.normalized = normalized
-        self.eps = eps
-        self.epochs = epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.block_size = block_size
+    _own_params = (
+        Param("epochs", 1, "Passes of fit over the rows.", type=int),
+        Param("shuffle", False, "fit only: visit the rows of each epoch in a seeded shuffled "
+              "order.", type=bool),
+        Param("random_state", None, "The shuffle's seed (int >= 0), or None / a RandomState.",
+              type=int, optional=True),
+        Param("block_size", None, "Rows per step (and per shuffled chunk).", type=int,
+              optional=True),
+    )
 
     def _has_intercept_row(self) -> bool:
         return True
@@ -106,16 +92,6 @@ class LMSRegressor(RecursionRegressor):
         check_bool(self.normalized, "normalized")
         if isinstance(self.random_state, numbers.Integral) and self.random_state < 0:
             raise ValueError(f"random_state must be >= 0 or None, got {self.random_state!r}")
-
-    def _make_kernel(self):
-        return LMS(
-            schedule=self.schedule,
-            rate=self.rate,
-            tau=self.tau,
-            power=self.power,
-            normalized=self.normalized,
-            eps=self.eps,
-        )
 
     def _seed(self) -> int:
         if isinstance(self.random_state, numbers.Integral):

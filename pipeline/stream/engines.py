@@ -6,7 +6,7 @@ current one is folded) and returns the small state, which the next segment's
 task takes as input. At most two segments are in flight; the client collects
 each segment's recorded coefficients in order and checkpoints them.
 
-``scan`` (recursions with ``supports_scan``): per-piece block sums computed as a
+``scan`` (recursions derived from ``ScanRecursion``): per-piece block sums computed as a
 parallel map, an in-order prefix over the small summaries, then independent
 solves at the recorded steps, also as a map.
 
@@ -36,7 +36,7 @@ from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import Checkpoint
 from streamlsq.io.stream import StreamSource
 from streamlsq.kernels.linalg import SingularMatrixError
-from streamlsq.kernels.recursions.contract import BadRowError, Recursion
+from streamlsq.kernels.recursions.contract import BadRowError, Recursion, ScanRecursion
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.progress import row_bar, track_futures
 from streamlsq.stream.plans import Section, Segment, StreamPlan, plan_segments
@@ -382,7 +382,7 @@ def run_scan(
     """The parallel engine over the virtual stream of ``plan``: map summaries, prefix in
     order, map solves. ``piece_bytes`` defaults to :data:`PIECE_BYTES`, less on small
     workers (:func:`bytes_per_call`)."""
-    if not getattr(method, "supports_scan", False):
+    if not isinstance(method, ScanRecursion):
         raise InputError(f"method '{method.name}' has no scan form; use --engine sequential")
     pieces = plan_segments(plan, piece_bytes or bytes_per_call(client, PIECE_BYTES))
     tag = uuid.uuid4().hex[:8]

@@ -15,11 +15,10 @@ from streamlsq.errors import InputError, check_int
 from streamlsq.io.checkpoint import Checkpoint
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.stream import StreamSource, open_stream
-from streamlsq.kernels.recursions.basis import Basis
-from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
+from streamlsq.kernels.recursions.contract import BlockGrid, Recursion, ScanRecursion
 from streamlsq.runtime.client import dask_client
 from streamlsq.stream.engines import Trajectory, run_scan, run_sequential
-from streamlsq.stream.methods import BASIS_METHODS, make_method, result_attrs
+from streamlsq.stream.methods import make_method, params_from_store
 from streamlsq.stream.plans import Section, StreamPlan
 
 __all__ = ["fit_stream", "run_plan", "trajectory_dataset", "DEFAULT_RECORDED_STEPS"]
@@ -109,11 +108,8 @@ def fit_stream(
     """
     check_run_options(engine, dtype, checkpoint, resume, record_every)
     source = open_stream(data, group)
-    if (isinstance(method, str) and method in BASIS_METHODS and params.get("domain") is None
-            and not isinstance(params.get("basis"), Basis) and "domain" in source.attrs):
-        params["domain"] = source.attrs["domain"]
-    rec = make_method(method, **params)
-    if engine == "scan" and not getattr(rec, "supports_scan", False):
+    rec = make_method(method, **params_from_store(method, params, source.attrs))
+    if engine == "scan" and not isinstance(rec, ScanRecursion):
         raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
     check_layout(source, rec, dtype)
     epochs = check_int("epochs", epochs, 1, "a positive integer")
@@ -139,7 +135,7 @@ def fit_stream(
     )
     ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
     ds["epoch"] = (("step",), step_sections(plan, traj.steps, "epoch"))
-    ds.attrs.update(result_attrs(rec, traj.state))
+    ds.attrs.update(rec.result_attrs(traj.state))
     if out is not None:
         write_result(ds, out, overwrite)
     return ds
@@ -147,18 +143,8 @@ def fit_stream(
 
 def check_layout(source: StreamSource, rec: Recursion, dtype) -> None:
     """Refuse a store whose shape the recursion cannot take (before any reading)."""
-    basis = getattr(rec, "basis", None)
-    if isinstance(basis, Basis):
-        if source.n_features != basis.dim:
-            raise InputError(
-                f"{source.label}: variable 'X' has {source.n_features} column(s) but the "
-                f"{rec.name} basis has {basis.dim} input dimension(s) (domain {basis.domain}): "
-                "X holds the raw inputs x, one column per input dimension (one --domain A B "
-                "per column)")
-        if source.n_targets != 1:
-            raise InputError(f"{source.label}: variable 'y' has {source.n_targets} targets; "
-                             f"{rec.name} fits one scalar target")
     try:
+        rec.check_shape(source.n_features, source.n_targets)
         rec.init(source.n_features, source.n_targets, np.dtype(dtype))
     except ValueError as exc:
         raise InputError(f"{source.label}: {exc}") from None

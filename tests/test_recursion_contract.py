@@ -1,0 +1,79 @@
+"""The recursion contract, checked on every registered recursion (the style of
+scikit-learn's ``parametrize_with_checks``), and the checks shown able to fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamlsq.kernels.recursions import KF4LLS, RLS
+from streamlsq.kernels.recursions.checks import (
+    check_fold_equals_updates,
+    check_inputs_unchanged,
+    check_scan_equals_sequential,
+    check_state_pickles,
+    check_two_halves_equal_one_fit,
+    recursion_checks,
+)
+from streamlsq.kernels.recursions.registry import RECURSIONS
+
+
+@pytest.mark.parametrize(
+    "cls, check",
+    [(cls, check) for cls in RECURSIONS.values() for _, check in recursion_checks(cls)],
+    ids=[f"{name}-{check}" for name, cls in RECURSIONS.items()
+         for check, _ in recursion_checks(cls)],
+)
+def test_registered_recursion_keeps_the_contract(cls, check):
+    check()
+
+
+def test_every_recursion_of_the_package_is_registered():
+    assert set(RECURSIONS) == {"kf4lls", "rls", "lms", "bfgs", "irma", "irma-gd", "irma-rls",
+                               "interleaved-kf4lls"}
+    assert RECURSIONS.engines("kf4lls") == ("sequential", "scan")
+    assert RECURSIONS.engines("lms") == ("sequential",)
+    assert "interleaved-kf4lls" not in RECURSIONS.stream_methods()
+
+
+# -- the checks can fail: each one against a recursion that breaks its rule ---------------
+class _WritesIntoX(KF4LLS):
+    name = "writes-into-x"
+
+    def update(self, state, X, Y):
+        X *= 1.0 + 1e-9  # the bug: scales the caller's rows in place
+        return super().update(state, X, Y)
+
+
+class _ForgetsLastBlock(KF4LLS):
+    name = "forgets-last-block"
+
+    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
+        res = super().fold(state, X, Y, edges[:-1], first_step, record_every, rows_before)
+        return res  # the bug: the last block of every piece is dropped
+
+
+class _PickleLosesForgetting(RLS):
+    name = "pickle-loses-forgetting"
+
+    def __getstate__(self):  # the bug: a worker would receive another recursion
+        return {**self.__dict__, "forgetting": 1.0}
+
+
+class _ScanDrifts(KF4LLS):
+    name = "scan-drifts"
+
+    def finish(self, info):
+        state = super().finish(info)
+        return {**state, "psi": state["psi"] * (1 + 1e-6)}  # the bug: scan form disagrees
+
+
+@pytest.mark.parametrize("broken, check", [
+    (_WritesIntoX, check_inputs_unchanged),
+    (_ForgetsLastBlock, check_fold_equals_updates),
+    (_ForgetsLastBlock, check_two_halves_equal_one_fit),
+    (_PickleLosesForgetting, check_state_pickles),
+    (_ScanDrifts, check_scan_equals_sequential),
+])
+def test_a_broken_recursion_fails_its_check(broken, check):
+    with pytest.raises((AssertionError, TypeError, AttributeError, ValueError)):
+        check(broken)

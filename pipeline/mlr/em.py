@@ -20,16 +20,15 @@ not of the program.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from datetime import UTC, datetime
 
 import numpy as np
 import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
@@ -199,21 +198,17 @@ def fit_em(
     )
     ds["noise"].attrs["long_name"] = "noise standard deviation s"
     ds["noise_var"].attrs["long_name"] = "noise variance s^2"
+    ds.attrs.update(provenance(
+        "em", {"k": int(k), "init": init, "scale": float(scale), "iterations": int(iterations),
+               "tol": float(tol), "seed": int(seed), "chunk_tasks": int(chunk_tasks)},
+        [source], seconds=seconds))
     ds.attrs.update({
-        "method": "em",
-        "parameters": json.dumps({"k": int(k), "init": init, "scale": float(scale),
-                                  "iterations": int(iterations), "tol": float(tol),
-                                  "seed": int(seed), "chunk_tasks": int(chunk_tasks)}),
         "status": status,
         "converged": status == "converged",
         "failure": failure,
         "n_iterations": len(history),
         "n_tasks": int(n_used),
         "statistics_cached": bool(cached),
-        "input": str(source.path),
-        "input_group": source.group or "",
-        "seconds": round(seconds, 3),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     })
     if truth is not None and truth["w_true"].shape[1] == d:
         errors = mlr.parameter_errors(W, np.sqrt(s2), p, truth["w_true"], truth["s_true"],

@@ -36,17 +36,16 @@ The result (:func:`model_dataset`) is the model store of DESIGN.md §3.
 
 from __future__ import annotations
 
-import json
 import operator
 import os
 import time
-from datetime import UTC, datetime
 
 import numpy as np
 import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
@@ -71,12 +70,6 @@ MAX_FULL_HEAVY = 5_000
 #: heavy tasks per side of a distance tile
 TILE = 1024
 LINKAGES = ("single", "average")
-
-
-def _version() -> str:
-    from streamlsq import __version__
-
-    return __version__
 
 
 # -- tasks run on the workers (each reads its own chunk) --------------------------------
@@ -433,21 +426,16 @@ def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict
         ds["whitening"] = (("feature", "feature_in"), result["whitening"])
         ds["whitening"].attrs["long_name"] = "T = (E xx^T)^(-1/2): z = T x (basis is in z)"
         ds = ds.assign_coords(feature_in=np.arange(d))
-    attrs = {
-        "method": "metalearn",
-        "parameters": json.dumps(params, sort_keys=True),
-        "input": str(source.path),
-        "input_group": source.group or "",
+    attrs = provenance("metalearn", params, [source],
+                       seconds=result.get("seconds", sum(seconds.values())))
+    attrs.update({
         "n_light": int(sets.light.sum()),
         "n_heavy": int(sets.heavy.sum()),
         "n_light2": int(sets.light2.sum()),
         "n_unused_tasks": int(sets.unused),
         "n_clusters": int(K),
         "basis_space": "whitened" if "whitening" in result else "raw",
-        "seconds": round(float(result.get("seconds", sum(seconds.values()))), 3),
-        "streamlsq_version": _version(),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    })
     attrs.update({f"seconds_{k}": round(v, 4) for k, v in seconds.items()})
     if source.has_truth and K > 0:
         attrs.update({k: float(v) for k, v in
@@ -504,13 +492,9 @@ def fit_pooled(
          "noise_var": (("cluster",), s2), "weight": (("cluster",), p)},
         coords={"cluster": [0], "feature": np.arange(source.n_features)},
     )
-    ds.attrs.update({
-        "method": "pooled", "parameters": json.dumps({"holdout": int(holdout)}),
-        "input": str(source.path), "n_rows": int(stats["rows"].sum()),
-        "seconds": round(time.perf_counter() - started, 3),
-        "streamlsq_version": _version(),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    })
+    ds.attrs.update(provenance("pooled", {"holdout": int(holdout)}, [source],
+                               seconds=time.perf_counter() - started))
+    ds.attrs["n_rows"] = int(stats["rows"].sum())
     if out is not None:
         write_result(ds, out, overwrite)
     return ds

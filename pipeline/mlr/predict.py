@@ -19,9 +19,7 @@ task (``holdout_sse``, ``holdout_rows``) and pooled over all tasks in the
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +28,7 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.provenance import provenance
 from streamlsq.io.results import atomic_store, open_result, prepare_output
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
@@ -133,18 +132,14 @@ def predict(
     # uniform task ranges: chunk j of the plan is chunk j of every output array
     chunks = plan_chunks(ptr, None, chunk_tasks, max_rows=source.n_rows + 1)
     K, d, n = W.shape[0], W.shape[1], source.n_tasks
-    attrs = {
-        "method": "predict",
+    attrs = provenance("predict", {"estimator": estimator, "holdout": int(holdout),
+                                   "chunk_tasks": int(chunk_tasks)}, [source])
+    attrs.update({
         "estimator": estimator,
-        "parameters": json.dumps({"estimator": estimator, "holdout": int(holdout),
-                                  "chunk_tasks": int(chunk_tasks)}),
         "model": str(model),
         "model_method": str(model_attrs.get("method", "")),
-        "input": str(source.path),
-        "input_group": source.group or "",
         "holdout": int(holdout),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    })
     target = atomic_store(out, overwrite) if out is not None else contextlib.nullcontext()
     with target as tmp:
         if tmp is not None:

@@ -13,6 +13,7 @@ from distributed import Client
 
 from streamlsq.errors import InputError, check_int
 from streamlsq.io.checkpoint import Checkpoint
+from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion, ScanRecursion
@@ -26,12 +27,6 @@ __all__ = ["fit_stream", "run_plan", "trajectory_dataset", "DEFAULT_RECORDED_STE
 #: with ``record_every=None`` about this many steps are recorded
 DEFAULT_RECORDED_STEPS = 1000
 ENGINES = ("sequential", "scan")
-
-
-def _version() -> str:
-    from streamlsq import __version__
-
-    return __version__
 
 
 def fit_stream(
@@ -250,26 +245,18 @@ def trajectory_dataset(
         )
         ds[f"state_{name}"] = (dims, value)
     first = plan.sections[0].grid
-    source = plan.sources[0]
+    ds.attrs.update(provenance(rec.name, rec.get_params(), plan.sources, roles=plan.roles,
+                               seconds=seconds))
     ds.attrs.update(
         {
-            "method": rec.name,
-            "parameters": json.dumps(rec.get_params(), sort_keys=True, default=str),
             "engine": engine,
-            "input": str(source.path),
-            "input_group": source.group or "",
-            "inputs": json.dumps([{"role": role, "path": str(s.path), "group": s.group or ""}
-                                  for role, s in zip(plan.roles, plan.sources, strict=True)]),
             "n_rows": plan.n_rows,
             "block_size": first.block_size,
             "first_block_size": first.first,
             "n_blocks": plan.n_blocks,
             "record_every": record_every,
             "dtype": str(np.dtype(dtype)),
-            "seconds": round(seconds, 3),
             "rows_per_second": round(plan.n_rows / seconds, 1) if seconds > 0 else None,
-            "streamlsq_version": _version(),
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
     )
     ds.attrs.update(plan.attrs)

@@ -22,7 +22,6 @@ mean, std, median, p05, p95``), ``regression.png``, ``binary.png``, ``summary.md
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pandas as pd
@@ -30,17 +29,8 @@ from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
 from streamlsq.runtime.client import dask_client
-from streamlsq.studies.common import (
-    StudyFolder,
-    StudyResult,
-    batch_sizes,
-    check_count,
-    check_seed,
-    fmt,
-    map_batches,
-    n_workers_of,
-    summary_frame,
-)
+from streamlsq.studies import common
+from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
 __all__ = ["BATCH_STREAMS", "bfgs_binary_table", "bfgs_regression_table", "plot_binary",
            "plot_regression", "run_bfgs"]
@@ -110,26 +100,26 @@ def bfgs_regression_table(seed: int = 0, streams: int = 200, blocks: int = 60, c
     ``error_to_truth``; for the BFGS methods, at the last block only,
     ``inverse_hessian_ratio`` = tr(B)/tr(H⁻¹) with H the Hessian of all rows seen.
     """
-    seed = check_seed(seed)
-    sizes = batch_sizes(check_count("--streams", streams, 2), BATCH_STREAMS)
-    blocks = check_count("blocks", blocks, 2)
+    seed = common.check_seed(seed)
+    sizes = common.batch_sizes(common.check_count("--streams", streams, 2), BATCH_STREAMS)
+    blocks = common.check_count("blocks", blocks, 2)
     methods = regression_methods()
     with dask_client(client, scheduler) as cl:
-        parts = map_batches(
+        parts = common.map_batches(
             cl, _regression_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
             sizes, desc="bfgs-regression", unit="streams", progress=progress)
     steps = list(range(1, blocks + 1))
     rows = {"rows": [b * REG["block_rows"] for b in steps]}
     arrays = {m: np.concatenate([p[m] for p in parts])
               for m in ("error_to_truth", "distance_to_lstsq", "test_mse")}
-    table = summary_frame(arrays, list(methods), steps, extra=rows)
+    table = common.summary_frame(arrays, list(methods), steps, extra=rows)
     ls = np.concatenate([p["lstsq_error_to_truth"] for p in parts])[:, None, :]
-    ls_table = summary_frame({"error_to_truth": ls}, ["lstsq"], steps, extra=rows)
+    ls_table = common.summary_frame({"error_to_truth": ls}, ["lstsq"], steps, extra=rows)
     ratio = np.concatenate([p["inverse_hessian_ratio"] for p in parts])
     with_b = [i for i, name in enumerate(methods) if name.startswith("bfgs")]
-    b_table = summary_frame({"inverse_hessian_ratio": ratio[:, with_b, None]},
-                            [list(methods)[i] for i in with_b], [blocks],
-                            extra={"rows": [rows["rows"][-1]]})
+    b_table = common.summary_frame({"inverse_hessian_ratio": ratio[:, with_b, None]},
+                                   [list(methods)[i] for i in with_b], [blocks],
+                                   extra={"rows": [rows["rows"][-1]]})
     return pd.concat([table, ls_table, b_table], ignore_index=True)
 
 
@@ -141,22 +131,22 @@ def bfgs_binary_table(seed: int = 0, streams: int = 200, blocks: int = 40, rate:
     ``distance_to_weighted_lstsq``; the class-weighted least-squares fit is
     method ``weighted_lstsq``.
     """
-    seed = check_seed(seed)
-    sizes = batch_sizes(check_count("--streams", streams, 2), BATCH_STREAMS)
-    blocks = check_count("blocks", blocks, 2)
+    seed = common.check_seed(seed)
+    sizes = common.batch_sizes(common.check_count("--streams", streams, 2), BATCH_STREAMS)
+    blocks = common.check_count("blocks", blocks, 2)
     if not (np.isfinite(rate) and rate > 0):
         raise InputError(f"--rate must be a positive number, got {rate!r}")
     methods = binary_methods(rate)
     with dask_client(client, scheduler) as cl:
-        parts = map_batches(
+        parts = common.map_batches(
             cl, _binary_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
             sizes, desc="bfgs-binary", unit="streams", progress=progress)
     steps = list(range(1, blocks + 1))
     arrays = {m: np.concatenate([p[m] for p in parts])
               for m in ("balanced_accuracy", "tpr", "tnr", "accuracy",
                         "distance_to_weighted_lstsq")}
-    return summary_frame(arrays, list(methods) + ["weighted_lstsq"], steps,
-                         extra={"rows": [b * BIN["block_rows"] for b in steps]})
+    return common.summary_frame(arrays, list(methods) + ["weighted_lstsq"], steps,
+                                extra={"rows": [b * BIN["block_rows"] for b in steps]})
 
 
 def _curve(ax, table, metric, method, first_block=1, **kw):
@@ -299,44 +289,36 @@ def _summary(reg, binary, streams, rate, seed) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_bfgs(
-    out: str | os.PathLike,
-    quick: bool = False,
-    seed: int = 0,
-    client=None,
-    *,
-    streams: int | None = None,
-    rate: float | None = None,
-    scheduler: str | None = None,
-    n_workers: int | None = None,
-    progress: bool | None = None,
-) -> StudyResult:
+def run_bfgs(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,
+             streams: int | None = None, rate: float | None = None, **runtime) -> StudyResult:
     """Incremental BFGS vs KF4LLS and LMS (regression), and balanced rates (binary).
 
     200 streams per case (``quick``: 20, with fewer blocks); ``rate``: the
     reference rate α_r of the balanced scheme (default 1).
+
+    ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
+    :func:`~streamlsq.studies.common.run_study_into`.
     """
-    started = time.perf_counter()
     sizes = QUICK if quick else FULL
     streams = sizes["streams"] if streams is None else streams
     rate = 1.0 if rate is None else rate
-    seed = check_seed(seed)
-    check_count("--streams", streams, 2)
+    seed = common.check_seed(seed)
+    common.check_count("--streams", streams, 2)
     if not (np.isfinite(rate) and rate > 0):
         raise InputError(f"--rate must be a positive number, got {rate!r}")
-    folder = StudyFolder(out, "bfgs")
-    with dask_client(client, scheduler, n_workers=n_workers) as cl:
+
+    def compute(cl, progress) -> StudyOutput:
         reg = bfgs_regression_table(seed, streams, sizes["reg_blocks"], client=cl,
                                     progress=progress)
         binary = bfgs_binary_table(seed, streams, sizes["bin_blocks"], rate, client=cl,
                                    progress=progress)
-        workers = n_workers_of(cl)
-    params = {"quick": quick, "seed": seed, "streams": streams, "rate": rate,
-              "regression": {**REG, "blocks": sizes["reg_blocks"]},
-              "binary": {**BIN, "blocks": sizes["bin_blocks"]}, "batch_streams": BATCH_STREAMS}
-    with folder:
-        folder.table("regression", reg)
-        folder.table("binary", binary)
-        folder.figure("regression", plot_regression(reg))
-        folder.figure("binary", plot_binary(binary))
-        return folder.finish(_summary(reg, binary, streams, rate, seed), params, started, workers)
+        return StudyOutput(
+            tables={"regression": reg, "binary": binary},
+            figures={"regression": plot_regression(reg), "binary": plot_binary(binary)},
+            summary=_summary(reg, binary, streams, rate, seed),
+            params={"quick": quick, "seed": seed, "streams": streams, "rate": rate,
+                    "regression": {**REG, "blocks": sizes["reg_blocks"]},
+                    "binary": {**BIN, "blocks": sizes["bin_blocks"]},
+                    "batch_streams": BATCH_STREAMS})
+
+    return common.run_study_into("bfgs", out, compute, client=client, **runtime)

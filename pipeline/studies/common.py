@@ -31,11 +31,13 @@ from streamlsq.runtime.progress import track_futures
 
 __all__ = [
     "StudyFolder",
+    "StudyOutput",
     "StudyResult",
     "batch_sizes",
     "check_count",
     "check_seed",
     "map_batches",
+    "run_study_into",
     "summary_frame",
 ]
 
@@ -210,6 +212,45 @@ class StudyFolder:
         self.tmp = None
         return StudyResult(self.name, self.out, dict(self.tables), dict(self.figures), summary,
                            params, seconds, n_workers)
+
+
+@dataclass
+class StudyOutput:
+    """What a study computed, before it is written: tables (name → tidy DataFrame),
+    figures (name → matplotlib Figure), the markdown summary and the settings used."""
+
+    tables: dict[str, pd.DataFrame]
+    figures: dict
+    summary: str
+    params: dict
+
+
+def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, client=None,
+                   scheduler: str | None = None, n_workers: int | None = None,
+                   progress: bool | None = None) -> StudyResult:
+    """Run one study: check ``out`` first, then ``compute(client, progress)`` on a Dask
+    client, then publish the :class:`StudyOutput` it returns into ``out`` (tables as
+    CSV, figures as PNG, ``summary.md`` and ``study.json``), atomically.
+
+    ``client``, ``scheduler``: a Dask client or a scheduler address (default: the
+    ``DASK_SCHEDULER_ADDRESS`` variable, the current client, or an embedded
+    LocalCluster of ``n_workers`` workers); ``progress``: show progress bars (default:
+    when attached to a terminal). Every ``run_<study>`` function passes its
+    ``**runtime`` keywords here.
+    """
+    from streamlsq.runtime.client import dask_client
+
+    started = time.perf_counter()
+    folder = StudyFolder(out, name)
+    with dask_client(client, scheduler, n_workers=n_workers) as cl:
+        output = compute(cl, progress)
+        workers = n_workers_of(cl)
+    with folder:
+        for key, table in output.tables.items():
+            folder.table(key, table)
+        for key, figure in output.figures.items():
+            folder.figure(key, figure)
+        return folder.finish(output.summary, output.params, started, workers)
 
 
 def _jsonable(v):

@@ -12,7 +12,6 @@ units of D and the expected shape), ``figure1.png`` and ``summary.md``.
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pandas as pd
@@ -20,16 +19,8 @@ from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
 from streamlsq.runtime.client import dask_client
-from streamlsq.studies.common import (
-    StudyFolder,
-    StudyResult,
-    batch_sizes,
-    check_count,
-    check_seed,
-    fmt,
-    map_batches,
-    n_workers_of,
-)
+from streamlsq.studies import common
+from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
 __all__ = ["BATCH_ITERATIONS", "figure1_table", "interleaved_curves", "plot_figure1",
            "run_interleaved"]
@@ -81,12 +72,12 @@ def interleaved_curves(
     """
     from streamlsq.kernels.studies.interleaved import combine_figure1_sums, figure1_curves
 
-    seed = check_seed(seed)
-    iterations = check_count("--iterations", iterations, 2)
-    params = _parameters(seed, alpha, check_count("--steps", steps, 1), block_rows, features)
-    sizes = batch_sizes(iterations, BATCH_ITERATIONS)
+    seed = common.check_seed(seed)
+    iterations = common.check_count("--iterations", iterations, 2)
+    params = _parameters(seed, alpha, common.check_count("--steps", steps, 1), block_rows, features)
+    sizes = common.batch_sizes(iterations, BATCH_ITERATIONS)
     with dask_client(client, scheduler) as cl:
-        sums = map_batches(
+        sums = common.map_batches(
             cl, _figure1_batch, [(params, seed, i, n) for i, n in enumerate(sizes)], sizes,
             desc="interleaved", unit="iterations", progress=progress,
         )
@@ -218,42 +209,33 @@ def _summary(params, curves, table, iterations, seed) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_interleaved(
-    out: str | os.PathLike,
-    quick: bool = False,
-    seed: int = 0,
-    client=None,
-    *,
-    iterations: int | None = None,
-    alpha: float | None = None,
-    steps: int | None = None,
-    scheduler: str | None = None,
-    n_workers: int | None = None,
-    progress: bool | None = None,
-) -> StudyResult:
+def run_interleaved(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,
+                    iterations: int | None = None, alpha: float | None = None,
+                    steps: int | None = None, **runtime) -> StudyResult:
     """Reproduce Figure 1 of the interleaved-KF4LLS paper into folder ``out``.
 
     Defaults are the paper's: α = 0.25, 6 steps, 5000 iterations (``quick``: 500).
+
+    ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
+    :func:`~streamlsq.studies.common.run_study_into`.
     """
-    started = time.perf_counter()
     sizes = QUICK if quick else FULL
     iterations = sizes["iterations"] if iterations is None else iterations
     alpha = 0.25 if alpha is None else alpha
     steps = 6 if steps is None else steps
-    seed = check_seed(seed)
-    check_count("--iterations", iterations, 2)
-    _parameters(seed, alpha, check_count("--steps", steps, 1), BLOCK_ROWS, FEATURES)
-    folder = StudyFolder(out, "interleaved")
-    with dask_client(client, scheduler, n_workers=n_workers) as cl:
+    seed = common.check_seed(seed)
+    common.check_count("--iterations", iterations, 2)
+    _parameters(seed, alpha, common.check_count("--steps", steps, 1), BLOCK_ROWS, FEATURES)
+
+    def compute(cl, progress) -> StudyOutput:
         params, curves = interleaved_curves(seed, iterations, alpha, steps, client=cl,
                                             progress=progress)
-        workers = n_workers_of(cl)
-    table = figure1_table(params, curves)
-    run_params = {"quick": quick, "seed": seed, "iterations": iterations, "alpha": alpha,
-                  "steps": steps, "block_rows": params.n, "features": params.q,
-                  "batch_iterations": BATCH_ITERATIONS}
-    with folder:
-        folder.table("figure1", table)
-        folder.figure("figure1", plot_figure1(table, params))
-        return folder.finish(_summary(params, curves, table, iterations, seed), run_params,
-                             started, workers)
+        table = figure1_table(params, curves)
+        return StudyOutput(
+            tables={"figure1": table}, figures={"figure1": plot_figure1(table, params)},
+            summary=_summary(params, curves, table, iterations, seed),
+            params={"quick": quick, "seed": seed, "iterations": iterations, "alpha": alpha,
+                    "steps": steps, "block_rows": params.n, "features": params.q,
+                    "batch_iterations": BATCH_ITERATIONS})
+
+    return common.run_study_into("interleaved", out, compute, client=client, **runtime)

@@ -14,23 +14,14 @@ loss_upper_sd, loss_lower_sd, loss_median, loss_p05, loss_p95``), ``table1.csv``
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from streamlsq.runtime.client import dask_client
-from streamlsq.studies.common import (
-    StudyFolder,
-    StudyResult,
-    batch_sizes,
-    check_count,
-    check_seed,
-    fmt,
-    map_batches,
-    n_workers_of,
-)
+from streamlsq.studies import common
+from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
 __all__ = ["BATCH_SEQUENCES", "irma_figure1", "irma_table1", "plot_figure1", "plot_table1",
            "run_irma"]
@@ -71,11 +62,13 @@ def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=Non
     from streamlsq.kernels.studies.common import distribution_summary
     from streamlsq.kernels.studies.irma import FIGURE1_METHODS
 
-    seed = check_seed(seed)
-    sizes = batch_sizes(check_count("--fig-sequences", sequences, 2), BATCH_SEQUENCES)
+    seed = common.check_seed(seed)
+    sequences = common.check_count("--fig-sequences", sequences, 2)
+    sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
+    batches = [(seed, i, n) for i, n in enumerate(sizes)]
     with dask_client(client, scheduler) as cl:
-        parts = map_batches(cl, _figure1_batch, [(seed, i, n) for i, n in enumerate(sizes)],
-                            sizes, desc="irma-figure1", unit="sequences", progress=progress)
+        parts = common.map_batches(cl, _figure1_batch, batches, sizes, desc="irma-figure1",
+                                   unit="sequences", progress=progress)
     frames = []
     for method in FIGURE1_METHODS:
         s = distribution_summary(np.concatenate([p[method] for p in parts]), axis=0)
@@ -91,11 +84,13 @@ def irma_table1(seed: int = 0, sequences: int = 1000, client=None, scheduler=Non
     """Table I over ``sequences`` sequences: one row per (order, examples, method)."""
     from streamlsq.kernels.studies.irma import table1_records
 
-    seed = check_seed(seed)
-    sizes = batch_sizes(check_count("--table-sequences", sequences, 2), BATCH_SEQUENCES)
+    seed = common.check_seed(seed)
+    sequences = common.check_count("--table-sequences", sequences, 2)
+    sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
+    batches = [(seed, i, n) for i, n in enumerate(sizes)]
     with dask_client(client, scheduler) as cl:
-        parts = map_batches(cl, _table1_batch, [(seed, i, n) for i, n in enumerate(sizes)],
-                            sizes, desc="irma-table1", unit="sequences", progress=progress)
+        parts = common.map_batches(cl, _table1_batch, batches, sizes, desc="irma-table1",
+                                   unit="sequences", progress=progress)
     return pd.DataFrame(table1_records(np.concatenate(parts)))
 
 
@@ -225,41 +220,32 @@ def _summary(fig1, table, fig_sequences, table_sequences, seed) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_irma(
-    out: str | os.PathLike,
-    quick: bool = False,
-    seed: int = 0,
-    client=None,
-    *,
-    fig_sequences: int | None = None,
-    table_sequences: int | None = None,
-    scheduler: str | None = None,
-    n_workers: int | None = None,
-    progress: bool | None = None,
-) -> StudyResult:
+def run_irma(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,
+             fig_sequences: int | None = None, table_sequences: int | None = None,
+             **runtime) -> StudyResult:
     """Reproduce Figure 1 (500 sequences) and Table I (1000 sequences) of the IRMA paper.
 
     ``quick``: 100 and 200 sequences.
+
+    ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
+    :func:`~streamlsq.studies.common.run_study_into`.
     """
-    started = time.perf_counter()
     sizes = QUICK if quick else FULL
     fig_sequences = sizes["fig_sequences"] if fig_sequences is None else fig_sequences
     table_sequences = sizes["table_sequences"] if table_sequences is None else table_sequences
-    seed = check_seed(seed)
-    check_count("--fig-sequences", fig_sequences, 2)
-    check_count("--table-sequences", table_sequences, 2)
-    folder = StudyFolder(out, "irma")
-    with dask_client(client, scheduler, n_workers=n_workers) as cl:
+    seed = common.check_seed(seed)
+    common.check_count("--fig-sequences", fig_sequences, 2)
+    common.check_count("--table-sequences", table_sequences, 2)
+
+    def compute(cl, progress) -> StudyOutput:
         fig1 = irma_figure1(seed, fig_sequences, client=cl, progress=progress)
         table = irma_table1(seed, table_sequences, client=cl, progress=progress)
-        workers = n_workers_of(cl)
-    params = {"quick": quick, "seed": seed, "fig_sequences": fig_sequences,
-              "table_sequences": table_sequences, "length": LENGTH, "n_test": N_TEST,
-              "batch_sequences": BATCH_SEQUENCES}
-    with folder:
-        folder.table("figure1", fig1)
-        folder.table("table1", table)
-        folder.figure("figure1", plot_figure1(fig1, fig_sequences))
-        folder.figure("table1", plot_table1(table))
-        return folder.finish(_summary(fig1, table, fig_sequences, table_sequences, seed),
-                             params, started, workers)
+        return StudyOutput(
+            tables={"figure1": fig1, "table1": table},
+            figures={"figure1": plot_figure1(fig1, fig_sequences), "table1": plot_table1(table)},
+            summary=_summary(fig1, table, fig_sequences, table_sequences, seed),
+            params={"quick": quick, "seed": seed, "fig_sequences": fig_sequences,
+                    "table_sequences": table_sequences, "length": LENGTH, "n_test": N_TEST,
+                    "batch_sequences": BATCH_SEQUENCES})
+
+    return common.run_study_into("irma", out, compute, client=client, **runtime)

@@ -21,7 +21,6 @@ std, median, p05, p95``), ``demonstration.png``, ``convergence.png``,
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,17 +29,8 @@ from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
 from streamlsq.runtime.client import dask_client
-from streamlsq.studies.common import (
-    StudyFolder,
-    StudyResult,
-    batch_sizes,
-    check_count,
-    check_seed,
-    fmt,
-    map_batches,
-    n_workers_of,
-    summary_frame,
-)
+from streamlsq.studies import common
+from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
 __all__ = ["BATCH_CLOUDS", "lms_convergence_table", "lms_demonstration", "plot_convergence",
            "plot_demonstration", "run_lms"]
@@ -97,7 +87,7 @@ def lms_demonstration(seed: int = 0, rates: Sequence[float] = DEFAULT_RATES,
         paper_cloud,
     )
 
-    seed = check_seed(seed)
+    seed = common.check_seed(seed)
     rates = _check_rates(rates)
     weights, fits, clouds = [], [], {}
     for curvature in CURVATURES:
@@ -151,21 +141,21 @@ def lms_convergence_table(seed: int = 0, clouds: int = 200, epochs: int = 200,
     One row per (curvature, schedule, epoch, metric) with mean, std, median,
     p05, p95 over the clouds; metrics ``distance`` ‖W − W_LS‖ and ``excess_mse``.
     """
-    seed = check_seed(seed)
-    clouds = check_count("--clouds", clouds, 2)
-    epochs = check_count("--epochs", epochs, 1)
+    seed = common.check_seed(seed)
+    clouds = common.check_count("--clouds", clouds, 2)
+    epochs = common.check_count("--epochs", epochs, 1)
     schedules = _schedules(_check_rates(rates))
-    sizes = batch_sizes(clouds, BATCH_CLOUDS)
+    sizes = common.batch_sizes(clouds, BATCH_CLOUDS)
     with dask_client(client, scheduler) as cl:
-        parts = map_batches(
+        parts = common.map_batches(
             cl, _convergence_batch, [(seed, i, n, schedules, epochs) for i, n in enumerate(sizes)],
             sizes, desc="lms", unit="clouds", progress=progress)
     frames = []
     for curvature in CURVATURES:
         arrays = {m: np.concatenate([p[curvature][m] for p in parts])
                   for m in ("distance", "excess_mse")}
-        frame = summary_frame(arrays, list(schedules), list(range(epochs + 1)),
-                              label_name="schedule", step_name="epoch")
+        frame = common.summary_frame(arrays, list(schedules), list(range(epochs + 1)),
+                                     label_name="schedule", step_name="epoch")
         frame.insert(0, "curvature", curvature)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
@@ -299,46 +289,36 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_lms(
-    out: str | os.PathLike,
-    quick: bool = False,
-    seed: int = 0,
-    client=None,
-    *,
-    clouds: int | None = None,
-    epochs: int | None = None,
-    rates: Sequence[float] | None = None,
-    scheduler: str | None = None,
-    n_workers: int | None = None,
-    progress: bool | None = None,
-) -> StudyResult:
+def run_lms(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,
+            clouds: int | None = None, epochs: int | None = None,
+            rates: Sequence[float] | None = None, **runtime) -> StudyResult:
     """The LMS demonstration and its convergence to least squares (200 clouds, 200 epochs).
 
     ``quick``: 20 clouds, 20 epochs. ``rates``: the constant step sizes
     (default 0.001, 0.005, 0.01; stability is guaranteed on this data for
     ρ < 2/101, since ‖x̃‖² ≤ 101).
+
+    ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
+    :func:`~streamlsq.studies.common.run_study_into`.
     """
-    started = time.perf_counter()
     sizes = QUICK if quick else FULL
     clouds = sizes["clouds"] if clouds is None else clouds
     epochs = sizes["epochs"] if epochs is None else epochs
     rates = _check_rates(DEFAULT_RATES if rates is None else rates)
-    seed = check_seed(seed)
-    check_count("--clouds", clouds, 2)
-    check_count("--epochs", epochs, 1)
-    folder = StudyFolder(out, "lms")
-    weights, fits, data = lms_demonstration(seed, rates)
-    with dask_client(client, scheduler, n_workers=n_workers) as cl:
+    seed = common.check_seed(seed)
+    common.check_count("--clouds", clouds, 2)
+    common.check_count("--epochs", epochs, 1)
+
+    def compute(cl, progress) -> StudyOutput:
+        weights, fits, data = lms_demonstration(seed, rates)
         conv = lms_convergence_table(seed, clouds, epochs, rates, client=cl, progress=progress)
-        workers = n_workers_of(cl)
-    params = {"quick": quick, "seed": seed, "clouds": clouds, "epochs": epochs,
-              "rates": list(rates), "decreasing_tau": DECREASING_TAU,
-              "batch_clouds": BATCH_CLOUDS}
-    with folder:
-        folder.table("demonstration", weights)
-        folder.table("fits", fits)
-        folder.table("convergence", conv)
-        folder.figure("demonstration", plot_demonstration(weights, fits, data))
-        folder.figure("convergence", plot_convergence(conv))
-        return folder.finish(_summary(fits, conv, rates, clouds, epochs, seed), params,
-                             started, workers)
+        return StudyOutput(
+            tables={"demonstration": weights, "fits": fits, "convergence": conv},
+            figures={"demonstration": plot_demonstration(weights, fits, data),
+                     "convergence": plot_convergence(conv)},
+            summary=_summary(fits, conv, rates, clouds, epochs, seed),
+            params={"quick": quick, "seed": seed, "clouds": clouds, "epochs": epochs,
+                    "rates": list(rates), "decreasing_tau": DECREASING_TAU,
+                    "batch_clouds": BATCH_CLOUDS})
+
+    return common.run_study_into("lms", out, compute, client=client, **runtime)

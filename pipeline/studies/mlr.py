@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,17 +27,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
-from streamlsq.runtime.client import dask_client
-from streamlsq.studies.common import (
-    StudyFolder,
-    StudyResult,
-    batch_sizes,
-    check_count,
-    check_seed,
-    fmt,
-    map_batches,
-    n_workers_of,
-)
+from streamlsq.studies import common
+from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
 __all__ = ["BATCH_TRIALS", "D", "K", "run_mlr"]
 
@@ -113,11 +103,11 @@ def _trial_batch(seed: int, kind: str, configs: list[tuple]):
 
 
 def _grid(cl, seed, kind, configs, progress) -> pd.DataFrame:
-    sizes = batch_sizes(len(configs), BATCH_TRIALS)
+    sizes = common.batch_sizes(len(configs), BATCH_TRIALS)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     batches = [(seed, kind, configs[a:b]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
-    parts = map_batches(cl, _trial_batch, batches, sizes, desc=f"mlr {kind}", unit="trials",
-                        progress=progress)
+    parts = common.map_batches(cl, _trial_batch, batches, sizes, desc=f"mlr {kind}",
+                               unit="trials", progress=progress)
     return pd.DataFrame([row for part in parts for row in part])
 
 
@@ -360,68 +350,62 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_mlr(
-    out: str | os.PathLike,
-    quick: bool = False,
-    seed: int = 0,
-    client=None,
-    *,
-    replicates: int | None = None,
-    scheduler: str | None = None,
-    n_workers: int | None = None,
-    progress: bool | None = None,
-) -> StudyResult:
+#: how the study's parts ran, for its summary
+_MODE = (
+    "the grids (subspace, clustering, classification) ran through the in-memory "
+    "reference of Algorithm 1 (`kernels.studies.mlr`, the kernels of "
+    f"`kernels.mlr.meta_learn`) mapped over the cluster in batches of {BATCH_TRIALS} "
+    "trials; the pipeline run, the prediction against τ and the EM comparison ran "
+    "through the real pipeline (`simulate_mlr`, `metalearn`, `predict`, `fit_em`) on "
+    "small stores in a temporary folder."
+)
+
+
+def run_mlr(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,
+            replicates: int | None = None, **runtime) -> StudyResult:
     """Appendix E in kind: grids through the in-memory reference, the rest through the pipeline.
 
     ``replicates``: trials per grid point (default 20; quick 3). ``quick``
     also shrinks the grids, the stores and the EM comparison (truth and two
     perturbed starts, one of them the known failure).
+
+    ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
+    :func:`~streamlsq.studies.common.run_study_into`.
     """
-    started = time.perf_counter()
     sizes = dict(QUICK if quick else FULL)
     if replicates is not None:
-        sizes["replicates"] = check_count("--replicates", replicates, 1)
-    seed = check_seed(seed)
+        sizes["replicates"] = common.check_count("--replicates", replicates, 1)
+    seed = common.check_seed(seed)
     reps = range(sizes["replicates"])
-    folder = StudyFolder(out, "mlr")
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     sub_cfg = [(nt, t, r) for nt in sizes["subspace_nt"] for t in sizes["subspace_t"]
                for r in reps]
     clus_cfg = [(n, t, r) for n in sizes["heavy_n"] for t in sizes["heavy_t"] for r in reps]
     clas_cfg = [(t, r) for t in sizes["light2_t"] for r in reps]
-    with dask_client(client, scheduler, n_workers=n_workers) as cl:
-        sub = _grid(cl, seed, "subspace", sub_cfg, progress)
-        clus = _grid(cl, seed, "clustering", clus_cfg, progress)
-        clas = _grid(cl, seed, "classification", clas_cfg, progress)
-        with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.stores-") as work:
-            try:
-                piped = _pipeline_runs(cl, Path(work), seed, sizes, progress)
-            except InputError as exc:
-                raise InputError(f"study mlr: {exc}") from None
-        workers = n_workers_of(cl)
-    mode = (
-        "the grids (subspace, clustering, classification) ran through the in-memory "
-        "reference of Algorithm 1 (`kernels.study_mlr`, the kernels of "
-        f"`kernels.mlr.meta_learn`) mapped over the cluster in batches of {BATCH_TRIALS} "
-        "trials; the pipeline run, the prediction against τ and the EM comparison ran "
-        "through the real pipeline (`simulate_mlr`, `metalearn`, `predict`, `fit_em`) on "
-        "small stores in a temporary folder."
-    )
     params = {"quick": quick, "seed": seed, "d": D, "k": K, "noise": 1.0,
               "components": "orthonormal", "weights": "uniform",
               "batch_trials": BATCH_TRIALS, "base": BASE, "em_store": EM_STORE,
               "holdout": HOLDOUT, **{k: (list(v) if isinstance(v, tuple) else v)
                                      for k, v in sizes.items()}}
-    with folder:
-        folder.table("subspace", sub)
-        folder.table("clustering", clus)
-        folder.table("classification", clas)
-        folder.table("parameters", piped["parameters"])
-        folder.table("prediction", piped["prediction"])
-        folder.table("em", piped["em"])
-        folder.figure("grids", plot_grids(sub, clus, clas))
-        folder.figure("prediction", plot_prediction(piped["prediction"]))
-        folder.figure("em", plot_em(piped["em"]))
-        return folder.finish(_summary(sub, clus, clas, piped, params, mode), params, started,
-                             workers)
+
+    def compute(cl, progress) -> StudyOutput:
+        sub = _grid(cl, seed, "subspace", sub_cfg, progress)
+        clus = _grid(cl, seed, "clustering", clus_cfg, progress)
+        clas = _grid(cl, seed, "classification", clas_cfg, progress)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.stores-") as work:
+            try:
+                piped = _pipeline_runs(cl, Path(work), seed, sizes, progress)
+            except InputError as exc:
+                raise InputError(f"study mlr: {exc}") from None
+        return StudyOutput(
+            tables={"subspace": sub, "clustering": clus, "classification": clas,
+                    "parameters": piped["parameters"], "prediction": piped["prediction"],
+                    "em": piped["em"]},
+            figures={"grids": plot_grids(sub, clus, clas),
+                     "prediction": plot_prediction(piped["prediction"]),
+                     "em": plot_em(piped["em"])},
+            summary=_summary(sub, clus, clas, piped, params, _MODE), params=params)
+
+    return common.run_study_into("mlr", out, compute, client=client, **runtime)
+

@@ -53,6 +53,56 @@ def store_token(path: str) -> str:
     return f"{st.st_ino}-{st.st_mtime_ns}"
 
 
+class StoreSource:
+    """What every validated input store shares: its place, version and how to read it.
+
+    Subclasses are frozen dataclasses with the fields ``path``, ``group``, ``token``
+    (the store's version, :func:`store_token`) and ``chunk_rows``; they travel to the
+    workers, which open each array once per process (:func:`cached_array`).
+    """
+
+    path: str
+    group: str | None
+    token: str
+    chunk_rows: int
+
+    @property
+    def label(self) -> str:
+        return store_label(self.path, self.group)
+
+    def array(self, name: str) -> zarr.Array:
+        """The store's array ``name``, opened once per process and store version."""
+        return cached_array(self.path, self.group, name, self.token)
+
+    def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
+                  check: bool = True) -> np.ndarray:
+        """Rows ``start:stop`` of variable ``name`` in ``dtype``; NaN/Inf refused by chunk
+        and row unless ``check=False``."""
+        A = np.asarray(self.array(name)[start:stop], dtype=dtype)
+        if check:
+            check_finite_rows(self.label, name, A, start, self.chunk_rows)
+        return A
+
+    def read_variable(self, name: str) -> np.ndarray | None:
+        """A small whole variable of the store (e.g. ``coef_true``), or None if absent."""
+        g = open_group(self.path, self.group)
+        if name not in set(g.array_keys()):
+            return None
+        return np.asarray(g[name][...])
+
+
+def require_variables(g: zarr.Group, label: str, names, layout: str) -> set[str]:
+    """The group's array names; InputError naming the first of ``names`` that is missing
+    and the ``layout`` the store should have."""
+    members = set(g.array_keys())
+    for name in names:
+        if name not in members:
+            raise InputError(
+                f"{label}: variable '{name}' is missing (found: {sorted(members) or 'none'}); "
+                f"{layout}")
+    return members
+
+
 def open_group(path: str, group: str | None) -> zarr.Group:
     if not Path(path).exists():
         raise InputError(f"{path}: no such store")

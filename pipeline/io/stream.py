@@ -13,16 +13,15 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.stores import (
-    cached_array,
+    StoreSource,
     check_complete,
-    check_finite_rows,
     check_numeric,
     dimension_names,
     open_group,
+    require_variables,
     store_label,
     store_token,
 )
@@ -37,7 +36,7 @@ STREAM_DIMS = {"X": ("sample", "feature"), "y": ("sample", "target")}
 
 
 @dataclass(frozen=True)
-class StreamSource:
+class StreamSource(StoreSource):
     """A validated stream store: enough to read any row range from any worker (picklable)."""
 
     path: str
@@ -51,13 +50,6 @@ class StreamSource:
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
     token: str = ""
 
-    @property
-    def label(self) -> str:
-        return store_label(self.path, self.group)
-
-    def _array(self, name: str) -> zarr.Array:
-        return cached_array(self.path, self.group, name, self.token)
-
     def chunk_edges(self) -> np.ndarray:
         """Row offsets of the storage chunks of X: [0, c, 2c, ..., n_rows]."""
         edges = np.arange(0, self.n_rows, self.chunk_rows, dtype=np.int64)
@@ -70,30 +62,14 @@ class StreamSource:
         ``check=False`` skips the value check, for callers that check what they
         computed from the rows instead (and re-read with the check to name the row).
         """
-        X = np.asarray(self._array("X")[start:stop], dtype=dtype)
-        Y = np.asarray(self._array("y")[start:stop], dtype=dtype)
-        if Y.ndim == 1:
-            Y = Y[:, None]
-        if check:
-            for name, A in (("X", X), ("y", Y)):
-                self._check_finite(name, A, start)
-        return X, Y
+        X = self.read_rows("X", start, stop, dtype, check)
+        Y = self.read_rows("y", start, stop, dtype, check)
+        return X, (Y[:, None] if Y.ndim == 1 else Y)
 
     def read_features(self, start: int, stop: int, dtype=np.float64) -> np.ndarray:
         """Rows ``start:stop`` of X alone (values checked like :meth:`read`)."""
-        X = np.asarray(self._array("X")[start:stop], dtype=dtype)
-        self._check_finite("X", X, start)
-        return X
+        return self.read_rows("X", start, stop, dtype)
 
-    def read_variable(self, name: str) -> np.ndarray | None:
-        """A small whole variable of the store (e.g. ``coef_true``), or None if absent."""
-        g = open_group(self.path, self.group)
-        if name not in set(g.array_keys()):
-            return None
-        return np.asarray(g[name][...])
-
-    def _check_finite(self, name: str, A: np.ndarray, start: int) -> None:
-        check_finite_rows(self.label, name, A, start, self.chunk_rows)
 
 
 def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSource:
@@ -101,13 +77,8 @@ def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSour
     path = str(path)
     label = store_label(path, group)
     g = open_group(path, group)
-    members = set(g.array_keys())
-    for name in ("X", "y"):
-        if name not in members:
-            raise InputError(
-                f"{label}: variable '{name}' is missing (found: {sorted(members) or 'none'}); "
-                "a stream store needs X (sample, feature) and y (sample, target)"
-            )
+    require_variables(g, label, ("X", "y"),
+                      "a stream store needs X (sample, feature) and y (sample, target)")
     X, y = g["X"], g["y"]
     for name, arr in (("X", X), ("y", y)):
         check_numeric(label, name, arr)

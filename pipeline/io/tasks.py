@@ -46,21 +46,21 @@ vectorised kernel, never one Dask task per small task.
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
-import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.stores import (
+    StoreSource,
     check_complete,
-    check_finite_rows,
     check_numeric,
     dimension_names,
     open_group,
+    require_variables,
     store_label,
+    store_token,
 )
 from streamlsq.kernels import mlr
 
@@ -94,24 +94,8 @@ CHUNK_TASKS = 10_000
 MAX_CHUNK_ROWS = 1 << 20
 
 
-@functools.lru_cache(maxsize=64)
-def _array(path: str, group: str | None, name: str, token: str = "") -> zarr.Array:
-    # one open per process and array; ``token`` identifies the store's version, so a
-    # store rewritten at the same path is opened afresh, never read with stale metadata
-    return zarr.open_group(path, mode="r", path=group or None)[name]
-
-
-def _store_token(path: str) -> str:
-    meta = os.path.join(path, "zarr.json")
-    try:
-        st = os.stat(meta)
-    except OSError:  # not a local store: no cheap version stamp
-        return ""
-    return f"{st.st_ino}-{st.st_mtime_ns}"
-
-
 @dataclass(frozen=True)
-class TaskSource:
+class TaskSource(StoreSource):
     """A validated multi-task store: enough to read any task range on any worker (picklable)."""
 
     path: str
@@ -125,42 +109,30 @@ class TaskSource:
     token: str = ""
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
 
-    @property
-    def label(self) -> str:
-        return store_label(self.path, self.group)
-
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
         hi = self.n_tasks if hi is None else hi
-        arr = _array(self.path, self.group, "task_ptr", self.token)
-        return np.asarray(arr[lo : hi + 1], dtype=np.int64)
+        return np.asarray(self.array("task_ptr")[lo : hi + 1], dtype=np.int64)
 
     def roles(self) -> np.ndarray | None:
         """The stored role codes (n_tasks,) int8, or None when the store has no ``role``."""
         if not self.has_role:
             return None
-        return np.asarray(_array(self.path, self.group, "role", self.token)[:], dtype=np.int8)
+        return np.asarray(self.array("role")[:], dtype=np.int8)
 
     def truth(self) -> dict | None:
         """{"component", "w_true", "s_true", "p_true"} of a synthetic store, else None."""
         if not self.has_truth:
             return None
-        return {
-            name: np.asarray(_array(self.path, self.group, name, self.token)[:]) for name in TRUTH
-        }
+        return {name: np.asarray(self.array(name)[:]) for name in TRUTH}
 
     def read_tasks(self, lo: int, hi: int, dtype=np.float64):
         """Tasks ``lo:hi`` as (X (n, d), y (n,), local task_ptr from 0); refuses NaN/Inf."""
         ptr = self.task_ptr(lo, hi)
         r0, r1 = int(ptr[0]), int(ptr[-1])
-        X = np.asarray(_array(self.path, self.group, "X", self.token)[r0:r1], dtype=dtype)
-        y = np.asarray(_array(self.path, self.group, "y", self.token)[r0:r1], dtype=dtype)
-        for name, A in (("X", X), ("y", y)):
-            self._check_finite(name, A, r0)
+        X = self.read_rows("X", r0, r1, dtype)
+        y = self.read_rows("y", r0, r1, dtype)
         return X, y, ptr - r0
-
-    def _check_finite(self, name: str, A: np.ndarray, start: int) -> None:
-        check_finite_rows(self.label, name, A, start, self.chunk_rows)
 
 
 def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
@@ -168,13 +140,8 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
     path = str(path)
     label = store_label(path, group)
     g = open_group(path, group)
-    members = set(g.array_keys())
-    for name in ("X", "y", "task_ptr"):
-        if name not in members:
-            raise InputError(
-                f"{label}: variable '{name}' is missing (found: {sorted(members) or 'none'}); "
-                "a multi-task store needs X (row, feature), y (row,) and task_ptr (task_edge,)"
-            )
+    members = require_variables(g, label, ("X", "y", "task_ptr"), "a multi-task store needs "
+                                "X (row, feature), y (row,) and task_ptr (task_edge,)")
     arrays = {name: g[name] for name in TASK_DIMS if name in members}
     for name, arr in arrays.items():
         if dimension_names(arr) != TASK_DIMS[name]:
@@ -238,7 +205,7 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
         chunk_rows=int(X.chunks[0]),
         has_role="role" in arrays,
         has_truth=has_truth,
-        token=_store_token(path),
+        token=store_token(path),
         attrs=dict(g.attrs),
     )
 

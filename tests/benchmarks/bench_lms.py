@@ -105,8 +105,8 @@ def _read_chunks(source, a, b):
     with fast_large_allocations():
         for lo in range(a, b, source.chunk_rows):
             hi = min(lo + source.chunk_rows, b)
-            source._array("X")[lo:hi]
-            source._array("y")[lo:hi]
+            source.array("X")[lo:hi]
+            source.array("y")[lo:hi]
     return b - a
 
 

@@ -41,16 +41,16 @@ def _read_chunk(source, a, b):
     # the floor: fetch and decode, no validation, no arithmetic; same allocator
     # setting as the engines' tasks, so that the comparison is like for like
     with fast_large_allocations():
-        source._array("X")[a:b]
-        source._array("y")[a:b]
+        source.array("X")[a:b]
+        source.array("y")[a:b]
     return b - a
 
 
 def _read_all_in_order(source):
     with fast_large_allocations():
         for a, b in zip(source.chunk_edges()[:-1], source.chunk_edges()[1:], strict=True):
-            source._array("X")[int(a):int(b)]
-            source._array("y")[int(a):int(b)]
+            source.array("X")[int(a):int(b)]
+            source.array("y")[int(a):int(b)]
     return source.n_rows
 
 

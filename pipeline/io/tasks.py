@@ -46,6 +46,7 @@ vectorised kernel, never one Dask task per small task.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 
@@ -63,6 +64,7 @@ from streamlsq.io.stores import (
     store_token,
 )
 from streamlsq.kernels import mlr
+from streamlsq.runtime.memory import fast_large_allocations
 
 __all__ = [
     "ROLE_CODES",
@@ -351,3 +353,16 @@ def chunk_error(source: TaskSource, chunk: TaskChunk, exc: Exception) -> InputEr
     if isinstance(exc, InputError):
         return exc
     return InputError(f"{source.label}: tasks {chunk.lo}-{chunk.hi - 1}: {exc}")
+
+
+@contextlib.contextmanager
+def reading_chunk(source: TaskSource, chunk: TaskChunk):
+    """The frame of a Dask task that reads one chunk of tasks: the reading allocator
+    settings, and a kernel's ``ValueError`` turned into one line naming the tasks."""
+    try:
+        with fast_large_allocations():
+            yield
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise chunk_error(source, chunk, exc) from None

@@ -34,13 +34,12 @@ from streamlsq.io.tasks import (
     CHUNK_TASKS,
     TaskChunk,
     TaskSource,
-    chunk_error,
     open_tasks,
     plan_chunks,
+    reading_chunk,
 )
 from streamlsq.kernels import mlr
 from streamlsq.runtime.client import dask_client
-from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["INITS", "fit_em"]
@@ -49,16 +48,11 @@ INITS = ("truth", "perturbed", "random")
 
 
 def _stats(chunk: TaskChunk, source: TaskSource):
-    try:
-        with fast_large_allocations():
-            X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
-            if chunk.select is not None:
-                X, y, ptr = mlr.select_tasks(X, y, ptr, chunk.select)
-            return mlr.task_stats(X, y, ptr)
-    except InputError:
-        raise
-    except ValueError as exc:
-        raise chunk_error(source, chunk, exc) from None
+    with reading_chunk(source, chunk):
+        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
+        if chunk.select is not None:
+            X, y, ptr = mlr.select_tasks(X, y, ptr, chunk.select)
+        return mlr.task_stats(X, y, ptr)
 
 
 def _iteration(stats_or_chunk, source, W, s2, p):

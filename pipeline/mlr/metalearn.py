@@ -52,15 +52,14 @@ from streamlsq.io.tasks import (
     TaskChunk,
     TaskSets,
     TaskSource,
-    chunk_error,
     load_chunk,
     open_tasks,
     plan_chunks,
+    reading_chunk,
     task_sets,
 )
 from streamlsq.kernels import mlr
 from streamlsq.runtime.client import dask_client
-from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["MAX_FULL_HEAVY", "TILE", "fit_pooled", "metalearn", "model_dataset"]
@@ -74,13 +73,8 @@ LINKAGES = ("single", "average")
 
 # -- tasks run on the workers (each reads its own chunk) --------------------------------
 def _guarded(fn, chunk: TaskChunk, source: TaskSource, *args):
-    try:
-        with fast_large_allocations():
-            return fn(chunk, source, *args)
-    except InputError:
-        raise
-    except ValueError as exc:
-        raise chunk_error(source, chunk, exc) from None
+    with reading_chunk(source, chunk):
+        return fn(chunk, source, *args)
 
 
 def _moments(chunk, source, holdout):

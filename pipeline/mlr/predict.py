@@ -34,13 +34,12 @@ from streamlsq.io.tasks import (
     CHUNK_TASKS,
     TaskChunk,
     TaskSource,
-    chunk_error,
     open_tasks,
     plan_chunks,
+    reading_chunk,
 )
 from streamlsq.kernels import mlr
 from streamlsq.runtime.client import dask_client
-from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["ESTIMATORS", "predict"]
@@ -49,27 +48,22 @@ ESTIMATORS = ("bayes", "map", "lstsq")
 
 
 def _predict_chunk(chunk: TaskChunk, source: TaskSource, W, s2, p, estimator, holdout, path):
-    try:
-        with fast_large_allocations():
-            X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
-            held = None
-            if holdout:
-                (X, y, ptr), held = mlr.holdout_split(X, y, ptr, holdout)
-            posterior = np.exp(mlr.posterior_log_probs(X, y, ptr, W, s2, p))
-            if estimator == "lstsq":
-                coef = mlr.per_task_lstsq(X, y, ptr)
-            else:
-                coef = mlr.predict_coef(posterior, W, estimator)
-            out = {"coef": coef, "posterior": posterior}
-            sums = {"sse": np.float64(0.0), "rows": np.int64(0)}
-            if held is not None:
-                sse, rows = mlr.task_prediction_sse(*held, coef)
-                out.update(holdout_sse=sse, holdout_rows=rows)
-                sums = {"sse": sse.sum(), "rows": rows.sum()}
-    except InputError:
-        raise
-    except ValueError as exc:
-        raise chunk_error(source, chunk, exc) from None
+    with reading_chunk(source, chunk):
+        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
+        held = None
+        if holdout:
+            (X, y, ptr), held = mlr.holdout_split(X, y, ptr, holdout)
+        posterior = np.exp(mlr.posterior_log_probs(X, y, ptr, W, s2, p))
+        if estimator == "lstsq":
+            coef = mlr.per_task_lstsq(X, y, ptr)
+        else:
+            coef = mlr.predict_coef(posterior, W, estimator)
+        out = {"coef": coef, "posterior": posterior}
+        sums = {"sse": np.float64(0.0), "rows": np.int64(0)}
+        if held is not None:
+            sse, rows = mlr.task_prediction_sse(*held, coef)
+            out.update(holdout_sse=sse, holdout_rows=rows)
+            sums = {"sse": sse.sum(), "rows": rows.sum()}
     if path is None:
         return out, sums
     g = zarr.open_group(path, mode="r+")

@@ -31,6 +31,16 @@ class SingularMatrixError(np.linalg.LinAlgError):
     ``rank`` is the numerical rank when it was computed, ``size`` the order.
     The pipeline turns this into an input error that names the block and the
     remedy (a ridge start).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import SingularMatrixError, spd_solve
+    >>> try:
+    ...     spd_solve(np.zeros((2, 2)), np.ones(2))
+    ... except SingularMatrixError as exc:
+    ...     print(exc.size, exc.rank)
+    2 0
     """
 
     def __init__(self, message: str, *, rank: int | None = None, size: int | None = None):
@@ -40,7 +50,16 @@ class SingularMatrixError(np.linalg.LinAlgError):
 
 
 def symmetrize(A: np.ndarray) -> np.ndarray:
-    """Return (A + Aᵀ)/2, the nearest symmetric matrix; removes rounding asymmetry."""
+    """Return (A + Aᵀ)/2, the nearest symmetric matrix; removes rounding asymmetry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import symmetrize
+    >>> symmetrize(np.array([[1.0, 2.0], [0.0, 1.0]]))
+    array([[1., 1.],
+           [1., 1.]])
+    """
     return 0.5 * (A + A.T)
 
 
@@ -81,6 +100,13 @@ def spd_solve(H: np.ndarray, B: np.ndarray, *, check_rcond: bool = True) -> np.n
     indefinite solver (Bunch–Kaufman LDLᵀ) with a ``RuntimeWarning``. Raises
     :class:`SingularMatrixError` when H is singular to working precision
     (rcond below n·eps), so callers never receive NaN or meaningless numbers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import spd_solve
+    >>> spd_solve(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([2.0, 1.0]))
+    array([0.5, 0. ])
     """
     H = np.asarray(H)
     n = H.shape[0]

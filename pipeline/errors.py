@@ -13,7 +13,17 @@ __all__ = ["InputError", "WorkersPausedError", "check_int"]
 
 
 class InputError(ValueError):
-    """Bad input: one line that names the store, variable, chunk or row at fault."""
+    """Bad input: one line that names the store, variable, chunk or row at fault.
+
+    Examples
+    --------
+    >>> import streamlsq
+    >>> try:
+    ...     streamlsq.open_stream("no-such-store.zarr")
+    ... except streamlsq.InputError as exc:
+    ...     print(exc)
+    no-such-store.zarr: no such store
+    """
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))

@@ -88,6 +88,16 @@ class Basis:
     Subclasses set ``n_basis``, ``dim``, ``bounds`` (dim, 2), ``names`` and
     ``orthonormal`` and implement ``_expand`` (on validated (n, dim) inputs)
     and ``gramian``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import Basis, LegendreBasis
+    >>> basis = LegendreBasis(2, (0.0, 1.0))
+    >>> isinstance(basis, Basis), basis.n_basis, basis.dim
+    (True, 3, 1)
+    >>> basis.expand(np.array([[0.0], [1.0]])).shape
+    (2, 3)
     """
 
     n_basis: int
@@ -172,6 +182,14 @@ class LegendreBasis(Basis):
     (k+1)P_{k+1} = (2k+1)uP_k − kP_{k−1}, which is stable on [−1, 1]
     (|P_k(u)| ≤ 1). Because ∫_{−1}^{1} P_j P_k du = 2δ_jk/(2k+1), the Gramian on
     [a, b] is exactly the identity.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import LegendreBasis
+    >>> basis = LegendreBasis(3, (0.0, 3.0))  # orthonormal on [0, 3]: its Gramian is I
+    >>> bool(np.allclose(basis.gramian(), np.eye(4)))
+    True
     """
 
     orthonormal = True
@@ -238,6 +256,13 @@ class MonomialBasis(Basis):
     exponentially with the order (on [0, 3]: 8.7e7 at degree 5, 1.1e17 at
     degree 10); :func:`gramian_cholesky` refuses it once it is singular to
     working precision. Prefer :class:`LegendreBasis` for IRMA.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import MonomialBasis
+    >>> MonomialBasis(2, (0.0, 1.0)).expand(np.array([[2.0]]).clip(0, 1))
+    array([[1., 1., 1.]])
     """
 
     def __init__(self, order: int, domain=(-1.0, 1.0)):
@@ -364,6 +389,16 @@ class QuadratureBasis(Basis):
     ((a0, b0), (a1, b1), …) (the callable receives (n, dim)). The Gramian is
     computed once, lazily, by :func:`quadrature_gramian` (see there for the
     number of nodes); ``n_nodes_used`` tells how many nodes per dimension it took.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import QuadratureBasis
+    >>> def one_and_sine(x):  # points x (n,) of a 1-D domain -> basis values (n, 2)
+    ...     return np.c_[np.ones(len(x)), np.sin(x)]
+    >>> basis = QuadratureBasis(one_and_sine, (0.0, np.pi), names=["1", "sin"])
+    >>> basis.n_basis, basis.names
+    (2, ['1', 'sin'])
     """
 
     def __init__(
@@ -433,6 +468,13 @@ class TensorBasis(Basis):
     φ_{(i1,…,id)}(x) = φ¹_{i1}(x₁)···φᵈ_{id}(x_d), ordered with the last factor's
     index fastest (the row-wise Kronecker product), so the Gramian on the box
     (Fubini) is A = A¹ ⊗ … ⊗ Aᵈ. Orthonormal when every factor is.
+
+    Examples
+    --------
+    >>> from streamlsq.kernels import LegendreBasis, TensorBasis
+    >>> box = TensorBasis([LegendreBasis(2, (0.0, 1.0)), LegendreBasis(1, (-1.0, 1.0))])
+    >>> box.dim, box.n_basis  # two inputs, 3 x 2 products
+    (2, 6)
     """
 
     def __init__(self, bases: Sequence[Basis]):
@@ -473,6 +515,13 @@ def make_basis(params: dict) -> Basis:
 
     A :class:`QuadratureBasis` wraps user code and cannot be rebuilt from
     parameters: ValueError.
+
+    Examples
+    --------
+    >>> from streamlsq.kernels import LegendreBasis, make_basis
+    >>> basis = make_basis(LegendreBasis(4, (0.0, 3.0)).get_params())
+    >>> type(basis).__name__, basis.n_basis
+    ('LegendreBasis', 5)
     """
     if not isinstance(params, dict) or "kind" not in params:
         raise ValueError(f"basis parameters must be a dict with a 'kind', got {params!r}")

@@ -102,6 +102,14 @@ class BadRowError(ValueError):
     so an engine can map it back to a row of its store) and ``reason`` says what is
     wrong with the row without naming it (e.g. ``"([3.5]) is outside the basis domain
     (0.0, 3.0)"``). The message (``str``) is complete on its own.
+
+    Examples
+    --------
+    >>> from streamlsq.kernels import BadRowError
+    >>> exc = BadRowError("X row 7 ([4.0]) is outside the basis domain (0.0, 3.0)",
+    ...                   variable="X", row=7, reason="([4.0]) is outside the basis domain")
+    >>> exc.variable, exc.row
+    ('X', 7)
     """
 
     def __init__(self, message: str, *, variable: str, row: int, reason: str):
@@ -119,6 +127,12 @@ def block_edges(n_rows: int, block_size: int, first_block_size: int | None = Non
 
     ``f`` is the first block's size (defaults to ``b``); the last block may be
     shorter than ``b``. Blocks, not storage chunks, are the steps of a recursion.
+
+    Examples
+    --------
+    >>> from streamlsq.kernels import block_edges
+    >>> block_edges(10, 4).tolist(), block_edges(10, 4, first_block_size=6).tolist()
+    ([0, 4, 8, 10], [0, 6, 10])
     """
     if block_size < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size}")
@@ -137,6 +151,13 @@ class BlockGrid:
 
     Edge k (0 ≤ k ≤ n_blocks) is the row offset where block k+1 starts:
     0, f, f+b, f+2b, …, n_rows (f: first block size, b: block size).
+
+    Examples
+    --------
+    >>> from streamlsq.kernels import BlockGrid
+    >>> grid = BlockGrid(n_rows=10, block_size=4, first_block_size=2)
+    >>> grid.n_blocks, grid.edges(0, grid.n_blocks).tolist()
+    (3, [0, 2, 6, 10])
     """
 
     n_rows: int
@@ -190,6 +211,16 @@ class FoldResult:
     coefficients after each of them (n_recorded, n_features, n_targets),
     ``rows_seen`` the number of rows consumed up to each recorded step.
     ``diagnostics`` maps a name to one value per recorded step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import KF4LLS, block_edges
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((30, 2)), rng.standard_normal((30, 1))
+    >>> res = KF4LLS().fold(KF4LLS().init(2, 1), X, Y, block_edges(30, 10), 1, 1)
+    >>> res.steps.tolist(), res.rows_seen.tolist(), res.coefs.shape
+    ([1, 2, 3], [10, 20, 30], (3, 2, 1))
     """
 
     state: State
@@ -200,7 +231,28 @@ class FoldResult:
 
 
 class Recursion:
-    """Base class of recursive estimators; see the module docstring for the contract."""
+    """Base class of recursive estimators; see the module docstring for the contract.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import Recursion
+    >>> from streamlsq.kernels.recursions.contract import Param
+    >>> class RunningMean(Recursion):  # a toy: the coefficient is the mean of Y so far
+    ...     name, summary = "running-mean", "the mean of the targets"
+    ...     params = (Param("scale", 1.0, "factor applied to the mean"),)
+    ...     def __init__(self, scale=1.0):
+    ...         self.scale = scale
+    ...     def init(self, n_features, n_targets, dtype=np.float64):
+    ...         return {"sum": np.zeros((1, n_targets), dtype), "rows": np.int64(0)}
+    ...     def update(self, state, X, Y):
+    ...         return {"sum": state["sum"] + Y.sum(0), "rows": state["rows"] + len(Y)}
+    ...     def coef(self, state):
+    ...         return self.scale * state["sum"] / max(int(state["rows"]), 1)
+    >>> rec = RunningMean.from_params(scale=2.0)
+    >>> rec.coef(rec.update(rec.init(1, 1), np.zeros((4, 1)), np.arange(4.0)[:, None]))
+    array([[3.]])
+    """
 
     #: short name used by the CLI and in result attrs
     name: ClassVar[str] = "recursion"

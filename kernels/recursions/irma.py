@@ -72,6 +72,12 @@ class StiffnessSchedule:
     interpolating update). With rate > 1, λ overflows to +inf after
     ~log(1e308/λ₀)/log(rate) examples (≈14 500 for the paper's), after which
     the model is frozen (the update is exactly 0) — the schedule's own limit.
+
+    Examples
+    --------
+    >>> from streamlsq.kernels import StiffnessSchedule
+    >>> StiffnessSchedule.paper().values(0, 3)  # λ0 = 0.1, then ×1.05
+    array([0.1    , 0.105  , 0.11025])
     """
 
     kind: str = "multiplicative"
@@ -435,6 +441,19 @@ class IRMA(_BasisRecursion):
         Expands the raw inputs; its Gramian on its domain defines the functional
         distance ∫_Ω (f − f_t)² dx.
     stiffness : StiffnessSchedule or dict, default the paper's (λ₀ = 0.1, ×1.05)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import IRMA, LegendreBasis
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0, 3, (150, 1))
+    >>> y = x * np.exp(-x**2)
+    >>> rec = IRMA(LegendreBasis(6, (0.0, 3.0)))  # the paper's stiffness λ0 = 0.1, ×1.05
+    >>> state = rec.update(rec.init(1, 1), x, y)
+    >>> grid = np.linspace(0, 3, 7)[:, None]
+    >>> bool(np.abs(rec.predict(state, grid) - grid * np.exp(-grid**2)).max() < 0.05)
+    True
     """
 
     name = "irma"
@@ -496,6 +515,15 @@ class IRMAGradientDescent(_BasisRecursion):
 
     With μ = 0 this is the classical normalised LMS / passive–aggressive step
     θ + φe/‖φ‖², which interpolates the example. θ₀ = 0. μ = 0.05 in the paper.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import IRMAGradientDescent, MonomialBasis
+    >>> rec = IRMAGradientDescent(MonomialBasis(1, (0.0, 1.0)), mu=0.0)
+    >>> state = rec.update(rec.init(1, 1), np.array([[0.5]]), np.array([[2.0]]))
+    >>> float(rec.predict(state, np.array([[0.5]]))[0, 0])  # with mu = 0 a step interpolates
+    2.0
     """
 
     name = "irma-gd"
@@ -538,6 +566,16 @@ class IRMARLS(_BasisRecursion):
     that kernel with blocks of one row and ridge δ is H_t = gH_{t−1} + φφᵀ,
     H₀ = δI, i.e. its Tikhonov term decays like g^t; with μ = 0 the two coincide
     (δ = 1/p0). State: ``theta``, ``H`` and the counters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import IRMARLS, MonomialBasis
+    >>> x = np.linspace(0, 1, 100)[:, None]
+    >>> rec = IRMARLS(MonomialBasis(1, (0.0, 1.0)), forgetting=1.0, mu=0.0, p0=1e8)
+    >>> state = rec.update(rec.init(1, 1), x, 1 + 2 * x)
+    >>> np.round(rec.coef(state).ravel(), 4)
+    array([1., 2.])
     """
 
     name = "irma-rls"

@@ -30,7 +30,16 @@ __all__ = ["KF4LLS", "RLS", "kf4lls_update", "block_sums"]
 
 
 def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None):
-    """Sufficient statistics of a block: (XᵀWX, XᵀWY) with W = diag(weights) or I."""
+    """Sufficient statistics of a block: (XᵀWX, XᵀWY) with W = diag(weights) or I.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import block_sums
+    >>> G, b = block_sums(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[1.0], [1.0]]))
+    >>> G.tolist(), b.ravel().tolist()
+    ([[10.0, 14.0], [14.0, 20.0]], [4.0, 6.0])
+    """
     if weights is None:
         return symmetrize(X.T @ X), X.T @ Y
     Xw = X * weights[:, None]
@@ -45,6 +54,15 @@ def kf4lls_update(
     H_i = g H_{i-1} + XᵀX ;  ψ_i = ψ_{i-1} + H_i⁻¹ Xᵀ(Y − X ψ_{i-1})
     (ALGORITHMS.md §1). Raises :class:`~streamlsq.kernels.linalg.SingularMatrixError`
     when H_i is singular (a rank-deficient first block with H_0 = 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import kf4lls_update
+    >>> X, Y = np.array([[1.0, 0.0], [0.0, 2.0]]), np.array([[3.0], [4.0]])
+    >>> H, psi = kf4lls_update(np.zeros((2, 2)), np.zeros((2, 1)), X, Y)
+    >>> H.tolist(), psi.ravel().tolist()
+    ([[1.0, 0.0], [0.0, 4.0]], [3.0, 2.0])
     """
     G, _ = block_sums(X, X[:, :0])
     H_new = forgetting * H + G if forgetting != 1.0 else H + G
@@ -65,6 +83,19 @@ class KF4LLS(ScanRecursion):
         g; 1 gives KF4LLS (ordinary least squares on all blocks seen).
     coef0 : array (n_features, n_targets) or None
         ψ_0; irrelevant when ridge = 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import KF4LLS
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((60, 3)), rng.standard_normal((60, 2))
+    >>> rec = KF4LLS()
+    >>> state = rec.init(3, 2)
+    >>> for a in range(0, 60, 20):  # three blocks of 20 rows, in order
+    ...     state = rec.update(state, X[a:a + 20], Y[a:a + 20])
+    >>> bool(np.allclose(rec.coef(state), np.linalg.lstsq(X, Y, rcond=None)[0]))
+    True
     """
 
     name = "kf4lls"
@@ -189,6 +220,18 @@ class RLS(KF4LLS):
     (g = 0.99) because users ask for it by this name. Per-sample RLS is this
     recursion run with blocks of one row (``block_size=1``), which needs μ > 0
     or a first block with at least n_features independent rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import RLS, block_edges
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((400, 2))
+    >>> Y = (X @ [[1.0], [2.0]]) + 0.01 * rng.standard_normal((400, 1))
+    >>> rec = RLS(forgetting=0.99, ridge=1e-6)  # per-sample RLS: blocks of one row
+    >>> res = rec.fold(rec.init(2, 1), X, Y, block_edges(400, 1), 1, 100)
+    >>> res.steps.tolist(), np.round(rec.coef(res.state).ravel(), 2)
+    ([100, 200, 300, 400], array([1., 2.]))
     """
 
     name = "rls"

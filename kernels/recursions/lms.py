@@ -50,6 +50,13 @@ class StepSchedule:
     Raises ValueError naming the parameter when ρ₀ (``rate``) is not a finite
     positive number, τ (``tau``) is not > 0, a (``power``) is not in (½, 1], or
     a parameter is given that the schedule does not use.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import StepSchedule
+    >>> StepSchedule("inverse", rate=0.1, tau=100.0)(np.arange(1, 4))  # samples 1, 2, 3
+    array([0.0990099 , 0.09803922, 0.09708738])
     """
 
     kind: str = "constant"
@@ -173,6 +180,16 @@ def lms_fold_arrays(
     indices after which W is copied into ``coefs`` (len(record_blocks), q+1, K).
     Raises ValueError when W stops being finite (a step too large for the data
     scale: plain LMS needs ρ‖x̃‖² < 2; use a smaller rate or ``normalized``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import StepSchedule, lms_fold_arrays
+    >>> X, Y = np.ones((3, 1)), np.ones((3, 1))
+    >>> W, k, coefs = lms_fold_arrays(np.zeros((2, 1)), 0, X, Y, np.array([0, 3]),
+    ...                               np.array([0]), StepSchedule("constant", 0.25))
+    >>> k, W.ravel().round(4).tolist()
+    (3, [0.4375, 0.4375])
     """
     W = np.array(W, copy=True, order="C")
     dtype = W.dtype
@@ -233,6 +250,18 @@ class LMS(Recursion):
 
     State: ``W`` ((q+1)×K, row 0 the intercept), ``k`` (samples processed, over
     all epochs; the schedule's next sample is k + 1) and ``blocks``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import LMS, block_edges
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((4_000, 2))
+    >>> Y = X @ [[2.0], [-1.0]] + 0.5
+    >>> rec = LMS(rate=0.02)
+    >>> res = rec.fold(rec.init(2, 1), X, Y, block_edges(4_000, 1_000), 1, 1)
+    >>> rec.coef_names(2), np.round(rec.coef(res.state).ravel(), 3)  # row 0: the intercept
+    (['intercept', 'x0', 'x1'], array([ 0.5,  2. , -1. ]))
     """
 
     name = "lms"

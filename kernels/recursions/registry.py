@@ -25,7 +25,16 @@ __all__ = ["RECURSIONS", "Registry"]
 
 
 class Registry(Mapping):
-    """Recursion classes by ``name``, in the order they were registered (read-only mapping)."""
+    """Recursion classes by ``name``, in the order they were registered (read-only mapping).
+
+    Examples
+    --------
+    >>> from streamlsq.kernels.recursions.registry import RECURSIONS
+    >>> RECURSIONS.stream_methods()
+    ['kf4lls', 'rls', 'lms', 'bfgs', 'irma', 'irma-gd', 'irma-rls']
+    >>> RECURSIONS.engines("rls")
+    ('sequential', 'scan')
+    """
 
     def __init__(self):
         self._classes: dict[str, type[Recursion]] = {}

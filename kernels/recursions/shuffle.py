@@ -40,6 +40,13 @@ def epoch_chunk_order(seed: int, epoch: int, n_chunks: int, shuffle: bool) -> np
 
     The permutation comes from ``default_rng([seed, tag, epoch])`` alone, so
     every worker computes the same order.
+
+    Examples
+    --------
+    >>> from streamlsq.kernels import epoch_chunk_order
+    >>> order = epoch_chunk_order(seed=1, epoch=2, n_chunks=6, shuffle=True)
+    >>> sorted(order.tolist()), epoch_chunk_order(1, 2, 6, shuffle=False).tolist()
+    ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5])
     """
     seed = _check_key("seed", seed)
     epoch = _check_key("epoch", epoch)
@@ -59,6 +66,16 @@ def chunk_row_permutation(
     ``shuffle`` is False. Together with :func:`epoch_chunk_order` this is a
     two-level shuffle (chunks, then rows within a chunk), not a uniform
     permutation of all rows — the price of reading one chunk at a time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import chunk_row_permutation
+    >>> p = chunk_row_permutation(seed=1, epoch=0, chunk_index=3, n_rows=5, shuffle=True)
+    >>> sorted(p.tolist()), bool(np.array_equal(p, chunk_row_permutation(1, 0, 3, 5, True)))
+    ([0, 1, 2, 3, 4], True)
+    >>> chunk_row_permutation(1, 0, 3, 5, shuffle=False).tolist()
+    [0, 1, 2, 3, 4]
     """
     seed = _check_key("seed", seed)
     epoch = _check_key("epoch", epoch)

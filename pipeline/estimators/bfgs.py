@@ -55,6 +55,17 @@ class IncrementalBFGSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegre
         B updates skipped by the curvature safeguard so far.
     ridge_used_ : bool
         Whether the first block needed the ridge start.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq import IncrementalBFGSRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((2_000, 3))
+    >>> y = X @ [1.0, -1.0, 2.0] + 0.5
+    >>> est = IncrementalBFGSRegressor(block_size=100).fit(X, y)  # noise-free: exact
+    >>> np.round(est.coef_, 6), round(est.intercept_, 6)
+    (array([ 1., -1.,  2.]), 0.5)
     """
 
     _singular_hint = "set ridge > 0 or a larger first_block_size"

@@ -97,6 +97,18 @@ class IRMARegressor(_BasisRegressor, recursion="irma", **_ESTIMATOR_DOMAIN):
     feature_names_in_,
     state_ (theta, rows, blocks, cumulative_loss: Σ of squared pre-update errors),
     n_steps_, rows_seen_.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq import IRMARegressor
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0, 3, size=(150, 1))
+    >>> y = x[:, 0] * np.exp(-x[:, 0] ** 2)
+    >>> est = IRMARegressor(order=6, domain=(0.0, 3.0)).fit(x, y)
+    >>> grid = np.linspace(0, 3, 7)[:, None]
+    >>> bool(np.abs(est.predict(grid) - grid[:, 0] * np.exp(-grid[:, 0] ** 2)).max() < 0.05)
+    True
     """
 
 
@@ -113,6 +125,15 @@ class IRMAGradientDescentRegressor(_BasisRegressor, recursion="irma-gd", **_ESTI
         As for :class:`IRMARegressor`.
     mu : float >= 0, default 0.05
         Tikhonov weight (the paper's 0.05).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq import IRMAGradientDescentRegressor
+    >>> x = np.linspace(0, 1, 50)[:, None]
+    >>> est = IRMAGradientDescentRegressor(order=2, domain=(0.0, 1.0), mu=0.0).fit(x, 2 * x[:, 0])
+    >>> est.coef_.shape, est.domain_
+    ((3,), (0.0, 1.0))
     """
 
 
@@ -132,5 +153,14 @@ class IRMARLSRegressor(_BasisRegressor, recursion="irma-rls", **_ESTIMATOR_DOMAI
         Tikhonov weight (the paper's 0.05).
     p0 : float > 0, default 1
         P₀ = p0·I (the paper: the identity).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq import IRMARLSRegressor
+    >>> x = np.linspace(0, 1, 200)[:, None]
+    >>> est = IRMARLSRegressor(order=1, basis="monomial", forgetting=1.0, mu=0.0, p0=1e6)
+    >>> np.round(est.fit(x, 1 + 2 * x[:, 0]).coef_, 3)  # θ on 1, x: the line itself
+    array([1., 2.])
     """
 

@@ -57,6 +57,19 @@ class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor, rec
     ----------
     coef_, intercept_, n_features_in_, feature_names_in_, state_, n_steps_, rows_seen_
         See the module docstring; ``state_`` holds H, psi, rows, blocks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from streamlsq import KF4LLSRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((300, 3))
+    >>> y = X @ [1.0, -2.0, 0.5] + 4.0 + 0.1 * rng.standard_normal(300)
+    >>> est = KF4LLSRegressor(block_size=50).fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
+    >>> ref = LinearRegression().fit(X, y)
+    >>> bool(np.allclose(est.coef_, ref.coef_)), bool(np.isclose(est.intercept_, ref.intercept_))
+    (True, True)
     """
 
     _singular_hint = "set ridge > 0 or a larger first_block_size"
@@ -86,6 +99,18 @@ class RLSRegressor(KF4LLSRegressor, recursion="rls", ridge=1e-6, block_size=1):
         Rows of the very first block (default ``block_size``).
     fit_intercept : bool, default True
         As for :class:`KF4LLSRegressor` (the ridge start shrinks the intercept too).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq import RLSRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((2_000, 2))
+    >>> w = np.where(np.arange(2_000)[:, None] < 1_000, [1.0, 1.0], [3.0, -1.0])  # a drift
+    >>> y = (X * w).sum(axis=1) + 0.01 * rng.standard_normal(2_000)
+    >>> est = RLSRegressor(forgetting=0.98).fit(X, y)  # one row per step, recent rows weigh most
+    >>> np.round(est.coef_, 1)
+    array([ 3., -1.])
     """
 
 
@@ -137,6 +162,19 @@ class InterleavedKF4LLSRegressor(RecursionRegressor, recursion="interleaved-kf4l
         then needs n_features + 1 rows, one is lost to centring).
     block_size : int or None, default None
         Rows per block (see above).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq import InterleavedKF4LLSRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> U, V = rng.standard_normal((400, 2)) + 3, rng.standard_normal((400, 2)) - 3
+    >>> X = np.vstack([U, V])
+    >>> y = np.r_[U @ [1.0, 2.0], V @ [3.0, 0.0]] + 0.01 * rng.standard_normal(800)
+    >>> population = np.repeat(["a", "b"], 400)
+    >>> est = InterleavedKF4LLSRegressor(alpha=0.5, block_size=100).fit(X, y, population=population)
+    >>> np.round(est.coef_, 1)  # the mixture 0.5·[1, 2] + 0.5·[3, 0]
+    array([2., 1.])
     """
 
     _singular_hint = (

@@ -67,6 +67,17 @@ class LMSRegressor(RecursionRegressor, recursion="lms"):
     ----------
     coef_, intercept_, n_features_in_, feature_names_in_, state_, n_steps_, rows_seen_
         ``state_`` holds W ((n_features + 1) × K), k (samples so far) and blocks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq import LMSRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((5_000, 2))
+    >>> y = X @ [2.0, -1.0] + 0.5 + 0.01 * rng.standard_normal(5_000)
+    >>> est = LMSRegressor(rate=0.01, epochs=2).fit(X, y)
+    >>> np.round(est.coef_, 2), round(est.intercept_, 2)
+    (array([ 2., -1.]), 0.5)
     """
 
     _own_params = (

@@ -78,7 +78,19 @@ def write_result(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False
 
 
 def open_result(path: str | os.PathLike) -> xr.Dataset:
-    """Open a result store; refuse one that an interrupted run left incomplete."""
+    """Open a result store; refuse one that an interrupted run left incomplete.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_stream(f"{tmp.name}/data.zarr", n_rows=10_000, n_features=3)
+    >>> _ = streamlsq.fit_stream(path, "kf4lls", out=f"{tmp.name}/fit.zarr")
+    >>> result = streamlsq.open_result(f"{tmp.name}/fit.zarr")
+    >>> result.attrs["complete"], result.attrs["method"]
+    (True, 'kf4lls')
+    >>> tmp.cleanup()
+    """
     ds = open_dataset(path)
     if ds.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")

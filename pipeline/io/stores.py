@@ -179,7 +179,18 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
 
 
 def open_dataset(path: str | os.PathLike, group: str | None = None) -> xr.Dataset:
-    """Any streamlsq store as a lazily loaded (dask-backed) xarray Dataset."""
+    """Any streamlsq store as a lazily loaded (dask-backed) xarray Dataset.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_stream(f"{tmp.name}/data.zarr", n_rows=10_000, n_features=3)
+    >>> ds = streamlsq.open_dataset(path)
+    >>> ds.X.dims, ds.X.shape
+    (('sample', 'feature'), (10000, 3))
+    >>> tmp.cleanup()
+    """
     path = str(path)
     if not Path(path).exists():
         raise InputError(f"{path}: no such store")

@@ -37,7 +37,19 @@ STREAM_DIMS = {"X": ("sample", "feature"), "y": ("sample", "target")}
 
 @dataclass(frozen=True)
 class StreamSource(StoreSource):
-    """A validated stream store: enough to read any row range from any worker (picklable)."""
+    """A validated stream store: enough to read any row range from any worker (picklable).
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_stream(f"{tmp.name}/data.zarr", n_rows=10_000, n_features=3)
+    >>> source = streamlsq.open_stream(path)
+    >>> X, Y = source.read(0, 5)
+    >>> X.shape, Y.shape
+    ((5, 3), (5, 1))
+    >>> tmp.cleanup()
+    """
 
     path: str
     group: str | None
@@ -73,7 +85,19 @@ class StreamSource(StoreSource):
 
 
 def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSource:
-    """Open and validate a stream store's layout; raise :class:`InputError` on any defect."""
+    """Open and validate a stream store's layout; raise :class:`InputError` on any defect.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_stream(f"{tmp.name}/data.zarr", n_rows=10_000, n_features=3,
+    ...                                  chunk_rows=4_000)
+    >>> source = streamlsq.open_stream(path)
+    >>> source.n_rows, source.n_features, source.n_targets, source.chunk_rows
+    (10000, 3, 1, 4000)
+    >>> tmp.cleanup()
+    """
     path = str(path)
     label = store_label(path, group)
     g = open_group(path, group)

@@ -98,7 +98,20 @@ MAX_CHUNK_ROWS = 1 << 20
 
 @dataclass(frozen=True)
 class TaskSource(StoreSource):
-    """A validated multi-task store: enough to read any task range on any worker (picklable)."""
+    """A validated multi-task store: enough to read any task range on any worker (picklable).
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_mlr(f"{tmp.name}/tasks.zarr", k=2, d=3, n_light=100, t_light=4,
+    ...                               n_heavy=20, t_heavy=30, n_light2=10, t_light2=6)
+    >>> source = streamlsq.open_tasks(path)
+    >>> X, y, task_ptr = source.read_tasks(0, 3)  # the rows of tasks 0, 1 and 2
+    >>> X.shape, task_ptr.tolist()
+    ((12, 3), [0, 4, 8, 12])
+    >>> tmp.cleanup()
+    """
 
     path: str
     group: str | None
@@ -138,7 +151,19 @@ class TaskSource(StoreSource):
 
 
 def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
-    """Open and validate a multi-task store's layout; raise :class:`InputError` on any defect."""
+    """Open and validate a multi-task store's layout; raise :class:`InputError` on any defect.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_mlr(f"{tmp.name}/tasks.zarr", k=2, d=3, n_light=100, t_light=4,
+    ...                               n_heavy=20, t_heavy=30, n_light2=10, t_light2=6)
+    >>> source = streamlsq.open_tasks(path)
+    >>> source.n_tasks, source.n_features, source.n_rows
+    (130, 3, 1060)
+    >>> tmp.cleanup()
+    """
     path = str(path)
     label = store_label(path, group)
     g = open_group(path, group)

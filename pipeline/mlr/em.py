@@ -107,6 +107,17 @@ def fit_em(
     (``initial_*``), ``log_likelihood (iteration)``, and attributes ``status``
     ("converged", "max_iterations" or "collapsed"), ``failure`` and, when the
     store has the truth, the parameter errors after matching.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_mlr(f"{tmp.name}/tasks.zarr", k=2, d=4, n_light=2_000,
+    ...                               t_light=4, n_heavy=50, t_heavy=40, n_light2=0, seed=2)
+    >>> em = streamlsq.fit_em(path, 2, init="truth", iterations=20)
+    >>> em.attrs["status"], em.coef.shape
+    ('converged', (2, 4))
+    >>> tmp.cleanup()
     """
     if init not in INITS:
         raise InputError(f"init must be one of {', '.join(INITS)}, got {init!r}")

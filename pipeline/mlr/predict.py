@@ -102,6 +102,21 @@ def predict(
     and, with ``holdout`` = N > 0, ``holdout_sse (task)``, ``holdout_rows
     (task)`` and the pooled ``holdout_mse`` attribute. Every task of the store
     is predicted, whatever its role.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> train = streamlsq.simulate_mlr(f"{tmp.name}/tasks.zarr", k=2, d=4, n_light=4_000,
+    ...                                t_light=4, n_heavy=100, t_heavy=60, n_light2=1_000,
+    ...                                t_light2=10, seed=1)
+    >>> model = streamlsq.metalearn(train, 2, out=f"{tmp.name}/model.zarr")
+    >>> new = streamlsq.simulate_mlr(f"{tmp.name}/new.zarr", k=2, d=4, n_light=0, n_heavy=0,
+    ...                              n_light2=200, t_light2=6, seed=1, task_seed=7)
+    >>> pred = streamlsq.predict(f"{tmp.name}/model.zarr", new, holdout=2)
+    >>> pred.coef.dims, pred.posterior.shape
+    (('task', 'feature'), (200, 2))
+    >>> tmp.cleanup()
     """
     if estimator not in ESTIMATORS:
         raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")

@@ -53,7 +53,16 @@ def dask_client(
     memory_limit: str | float | None = None,
 ) -> Iterator[Client]:
     """Yield a connected :class:`distributed.Client` watched by :func:`paused_watch`; close
-    only what this call opened."""
+    only what this call opened.
+
+    Examples
+    --------
+    >>> from streamlsq import dask_client
+    >>> with dask_client() as client:  # the current client, or a LocalCluster for this block
+    ...     n = len(client.scheduler_info()["workers"])
+    >>> n >= 1
+    True
+    """
     with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit) as (c, own):
         with paused_watch(c):
             yield c

@@ -95,6 +95,17 @@ def simulate_stream(
     condition number about ``condition``; y = X·coef_true + noise·N(0, 1) with
     ``n_targets`` columns. Chunks of ``chunk_rows`` rows (default ≈ 25 MB of X)
     are generated and written in parallel on the cluster.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_stream(f"{tmp.name}/data.zarr", n_rows=10_000, n_features=5,
+    ...                                  n_targets=2, seed=3)
+    >>> ds = streamlsq.open_dataset(path)
+    >>> ds.X.shape, ds.y.shape, ds.coef_true.shape
+    ((10000, 5), (10000, 2), (5, 2))
+    >>> tmp.cleanup()
     """
     from streamlsq.kernels.synthetic.streams import stream_design
 
@@ -171,6 +182,15 @@ def simulate_interleaved(
     one Monte-Carlo iteration). Chunks hold ``chunk_blocks`` whole blocks (default
     ≈ 25 MB of X) and are generated and written in parallel; the numbers depend on
     the seed and the block index only.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_interleaved(f"{tmp.name}/pop.zarr", n=50, q=3, steps=4)
+    >>> [streamlsq.open_stream(path, group).n_rows for group in "abc"]
+    [200, 200, 200]
+    >>> tmp.cleanup()
     """
     from streamlsq.kernels.synthetic.interleaved import figure1_store_parameters
 
@@ -242,6 +262,16 @@ def simulate_irma(
     index). The attrs hold ``domain`` (the default domain of ``fit irma``) and
     ``block_size`` (default 1: one example per step, as the paper records it).
     Chunks of ``chunk_rows`` rows (default ≈ 25 MB) are written in parallel.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_irma(f"{tmp.name}/irma.zarr", 150, seed=3)
+    >>> source = streamlsq.open_stream(path)
+    >>> source.n_rows, source.n_features, source.attrs["domain"]
+    (150, 1, [0.0, 3.0])
+    >>> tmp.cleanup()
     """
     from streamlsq.kernels.synthetic.streams import irma_rows
 

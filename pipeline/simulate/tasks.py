@@ -111,6 +111,17 @@ def simulate_mlr(
     ``task_seed`` (default ``seed``) draws the tasks: the same ``seed`` with
     another ``task_seed`` gives new tasks from the same mixture (a test set).
     Also stores the truth: ``component``, ``w_true``, ``s_true``, ``p_true``.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_mlr(f"{tmp.name}/tasks.zarr", k=3, d=5, n_light=1_000,
+    ...                               t_light=4, n_heavy=60, t_heavy=50, n_light2=100, t_light2=8)
+    >>> ds = streamlsq.open_dataset(path)
+    >>> ds.task_ptr.size - 1, ds.w_true.shape
+    (1160, (3, 5))
+    >>> tmp.cleanup()
     """
     from streamlsq.kernels.synthetic.mlr import mlr_components
 

@@ -100,6 +100,22 @@ def fit_stream(
     Diagnostics: ``cumulative_loss (step)`` for the IRMA family (Σ of the squared
     pre-update errors so far), ``n_skipped (step)`` for BFGS (B updates skipped by
     the curvature safeguard so far, also the attr ``n_skipped``).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = streamlsq.simulate_stream(f"{tmp.name}/data.zarr", n_rows=20_000, n_features=3,
+    ...                                  seed=1)
+    >>> ds = streamlsq.fit_stream(path, "kf4lls", block_size=5_000, engine="scan")
+    >>> ds.coef.dims, ds.sizes["step"]
+    (('step', 'feature', 'target'), 4)
+    >>> ds.rows_seen.values.tolist()
+    [5000, 10000, 15000, 20000]
+    >>> X, Y = streamlsq.open_stream(path).read(0, 20_000)
+    >>> bool(np.allclose(ds.coef[-1], np.linalg.lstsq(X, Y, rcond=None)[0]))
+    True
+    >>> tmp.cleanup()
     """
     check_run_options(engine, dtype, checkpoint, resume, record_every)
     source = open_stream(data, group)

@@ -235,6 +235,16 @@ def fit_interleaved(
     xarray.Dataset: ``coef (step, feature, target)`` (ψ), ``rows_seen (step)``,
     ``population (step)`` ("a"/"b", the block of that step), the diagnostics above,
     the final state and the attrs of the run.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> pop = streamlsq.simulate_interleaved(f"{tmp.name}/pop.zarr", n=50, q=3, steps=4)
+    >>> ds = streamlsq.fit_interleaved(f"{pop}#a", f"{pop}#b", alpha=0.25, test=f"{pop}#c")
+    >>> ds.attrs["alpha"], ds.sizes["step"], "test_mse" in ds
+    (0.25, 8, True)
+    >>> tmp.cleanup()
     """
     check_run_options(engine, dtype, checkpoint, resume, record_every)
     if (alpha is None) == (estimate_alpha is None):

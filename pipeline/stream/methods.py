@@ -28,7 +28,14 @@ def _refuse_multi_input(cls: type[Recursion]) -> None:
 
 def make_method(method: str | Recursion, **params) -> Recursion:
     """A configured recursion from a registered name and parameters (or an instance,
-    unchanged)."""
+    unchanged).
+
+    Examples
+    --------
+    >>> from streamlsq import make_method
+    >>> make_method("rls", forgetting=0.9)
+    RLS(ridge=0.0, forgetting=0.9)
+    """
     if isinstance(method, Recursion):
         if params:
             raise InputError("pass parameters to the method's constructor, not to fit_stream")

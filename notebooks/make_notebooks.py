@@ -1,15 +1,37 @@
-"""Write the study notebooks (outputs cleared): ``python notebooks/make_notebooks.py``.
+"""Write the notebooks and store them executed at quick size.
 
-Each notebook calls the same API as ``streamlsq study NAME`` (``streamlsq.studies``),
-shows the figures inline and says what to look at. They read two environment
-variables: ``STREAMLSQ_QUICK=1`` for the small sizes of ``--quick`` (the test
-suite sets it) and ``STREAMLSQ_STUDY_OUT`` for the parent folder of the outputs
-(default ``study-results`` next to the notebook). A cluster: ``DASK_SCHEDULER_ADDRESS``,
-a ``distributed.Client`` created in the notebook, or else an embedded LocalCluster.
+    python notebooks/make_notebooks.py                # all notebooks, run in quick mode
+    python notebooks/make_notebooks.py lms bfgs       # only these
+    python notebooks/make_notebooks.py --no-execute   # sources only, outputs cleared
+
+Each study notebook calls the same API as ``streamlsq study NAME``
+(``streamlsq.studies``), shows the figures inline and says what to look at;
+``cluster.ipynb`` walks through a cluster, a large store, a fit and a
+meta-learning run. The notebooks read ``STREAMLSQ_QUICK=1`` for the small sizes
+of ``--quick`` and ``STREAMLSQ_STUDY_OUT`` for the parent folder of their
+outputs (default ``study-results`` in the working directory); the cluster is the
+one named by ``DASK_SCHEDULER_ADDRESS``, a ``distributed.Client`` created in the
+notebook, or else an embedded LocalCluster.
+
+Executing (the default) starts one LocalCluster, runs every notebook with nbclient
+in quick mode in a temporary folder (the study outputs are deleted afterwards) and
+writes the outputs into the ``.ipynb`` files, so that a reader browsing the
+repository sees the figures and results of a quick run.
 """
 
 from __future__ import annotations
 
+import argparse
+import base64
+import contextlib
+import io
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -41,13 +63,30 @@ CLUSTER_NOTE = (
 )
 
 
-def notebook(name: str, intro: str, cells: list) -> nbformat.NotebookNode:
+STORED_OUTPUTS = (
+    "The outputs stored with this notebook come from a quick run (`STREAMLSQ_QUICK=1`, "
+    "written by `python notebooks/make_notebooks.py`, see [README.md](README.md)): its "
+    "curves are shorter and noisier than those the texts describe. Run it without "
+    "`STREAMLSQ_QUICK` for the paper's sizes."
+)
+
+
+def docs_pointer(algorithm: str, citation: str) -> str:
+    """Where the repository explains the method, the study and the paper."""
+    return (
+        f"The method: {algorithm} in [docs/algorithms.md](../docs/algorithms.md). The study, "
+        "its options and its findings at full size: [docs/studies.md](../docs/studies.md). "
+        f"The full citation of {citation}: [docs/references.md](../docs/references.md)."
+    )
+
+
+def notebook(name: str, intro: str, cells: list, docs: str) -> nbformat.NotebookNode:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     nb.cells = [
-        new_markdown_cell(intro),
+        new_markdown_cell(f"{intro}\n\n{docs}\n\n{STORED_OUTPUTS}"),
         new_code_cell(SETUP.format(name=name)),
         new_markdown_cell(CLUSTER_NOTE),
         new_code_cell(RUN.format(name=name)),
@@ -73,7 +112,7 @@ NOTEBOOKS = {
     "interleaved": notebook(
         "interleaved",
         "# Interleaved KF4LLS — Figure 1\n\n"
-        "John & Wu (papers/interleaved-kf4lls.txt, ALGORITHMS.md §2) learn a regression for "
+        "John & Wu (2023) learn a regression for "
         "a mixed population (\"penguins\" = α·birds + (1−α)·fish) from blocks of the two "
         "pure populations, interleaved, centred and weighted by √α, √(1−α), with KF4LLS. "
         "Figure 1 compares five training schemes over 5000 Monte-Carlo iterations "
@@ -81,9 +120,10 @@ NOTEBOOKS = {
         "Same as `streamlsq study interleaved --out DIR`.",
         [
             md("The tidy table: one row per (scheme, step); `bias_over_D` is the bias in "
-               "units of D = mean|r_b − r_f|, `expected_bias_over_D` the shape "
-               "ALGORITHMS.md quotes (first order), `expected_bias_over_D_2nd` the second-"
-               "order theory, `z` the distance to it in standard errors."),
+               "units of D = mean|r_b − r_f|, `expected_bias_over_D` the expected shape "
+               "to first order (listed in [docs/studies.md](../docs/studies.md)), "
+               "`expected_bias_over_D_2nd` the second-order theory, `z` the distance to it "
+               "in standard errors."),
             code('result.tables["figure1"].round(4).head(12)'),
             md("**What to look at.** Left: birds only sits at (1−α)·D = 0.75·D and fish "
                "only at α·D = 0.25·D at every step — training on the wrong population is "
@@ -104,13 +144,14 @@ NOTEBOOKS = {
                  "t.pivot(index=\"step\", columns=\"scheme\", values=\"bias_over_D\")"
                  ".round(3)"),
         ],
+        docs=docs_pointer("the section on interleaved KF4LLS", "John & Wu (2023)"),
     ),
     "irma": notebook(
         "irma",
         "# IRMA — incremental risk minimisation: Figure 1 and Table I\n\n"
-        "Buschermöhle & Brockmann (papers/irma-incremental-risk.txt, ALGORITHMS.md §5) "
-        "learn the polynomial approximation of f(x) = x·exp(−x²) on [0, 3] one noisy "
-        "example at a time, changing the learned function as little as possible in L² "
+        "Buschermöhle & Brockmann (2013) learn the polynomial approximation of "
+        "f(x) = x·exp(−x²) on [0, 3] one noisy example at a time, changing the learned "
+        "function as little as possible in L² "
         "at each step. Figure 1: cumulative loss of GD, RLS and IRMA over 500 sequences "
         "of 150 examples (order 6). Table I: MSE to the ground truth after 10, 80 and 150 "
         "examples, orders 4, 6, 10, IRMA against batch least squares, 1000 sequences.\n\n"
@@ -135,11 +176,12 @@ NOTEBOOKS = {
                "band is a factor 3 either way."),
             code('display(Image(filename=str(result.figures["table1"])))'),
         ],
+        docs=docs_pointer("the section on IRMA", "Buschermöhle & Brockmann (2013)"),
     ),
     "lms": notebook(
         "lms",
         "# LMS — sample-by-sample linear regression\n\n"
-        "The lecture notes papers/lms-sample-by-sample.txt (ALGORITHMS.md §3) derive LMS "
+        "The lecture notes *Sample-by-Sample Linear Regression* derive LMS "
         "(stochastic gradient descent for least squares) and animate it on 100 points "
         "x ~ U(0, 10), t = 2 − 0.1x + noise, optionally curved by 0.05(x − 6)², with "
         "ρ = 0.01 for 1 and 20 epochs; they note that ρ must decrease for convergence. "
@@ -162,11 +204,12 @@ NOTEBOOKS = {
                "down. In quick mode there are only 20 epochs, too few to see the floors."),
             code('display(Image(filename=str(result.figures["convergence"])))'),
         ],
+        docs=docs_pointer("the section on LMS", "the lecture notes"),
     ),
     "bfgs": notebook(
         "bfgs",
         "# Incremental BFGS against exact least squares and LMS\n\n"
-        "De Melo (papers/incremental-bfgs.txt, ALGORITHMS.md §4) proposes a linear "
+        "De Melo (2019) proposes a linear "
         "regressor updated block by block with BFGS: least squares on the first block, "
         "then a quasi-Newton direction, a line search or a fixed rate, and class-balanced "
         "rates for binary targets. The note reports no experiment; this study measures "
@@ -194,12 +237,13 @@ NOTEBOOKS = {
                  'last = b[b.block == b.block.max()]\n'
                  'last.pivot(index="method", columns="metric", values="median").round(3)'),
         ],
+        docs=docs_pointer("the section on the incremental BFGS regressor", "De Melo (2019)"),
     ),
     "mlr": notebook(
         "mlr",
         "# Meta-learning mixed linear regressions — Appendix E\n\n"
-        "Kong et al. (papers/meta-learning-mixed-linear-regression.txt, ALGORITHMS.md §6) "
-        "learn a mixture of k linear regressions from many small tasks: a subspace from "
+        "Kong et al. (2020) learn a mixture of k linear regressions from many small tasks: "
+        "a subspace from "
         "light tasks, clusters from a few heavy tasks, then classification and refinement "
         "on more light tasks, and predict a new task from τ examples. Their Appendix E "
         "measures each step; the text lost its digits, so this study reproduces the "
@@ -230,6 +274,8 @@ NOTEBOOKS = {
             code('display(Image(filename=str(result.figures["em"])))'),
             code('result.tables["em"].round(4)'),
         ],
+        docs=docs_pointer("the section on meta-learning for mixed linear regression",
+                          "Kong et al. (2020)"),
     ),
 }
 
@@ -391,8 +437,112 @@ def cluster_notebook() -> nbformat.NotebookNode:
 NOTEBOOKS["cluster"] = cluster_notebook()
 
 
-def main() -> None:
-    for name, nb in NOTEBOOKS.items():
+def kernelspec(jupyter_path: Path) -> None:
+    """A ``python3`` kernel for THIS interpreter (not whatever ``python3`` Jupyter finds)."""
+    spec = jupyter_path / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3", "language": "python"}))
+
+
+#: terminal control sequences other than colours (SGR, ending in "m"), e.g. the "erase line"
+#: that distributed's text progress bar ends with: Jupyter ignores them, other viewers of
+#: the stored notebook would print them
+TERMINAL_CONTROL = re.compile(r"\x1b\[[0-9;]*[A-Za-ln-z]")
+
+
+def strip_volatile(nb: nbformat.NotebookNode, replacements: dict[str, str]) -> None:
+    """Replace the run's addresses (random ports) in the outputs by stable placeholders, so
+    that regenerating changes only what the computation changed; drop terminal controls
+    and the blank stream outputs a progress bar leaves behind when it erases itself."""
+    for cell in nb.cells:
+        if "outputs" not in cell:
+            continue
+        cell.outputs = [o for o in cell.outputs
+                        if o.output_type != "stream" or o.text.replace("\r", "").strip()]
+        for output in cell.outputs:
+            if "text" in output:
+                output["text"] = TERMINAL_CONTROL.sub("", _replace(output["text"],
+                                                                   replacements))
+            for mime in ("text/plain", "text/html", "text/markdown"):
+                if mime in output.get("data", {}):
+                    output["data"][mime] = _replace(output["data"][mime], replacements)
+
+
+def _replace(text: str, replacements: dict[str, str]) -> str:
+    for old, new in replacements.items():
+        text = text.replace(old, new)
+    return text
+
+
+def compress_figures(nb: nbformat.NotebookNode) -> None:
+    """Re-encode every PNG output with a palette of 256 colours: plots look the same and
+    take about a third of the bytes, which keeps the stored notebooks small."""
+    from PIL import Image
+
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" not in data:
+                continue
+            image = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
+            palette = image.convert("RGB").quantize(
+                colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+            buffer = io.BytesIO()
+            palette.save(buffer, format="PNG", optimize=True)
+            data["image/png"] = base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def execute(notebooks: dict[str, nbformat.NotebookNode], timeout: int) -> None:
+    """Run the notebooks in quick mode on one local cluster; their outputs go in place."""
+    from distributed import Client, LocalCluster
+    from nbclient import NotebookClient
+
+    with tempfile.TemporaryDirectory(prefix="streamlsq-notebooks-") as tmp, \
+            contextlib.chdir(tmp):
+        # the notebooks write their stores under a relative folder that the workers open
+        # too: kernel and workers must share the working directory
+        run_dir = Path(tmp)
+        kernelspec(run_dir / "jupyter")
+        os.environ.update({"STREAMLSQ_QUICK": "1", "JUPYTER_PATH": str(run_dir / "jupyter")})
+        # the default, relative, folder: printed paths do not name the temporary folder
+        os.environ.pop("STREAMLSQ_STUDY_OUT", None)
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
+                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+            os.environ["DASK_SCHEDULER_ADDRESS"] = cluster.scheduler_address
+            placeholders = {cluster.scheduler_address: "tcp://127.0.0.1:<port>"}
+            if client.dashboard_link:
+                placeholders[client.dashboard_link] = "http://127.0.0.1:<port>/status"
+            for name, nb in notebooks.items():
+                started = time.perf_counter()
+                NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                               record_timing=False, coalesce_streams=True,
+                               resources={"metadata": {"path": str(run_dir)}}).execute()
+                strip_volatile(nb, placeholders)
+                compress_figures(nb)
+                print(f"executed {name}.ipynb in {time.perf_counter() - started:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="Write the notebooks and store them executed in quick mode.")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"notebooks to write (default: all of {', '.join(NOTEBOOKS)})")
+    parser.add_argument("--no-execute", action="store_true",
+                        help="write the sources only, outputs cleared")
+    parser.add_argument("--timeout", type=int, default=600,
+                        help="seconds allowed per cell (default: 600)")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(NOTEBOOKS))
+    if unknown:
+        parser.error(f"no notebook named {', '.join(unknown)}")
+    chosen = {name: NOTEBOOKS[name] for name in (args.names or NOTEBOOKS)}
+    for nb in chosen.values():
+        nbformat.validate(nb)
+    if not args.no_execute:
+        execute(chosen, args.timeout)
+    for name, nb in chosen.items():
         nbformat.validate(nb)
         path = HERE / f"{name}.ipynb"
         nbformat.write(nb, path)

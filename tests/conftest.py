@@ -66,6 +66,23 @@ def lstsq(X, Y):
     return np.linalg.lstsq(X, Y, rcond=None)[0]
 
 
+def stored_notebook(name):
+    """``notebooks/NAME.ipynb`` as committed, executed at quick size without errors
+    (``python notebooks/make_notebooks.py``), with its outputs cleared in memory: a test
+    executes it afresh and checks only what this run printed and drew, and the committed
+    file is never rewritten."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code) and not any(
+        o.output_type == "error" for c in code for o in c.outputs), \
+        f"{name}.ipynb is stored executed; regenerate it: python notebooks/make_notebooks.py"
+    for cell in code:
+        cell.outputs, cell.execution_count = [], None
+    return nb
+
+
 class CheckpointStop(RuntimeError):
     """Raised by :func:`stop_after_commits` in place of a kill."""
 

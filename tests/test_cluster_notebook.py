@@ -3,14 +3,10 @@ shows the dashboard link, a progress bar, the trajectory figure and the clusters
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import zarr
 
-from conftest import lstsq, read_all
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import lstsq, read_all, stored_notebook
 
 
 def _text(cell) -> str:
@@ -23,11 +19,9 @@ def _text(cell) -> str:
 
 
 def test_cluster_notebook_executes_in_quick_mode(kernel_env, client):
-    import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(ROOT / "notebooks" / "cluster.ipynb", as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    nb = stored_notebook("cluster")
     NotebookClient(nb, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(kernel_env.parent)}}).execute()
     code = [c for c in nb.cells if c.cell_type == "code"]

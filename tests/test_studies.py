@@ -20,6 +20,8 @@ from click.testing import CliRunner
 from streamlsq.cli.main import main
 from streamlsq.studies import STUDIES
 
+from conftest import stored_notebook
+
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ["interleaved", "irma", "lms", "bfgs"]
 EXPECTED = {
@@ -199,16 +201,31 @@ def test_help_lists_every_registered_study_with_examples():
 # --------------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_executes_in_quick_mode(kernel_env, name):
-    import nbformat
     from nbclient import NotebookClient
 
-    path = ROOT / "notebooks" / f"{name}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
-        "notebooks are kept with outputs cleared"
+    nb = stored_notebook(name)
     NotebookClient(nb, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(kernel_env.parent)}}).execute()
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if "image/png" in o.get("data", {})]
     assert len(images) >= 1
     assert (kernel_env / name / "summary.md").exists()
+
+
+@pytest.mark.parametrize("name", [*NAMES, "mlr", "cluster"])
+def test_stored_notebook_is_the_generated_one(name):
+    """The committed cells are those make_notebooks.py writes now: the stored outputs
+    belong to the current sources."""
+    import importlib.util
+
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location("make_notebooks",
+                                                  ROOT / "notebooks" / "make_notebooks.py")
+    make_notebooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_notebooks)
+    generated = make_notebooks.NOTEBOOKS[name]
+    stored = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    assert [(c.cell_type, c.id, c.source) for c in stored.cells] == \
+        [(c.cell_type, c.id, c.source) for c in generated.cells], \
+        f"{name}.ipynb is out of date; regenerate it: python notebooks/make_notebooks.py {name}"

@@ -8,7 +8,6 @@ model is s² = 1 within about ±0.05), the EM store of tests/test_mlr_pipeline.p
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +16,8 @@ from click.testing import CliRunner
 
 from streamlsq.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import stored_notebook
+
 TABLES = {
     "subspace": ["n_tasks", "rows_per_task", "n_times_t", "replicate", "subspace_error"],
     "clustering": ["n_heavy", "t_heavy", "replicate", "accuracy"],
@@ -129,11 +129,9 @@ def test_trial_kernels_agree_with_meta_learn():
 
 
 def test_notebook_executes_in_quick_mode(kernel_env):
-    import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(ROOT / "notebooks" / "mlr.ipynb", as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    nb = stored_notebook("mlr")
     NotebookClient(nb, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(kernel_env.parent)}}).execute()
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs

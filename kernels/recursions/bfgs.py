@@ -180,6 +180,8 @@ class IncrementalBFGS(Recursion):
     balance_counts : "block" or "cumulative"
         Which counts p, n the balanced rates use.
 
+    Notes
+    -----
     State: ``W`` (q, K), ``B`` (q, q) (the inverse-Hessian approximation; zeros
     before the first block), ``rows``, ``blocks``, ``n_skipped`` (B updates
     skipped by the curvature safeguard), ``ridge_used`` (0/1) and, with

@@ -203,6 +203,8 @@ class InterleavedKF4LLS(ScanRecursion):
         ψ₀; irrelevant when ridge = 0.
 
     The scan form is supported: a centred, weighted block still enters only
+    Notes
+    -----
     through its sums. A summary keeps the sums of the blocks at odd and at even
     positions of its interval separately (unweighted), and :meth:`scan` applies
     the weights from the global parity it tracks, so ``summarize`` needs no

@@ -232,6 +232,8 @@ class LMS(Recursion):
         W₀ (default zeros).
 
     State: ``W`` ((q+1)×K, row 0 the intercept), ``k`` (samples processed, over
+    Notes
+    -----
     all epochs; the schedule's next sample is k + 1) and ``blocks``.
     """
 

@@ -1,4 +1,4 @@
-"""Incremental BFGS linear regressor (ALGORITHMS.md §4, papers/incremental-bfgs.txt).
+"""Incremental BFGS linear regressor (De Melo, 2019; ``docs/algorithms.md#incremental-bfgs``).
 
 Rows are samples: block k is X_k (n×q), Y_k (n×K); the paper stores examples
 as columns, so its XXᵀ is our XᵀX. The loss of a block is

@@ -243,7 +243,7 @@ def trajectory_dataset(
     dtype: str,
     seconds: float,
 ) -> xr.Dataset:
-    """The result layout of DESIGN.md §3 for a stream fit."""
+    """The result layout of a stream fit (``docs/stores.md#stream-fit-result``)."""
     n_coef = traj.coefs.shape[1]
     names = None
     coef_names = getattr(rec, "coef_names", None)

@@ -1,4 +1,4 @@
-"""Interleaved KF4LLS over two stream stores (ALGORITHMS.md §2): ``fit_interleaved``.
+"""Interleaved KF4LLS over two stream stores (``docs/algorithms.md``): ``fit_interleaved``.
 
 Population A ("birds") and population B ("fish") are two stream stores, or two
 groups of one store written ``path#group`` (e.g. ``sim.zarr#a``). The recursion

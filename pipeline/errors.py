@@ -34,7 +34,7 @@ class InputError(ValueError):
 
 class WorkersPausedError(RuntimeError):
     """Every worker stayed paused at its memory limit with nothing running: the run cannot
-    go on, so it is stopped (see :func:`streamlsq.cluster.dask_client`)."""
+    go on, so it is stopped (see :func:`streamlsq.runtime.client.dask_client`)."""
 
     def __reduce__(self):
         return (type(self), (str(self),))

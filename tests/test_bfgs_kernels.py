@@ -1,4 +1,4 @@
-"""Incremental BFGS regressor (kernels/bfgs.py, ALGORITHMS.md §4, papers/incremental-bfgs.txt).
+"""Incremental BFGS regressor (kernels/recursions/bfgs.py; De Melo, 2019; docs/algorithms.md).
 
 What the paper guarantees, and what is tested here against independent
 references (numpy.linalg.lstsq, the literal product form of (2.8), closed forms):

@@ -1,4 +1,4 @@
-"""Interleaved KF4LLS kernel (ALGORITHMS.md §2): recursion, α estimation, Figure 1."""
+"""Interleaved KF4LLS kernel (docs/algorithms.md): recursion, α estimation, Figure 1."""
 
 from __future__ import annotations
 
@@ -459,7 +459,7 @@ def test_expected_bias_first_order_reproduces_the_quoted_values():
     np.testing.assert_allclose(e[0], 0.75)
     np.testing.assert_allclose(e[1], 0.25)
     np.testing.assert_allclose(e[2], 0.0)
-    # ALGORITHMS.md §2: odd steps 0.15, 0.083 (birds first), 0.107, 0.068 (fish first)
+    # docs/studies.md: odd steps 0.15, 0.083 (birds first), 0.107, 0.068 (fish first)
     np.testing.assert_allclose(e[3], [0.75, 0, 0.15, 0, 1 / 12, 0], atol=1e-12)
     np.testing.assert_allclose(e[4], [0.25, 0, 3 / 28, 0, 3 / 44, 0], atol=1e-12)
     e2 = ils.figure1_expected_bias(0.25, 6, 100, 6, order=2)

@@ -1,6 +1,6 @@
 """IRMA, its GD/RLS baselines and the bases (kernels/irma.py, kernels/basis.py).
 
-ALGORITHMS.md §5, papers/irma-incremental-risk.txt. References used here are
+Buschermöhle et al. (2013); docs/algorithms.md#irma. References used here are
 independent of the code under test: scipy.special Legendre polynomials, closed
 Gramians, a direct solve of the normal equations (8), the same recursion in
 extended precision, a different (non-orthonormal, quadrature-Gramian) basis of
@@ -90,7 +90,7 @@ def test_monomial_gramian_closed_form_matches_quadrature():
         A, _ = quadrature_gramian(basis.expand, domain)
         np.testing.assert_allclose(basis.gramian(), A, rtol=1e-13)
     assert MonomialBasis(5, (0, 3)).gramian()[0, 0] == 3.0
-    # the conditioning that motivates the orthonormal basis (ALGORITHMS.md §5)
+    # the conditioning that motivates the orthonormal basis (docs/algorithms.md#irma)
     assert np.linalg.cond(MonomialBasis(5, (0, 3)).gramian()) == pytest.approx(8.7e7, rel=0.01)
 
 

@@ -1,4 +1,4 @@
-"""LMS / Widrow–Hoff SGD kernel (ALGORITHMS.md §3)."""
+"""LMS / Widrow–Hoff SGD kernel (docs/algorithms.md#lms)."""
 
 from __future__ import annotations
 

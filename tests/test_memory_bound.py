@@ -5,7 +5,7 @@ distributed pauses a worker at 80% of its memory limit and restarts it at 95%:
 with 600 MB per worker (about 250 MB of which is the imported libraries), a run
 that held a large part of the store at once would stall or fail, and so would
 one whose workers kept the pages of their reads (as they did before the
-allocator settings of streamlsq._malloc: about 180 MB a worker, which left one
+allocator settings of streamlsq.runtime.memory: about 180 MB a worker, which left one
 paused for ever). The measured peak for an 8 GB store with 1 GB workers comes
 from tests/benchmarks/bench_memory.py.
 """
@@ -56,7 +56,7 @@ def test_store_larger_than_worker_memory(tmp_path):
 
 def test_roomy_workers_give_the_pages_back_when_the_run_ends(tmp_path):
     """With room to spare, reads keep their pages from task to task (faster), and the
-    workers return them when the call ends (streamlsq.cluster.release_worker_pages)."""
+    workers return them when the call ends (streamlsq.runtime.client.release_worker_pages)."""
     with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="4GB",
                       dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:

@@ -1,4 +1,4 @@
-"""Tests of the mixed-linear-regression kernels (ALGORITHMS.md §6) and the generator.
+"""Tests of the mixed-linear-regression kernels (docs/algorithms.md) and the generator.
 
 References are independent of the kernels: per-task loops over numpy.linalg.lstsq,
 scipy.stats.norm log-densities, SciPy's single linkage and minimum spanning tree,
@@ -205,7 +205,7 @@ def test_chunk_invariance_of_sums_and_per_task_results(case, data):
     np.testing.assert_allclose(np.concatenate([ac[0][1], ac[1][1]]), c, **close)
 
 
-# -- subspace (§6.1) ---------------------------------------------------------------
+# -- subspace (step 1) -------------------------------------------------------------
 def test_split_mean_estimates_match_a_loop():
     rng = np.random.default_rng(1)
     sizes = [4, 7, 9, 5]
@@ -268,7 +268,7 @@ def test_subspace_basis_top_eigenvectors_with_sign_convention():
         mlr.subspace_basis(M, 7)
 
 
-# -- heavy tasks (§6.2) --------------------------------------------------------------
+# -- heavy tasks (step 2) ------------------------------------------------------------
 def test_pairwise_distance_block_matches_definition_in_any_block():
     rng = np.random.default_rng(4)
     a_i, c_i = rng.standard_normal((2, 7, 3, 2))
@@ -478,7 +478,7 @@ def test_spanning_forest_refuses_missing_tiles_and_bad_cuts():
     np.testing.assert_array_equal(mlr.single_linkage_labels(H, n_clusters=2), [0, 0, 1])
 
 
-# -- classification (§6.4) ---------------------------------------------------------
+# -- classification (step 4) -------------------------------------------------------
 def test_classification_log_likelihood_is_the_gaussian_form():
     rng = np.random.default_rng(9)
     X, y, ptr = ragged(rng, [3, 5, 1, 4], 3)
@@ -501,7 +501,7 @@ def test_classification_accuracy_high_for_large_t():
     assert acc[2] < 0.9  # the test can tell a weak classifier from a strong one
 
 
-# -- refinement (§6.5) ---------------------------------------------------------------
+# -- refinement (step 5) -------------------------------------------------------------
 def test_refinement_equals_lstsq_on_pooled_rows():
     rng = np.random.default_rng(13)
     d, k = 4, 3
@@ -539,7 +539,7 @@ def test_refinement_refuses_small_or_singular_clusters():
         mlr.cluster_sufficient_stats(X, y, ptr, np.array([0, 5, 1]), 2)
 
 
-# -- prediction (§6.6) -----------------------------------------------------------------
+# -- prediction (step 6) ---------------------------------------------------------------
 def test_posterior_normalised_and_estimators():
     rng = np.random.default_rng(15)
     X, y, ptr = ragged(rng, [2, 6, 0, 1, 9], 3)
@@ -576,7 +576,7 @@ def test_per_task_lstsq_equals_numpy_lstsq_per_task():
         np.testing.assert_allclose(coef[i], np.linalg.lstsq(Xi, yi, rcond=None)[0], atol=1e-10)
 
 
-# -- EM (§6.7) -----------------------------------------------------------------------
+# -- EM baseline ---------------------------------------------------------------------
 def test_em_e_step_matches_brute_force():
     rng = np.random.default_rng(17)
     X, y, ptr = ragged(rng, [3, 5, 2, 8], 3)

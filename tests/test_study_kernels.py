@@ -2,7 +2,7 @@
 
 References: the recursion classes' own compiled loops (a different code path
 from the vectorised sequence runners), numpy.polyfit / lstsq on explicitly
-weighted rows, the paper's LMS loop written out as in papers/lms-sample-by-sample.txt,
+weighted rows, the LMS loop written out as in the sample-by-sample lecture notes,
 closed forms, and the theory of the interleaved study against its Monte Carlo.
 """
 

@@ -1,18 +1,21 @@
 """Meta-learning for mixed linear regression: the kernels of Algorithm 1, in one namespace.
 
-ALGORITHMS.md §6 and papers/meta-learning-mixed-linear-regression.txt. The code
-lives in a few modules; this one re-exports their public names so the pipeline
-can ``from streamlsq.kernels import mlr`` and call ``mlr.<step>``:
+Kong et al. (2020), Algorithm 1 (``docs/algorithms.md#meta-learning``; full reference in
+``docs/references.md``). The code lives in a few modules; this one re-exports their
+public names so the pipeline can ``from streamlsq.kernels import mlr`` and call
+``mlr.<step>`` (steps numbered as in ``docs/algorithms.md``):
 
-- :mod:`.mlr_tasks`     CSR task layout: validation, task ids, groups, segment sums
-- :mod:`.mlr_subspace`  §6.1 subspace moment and basis
-- :mod:`.mlr_cluster`   §6.2 projected split estimates, distances, linkage, tiled
-                        single linkage; §6.3 initial estimates
-- :mod:`.mlr_classify`  §6.4 classification, §6.5 refinement, §6.6 prediction
-- :mod:`.mlr_em`        §6.7 task-level EM baseline
-- :mod:`.mlr_metrics`   errors against a known truth; held-out prediction error
-- :mod:`.whitening`     whitening from additive moment sums
-- :mod:`.mlr_algorithm` Algorithm 1 on in-memory task sets: the reference wiring
+- :mod:`.tasks`      CSR task layout: validation, task ids, groups, segment sums
+- :mod:`.subspace`   step 1: subspace moment and basis
+- :mod:`.linkage`    step 2: projected split estimates, distances, linkage, tiled
+                     single linkage; step 3: initial estimates
+- :mod:`.classify`   step 4: classification scores and labels
+- :mod:`.refine`     step 5: per-cluster sufficient statistics and refinement
+- :mod:`.predict`    step 6: posterior, MAP and posterior-mean prediction
+- :mod:`.em`         the task-level EM baseline
+- :mod:`.metrics`    errors against a known truth; held-out prediction error
+- :mod:`.whitening`  whitening from additive moment sums
+- :mod:`.reference`  Algorithm 1 on in-memory task sets: the reference wiring
 
 Every per-task kernel works on one chunk of tasks (rows X, y and a local
 ``task_ptr`` starting at 0) and is vectorised over its tasks; every "sum" or

@@ -1,16 +1,16 @@
-"""Classification, refinement and prediction (ALGORITHMS.md §6.4–§6.6; Algorithm 1,
-steps 4–6 of papers/meta-learning-mixed-linear-regression.txt).
+"""Classification, refinement and prediction (Algorithm 1, steps 4–6 of Kong et al., 2020;
+``docs/algorithms.md#classification`` to ``#prediction``).
 
 Everything is vectorised over the tasks of a chunk: per-task, per-cluster
 residual sums are one matrix product ``X @ Wᵀ`` followed by a segment sum.
 
-Classification (§6.4) of a task with t rows, given initial ŵ_ℓ and r̂²_ℓ:
+Classification (step 4) of a task with t rows, given initial ŵ_ℓ and r̂²_ℓ:
 
     ℓᵢ = argmax_ℓ [ −Σⱼ(yⱼ − ŵ_ℓᵀxⱼ)²/(2r̂²_ℓ) − t·log r̂_ℓ ]
 
 (the Gaussian log-likelihood; the authors' code divides by 2r̂⁴ by mistake).
 
-Refinement (§6.5): least squares per cluster on all rows of its tasks, from the
+Refinement (step 5): least squares per cluster on all rows of its tasks, from the
 additive sufficient statistics XᵀX, Xᵀy, yᵀy, rows, tasks:
 
     ŵ_ℓ = (XᵀX)⁻¹Xᵀy ,  ŝ²_ℓ = RSS_ℓ/(rows_ℓ − d),  p̂_ℓ = tasks_ℓ/n_L2,
@@ -19,7 +19,7 @@ additive sufficient statistics XᵀX, Xᵀy, yᵀy, rows, tasks:
 (RSS from sums loses about log10(yᵀy/RSS) digits; harmless when the noise is
 not tiny compared with the signal).
 
-Prediction (§6.6) for a new task with τ rows:
+Prediction (step 6) for a new task with τ rows:
 
     log P(ℓ | D) = log p̂_ℓ − τ log ŝ_ℓ − Σⱼ(yⱼ − ŵ_ℓᵀxⱼ)²/(2ŝ²_ℓ) − log Z
 
@@ -81,7 +81,7 @@ def task_cluster_sse(X, y, task_ptr, W):
 
 
 def classification_log_likelihood(X, y, task_ptr, W, r2) -> np.ndarray:
-    """(n_tasks, k): −SSE_iℓ/(2r̂²_ℓ) − tᵢ·log r̂_ℓ, the §6.4 classification score.
+    """(n_tasks, k): −SSE_iℓ/(2r̂²_ℓ) − tᵢ·log r̂_ℓ, the classification score (step 4).
 
     W (k, d) initial cluster estimates, r2 (k,) their mean squared residuals
     r̂²_ℓ (noise plus estimation error). Constants common to all clusters are

@@ -1,5 +1,5 @@
-"""Task-level EM for the mixture of linear regressions (ALGORITHMS.md §6.7; the
-baseline of papers/meta-learning-mixed-linear-regression.txt, Appendix E.5).
+"""Task-level EM for the mixture of linear regressions (``docs/algorithms.md#em-baseline``;
+the baseline of Kong et al., 2020, Appendix E.5).
 
 Every row of a task shares the task's component, so the E-step is per task:
 

@@ -1,6 +1,6 @@
 """Heavy tasks: projected estimates, pairwise distances and clustering; initial
-per-cluster estimates (ALGORITHMS.md §6.2–§6.3; Algorithm 1, steps 2–3 of
-papers/meta-learning-mixed-linear-regression.txt).
+per-cluster estimates (Algorithm 1, steps 2–3 of Kong et al., 2020;
+``docs/algorithms.md#clustering`` and ``#initial-estimates``).
 
 Each heavy task's rows are split into 2L contiguous groups and projected on the
 subspace U (d, k):  aᵢ⁽ˡ⁾ = Uᵀβ̂ᵢ⁽²ˡ⁻¹⁾, cᵢ⁽ˡ⁾ = Uᵀβ̂ᵢ⁽²ˡ⁾ (l = 1..L), and
@@ -498,7 +498,7 @@ def spanning_forest_labels(
     return _labels_from_edges(n_nodes, E[:n_keep, 0], E[:n_keep, 1])
 
 
-# -- initial estimates (§6.3) --------------------------------------------------
+# -- initial estimates (step 3) -----------------------------------------------
 def _n_clusters_of(labels: np.ndarray, n_clusters) -> int:
     if n_clusters is None:
         return int(labels.max()) + 1 if labels.size else 0

@@ -1,6 +1,5 @@
 """Errors of a meta-learned mixture against a known truth, and held-out prediction error
-(the study of ALGORITHMS.md §6, Appendix E of
-papers/meta-learning-mixed-linear-regression.txt).
+(the study of Appendix E of Kong et al., 2020; ``docs/studies.md#mlr``).
 
 Cluster labels are arbitrary, so an estimate is compared with the truth after
 matching its clusters to the true components:

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-# -- prediction (§6.6) ---------------------------------------------------------------
+# -- prediction (step 6) -------------------------------------------------------------
 def posterior_log_probs(X, y, task_ptr, W, s2, p) -> np.ndarray:
     """log P(ℓ | Dᵢ) (n_tasks, k) for new tasks, normalised with log-sum-exp.
 

@@ -1,4 +1,4 @@
-"""Algorithm 1 of papers/meta-learning-mixed-linear-regression.txt on in-memory task sets.
+"""Algorithm 1 of Kong et al. (2020) on in-memory task sets (``docs/algorithms.md#meta-learning``).
 
 :func:`meta_learn` chains the kernels exactly as the pipeline does over chunks,
 but on one chunk per task set: it is the reference the chunked Dask version

@@ -1,5 +1,5 @@
-"""Subspace estimation from light tasks (ALGORITHMS.md §6.1; Algorithm 1, step 1 of
-papers/meta-learning-mixed-linear-regression.txt).
+"""Subspace estimation from light tasks (Algorithm 1, step 1 of Kong et al., 2020;
+``docs/algorithms.md#subspace``).
 
 Each task's rows are split into contiguous groups; a group's moment estimate is
 
@@ -10,8 +10,8 @@ w_h w_hᵀ, so
 
     M̂ = (1/n) Σᵢ (β̂ᵢ⁽¹⁾β̂ᵢ⁽²⁾ᵀ + β̂ᵢ⁽²⁾β̂ᵢ⁽¹⁾ᵀ)/2 ,   E M̂ = Σₕ pₕ wₕ wₕᵀ,
 
-and U is the top-k eigenvectors of M̂. ALGORITHMS.md writes the halves with the
-factor 2/t; with t odd the two halves differ by one row and dividing each by its
+and U is the top-k eigenvectors of M̂. For t even each half has t/2 rows (a factor
+2/t); with t odd the two halves differ by one row and dividing each by its
 own size keeps both unbiased. The pipeline sums :func:`subspace_moment_sum` over
 chunks of D_L1 (a plain sum) and divides by the total task count.
 """

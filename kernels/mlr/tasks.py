@@ -1,6 +1,6 @@
 """Ragged task sets stored CSR-style, and vectorised per-task arithmetic on them.
 
-DESIGN.md §3: the rows of all tasks are stored task after task in ``X``
+``docs/stores.md#multi-task-store``: the rows of all tasks are stored task after task in ``X``
 (n_rows, d) and ``y`` (n_rows,); ``task_ptr`` (n_tasks + 1,) holds int64 offsets
 and the rows of task i are ``task_ptr[i]:task_ptr[i+1]``. The pipeline hands a
 kernel one *chunk* of tasks with a local ``task_ptr`` starting at 0.

@@ -1,4 +1,4 @@
-"""Whitening of the features from additive moment sums (ALGORITHMS.md §6, model).
+"""Whitening of the features from additive moment sums (``docs/algorithms.md#whitening``).
 
 The meta-learning estimators assume E xxᵀ = I. Non-isotropic features are mapped
 to z = T(x − μ) with T = Σ^{-1/2} (symmetric, from ``eigh``), where μ and Σ come

@@ -1,7 +1,7 @@
-"""Basis functions on bounded domains and their Gramians (ALGORITHMS.md §5).
+"""Basis functions on bounded domains and their Gramians (``docs/algorithms.md#irma``).
 
 A linear-in-parameters model is f(x) = φ(x)ᵀθ with p basis functions φ on a
-bounded input domain Ω. IRMA (papers/irma-incremental-risk.txt, eq. 8) needs the
+bounded input domain Ω. IRMA (Buschermöhle et al., 2013, eq. 8) needs the
 Gramian of the basis in L²(Ω),
 
     A_ij = ∫_Ω φ_i(x) φ_j(x) dx ,

@@ -1,4 +1,4 @@
-"""Incremental BFGS linear regressor (ALGORITHMS.md §4, papers/incremental-bfgs.txt).
+"""Incremental BFGS linear regressor (De Melo, 2019; ``docs/algorithms.md#incremental-bfgs``).
 
 Rows are samples: block k is X_k (n×q), Y_k (n×K); the paper stores examples
 as columns, so its XXᵀ is our XᵀX. The loss of a block is
@@ -180,6 +180,8 @@ class IncrementalBFGS(Recursion):
     balance_counts : "block" or "cumulative"
         Which counts p, n the balanced rates use.
 
+    Notes
+    -----
     State: ``W`` (q, K), ``B`` (q, q) (the inverse-Hessian approximation; zeros
     before the first block), ``rows``, ``blocks``, ``n_skipped`` (B updates
     skipped by the curvature safeguard), ``ridge_used`` (0/1) and, with

@@ -1,6 +1,7 @@
 """Interleaved KF4LLS: learn a mixture population from two others, block by block.
 
-ALGORITHMS.md §2, papers/interleaved-kf4lls.txt §3 (John & Wu). Two training
+John & Wu (2023), §3; ``docs/algorithms.md#interleaved-kf4lls`` (full reference in
+``docs/references.md``). Two training
 populations, A ("birds": blocks Uᵢ, bᵢ) and B ("fish": Vᵢ, fᵢ), and a test
 population C ("penguins": Zᵢ = αUᵢ + (1−α)Vᵢ, eq. (1); r_p = α r_b + (1−α) r_f, eq. (2)).
 
@@ -202,6 +203,8 @@ class InterleavedKF4LLS(ScanRecursion):
     coef0 : array or None
         ψ₀; irrelevant when ridge = 0.
 
+    Notes
+    -----
     The scan form is supported: a centred, weighted block still enters only
     through its sums. A summary keeps the sums of the blocks at odd and at even
     positions of its interval separately (unweighted), and :meth:`scan` applies

@@ -1,6 +1,7 @@
-"""IRMA — incremental risk minimisation — and its GD / RLS baselines (ALGORITHMS.md §5).
+"""IRMA — incremental risk minimisation — and its GD / RLS baselines.
 
-papers/irma-incremental-risk.txt. A linear-in-parameters model f(x) = φ(x)ᵀθ
+Buschermöhle et al. (2013); ``docs/algorithms.md#irma`` (full reference in
+``docs/references.md``). A linear-in-parameters model f(x) = φ(x)ᵀθ
 with p basis functions on a bounded domain Ω (a :mod:`~streamlsq.kernels.basis`
 object) learns one example (x_t, y_t) at a time. IRMA minimises the incremental
 risk functional (eq. 6)
@@ -97,7 +98,7 @@ class StiffnessSchedule:
 
     @classmethod
     def paper(cls) -> StiffnessSchedule:
-        """λ₀ = 0.1, λ_t = 1.05·λ_{t−1} (papers/irma-incremental-risk.txt §IV)."""
+        """λ₀ = 0.1, λ_t = 1.05·λ_{t−1} (Buschermöhle et al., 2013, §IV)."""
         return cls("multiplicative", 0.1, 1.05)
 
     def values(self, start: int, count: int) -> np.ndarray:
@@ -428,7 +429,7 @@ class _BasisRecursion(Recursion):
 
 
 class IRMA(_BasisRecursion):
-    """Incremental Risk Minimisation Algorithm (papers/irma-incremental-risk.txt, eqs. 6–9).
+    """Incremental Risk Minimisation Algorithm (Buschermöhle et al., 2013, eqs. 6–9).
 
     θ_{t+1} = θ_t + A⁻¹φ(x_t) e_t / (λ_t + φ(x_t)ᵀA⁻¹φ(x_t)),  e_t = y_t − φ(x_t)ᵀθ_t,
     θ₀ = 0. A = I for an orthonormal basis (LegendreBasis, tensors of it);

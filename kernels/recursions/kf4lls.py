@@ -1,6 +1,7 @@
 """Kalman filter for linear least squares (KF4LLS) and RLS with a forgetting factor.
 
-ALGORITHMS.md §1, papers/interleaved-kf4lls.txt §2. Blocks (X_i, Y_i) in order:
+John & Wu (2023), §2; ``docs/algorithms.md#kf4lls-and-rls`` (full reference in
+``docs/references.md``). Blocks (X_i, Y_i) in order:
 
     H_i = g·H_{i-1} + X_iᵀX_i                                   (g = 1: KF4LLS)
     ψ_i = ψ_{i-1} + H_i⁻¹ X_iᵀ (Y_i − X_i ψ_{i-1})               (a solve with H_i)
@@ -52,8 +53,9 @@ def kf4lls_update(
     """One KF4LLS / RLS block step; returns the new (H, ψ). Inputs are not modified.
 
     H_i = g H_{i-1} + XᵀX ;  ψ_i = ψ_{i-1} + H_i⁻¹ Xᵀ(Y − X ψ_{i-1})
-    (ALGORITHMS.md §1). Raises :class:`~streamlsq.kernels.linalg.SingularMatrixError`
-    when H_i is singular (a rank-deficient first block with H_0 = 0).
+    (``docs/algorithms.md#kf4lls-and-rls``). Raises
+    :class:`~streamlsq.kernels.linalg.SingularMatrixError` when H_i is singular (a
+    rank-deficient first block with H_0 = 0).
 
     Examples
     --------

@@ -1,6 +1,7 @@
 """LMS (Widrow–Hoff), i.e. sample-by-sample stochastic gradient descent for least squares.
 
-ALGORITHMS.md §3, papers/lms-sample-by-sample.txt. With a constant column
+The sample-by-sample lecture notes; ``docs/algorithms.md#lms`` (full reference in
+``docs/references.md``). With a constant column
 prepended (x̃ = [1, x]), for every sample in order
 
     W ← W + ρₖ x̃ₙ (tₙᵀ − x̃ₙᵀW)          (W is (q+1)×K, row 0 the intercept)
@@ -248,6 +249,8 @@ class LMS(Recursion):
     coef0 : array ((q+1)×K) or None
         W₀ (default zeros).
 
+    Notes
+    -----
     State: ``W`` ((q+1)×K, row 0 the intercept), ``k`` (samples processed, over
     all epochs; the schedule's next sample is k + 1) and ``blocks``.
 

@@ -1,6 +1,6 @@
-"""Incremental BFGS against exact least squares and LMS on streams (ALGORITHMS.md §4).
+"""Incremental BFGS against exact least squares and LMS on streams (``docs/studies.md#bfgs``).
 
-papers/incremental-bfgs.txt describes the method and publishes no experiment,
+De Melo (2019) describes the method and publishes no experiment,
 so this study asks what the method's reader would: on a stream of blocks from
 a linear model, how close does each incremental regressor get to the truth and
 to the least-squares fit of everything seen so far, block after block?
@@ -113,7 +113,7 @@ def fold_path(model: Recursion, X, Y, block_rows: int, return_state: bool = Fals
 def stacked_lstsq_path(X, Y, block_rows: int) -> np.ndarray:
     """The least-squares fit of blocks 1..k for every k: (n_blocks, q, K), by numpy's lstsq.
 
-    The independent reference for KF4LLS (equal to rounding, ALGORITHMS.md §1)
+    The independent reference for KF4LLS (equal to rounding, ``docs/algorithms.md#kf4lls-and-rls``)
     and the target the other incremental regressors are measured against.
     """
     X = np.asarray(X, dtype=np.float64)

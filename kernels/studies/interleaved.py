@@ -1,6 +1,6 @@
 """Figure 1 of the interleaved-KF4LLS paper as tidy rows, beside the expected shape.
 
-ALGORITHMS.md §2, papers/interleaved-kf4lls.txt §3. The Monte Carlo itself is in
+John & Wu (2023), §3; ``docs/studies.md#interleaved``. The Monte Carlo itself is in
 :mod:`~streamlsq.kernels.interleaved` (:func:`~streamlsq.kernels.interleaved.figure1_sums`,
 :func:`~streamlsq.kernels.interleaved.combine_figure1_sums`,
 :func:`~streamlsq.kernels.interleaved.figure1_curves`); this module turns the
@@ -8,13 +8,13 @@ curves into the study's table and the numbers its summary compares with the
 paper:
 
 * bias in units of D = mean|r_b − r_f|: birds 1 − α, fish α, penguins 0 and the
-  interleaved schemes near 0 at even steps (ALGORITHMS.md quotes the
+  interleaved schemes near 0 at even steps (``docs/studies.md#interleaved`` gives the
   first-order values 0.75, 0.25, 0 and, at odd steps 3 and 5, 0.15, 0.083
   (birds first) and 0.107, 0.068 (fish first) for α = 0.25);
   :func:`~streamlsq.kernels.interleaved.figure1_expected_bias` gives them for any α,
   to first order (the quoted values) and to second order (adds the O(q/n) term);
 * the penguin-only MSE, an in-sample residual of least squares on t·n rows and
-  q coefficients: E = σ²(1 − q/(t·n)) with σ = 1 (ALGORITHMS.md: ≈ 1 − 0.06/t).
+  q coefficients: E = σ²(1 − q/(t·n)) with σ = 1 (≈ 1 − 0.06/t).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def figure1_records(curves: Figure1Curves, params: Figure1Parameters) -> list[di
 
     Columns: ``scheme, step, bias, bias_se, mse, mse_se`` (as
     :meth:`Figure1Curves.records`), ``bias_over_D``, ``bias_se_over_D``,
-    ``expected_bias_over_D`` (first order: the shape ALGORITHMS.md quotes),
+    ``expected_bias_over_D`` (first order: the shape of the paper's figure),
     ``expected_bias_over_D_2nd`` (second order) and ``z`` = (bias_over_D −
     expected 2nd order) / bias_se_over_D (how many standard errors apart).
     """
@@ -365,7 +365,7 @@ def interleaved_figure1(
     mu2=None,
     batch_size: int = 256,
 ) -> Figure1Result:
-    """The Figure 1 study of the paper (ALGORITHMS.md §2), vectorised over iterations.
+    """The Figure 1 study of the paper (``docs/studies.md#interleaved``), vectorised over runs.
 
     Draws the settings once from ``rng`` (:func:`figure1_parameters`), then
     ``n_iter`` iterations from the same generator (:func:`figure1_sums`), and
@@ -406,7 +406,7 @@ def figure1_expected_bias(alpha: float, q: int, n: int, steps: int, order: int =
     birds 1 − α, fish α, penguins 0 (exact: unbiased least squares); interleaved
     |c_t − α| where c_t is the coefficient for the Grams seen after step t
     (ν = (n − 1) per centred block), computed to ``order`` 1 (the ratio of
-    expectations; the values quoted in ALGORITHMS.md, e.g. 0.15 and 0.083 at
+    expectations; the values given in ``docs/studies.md#interleaved``, e.g. 0.15 and 0.083 at
     steps 3 and 5 with birds first, 0 at even steps) or 2 (adds the O(q/n)
     term from the Wishart second moment; e.g. ≈ 0.0066 at step 2 for α = 0.25,
     q = 6, n = 100). The neglected remainder is O((q/n)²).

@@ -1,6 +1,6 @@
-"""The IRMA paper's study (ALGORITHMS.md §5): its data, Figure 1 and Table I, vectorised.
+"""The IRMA paper's study (``docs/studies.md#irma``): its data, Figure 1 and Table I, vectorised.
 
-papers/irma-incremental-risk.txt §IV. Target f(x) = x·exp(−x²) on Ω = [0, 3]
+Buschermöhle et al. (2013), §IV. Target f(x) = x·exp(−x²) on Ω = [0, 3]
 (eq. 15, outputs in [0, 0.43]); inputs uniform on Ω; targets plus noise uniform
 in ±0.05.
 

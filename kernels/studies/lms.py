@@ -1,6 +1,6 @@
 """The sample-by-sample (LMS) paper's demonstration and its convergence to least squares.
 
-ALGORITHMS.md §3, papers/lms-sample-by-sample.txt. The paper's data: 100
+The sample-by-sample lecture notes; ``docs/studies.md#lms``. The notes' data: 100
 samples x ~ U(0, 10), t = 2 − 0.1x + N(0, 0.1²) + c·(x − 6)² with c = 0 (a
 line) or c = 0.05 (a curved cloud, "to fit nonlinear cloud"); a line
 g(x) = w₀ + w₁x is fitted by LMS, W ← W + ρ x̃(t − x̃ᵀW), x̃ = [1, x], from W = 0,

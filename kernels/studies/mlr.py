@@ -1,5 +1,5 @@
-"""Trials of the meta-learning study (ALGORITHMS.md §6, Appendix E of
-papers/meta-learning-mixed-linear-regression.txt), one grid point and replicate each.
+"""Trials of the meta-learning study (Appendix E of Kong et al., 2020;
+``docs/studies.md#mlr``), one grid point and replicate each.
 
 Each trial draws its task sets with :func:`~.synthetic_mlr.simulate_tasks` from
 seed words that name the trial (so a trial's numbers never depend on which
@@ -36,7 +36,7 @@ def _basis(words, n_light, t_light, W, s, p):
 
 
 def subspace_trial(words, n_light: int, t_light: int, W, s, p) -> float:
-    """max_h ‖(I − UUᵀ)w_h‖ of the basis U from ``n_light`` tasks of ``t_light`` rows (§6.1)."""
+    """max_h ‖(I − UUᵀ)w_h‖ of the basis U from ``n_light`` tasks of ``t_light`` rows (step 1)."""
     return subspace_error(_basis(words, n_light, t_light, W, s, p), W)
 
 
@@ -44,7 +44,7 @@ def clustering_trial(words, n_heavy: int, t_heavy: int, W, s, p, *, n_light: int
                      t_light: int, n_splits: int = 1) -> float:
     """Accuracy (up to relabelling) of single linkage on ``n_heavy`` tasks of ``t_heavy`` rows.
 
-    U from ``n_light`` tasks of ``t_light`` rows (§6.1), then §6.2: projected
+    U from ``n_light`` tasks of ``t_light`` rows (step 1), then step 2: projected
     split estimates, H, single linkage cut at k clusters.
     """
     U = _basis(words, n_light, t_light, W, s, p)

@@ -157,7 +157,7 @@ def figure1_population_blocks(
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Blocks ``j0..j1−1`` (0-based) of the three populations of a simulated store.
 
-    The Figure 1 generating process (ALGORITHMS.md §2) for one iteration, block
+    The Figure 1 generating process (``docs/studies.md#interleaved``) for one iteration, block
     by block: block j comes from ``default_rng([seed, tag, j])`` through
     :func:`figure1_draw` (one iteration, one step), so a block's numbers depend on
     (seed, j) only, never on which blocks are generated together. Returns

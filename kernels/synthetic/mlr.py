@@ -1,5 +1,5 @@
-"""Synthetic mixed-linear-regression tasks (papers/meta-learning-mixed-linear-regression.txt,
-§2.2 model and Appendix E settings), pure functions of their seeds.
+"""Synthetic mixed-linear-regression tasks (Kong et al., 2020: the model of its §2.2 and
+the settings of its Appendix E), pure functions of their seeds.
 
 Model: component h ~ p per task; rows x ~ N(0, I_d), y = w_hᵀx + s_h·ε, ε ~ N(0, 1).
 

@@ -80,7 +80,7 @@ def stream_rows(
 
 
 # ---------------------------------------------------------------------------
-# the IRMA study (ALGORITHMS.md §5, papers/irma-incremental-risk.txt §IV)
+# the IRMA study (Buschermöhle et al., 2013, §IV; docs/studies.md#irma)
 # ---------------------------------------------------------------------------
 #: the paper's input domain
 IRMA_DOMAIN = (0.0, 3.0)

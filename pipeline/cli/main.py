@@ -1,4 +1,4 @@
-"""The ``streamlsq`` command line (DESIGN.md §4).
+"""The ``streamlsq`` command line (``streamlsq --help``).
 
 Every command exits 0 on success and 2 on bad input, printing one line that
 names the store, variable and chunk or row at fault.

@@ -1,4 +1,4 @@
-"""Command line of meta-learning (DESIGN.md §4): ``metalearn``, ``predict``, ``example``,
+"""Command line of meta-learning: ``metalearn``, ``predict``, ``example``,
 ``simulate mlr`` and the ``em`` command object for ``streamlsq fit em``.
 
 :func:`register` attaches them to the main group. ``simulate`` becomes a group

@@ -19,7 +19,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 class IncrementalBFGSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor,
                                recursion="bfgs"):
-    """Incremental BFGS regressor (ALGORITHMS.md §4; kernel ``streamlsq.kernels.IncrementalBFGS``).
+    """Incremental BFGS regressor (``docs/algorithms.md#incremental-bfgs``; kernel IncrementalBFGS).
 
     The first block gives the least-squares start W₀ = H₀⁻¹X₀ᵀY₀, B₀ = H₀⁻¹; each
     later block takes the step δW = B X_kᵀ(Y_k − X_kW)·α (exact line search, a

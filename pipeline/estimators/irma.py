@@ -61,7 +61,7 @@ class _BasisRegressor(RecursionRegressor):
 
 
 class IRMARegressor(_BasisRegressor, recursion="irma", **_ESTIMATOR_DOMAIN):
-    """Incremental risk minimisation (IRMA), one example at a time (ALGORITHMS.md §5).
+    """Incremental risk minimisation (IRMA), one example at a time (``docs/algorithms.md#irma``).
 
     θ_{t+1} = θ_t + A⁻¹φ(x_t)e_t/(λ_t + φ(x_t)ᵀA⁻¹φ(x_t)), e_t = y_t − φ(x_t)ᵀθ_t,
     θ₀ = 0, A the Gramian of the basis on the domain (kernel

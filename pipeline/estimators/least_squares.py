@@ -27,7 +27,7 @@ class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor, rec
     """Kalman filter for linear least squares (KF4LLS), block by block.
 
     H_i = H_{i−1} + X_iᵀX_i, ψ_i = ψ_{i−1} + H_i⁻¹X_iᵀ(Y_i − X_iψ_{i−1})
-    (ALGORITHMS.md §1; kernel :class:`streamlsq.kernels.KF4LLS`). With
+    (``docs/algorithms.md#kf4lls-and-rls``; kernel :class:`streamlsq.kernels.KF4LLS`). With
     ``ridge=0`` (H_0 = 0) the result after any number of rows is ordinary least
     squares on all rows seen — the same numbers as
     :class:`sklearn.linear_model.LinearRegression` (when X has full column rank),
@@ -79,7 +79,8 @@ class RLSRegressor(KF4LLSRegressor, recursion="rls", ridge=1e-6, block_size=1):
     """Recursive least squares with a forgetting factor, one row per step by default.
 
     H_i = g·H_{i−1} + X_iᵀX_i, H_iψ_i = g·H_{i−1}ψ_{i−1} + X_iᵀY_i
-    (ALGORITHMS.md §1; kernel :class:`streamlsq.kernels.RLS`): the exponentially
+    (``docs/algorithms.md#kf4lls-and-rls``; kernel :class:`streamlsq.kernels.RLS`): the
+    exponentially
     weighted least-squares fit, row weights g^(steps since the row's block).
     With ``forgetting=1`` and ``ridge=0`` it is ordinary least squares on the
     rows seen (an expanding window), which needs a full-rank first block
@@ -122,7 +123,8 @@ class InterleavedKF4LLSRegressor(RecursionRegressor, recursion="interleaved-kf4l
 
     Every block is centred (step 0(a)), scaled by √α ("a") or √(1−α) ("b")
     (step 0(b)) and folded by KF4LLS from H_0 = 0, the populations alternating
-    a, b, a, … (or b, a, … with ``start="b"``) (ALGORITHMS.md §2; kernel
+    a, b, a, … (or b, a, … with ``start="b"``) (``docs/algorithms.md#interleaved-kf4lls``;
+    kernel
     :class:`streamlsq.kernels.InterleavedKF4LLS`).
 
     Which rows belong to which population — the fit parameter ``population``:

@@ -26,7 +26,7 @@ __all__ = [
 class LMSRegressor(RecursionRegressor, recursion="lms"):
     """LMS / Widrow–Hoff: per-sample stochastic gradient descent for least squares.
 
-    W ← W + ρ_k x̃_n(t_nᵀ − x̃_nᵀW), x̃ = [1, x] (ALGORITHMS.md §3; kernel
+    W ← W + ρ_k x̃_n(t_nᵀ − x̃_nᵀW), x̃ = [1, x] (``docs/algorithms.md#lms``; kernel
     :class:`streamlsq.kernels.LMS`, a compiled per-sample loop). The constant
     column is the kernel's: ``intercept_`` is row 0 of W, always fitted.
 

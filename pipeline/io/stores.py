@@ -1,4 +1,4 @@
-"""Opening, validating, reading and writing Zarr v3 stores (DESIGN.md §3).
+"""Opening, validating, reading and writing Zarr v3 stores (``docs/stores.md``).
 
 A *stream store* holds ``X (sample, feature)`` and ``y (sample, target)`` (a
 1-D ``y (sample,)`` is read as one target). Validation of the layout (names,

@@ -1,4 +1,4 @@
-"""Multi-task stores (DESIGN.md §3): ragged tasks in CSR layout, validated, planned in chunks.
+"""Multi-task stores (``docs/stores.md``): ragged tasks in CSR layout, validated, planned in chunks.
 
 Layout of a multi-task store (Zarr v3, one group):
 
@@ -90,7 +90,7 @@ TASK_DIMS = {
     "p_true": ("component",),
 }
 TRUTH = ("component", "w_true", "s_true", "p_true")
-#: tasks per chunk of work (DESIGN.md §2: ~10⁴ tasks amortise a scheduler hop)
+#: tasks per chunk of work (~10⁴ tasks amortise a scheduler hop; docs/architecture.md)
 CHUNK_TASKS = 10_000
 #: rows one chunk of work may span (64 MB of X at d = 8): bounds a worker's memory
 MAX_CHUNK_ROWS = 1 << 20

@@ -1,4 +1,4 @@
-"""The task-level EM baseline (ALGORITHMS.md §6.7) over a multi-task store.
+"""The task-level EM baseline (``docs/algorithms.md#em-baseline``) over a multi-task store.
 
 One pass computes the per-task sufficient statistics (XᵢᵀXᵢ, Xᵢᵀyᵢ, yᵢᵀyᵢ, tᵢ;
 ``kernels.mlr.task_stats``) chunk by chunk. They are kept on the workers as

@@ -1,4 +1,4 @@
-"""Algorithm 1 of papers/meta-learning-mixed-linear-regression.txt over a multi-task store.
+"""Algorithm 1 of Kong et al. (2020) over a multi-task store (``docs/algorithms.md``).
 
 Each step is a Dask computation over chunks of tasks (:mod:`.tasks`) that reads
 its rows inside the task that uses them; only small per-chunk results travel
@@ -31,7 +31,7 @@ re-associated over chunks; labels exactly):
 5. refinement: per-cluster XᵀX, Xᵀy, yᵀy, counts (grouped reduction: the same
    map's statistics, summed as a tree), then per-cluster least squares.
 
-The result (:func:`model_dataset`) is the model store of DESIGN.md §3.
+The result (:func:`model_dataset`) is the model store of ``docs/stores.md#model-store``.
 """
 
 from __future__ import annotations
@@ -401,7 +401,7 @@ def truth_diagnostics(result: dict, truth: dict, sets: TaskSets) -> dict[str, fl
 
 def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict,
                   seconds: dict) -> xr.Dataset:
-    """The model store of DESIGN.md §3 from a run's arrays."""
+    """The model store (``docs/stores.md#model-store``) from a run's arrays."""
     K, d = result["coef"].shape
     cluster = np.arange(K)
     ds = xr.Dataset(
@@ -425,7 +425,7 @@ def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict
             "light_task": np.flatnonzero(sets.light2),
         },
     )
-    ds["noise"].attrs["long_name"] = "noise standard deviation s (ALGORITHMS.md §6.5: sqrt)"
+    ds["noise"].attrs["long_name"] = "noise standard deviation s = sqrt(noise_var)"
     ds["noise_var"].attrs["long_name"] = "noise variance s^2 = RSS/(rows - d)"
     ds["heavy_task"].attrs["long_name"] = "index of the heavy task in the input store"
     ds["light_task"].attrs["long_name"] = "index of the light2 task in the input store"

@@ -1,4 +1,5 @@
-"""Prediction for new tasks (ALGORITHMS.md §6.6) as a map over chunks of a multi-task store.
+"""Prediction for new tasks (``docs/algorithms.md#prediction``) as a map over chunks of a
+multi-task store.
 
 Each Dask task reads a chunk of new tasks, computes the posterior over the
 model's clusters (``kernels.mlr.posterior_log_probs``), the task's regression

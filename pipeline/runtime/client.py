@@ -16,7 +16,7 @@ watch off), the futures created during the block are cancelled and
 :class:`~streamlsq.errors.WorkersPausedError` is raised with the workers' memory.
 
 Reading tasks keep the memory pages of their reads for the next read, unless
-their worker is short of memory (see ``streamlsq._malloc``). When the block ends
+their worker is short of memory (see :mod:`streamlsq.runtime.memory`). When the block ends
 on a cluster that lives on, one small task per worker gives them back, so the
 workers end where they started.
 """
@@ -72,7 +72,7 @@ def dask_client(
 
 def release_worker_pages(client: Client, timeout: float = 10.0) -> None:
     """One small task per worker returns the memory pages its reads kept for the next
-    read (:func:`streamlsq._malloc.release_pages`). Best effort: a worker busy for
+    read (:func:`streamlsq.runtime.memory.release_pages`). Best effort: a worker busy for
     longer than ``timeout`` seconds, or gone, is skipped, and a finished run never
     fails here."""
     futures = []

@@ -18,7 +18,7 @@ that distributed does not manage. The policy:
   is above distributed's *target* share of its limit (60%; it pauses at 80%),
   in which case they are given back at once;
 - when a streamlsq call ends on a cluster that lives on, one small task per
-  worker gives them back (``streamlsq.cluster.release_worker_pages``), so the
+  worker gives them back (``streamlsq.runtime.client.release_worker_pages``), so the
   workers end where they started (tests/test_memory_bound.py checks both).
 
 Giving back takes more than ``malloc_trim(0)``: the decoding runs in zarr's own

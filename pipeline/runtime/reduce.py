@@ -2,7 +2,7 @@
 
 Why ``client.submit`` and a tree of combines (rather than dask.bag or
 ``dask.array.reduction``): every leaf task must *read its own chunk* (a separate
-load task piles raw rows up in worker memory, DESIGN.md §2), its result is a
+load task piles raw rows up in worker memory, ``docs/architecture.md``), its result is a
 small dict of sums (d×d, k×d×d), and the combine is ``kernels.mlr.combine_stats``
 for every statistic. A fixed tree over the futures in submission order makes
 the order of the floating-point additions depend only on the chunking — never

@@ -89,7 +89,7 @@ def simulate_stream(
     scheduler: str | None = None,
     progress: bool | None = None,
 ) -> Path:
-    """Write a synthetic stream store (DESIGN.md §3) and return its path.
+    """Write a synthetic stream store (``docs/stores.md#stream-store``) and return its path.
 
     X has ``n_rows`` rows of ``n_features`` correlated Gaussian features with
     condition number about ``condition``; y = X·coef_true + noise·N(0, 1) with
@@ -172,7 +172,7 @@ def simulate_interleaved(
     scheduler: str | None = None,
     progress: bool | None = None,
 ) -> Path:
-    """Write the three populations of the interleaved KF4LLS study (ALGORITHMS.md §2).
+    """Write the three populations of the interleaved KF4LLS study (``docs/studies.md``).
 
     One store with groups ``a`` (birds: X = U ~ N(μ₁1, I), y = U r_b + ε), ``b``
     (fish: V ~ N(μ₂1, I), y = V r_f + ε) and ``c`` (penguins: Z = αU + (1−α)V on the
@@ -254,7 +254,7 @@ def simulate_irma(
     scheduler: str | None = None,
     progress: bool | None = None,
 ) -> Path:
-    """Write the IRMA study's data (ALGORITHMS.md §5) as a stream store; return its path.
+    """Write the IRMA study's data (``docs/studies.md#irma``) as a stream store; return its path.
 
     X (sample, feature) holds the raw inputs x ~ U[a, b) on ``domain`` (one column),
     y (sample, target) = x·exp(−x²) + u with u ~ U[−noise, noise) (the paper: [0, 3],

@@ -101,7 +101,7 @@ def simulate_mlr(
     scheduler: str | None = None,
     progress: bool | None = None,
 ) -> Path:
-    """Write a synthetic multi-task store (DESIGN.md §3) of the paper's model; return its path.
+    """Write a synthetic multi-task store of the paper's model; return its path.
 
     k components in d dimensions, wₕ ``kind`` "orthonormal" or "gaussian"
     (N(0, I/d)), optionally rescaled to the minimum distance ``separation``;

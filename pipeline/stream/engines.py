@@ -1,4 +1,4 @@
-"""The two engines that run a recursion over a stream store (DESIGN.md §2).
+"""The two engines that run a recursion over a stream store (``docs/architecture.md``).
 
 ``sequential``: the state travels, the data stay. One task folds a *segment* of
 consecutive chunks (reading the next chunks in background threads while the

@@ -56,50 +56,73 @@ def fit_stream(
 
     Parameters
     ----------
-    data : path of a stream store (``X (sample, feature)``, ``y (sample, target)``).
-    method : a name of :data:`streamlsq.METHODS` (``"kf4lls"``, ``"rls"``, ``"lms"``,
+    data : str or os.PathLike
+        Path of a stream store (``X (sample, feature)``, ``y (sample, target)``; see
+        ``docs/stores.md``).
+    method : str or Recursion
+        A name of :data:`streamlsq.METHODS` (``"kf4lls"``, ``"rls"``, ``"lms"``,
         ``"bfgs"``, ``"irma"``, ``"irma-gd"``, ``"irma-rls"``) or a configured kernel
-        object; ``params`` go to its constructor (e.g. ``ridge=1e-3``,
+        object.
+    out : str or os.PathLike or None
+        Write the result store here (atomically; ``complete=True`` last).
+    group : str or None
+        A group inside the store ``data``.
+    engine : {"sequential", "scan"}
+        ``"sequential"`` (in-order fold, any recursion) or ``"scan"`` (parallel sums
+        + prefix, for KF4LLS/RLS); both give the same numbers.
+    block_size : int or None
+        Rows per step of the recursion (default: the store's ``block_size``
+        attribute, else its chunk size). Independent of the chunking.
+    first_block_size : int or None
+        Rows of the first block (default ``block_size``); a larger first block lets
+        H_0 = 0 start with a full-rank block.
+    record_every : int or None
+        Record the coefficients every this many steps (default: about 1000 steps over
+        the run); the final step is always recorded.
+    epochs : int
+        Passes over the store; the state carries over from one pass to the next
+        (LMS: W and the sample counter k, so a decreasing schedule continues). Steps
+        are numbered over all epochs (epoch e holds steps e·m+1..(e+1)·m for m blocks
+        per epoch; ``first_block_size`` applies to the very first block only) and the
+        result has an ``epoch(step)`` variable.
+    shuffle, seed : bool, int
+        Visit the chunks of epoch e in ``epoch_chunk_order(seed, e, n_chunks, True)``
+        and the rows of chunk c in ``chunk_row_permutation(seed, e, c, rows_c, True)``
+        (a two-level shuffle that depends only on the seed and the storage chunking,
+        not on the workers).
+    dtype : str
+        Floating-point type of the arithmetic (``"float64"`` or ``"float32"``).
+    client, scheduler : distributed.Client or None, str or None
+        A Dask client or scheduler address; by default the ``DASK_SCHEDULER_ADDRESS``
+        variable, the current default client, or an embedded LocalCluster.
+    checkpoint, resume : str or os.PathLike or None, bool
+        Sequential engine only: commit progress to this folder and, with ``resume``,
+        continue a killed run from it.
+    overwrite : bool
+        Replace an existing result store at ``out``.
+    progress : bool or None
+        Show a progress bar (default: only when standard error is a terminal).
+    segment_bytes : int or None
+        Bytes of X one sequential task folds (default 256 MiB), or one scan task
+        summarises (default 96 MiB); the defaults are cut to a sixteenth of the
+        smallest worker memory limit. A resumed run keeps the segments of its
+        checkpoint.
+    **params
+        The recursion's parameters, given to its constructor (e.g. ``ridge=1e-3``,
         ``forgetting=0.99``, ``schedule="inverse", rate=0.05, tau=1e4``,
-        ``rate="exact"``). The IRMA family takes ``order``, ``domain`` ((a, b), or one
-        interval per column of X for a box; default: the store's ``domain``
+        ``rate="exact"``). The IRMA family takes ``order``, ``domain`` ((a, b), or
+        one interval per column of X for a box; default: the store's ``domain``
         attribute) and ``basis`` (``"legendre"``, ``"monomial"`` or a Basis object)
         instead of a basis; its store holds the raw inputs x as X and one target.
-    engine : ``"sequential"`` (in-order fold, any recursion) or ``"scan"``
-        (parallel sums + prefix, for KF4LLS/RLS); both give the same numbers.
-    block_size : rows per step of the recursion (default: the store's
-        ``block_size`` attribute, else its chunk size). Independent of the chunking.
-    first_block_size : rows of the first block (default ``block_size``); a larger
-        first block lets H_0 = 0 start with a full-rank block.
-    record_every : record the coefficients every this many steps (default: about
-        1000 steps over the run); the final step is always recorded.
-    epochs : passes over the store; the state carries over from one pass to the
-        next (LMS: W and the sample counter k, so a decreasing schedule continues).
-        Steps are numbered over all epochs (epoch e holds steps e·m+1..(e+1)·m for m
-        blocks per epoch; ``first_block_size`` applies to the very first block only)
-        and the result has an ``epoch(step)`` variable.
-    shuffle, seed : visit the chunks of epoch e in
-        ``epoch_chunk_order(seed, e, n_chunks, True)`` and the rows of chunk c in
-        ``chunk_row_permutation(seed, e, c, rows_c, True)`` (a two-level shuffle that
-        depends only on the seed and the storage chunking, not on the workers).
-    out : write the result store here (atomically; ``complete=True`` last).
-    checkpoint, resume : sequential engine only: commit progress to this folder
-        and, with ``resume``, continue a killed run from it.
-    segment_bytes : bytes of X one sequential task folds (default 256 MiB), or one
-        scan task summarises (default 96 MiB); the defaults are cut to a sixteenth of
-        the smallest worker memory limit. A resumed run keeps the segments of its
-        checkpoint.
-    client, scheduler : a Dask client or scheduler address; by default the
-        ``DASK_SCHEDULER_ADDRESS`` variable, the current default client, or an
-        embedded LocalCluster.
 
     Returns
     -------
-    xarray.Dataset with ``coef (step, feature, target)``, ``rows_seen (step)``,
-    ``epoch (step)``, the final state as ``state_*`` variables and the run's attrs.
-    Diagnostics: ``cumulative_loss (step)`` for the IRMA family (Σ of the squared
-    pre-update errors so far), ``n_skipped (step)`` for BFGS (B updates skipped by
-    the curvature safeguard so far, also the attr ``n_skipped``).
+    xarray.Dataset
+        ``coef (step, feature, target)``, ``rows_seen (step)``, ``epoch (step)``, the
+        final state as ``state_*`` variables and the run's attrs. Diagnostics:
+        ``cumulative_loss (step)`` for the IRMA family (Σ of the squared pre-update
+        errors so far), ``n_skipped (step)`` for BFGS (B updates skipped by the
+        curvature safeguard so far, also the attr ``n_skipped``).
 
     Examples
     --------
@@ -236,7 +259,7 @@ def trajectory_dataset(
     dtype: str,
     seconds: float,
 ) -> xr.Dataset:
-    """The result layout of DESIGN.md §3 for a stream fit."""
+    """The result layout of a stream fit (``docs/stores.md#stream-fit-result``)."""
     n_coef = traj.coefs.shape[1]
     names = None
     coef_names = getattr(rec, "coef_names", None)

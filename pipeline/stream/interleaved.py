@@ -1,4 +1,4 @@
-"""Interleaved KF4LLS over two stream stores (ALGORITHMS.md §2): ``fit_interleaved``.
+"""Interleaved KF4LLS over two stream stores (``docs/algorithms.md``): ``fit_interleaved``.
 
 Population A ("birds") and population B ("fish") are two stream stores, or two
 groups of one store written ``path#group`` (e.g. ``sim.zarr#a``). The recursion
@@ -204,37 +204,52 @@ def fit_interleaved(
 
     Parameters
     ----------
-    a, b : the two training populations (stream stores with the same features and
+    a, b : str or os.PathLike
+        The two training populations (stream stores with the same features and
         targets). Blocks: each store's ``block_size`` attribute (else its chunk size),
         or ``block_size`` for all stores; the last block of a store may be shorter.
-    alpha : the mixing weight in [0, 1] (the test population is α·A + (1−α)·B), or
-    estimate_alpha : ``"means"`` (ratio of the column means, combined by least
-        squares over the columns) or ``"grid"`` (grid search over [0, 1] per column on
-        the first two moments); needs ``test``. The estimate is stored as
+    alpha : float or None
+        The mixing weight in [0, 1] (the test population is α·A + (1−α)·B); give it
+        or ``estimate_alpha``.
+    estimate_alpha : {"means", "grid"} or None
+        ``"means"`` (ratio of the column means, combined by least squares over the
+        columns) or ``"grid"`` (grid search over [0, 1] per column on the first two
+        moments); needs ``test``. The estimate is stored as
         ``alpha_per_column(feature)`` and the attrs ``alpha`` (the combined value that
         was used) and ``alpha_source``.
-    test : the test population C. Adds ``test_mse(step)`` (mean squared residual of
-        C's raw blocks 1..t under ψ_t; once C has no block t left, all of C) and, when
-        C holds ``coef_true`` (r_p), ``bias(step)`` = mean over coordinates of |ψ_t − r_p|.
-    start : ``"a"`` (A₁, B₁, A₂, …) or ``"b"`` (B₁, A₁, B₂, …).
-    ridge : δ of a ridge start H₀ = δI (0: the paper's H₀ = 0).
-
-    Populations of unequal length: the stream alternates strictly and stops when the
-    population due next has no block left
-    (:func:`~streamlsq.kernels.interleaved.interleaved_block_order`), so the surplus
-    blocks of the longer population are not used; the attrs ``blocks_used_a``,
-    ``blocks_used_b``, ``rows_unused_a`` and ``rows_unused_b`` say how much was left.
-
-    The other options are those of :func:`streamlsq.fit_stream`. Both engines apply.
-    Bad input (α outside [0, 1], populations with different features or targets, a
-    test population missing when α is to be estimated) raises :class:`InputError`
-    before anything is written.
+    test : str or os.PathLike or None
+        The test population C. Adds ``test_mse(step)`` (mean squared residual of C's
+        raw blocks 1..t under ψ_t; once C has no block t left, all of C) and, when C
+        holds ``coef_true`` (r_p), ``bias(step)`` = mean over coordinates of
+        |ψ_t − r_p|.
+    start : {"a", "b"}
+        ``"a"`` (A₁, B₁, A₂, …) or ``"b"`` (B₁, A₁, B₂, …).
+    ridge : float
+        δ of a ridge start H₀ = δI (0: the paper's H₀ = 0).
+    out, engine, block_size, record_every, dtype, client, scheduler
+        As for :func:`streamlsq.fit_stream`. Both engines apply.
+    checkpoint, resume, overwrite, progress, segment_bytes
+        As for :func:`streamlsq.fit_stream`.
 
     Returns
     -------
-    xarray.Dataset: ``coef (step, feature, target)`` (ψ), ``rows_seen (step)``,
-    ``population (step)`` ("a"/"b", the block of that step), the diagnostics above,
-    the final state and the attrs of the run.
+    xarray.Dataset
+        ``coef (step, feature, target)`` (ψ), ``rows_seen (step)``, ``population
+        (step)`` ("a"/"b", the block of that step), the diagnostics above, the final
+        state and the attrs of the run.
+
+    Notes
+    -----
+    Populations of unequal length: the stream alternates strictly and stops when the
+    population due next has no block left
+    (:func:`~streamlsq.kernels.recursions.interleaved.interleaved_block_order`), so the
+    surplus blocks of the longer population are not used; the attrs ``blocks_used_a``,
+    ``blocks_used_b``, ``rows_unused_a`` and ``rows_unused_b`` say how much was left.
+
+    Bad input (α outside [0, 1], populations with different features or targets, a
+    test population missing when α is to be estimated) raises :class:`InputError`
+    before anything is written. The method is described in ``docs/algorithms.md``
+    (interleaved KF4LLS; John & Wu, 2023).
 
     Examples
     --------

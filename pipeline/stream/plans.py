@@ -1,4 +1,4 @@
-"""Ordered stream plans: what a recursion sees, as an ordered list of reads (DESIGN.md §2).
+"""Ordered stream plans: what a recursion sees, as an ordered list of reads.
 
 A recursion consumes one *virtual stream* of blocks. Usually that is one store read
 in natural order, but it may also be the same store read several times (LMS epochs,

@@ -1,6 +1,6 @@
 """Study ``bfgs``: incremental BFGS against exact least squares and LMS on streams.
 
-ALGORITHMS.md §4, papers/incremental-bfgs.txt (which publishes no experiment:
+De Melo (2019), ``docs/studies.md#bfgs`` (the paper publishes no experiment:
 this study measures what the method does). The math is in
 :mod:`streamlsq.kernels.study_bfgs`; streams are simulated and learned in
 batches of :data:`BATCH_STREAMS` mapped over the cluster.
@@ -202,7 +202,8 @@ def _summary(reg, binary, streams, rate, seed) -> str:
     lines = [
         "# Study `bfgs`: incremental BFGS against exact least squares and LMS",
         "",
-        "The paper (papers/incremental-bfgs.txt) describes the method — a least-squares "
+        "The paper (De Melo, 2019; full reference in streamlsq's docs/references.md) describes "
+        "the method — a least-squares "
         "start on the first block, then per block a quasi-Newton direction, an exact line "
         "search or a fixed rate, and the BFGS update of the inverse Hessian — and proposes "
         "class-balanced rates for binary targets; it reports no experiment, so there is no "

@@ -30,7 +30,7 @@ from streamlsq.stream.fit import fit_stream
 
 __all__ = ["run_demo"]
 
-#: the multi-task model (ALGORITHMS.md §6): k components in d dimensions, s = 1
+#: the multi-task model (docs/algorithms.md#meta-learning): k components in d dimensions, s = 1
 MLR_K, MLR_D = 4, 8
 #: examples τ of a new task for the prediction comparison, and held-out rows per task
 TAUS = (2, 4, 8, 16, 64)

@@ -1,4 +1,4 @@
-"""Study ``interleaved``: Figure 1 of the interleaved-KF4LLS paper (ALGORITHMS.md §2).
+"""Study ``interleaved``: Figure 1 of the interleaved-KF4LLS paper (``docs/studies.md``).
 
 The settings (r_b, r_f, μ₁, μ₂) are drawn once from the seed; the Monte-Carlo
 iterations are simulated in batches of :data:`BATCH_ITERATIONS` by the kernel's
@@ -135,10 +135,11 @@ def _summary(params, curves, table, iterations, seed) -> str:
         f"{params.steps} steps, {iterations} Monte-Carlo iterations, seed {seed}; drawn once: "
         f"μ₁ = {params.mu1:.3f}, μ₂ = {params.mu2:.3f}, D = mean|r_b − r_f| = {f['D']:.4f}.",
         "",
-        "The paper (papers/interleaved-kf4lls.txt, Figure 1; ALGORITHMS.md §2) shows the "
-        "shape only: birds flat at (1−α)·D, fish flat at α·D, penguins ≈ 0, the interleaved "
-        "schemes near 0 at even steps; ALGORITHMS.md quotes the first-order odd-step values "
-        "(α = 0.25: 0.15, 0.083 birds first; 0.107, 0.068 fish first). Below, bias is in "
+        "The paper (John & Wu, 2023, Figure 1; full reference in streamlsq's "
+        "docs/references.md) shows the shape only: birds flat at (1−α)·D, fish flat at α·D, "
+        "penguins ≈ 0, the interleaved schemes near 0 at even steps; the first-order "
+        "expectations at the odd steps (docs/studies.md) are, for α = 0.25, 0.15 and 0.083 "
+        "(birds first), 0.107 and 0.068 (fish first). Below, bias is in "
         "units of D with its Monte-Carlo standard error.",
         "",
         "| scheme | paper (bias/D) | this run (bias/D, mean over steps) | largest s.e. |",
@@ -187,7 +188,7 @@ def _summary(params, curves, table, iterations, seed) -> str:
         f"{dev1:.4f} from the first-order and {dev2:.4f} from the second-order values: "
         f"closer to the {closer} ones (largest |z| against second order: {z:.2f}).",
         f"- Penguin-only MSE per step: {pm}; expected σ²(1 − q/(t·n)): {pe} "
-        f"(ALGORITHMS.md: ≈ 1 − 0.06/t); standard errors ≤ {max(f['penguin_mse_se']):.4f}, "
+        f"(≈ 1 − 0.06/t); standard errors ≤ {max(f['penguin_mse_se']):.4f}, "
         "and the steps share their iterations, so their deviations are correlated.",
     ]
     if params.steps >= 2:

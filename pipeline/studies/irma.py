@@ -1,4 +1,4 @@
-"""Study ``irma``: Figure 1 and Table I of the IRMA paper (ALGORITHMS.md §5).
+"""Study ``irma``: Figure 1 and Table I of the IRMA paper (``docs/studies.md#irma``).
 
 Sequences are drawn and learned in batches of :data:`BATCH_SEQUENCES` by the
 vectorised kernels of :mod:`streamlsq.kernels.study_irma`, mapped over the

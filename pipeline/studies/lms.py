@@ -1,6 +1,6 @@
 """Study ``lms``: the sample-by-sample paper's demonstration and convergence to least squares.
 
-ALGORITHMS.md §3, papers/lms-sample-by-sample.txt; the math is in
+The sample-by-sample lecture notes, ``docs/studies.md#lms``; the math is in
 :mod:`streamlsq.kernels.study_lms` (data, LMS runs, least squares, errors).
 
 1. Demonstration (one cloud per seed, as the paper): 100 samples, a line
@@ -218,7 +218,8 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
     lines = [
         "# Study `lms`: sample-by-sample linear regression (LMS)",
         "",
-        "The paper (papers/lms-sample-by-sample.txt) demonstrates LMS on 100 samples "
+        "The paper (the sample-by-sample lecture notes; full reference in streamlsq's "
+        "docs/references.md) demonstrates LMS on 100 samples "
         "x ~ U(0, 10), t = 2 − 0.1x + N(0, 0.1²) (+ 0.05(x − 6)² for the curved cloud), "
         "ρ = 0.01 for 1 and 20 epochs, and states that ρ must decrease for convergence. "
         "It prints no numbers: the comparison below is with its claims and with the "

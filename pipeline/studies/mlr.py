@@ -1,4 +1,4 @@
-"""Study ``mlr``: Appendix E of the meta-learning paper in kind (ALGORITHMS.md §6).
+"""Study ``mlr``: Appendix E of the meta-learning paper in kind (``docs/studies.md#mlr``).
 
 Model: d = 8, k = 4 orthonormal components wₕ, noise s = 1, uniform weights p
 (``kernels.synthetic_mlr.mlr_components``). Two kinds of runs:
@@ -257,11 +257,12 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
     lines = [
         "# Study `mlr`: meta-learning mixed linear regressions (Appendix E in kind)",
         "",
-        "The paper (papers/meta-learning-mixed-linear-regression.txt, Appendix E) runs "
+        "The paper (Kong et al., 2020, Appendix E; full reference in streamlsq's "
+        "docs/references.md) runs "
         "Algorithm 1 on synthetic mixtures with x and noise standard Gaussian; the text "
         "conversion lost its figures' digits and most settings, so this study compares with "
         "the paper's **qualitative claims** only, on d = 8, k = 4 orthonormal wₕ, s = 1, "
-        f"uniform p (ALGORITHMS.md §6). Seed {params['seed']}; {params['replicates']} "
+        f"uniform p (docs/studies.md). Seed {params['seed']}; {params['replicates']} "
         "replicates per grid point.",
         "",
         f"How it ran: {mode}",

@@ -1,0 +1,50 @@
+"""Griffe extension: document a generated ``__init__`` with its real signature.
+
+The scikit-learn estimators (``streamlsq.estimators``) build their ``__init__``
+when the class is created, from the parameters their recursion declares in the
+registry (scikit-learn reads an estimator's parameters off that signature). Griffe
+reads the source, where no such ``__init__`` exists, and would find the parameters
+of the class docstring nowhere. For every class whose ``__init__`` was made at run
+time, this extension imports the class and gives griffe's model of it an
+``__init__`` with the same parameters and defaults.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import griffe
+
+_KINDS = {
+    inspect.Parameter.POSITIONAL_ONLY: griffe.ParameterKind.positional_only,
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: griffe.ParameterKind.positional_or_keyword,
+    inspect.Parameter.VAR_POSITIONAL: griffe.ParameterKind.var_positional,
+    inspect.Parameter.KEYWORD_ONLY: griffe.ParameterKind.keyword_only,
+    inspect.Parameter.VAR_KEYWORD: griffe.ParameterKind.var_keyword,
+}
+
+
+class GeneratedInit(griffe.Extension):
+    """Add the run-time ``__init__`` of classes whose constructor is generated."""
+
+    def on_class_members(self, *, cls: griffe.Class, **kwargs) -> None:
+        if "__init__" in cls.members:  # written in the source: griffe has it already
+            return
+        try:
+            runtime = getattr(importlib.import_module(cls.module.path), cls.name)
+        except (ImportError, AttributeError):
+            return
+        init = vars(runtime).get("__init__")
+        if init is None or init.__code__.co_filename != "<string>":  # not generated
+            return
+        parameters = griffe.Parameters(*(
+            griffe.Parameter(
+                p.name,
+                kind=_KINDS[p.kind],
+                default=None if p.default is inspect.Parameter.empty else repr(p.default),
+            )
+            for p in inspect.signature(init).parameters.values()
+        ))
+        cls.set_member("__init__", griffe.Function("__init__", parameters=parameters,
+                                                   parent=cls))

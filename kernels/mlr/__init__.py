@@ -10,6 +10,7 @@ can ``from streamlsq.kernels import mlr`` and call ``mlr.<step>``:
                         single linkage; §6.3 initial estimates
 - :mod:`.mlr_classify`  §6.4 classification, §6.5 refinement, §6.6 prediction
 - :mod:`.mlr_em`        §6.7 task-level EM baseline
+- :mod:`.kselect`       the choice of k by held-out likelihood
 - :mod:`.mlr_metrics`   errors against a known truth; held-out prediction error
 - :mod:`.whitening`     whitening from additive moment sums
 - :mod:`.mlr_algorithm` Algorithm 1 on in-memory task sets: the reference wiring
@@ -30,6 +31,12 @@ from streamlsq.kernels.mlr.em import (
     em_m_step,
     project_to_simplex,
     task_stats,
+)
+from streamlsq.kernels.mlr.kselect import (
+    choose_k,
+    heldout_loglik_sums,
+    mixture_log_likelihood,
+    validation_tasks,
 )
 from streamlsq.kernels.mlr.linkage import (
     average_linkage_labels,
@@ -54,7 +61,13 @@ from streamlsq.kernels.mlr.metrics import (
 )
 from streamlsq.kernels.mlr.predict import per_task_lstsq, posterior_log_probs, predict_coef
 from streamlsq.kernels.mlr.reference import meta_learn
-from streamlsq.kernels.mlr.refine import cluster_sufficient_stats, combine_stats, refine_from_stats
+from streamlsq.kernels.mlr.refine import (
+    REFINEMENT_STATUS,
+    cluster_sufficient_stats,
+    combine_stats,
+    refine_from_stats,
+    refine_with_fallback,
+)
 from streamlsq.kernels.mlr.subspace import (
     split_mean_estimates,
     subspace_basis,
@@ -63,6 +76,7 @@ from streamlsq.kernels.mlr.subspace import (
 )
 from streamlsq.kernels.mlr.tasks import (
     canonical_labels,
+    default_heavy_rows,
     holdout_split,
     segment_sum,
     select_tasks,
@@ -81,18 +95,22 @@ from streamlsq.kernels.mlr.whitening import (
 )
 
 __all__ = [
+    "REFINEMENT_STATUS",
     "average_linkage_labels",
     "canonical_labels",
+    "choose_k",
     "classification_log_likelihood",
     "classify",
     "cluster_residual_sums",
     "cluster_sufficient_stats",
     "combine_stats",
+    "default_heavy_rows",
     "em_accumulate",
     "em_e_step",
     "em_init_perturbed",
     "em_init_random",
     "em_m_step",
+    "heldout_loglik_sums",
     "hierarchical_linkage",
     "holdout_split",
     "initial_cluster_estimates",
@@ -102,6 +120,7 @@ __all__ = [
     "merge_spanning_forests",
     "meta_learn",
     "minimum_spanning_forest",
+    "mixture_log_likelihood",
     "moment_sums",
     "pairwise_distance_block",
     "parameter_errors",
@@ -111,6 +130,7 @@ __all__ = [
     "project_to_simplex",
     "projected_split_estimates",
     "refine_from_stats",
+    "refine_with_fallback",
     "residual_variance",
     "segment_sum",
     "select_tasks",
@@ -130,6 +150,7 @@ __all__ = [
     "unwhiten_coef",
     "unwhiten_intercept",
     "validate_task_ptr",
+    "validation_tasks",
     "whiten",
     "whiten_coef",
     "whitening_from_moments",

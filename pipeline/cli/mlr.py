@@ -8,6 +8,8 @@ with the subcommands ``stream`` (the existing command, unchanged options) and
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
@@ -15,12 +17,26 @@ from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_
 __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
 
 
+def _k_option(value):
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected a positive integer or 'auto', got {value!r}") from None
+
+
 @click.command(context_settings=CONTEXT)
 @click.argument("data", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Model store to create.")
-@click.option("--k", "k", required=True, type=int, help="Number of components.")
-@click.option("--linkage", type=click.Choice(["single", "average"]), default="single",
-              show_default=True, help="Clustering of the heavy tasks.")
+@click.option("--k", "k", default="auto", show_default=True, callback=lambda c, p, v: _k_option(v),
+              help="Number of components, or 'auto': chosen by held-out likelihood (writes "
+              "OUT.k-curve.csv and .png beside the model, OUT without .zarr).")
+@click.option("--k-max", type=int, default=None,
+              help="With --k auto: the largest k tried (default min(d, 8, heavy tasks)).")
+@click.option("--linkage", type=click.Choice(["auto", "single", "average"]), default="auto",
+              show_default=True, help="Clustering of the heavy tasks (auto: average up to "
+              "5,000 heavy tasks, else single).")
 @click.option("--threshold", type=float, default=None,
               help="Cut the linkage at this distance (Δ²/2 for a known separation Δ) "
               "instead of at K clusters.")
@@ -32,7 +48,8 @@ __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
               show_default=True, help="Task sets from the store's role variable or by rows "
               "per task.")
 @click.option("--heavy-rows", type=int, default=None,
-              help="With --roles rows: tasks with at least this many rows are also heavy.")
+              help="By rows: tasks with at least this many rows are also heavy (default: a "
+              "rule on the task sizes, reported in the summary).")
 @click.option("--holdout", default=0, show_default=True,
               help="Leave out the last N rows of every task (evaluate them with predict).")
 @click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
@@ -41,23 +58,25 @@ __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
 @click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
 @_scheduler_options
 @_friendly_errors
-def metalearn(data, out, k, linkage, threshold, splits, whiten, roles, heavy_rows, holdout,
-              chunk_tasks, tile, overwrite, scheduler, n_workers, memory_limit):
+def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, heavy_rows,
+              holdout, chunk_tasks, tile, overwrite, scheduler, n_workers, memory_limit):
     """Meta-learn a mixture of K linear regressions (Algorithm 1) from the task store DATA.
 
     \b
     Examples:
       streamlsq simulate mlr --out tasks.zarr --k 4 --d 8
       streamlsq metalearn tasks.zarr --out model.zarr --k 4
-      streamlsq metalearn tasks.zarr --out model.zarr --k 4 --linkage average --splits 3
+      streamlsq metalearn tasks.zarr --out model.zarr            # k chosen from the data
+      streamlsq metalearn tasks.zarr --out model.zarr --k 4 --linkage single --splits 3
       streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
     """
     from streamlsq.mlr.metalearn import metalearn as run
 
     with _client(scheduler, n_workers, memory_limit) as client:
-        ds = run(data, k, out=out, linkage=linkage, threshold=threshold, splits=splits,
-                 whiten=whiten, roles=roles, heavy_rows=heavy_rows, holdout=holdout,
-                 chunk_tasks=chunk_tasks, tile=tile, overwrite=overwrite, client=client)
+        ds = run(data, k, out=out, k_max=k_max, linkage=linkage, threshold=threshold,
+                 splits=splits, whiten=whiten, roles=roles, heavy_rows=heavy_rows,
+                 holdout=holdout, chunk_tasks=chunk_tasks, tile=tile, overwrite=overwrite,
+                 client=client)
     a = ds.attrs
     line = (f"wrote {out}: {a['n_clusters']} clusters from {a['n_light']} light, "
             f"{a['n_heavy']} heavy and {a['n_light2']} light2 tasks in {a['seconds']:.3g} s")
@@ -66,6 +85,18 @@ def metalearn(data, out, k, linkage, threshold, splits, whiten, roles, heavy_row
                  f"{a['heavy_accuracy']:.3g}, classification accuracy "
                  f"{a['classification_accuracy']:.3g}, coef error {a['coef_error']:.3g}")
     click.echo(line)
+    click.echo(f"roles: {a['role_rule']}" + (f"; {a['n_unused_tasks']} task(s) with fewer "
+               "than 2 rows unused" if a["n_unused_tasks"] else ""))
+    if k == "auto":
+        from streamlsq.mlr.kcurve import write_k_curve
+
+        csv, png = write_k_curve(ds, Path(out).with_suffix(""))
+        click.echo(f"k = {a['k_chosen']} chosen from k = 1..{ds.sizes['k_candidate']} by "
+                   f"held-out likelihood on {a['n_validation_tasks']} light2 tasks "
+                   f"(one-standard-error rule); curve in {csv} and {png}")
+    if a.get("n_fallback_clusters"):
+        click.echo(f"refinement fell back for {a['n_fallback_clusters']} cluster(s): "
+                   f"{a['fallback_clusters']}")
 
 
 @click.command(context_settings=CONTEXT)

@@ -59,7 +59,12 @@ from streamlsq.kernels.mlr.metrics import (
     parameter_errors,
     task_prediction_sse,
 )
-from streamlsq.kernels.mlr.predict import per_task_lstsq, posterior_log_probs, predict_coef
+from streamlsq.kernels.mlr.predict import (
+    per_task_lstsq,
+    posterior_log_probs,
+    predict_coef,
+    predict_rows,
+)
 from streamlsq.kernels.mlr.reference import meta_learn
 from streamlsq.kernels.mlr.refine import (
     REFINEMENT_STATUS,
@@ -127,6 +132,7 @@ __all__ = [
     "per_task_lstsq",
     "posterior_log_probs",
     "predict_coef",
+    "predict_rows",
     "project_to_simplex",
     "projected_split_estimates",
     "refine_from_stats",

@@ -108,28 +108,39 @@ def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, he
               "least squares.")
 @click.option("--holdout", default=0, show_default=True,
               help="Hold out the last N rows of every task and report their squared error.")
+@click.option("--yhat", is_flag=True, help="Also write yhat (row,): the predicted target of "
+              "every row of TASKS (the held-out rows are each task's last N).")
+@click.option("--new-rows", type=click.Path(), default=None,
+              help="A store of new covariates (X, task_ptr over the same tasks): write "
+              "new_yhat (new_row,) for its rows.")
 @click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
 @_scheduler_options
 @_friendly_errors
-def predict(model, tasks, out, estimator, holdout, chunk_tasks, overwrite, scheduler,
-            n_workers, memory_limit):
+def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, overwrite,
+            scheduler, n_workers, memory_limit):
     """Estimate every task of TASKS under the meta-learned MODEL.
 
     \b
     Examples:
       streamlsq predict model.zarr new-tasks.zarr --out pred.zarr
       streamlsq predict model.zarr new-tasks.zarr --out pred.zarr --estimator map --holdout 10
+      streamlsq predict model.zarr tasks.zarr --out pred.zarr --holdout 5 --yhat
+      streamlsq predict model.zarr tasks.zarr --out pred.zarr --new-rows new-x.zarr
     """
     from streamlsq.mlr.predict import predict as run
 
     with _client(scheduler, n_workers, memory_limit) as client:
-        ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout,
-                 chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
+        ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout, yhat=yhat,
+                 new_rows=new_rows, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
     line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {estimator}"
     if holdout:
         line += (f"; held-out MSE {ds.attrs['holdout_mse']:.4g} over "
                  f"{ds.attrs['holdout_rows']} rows")
+    if yhat:
+        line += f"; yhat for {ds.sizes['row']} rows"
+    if new_rows is not None:
+        line += f"; new_yhat for {ds.sizes['new_row']} rows of {new_rows}"
     click.echo(line)
 
 

@@ -167,8 +167,12 @@ class TaskSource(StoreSource):
         return X, y, ptr - r0
 
 
-def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
+def open_tasks(path: str | os.PathLike, group: str | None = None, *,
+               targets: bool = True) -> TaskSource:
     """Open and validate a multi-task store's layout; raise :class:`InputError` on any defect.
+
+    ``targets=False`` opens a store of new covariates: ``y`` may be missing
+    (``predict(..., new_rows=...)`` reads only ``X`` and ``task_ptr``).
 
     Examples
     --------
@@ -184,8 +188,12 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
     path = str(path)
     label = store_label(path, group)
     g = open_group(path, group)
-    members = require_variables(g, label, ("X", "y", "task_ptr"), "a multi-task store needs "
-                                "X (row, feature), y (row,) and task_ptr (task_edge,)")
+    if targets:
+        members = require_variables(g, label, ("X", "y", "task_ptr"), "a multi-task store "
+                                    "needs X (row, feature), y (row,) and task_ptr (task_edge,)")
+    else:
+        members = require_variables(g, label, ("X", "task_ptr"), "a store of new covariates "
+                                    "needs X (row, feature) and task_ptr (task_edge,)")
     arrays = {name: g[name] for name in TASK_DIMS if name in members}
     for name, arr in arrays.items():
         if dimension_names(arr) != TASK_DIMS[name]:
@@ -201,7 +209,8 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
             raise InputError(
                 f"{label}: variable '{name}' has dtype {arrays[name].dtype}, expected integers"
             )
-    X, y, ptr_arr = arrays["X"], arrays["y"], arrays["task_ptr"]
+    X, ptr_arr = arrays["X"], arrays["task_ptr"]
+    y = arrays.get("y", X)
     if y.shape[0] != X.shape[0]:
         raise InputError(f"{label}: variable 'y' has {y.shape[0]} rows but 'X' has {X.shape[0]}")
     if X.shape[1] == 0:

@@ -195,6 +195,10 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
               help="Rescale the components to this minimum distance.")
 @click.option("--kind", type=click.Choice(["orthonormal", "gaussian"]), default="orthonormal",
               show_default=True, help="Orthonormal components or N(0, I/d).")
+@click.option("--features", type=click.Choice(["gaussian", "polynomial", "chebyshev"]),
+              default="gaussian", show_default=True,
+              help="Rows x ~ N(0, I), or monomials / Chebyshev polynomials of u ~ U(-1, 1) "
+              "(non-isotropic).")
 @click.option("--n-light", default=10_000, show_default=True, help="Tasks in D_L1.")
 @click.option("--t-light", default=4, show_default=True, help="Rows per D_L1 task.")
 @click.option("--n-heavy", default=200, show_default=True, help="Tasks in D_H.")
@@ -209,7 +213,7 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 @_scheduler_options
 @_friendly_errors
-def simulate_mlr(out, k, d, weights, noise, separation, kind, n_light, t_light, n_heavy,
+def simulate_mlr(out, k, d, weights, noise, separation, kind, features, n_light, t_light, n_heavy,
                  t_heavy, n_light2, t_light2, seed, task_seed, chunk_size, overwrite, scheduler,
                  n_workers, memory_limit):
     """Write a multi-task store of the mixed-linear-regression model, in parallel.
@@ -232,7 +236,8 @@ def simulate_mlr(out, k, d, weights, noise, separation, kind, n_light, t_light, 
     with _client(scheduler, n_workers, memory_limit) as client:
         path = run(out, k=k, d=d, weights=None if weights is None else numbers(weights, "weights"),
                    noise=noise_values[0] if len(noise_values) == 1 else noise_values,
-                   separation=separation, kind=kind, n_light=n_light, t_light=t_light,
+                   separation=separation, kind=kind, features=features, n_light=n_light,
+                   t_light=t_light,
                    n_heavy=n_heavy, t_heavy=t_heavy, n_light2=n_light2, t_light2=t_light2,
                    seed=seed, task_seed=task_seed, chunk_rows=chunk_size, overwrite=overwrite,
                    client=client)

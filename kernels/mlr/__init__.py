@@ -65,7 +65,7 @@ from streamlsq.kernels.mlr.predict import (
     predict_coef,
     predict_rows,
 )
-from streamlsq.kernels.mlr.reference import meta_learn
+from streamlsq.kernels.mlr.reference import meta_learn, select_k
 from streamlsq.kernels.mlr.refine import (
     REFINEMENT_STATUS,
     cluster_sufficient_stats,
@@ -139,6 +139,7 @@ __all__ = [
     "refine_with_fallback",
     "residual_variance",
     "segment_sum",
+    "select_k",
     "select_tasks",
     "single_linkage_labels",
     "spanning_forest_labels",

@@ -313,7 +313,7 @@ def decode_roles(values, attrs: dict, label: str) -> np.ndarray:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise InputError(
-                f"{label}: variable 'role' has value {values.ravel()[i]!r} at task {i}; "
+                f"{label}: variable 'role' has value {str(values.ravel()[i])!r} at task {i}; "
                 f"{expected}"
             )
         return codes

@@ -264,7 +264,8 @@ def example(name, out, seed, min_rows, overwrite):
     \b
     Examples:
       streamlsq example exam --out exam.zarr
-      streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
+      streamlsq metalearn exam.zarr --out m.zarr --holdout 2      # defaults: k auto, roles by rows
+      streamlsq predict m.zarr exam.zarr --out p.zarr --holdout 2 --yhat
     (--scheduler is not needed: the conversion runs in this process.)
     """
     from streamlsq.mlr.examples import example_tasks

@@ -13,6 +13,7 @@ public names so the pipeline can ``from streamlsq.kernels import mlr`` and call
 - :mod:`.refine`     step 5: per-cluster sufficient statistics and refinement
 - :mod:`.predict`    step 6: posterior, MAP and posterior-mean prediction
 - :mod:`.em`         the task-level EM baseline
+- :mod:`.kselect`    the choice of k by held-out likelihood
 - :mod:`.metrics`    errors against a known truth; held-out prediction error
 - :mod:`.whitening`  whitening from additive moment sums
 - :mod:`.reference`  Algorithm 1 on in-memory task sets: the reference wiring
@@ -33,6 +34,12 @@ from streamlsq.kernels.mlr.em import (
     em_m_step,
     project_to_simplex,
     task_stats,
+)
+from streamlsq.kernels.mlr.kselect import (
+    choose_k,
+    heldout_loglik_sums,
+    mixture_log_likelihood,
+    validation_tasks,
 )
 from streamlsq.kernels.mlr.linkage import (
     average_linkage_labels,
@@ -55,9 +62,20 @@ from streamlsq.kernels.mlr.metrics import (
     parameter_errors,
     task_prediction_sse,
 )
-from streamlsq.kernels.mlr.predict import per_task_lstsq, posterior_log_probs, predict_coef
-from streamlsq.kernels.mlr.reference import meta_learn
-from streamlsq.kernels.mlr.refine import cluster_sufficient_stats, combine_stats, refine_from_stats
+from streamlsq.kernels.mlr.predict import (
+    per_task_lstsq,
+    posterior_log_probs,
+    predict_coef,
+    predict_rows,
+)
+from streamlsq.kernels.mlr.reference import meta_learn, select_k
+from streamlsq.kernels.mlr.refine import (
+    REFINEMENT_STATUS,
+    cluster_sufficient_stats,
+    combine_stats,
+    refine_from_stats,
+    refine_with_fallback,
+)
 from streamlsq.kernels.mlr.subspace import (
     split_mean_estimates,
     subspace_basis,
@@ -66,6 +84,7 @@ from streamlsq.kernels.mlr.subspace import (
 )
 from streamlsq.kernels.mlr.tasks import (
     canonical_labels,
+    default_heavy_rows,
     holdout_split,
     segment_sum,
     select_tasks,
@@ -84,18 +103,22 @@ from streamlsq.kernels.mlr.whitening import (
 )
 
 __all__ = [
+    "REFINEMENT_STATUS",
     "average_linkage_labels",
     "canonical_labels",
+    "choose_k",
     "classification_log_likelihood",
     "classify",
     "cluster_residual_sums",
     "cluster_sufficient_stats",
     "combine_stats",
+    "default_heavy_rows",
     "em_accumulate",
     "em_e_step",
     "em_init_perturbed",
     "em_init_random",
     "em_m_step",
+    "heldout_loglik_sums",
     "hierarchical_linkage",
     "holdout_split",
     "initial_cluster_estimates",
@@ -105,17 +128,21 @@ __all__ = [
     "merge_spanning_forests",
     "meta_learn",
     "minimum_spanning_forest",
+    "mixture_log_likelihood",
     "moment_sums",
     "pairwise_distance_block",
     "parameter_errors",
     "per_task_lstsq",
     "posterior_log_probs",
     "predict_coef",
+    "predict_rows",
     "project_to_simplex",
     "projected_split_estimates",
     "refine_from_stats",
+    "refine_with_fallback",
     "residual_variance",
     "segment_sum",
+    "select_k",
     "select_tasks",
     "single_linkage_labels",
     "spanning_forest_labels",
@@ -133,6 +160,7 @@ __all__ = [
     "unwhiten_coef",
     "unwhiten_intercept",
     "validate_task_ptr",
+    "validation_tasks",
     "whiten",
     "whiten_coef",
     "whitening_from_moments",

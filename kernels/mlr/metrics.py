@@ -100,7 +100,8 @@ def task_prediction_sse(X, y, task_ptr, coef) -> tuple[np.ndarray, np.ndarray]:
     """Per-task squared prediction error Σⱼ (yⱼ − ŵᵢᵀxⱼ)² and row count, each (n_tasks,).
 
     ``coef`` (n_tasks, d): one regression vector per task (e.g. from
-    :func:`~.mlr_classify.predict_coef` or :func:`~.mlr_classify.per_task_lstsq`).
+    :func:`~streamlsq.kernels.mlr.predict.predict_coef` or
+    :func:`~streamlsq.kernels.mlr.predict.per_task_lstsq`).
     Mean squared error of a task: sse / rows; of a set of tasks: sum / sum.
     """
     X, y, ptr = as_task_rows(X, y, task_ptr)

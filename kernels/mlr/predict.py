@@ -20,6 +20,7 @@ from streamlsq.kernels.mlr.tasks import (
 
 __all__ = [
     "per_task_lstsq",
+    "predict_rows",
     "posterior_log_probs",
     "predict_coef",
 ]
@@ -85,3 +86,28 @@ def per_task_lstsq(X, y, task_ptr) -> np.ndarray:
         rcond = eps * np.maximum(t, d).astype(np.float64)
         coef[idx] = (np.linalg.pinv(Xs, rcond=rcond) @ ys[:, :, None])[:, :, 0]
     return coef
+
+
+def predict_rows(X, task_ptr, coef) -> np.ndarray:
+    """ŷⱼ = xⱼᵀ ŵ_{task(j)} for rows of consecutive tasks: (n_rows,).
+
+    ``task_ptr`` (n_tasks + 1,) local offsets from 0 over the rows of X (the
+    first and last task may be cut by the row range), ``coef`` (n_tasks, d) the
+    tasks' regression vectors in the same order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 2.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> predict_rows(X, np.array([0, 2, 3]), np.array([[1.0, 1.0], [0.0, 5.0]])).tolist()
+    [3.0, 1.0, 5.0]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    ptr = np.asarray(task_ptr, dtype=np.int64)
+    coef = np.asarray(coef, dtype=np.float64)
+    if X.ndim != 2 or ptr.ndim != 1 or ptr.size < 1 or ptr[0] != 0 or ptr[-1] != X.shape[0]:
+        raise ValueError(f"task_ptr must run from 0 to the {X.shape[0]} rows of X")
+    if coef.shape != (ptr.size - 1, X.shape[1]):
+        raise ValueError(f"coef must be ({ptr.size - 1}, {X.shape[1]}), got {coef.shape}")
+    ids = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+    return np.einsum("nd,nd->n", X, coef[ids])

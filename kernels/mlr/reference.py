@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamlsq.kernels.mlr.classify import classification_log_likelihood, classify
+from streamlsq.kernels.mlr.kselect import choose_k, heldout_loglik_sums, validation_tasks
 from streamlsq.kernels.mlr.linkage import (
     average_linkage_labels,
     cluster_residual_sums,
@@ -20,10 +21,15 @@ from streamlsq.kernels.mlr.linkage import (
     residual_variance,
     single_linkage_labels,
 )
-from streamlsq.kernels.mlr.refine import cluster_sufficient_stats, refine_from_stats
+from streamlsq.kernels.mlr.refine import (
+    cluster_sufficient_stats,
+    refine_from_stats,
+    refine_with_fallback,
+)
 from streamlsq.kernels.mlr.subspace import subspace_basis, subspace_moment_sum
+from streamlsq.kernels.mlr.tasks import select_tasks
 
-__all__ = ["meta_learn"]
+__all__ = ["meta_learn", "select_k"]
 
 
 def meta_learn(
@@ -83,3 +89,46 @@ def meta_learn(
         "noise_var": s2,
         "weight": p,
     }
+
+
+def select_k(
+    light1,
+    heavy,
+    light2,
+    k_max: int,
+    *,
+    n_splits: int = 1,
+    method: str = "average",
+    every: int = 4,
+) -> dict:
+    """The choice of k of ``metalearn(k="auto")`` on in-memory task sets (``.kselect``).
+
+    Every ``every``-th light2 task is held out; for k = 1..k_max: the heavy
+    tasks' projections on the top-k eigenvectors are clustered into k clusters
+    (``method`` linkage), initial estimates and r̂² come from them, the other
+    light2 tasks are classified and refined (:func:`~.refine.refine_with_fallback`),
+    and the held-out tasks are scored by the mixture's log-likelihood. Returns
+    :func:`~.kselect.choose_k`'s dict (``k``, ``best``, ``mean``, ``se``).
+    """
+    if method not in ("single", "average"):
+        raise ValueError(f"method must be 'single' or 'average', got {method!r}")
+    M_sum, n_tasks = subspace_moment_sum(*light1)
+    if n_tasks == 0:
+        raise ValueError("light1 has no tasks")
+    d = light1[0].shape[1]
+    U_all = subspace_basis(M_sum / n_tasks, d)
+    a_all, c_all = projected_split_estimates(*heavy, U_all[:, :k_max], n_splits)
+    val = validation_tasks(np.asarray(light2[2]).size - 1, every)
+    fit_set, val_set = select_tasks(*light2, ~val), select_tasks(*light2, val)
+    link = single_linkage_labels if method == "single" else average_linkage_labels
+    models = []
+    for k in range(1, k_max + 1):
+        a, c, U = a_all[:, :, :k], c_all[:, :, :k], U_all[:, :k]
+        labels = link(pairwise_distance_block(a, c, a, c), n_clusters=k)
+        W0, _ = initial_cluster_estimates(a, c, labels, U, k)
+        r2 = residual_variance(*cluster_residual_sums(*heavy, labels, W0))
+        lab2 = classify(classification_log_likelihood(*fit_set, W0, r2))
+        stats = cluster_sufficient_stats(*fit_set, lab2, k)
+        W, s2, p, _ = refine_with_fallback(stats, int((~val).sum()), W0, r2)
+        models.append((W, s2, p))
+    return choose_k(heldout_loglik_sums(*val_set, models), list(range(1, k_max + 1)))

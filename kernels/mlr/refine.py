@@ -19,10 +19,15 @@ from streamlsq.kernels.mlr.tasks import (
 )
 
 __all__ = [
+    "REFINEMENT_STATUS",
     "cluster_sufficient_stats",
     "combine_stats",
     "refine_from_stats",
+    "refine_with_fallback",
 ]
+
+#: status code -> meaning of each cluster's refinement (:func:`refine_with_fallback`)
+REFINEMENT_STATUS = ("refined", "few_rows", "singular", "no_tasks")
 
 
 # -- refinement (step 5) -----------------------------------------------------------
@@ -131,3 +136,73 @@ def refine_from_stats(stats: dict, n_tasks_total: int):
             ) from err
         s2[ell] = max(_rss(yty[ell], xty[ell], xtx[ell], W[ell]), 0.0) / (rows[ell] - d)
     return W, s2, tasks / n_total
+
+
+def refine_with_fallback(stats: dict, n_tasks_total: int, W0, r2):
+    """Refinement that never fails on one thin cluster: (W, s2, p, status (k,) int8).
+
+    A cluster with more than d rows and a non-singular XᵀX is refined as in
+    :func:`refine_from_stats` (status 0, "refined"). Otherwise its estimate
+    falls back to the least-squares solution closest to its initial estimate
+    ŵ⁰_ℓ (Kong et al. (2020), Algorithm 1 step 3; ``docs/algorithms.md``):
+
+        ŵ_ℓ = ŵ⁰_ℓ + δ,  δ = the minimum-norm solution of XᵀX δ = Xᵀy − XᵀX ŵ⁰_ℓ
+
+    (``lstsq`` on the normal equations: δ moves ŵ⁰ only along the directions the
+    cluster's rows determine; it is the ridge estimate with prior mean ŵ⁰ in the
+    limit of a vanishing penalty), and its noise variance is the initial r̂²_ℓ
+    from the heavy tasks. Status 1 "few_rows" (rows ≤ d), 2 "singular"
+    (XᵀX not positive definite), 3 "no_tasks" (no light2 task classified
+    there: ŵ = ŵ⁰, ŝ² = r̂², p̂ = 0). p̂_ℓ = tasks_ℓ / n_tasks_total as always.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]); y = np.array([1.0, 2.0, 3.0])
+    >>> stats = cluster_sufficient_stats(X, y, np.array([0, 3]), np.array([0]), 1)
+    >>> W, s2, p, status = refine_with_fallback(stats, 1, np.array([[0.0, 5.0]]), np.array([0.5]))
+    >>> W.round(6).tolist(), s2.tolist(), status.tolist()  # the second feature keeps its prior
+    ([[2.0, 5.0]], [0.5], [2])
+    """
+    missing = [key for key in _STAT_KEYS if key not in stats]
+    if missing:
+        raise ValueError(f"stats lacks {missing}; expected the keys {list(_STAT_KEYS)}")
+    xtx = np.asarray(stats["xtx"], dtype=np.float64)
+    xty = np.asarray(stats["xty"], dtype=np.float64)
+    yty = np.asarray(stats["yty"], dtype=np.float64)
+    rows = np.asarray(stats["rows"])
+    tasks = np.asarray(stats["tasks"])
+    k, d = xty.shape
+    W0 = np.asarray(W0, dtype=np.float64)
+    r2 = np.asarray(r2, dtype=np.float64)
+    if W0.shape != (k, d) or r2.shape != (k,):
+        raise ValueError(f"W0 must be ({k}, {d}) and r2 ({k},), got {W0.shape} and {r2.shape}")
+    n_total = int(n_tasks_total)
+    if n_total < int(tasks.sum()) or n_total < 1:
+        raise ValueError(
+            f"n_tasks_total = {n_total} is smaller than the {int(tasks.sum())} tasks in stats"
+        )
+    W = np.zeros((k, d))
+    s2 = np.zeros(k)
+    status = np.zeros(k, dtype=np.int8)
+    for ell in range(k):
+        if tasks[ell] == 0:
+            W[ell], s2[ell], status[ell] = W0[ell], r2[ell], 3
+            continue
+        if rows[ell] > d:
+            try:
+                W[ell] = spd_solve(xtx[ell], xty[ell])
+            except SingularMatrixError:
+                status[ell] = 2
+            else:
+                rss = max(_rss(yty[ell], xty[ell], xtx[ell], W[ell]), 0.0)
+                s2[ell] = rss / (rows[ell] - d)
+                if s2[ell] > 0:
+                    continue
+                status[ell] = 2  # an exact fit leaves no noise to estimate
+        else:
+            status[ell] = 1
+        rhs = xty[ell] - xtx[ell] @ W0[ell]
+        delta = np.linalg.lstsq(xtx[ell], rhs, rcond=None)[0]
+        W[ell], s2[ell] = W0[ell] + delta, r2[ell]
+    return W, s2, tasks / n_total, status

@@ -34,7 +34,8 @@ __all__ = [
 def split_mean_estimates(X, y, task_ptr, n_groups: int) -> np.ndarray:
     """Per-task, per-group moment estimates β̂⁽ᵍ⁾ = mean over the group's rows of yⱼxⱼ.
 
-    Groups are contiguous and as equal as possible (:func:`~.mlr_tasks.split_groups`).
+    Groups are contiguous and as equal as possible
+    (:func:`~streamlsq.kernels.mlr.tasks.split_groups`).
     Returns (n_tasks, n_groups, d) float64. Refuses tasks with fewer rows than
     groups, naming the first one.
     """

@@ -22,6 +22,7 @@ __all__ = [
     "as_task_rows",
     "canonical_labels",
     "check_labels",
+    "default_heavy_rows",
     "group_ptr",
     "holdout_split",
     "padded_task_stacks",
@@ -288,3 +289,48 @@ def holdout_split(X, y, task_ptr, n_holdout: int):
     ptr_fit = np.concatenate([[0], np.cumsum(kept_sizes)]).astype(np.int64)
     ptr_out = np.arange(sizes.size + 1, dtype=np.int64) * int(n_holdout)
     return (X[~held], y[~held], ptr_fit), (X[held], y[held], ptr_out)
+
+
+def default_heavy_rows(sizes, n_splits: int = 1, max_heavy: int = 5_000,
+                       min_heavy: int = 20) -> int:
+    """Rows a task needs to be heavy when a store names no roles: h (int).
+
+    Among the thresholds h ≥ 4L (two rows per split group of the projected
+    estimates, 2L groups: Kong et al. (2020), Algorithm 1 step 2;
+    ``docs/algorithms.md``), with n(h) = #{tasks with ≥ h rows}, h maximises
+
+        h · √n(h)
+
+    subject to min(min_heavy, n(4L)) ≤ n(h) ≤ max_heavy. A heavy task's
+    projected estimate has an error of order 1/√h per half, and the distance of
+    two tasks one of order 1/h; averaging over a cluster of about n(h)/k tasks
+    gains √n(h) more. So the rule prefers few long tasks over many short ones
+    (a store of short light tasks and a few long ones gets the long ones) but
+    keeps at least ``min_heavy`` heavy tasks, and at most ``max_heavy`` (the
+    clustering cost grows as n(h)²). Ties go to the smaller h. When no task
+    reaches 4L rows, h = 4L.
+
+    Examples
+    --------
+    >>> default_heavy_rows([4] * 1000 + [100] * 30)  # light and heavy tasks apart
+    100
+    >>> default_heavy_rows(list(range(14, 68)) * 3)   # sizes spread evenly: h near 2/3 of the top
+    45
+    """
+    sizes = np.asarray(sizes, dtype=np.int64).ravel()
+    for name, value, low in (("n_splits", n_splits, 1), ("max_heavy", max_heavy, 2),
+                             ("min_heavy", min_heavy, 1)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    floor = 4 * int(n_splits)
+    candidates = np.unique(sizes[sizes >= floor])
+    if candidates.size == 0:
+        return floor
+    ordered = np.sort(sizes)
+    n = ordered.size - np.searchsorted(ordered, candidates, side="left")
+    ok = (n >= min(int(min_heavy), int(n[0]))) & (n <= int(max_heavy))
+    if not ok.any():  # every threshold leaves too many tasks: the fewest possible
+        few = np.flatnonzero(n <= max_heavy)
+        return int(candidates[few[0]] if few.size else candidates[-1])
+    score = np.where(ok, candidates * np.sqrt(n), -np.inf)
+    return int(candidates[int(np.argmax(score))])

@@ -4,7 +4,7 @@
 Each trial draws its task sets with :func:`~.synthetic_mlr.simulate_tasks` from
 seed words that name the trial (so a trial's numbers never depend on which
 batch or worker runs it) and runs the steps of Algorithm 1 it measures, in the
-order and with the kernels of :func:`~.mlr_algorithm.meta_learn` (which
+order and with the kernels of :func:`~streamlsq.kernels.mlr.reference.meta_learn` (which
 :func:`classification_trial` calls whole). Pure NumPy; no math beyond the
 kernels it wires.
 """

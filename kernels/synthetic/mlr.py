@@ -3,6 +3,19 @@ the settings of its Appendix E), pure functions of their seeds.
 
 Model: component h ~ p per task; rows x ~ N(0, I_d), y = w_hᵀx + s_h·ε, ε ~ N(0, 1).
 
+Non-isotropic features (``features``, :data:`FEATURES`): x is a basis of functions
+of a scalar input u ~ U(−1, 1) drawn per row, the kind of regression the
+meta-learning benchmarks use (a curve per task):
+
+- ``"polynomial"``: x_j = u^j, j = 0..d−1 (monomials: E xxᵀ is a Hilbert-like
+  matrix, badly conditioned for d ≥ 6);
+- ``"chebyshev"``: x_j = T_j(u), the Chebyshev polynomials of the first kind
+  (better conditioned, still far from I: E T_j² ≠ E T_0² = 1).
+
+They replace the Gaussian features in the same random stream position (the
+block draws B·t uniforms instead of the (B, t, d) normals), so a setting is
+still a function of (seed, task index, t, d, features).
+
 Chunk invariance: tasks are generated in fixed blocks of B tasks (B depends only
 on rows_per_task and d); block b draws, from ``default_rng([*seed, 2, b])`` and
 in this order, B uniforms for the components, the (B, t, d) features and the
@@ -17,7 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["mlr_components", "simulate_tasks", "tasks_per_block"]
+__all__ = ["FEATURES", "feature_rows", "mlr_components", "simulate_tasks", "tasks_per_block"]
+
+#: kinds of features: isotropic Gaussian, or functions of a scalar input u ~ U(-1, 1)
+FEATURES = ("gaussian", "polynomial", "chebyshev")
 
 _TAG_COMPONENTS = 1
 _TAG_TASKS = 2
@@ -110,7 +126,26 @@ def tasks_per_block(rows_per_task: int, d: int) -> int:
     return max(1, min(_MAX_TASKS_PER_BLOCK, _NUMBERS_PER_BLOCK // (rows_per_task * (d + 1))))
 
 
-def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s, p):
+def feature_rows(u, d: int, features: str) -> np.ndarray:
+    """Features (..., d) of scalar inputs u: monomials u^j or Chebyshev T_j(u), j < d.
+
+    Examples
+    --------
+    >>> feature_rows(np.array([0.5]), 3, "polynomial").tolist()
+    [[1.0, 0.5, 0.25]]
+    >>> feature_rows(np.array([0.5]), 3, "chebyshev").tolist()  # T_2(u) = 2u² − 1
+    [[1.0, 0.5, -0.5]]
+    """
+    u = np.asarray(u, dtype=np.float64)
+    if features == "polynomial":
+        return u[..., None] ** np.arange(d)
+    if features == "chebyshev":
+        return np.polynomial.chebyshev.chebvander(u, d - 1)
+    raise ValueError(f"features must be 'polynomial' or 'chebyshev' here, got {features!r}")
+
+
+def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s, p,
+                   features: str = "gaussian"):
     """Tasks first_task .. first_task+n_tasks−1 of the synthetic task set ``seed``.
 
     Returns (X (n_tasks·t, d), y (n_tasks·t,), task_ptr (n_tasks+1,) local int64,
@@ -118,8 +153,12 @@ def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s
     numbers of task i depend only on (seed, i, t, d), never on the chunking
     (module docstring); ``seed`` is an int or a sequence of ints (e.g.
     (seed, role) for the light, heavy and second light task sets).
+    ``features``: "gaussian" (x ~ N(0, I)), "polynomial" or "chebyshev"
+    (functions of u ~ U(−1, 1), module docstring).
     Vectorised within each block: a loop over blocks, not tasks.
     """
+    if features not in FEATURES:
+        raise ValueError(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
     words = _seed_words(seed)
     t = _positive_int(rows_per_task, "rows_per_task")
     if not _is_int(first_task) or first_task < 0:
@@ -147,7 +186,10 @@ def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s
         for b in range(first // B, (first + n - 1) // B + 1):
             rng = np.random.default_rng([*words, _TAG_TASKS, b])
             u = rng.random(B)
-            Xb = rng.standard_normal((B, t, d))
+            if features == "gaussian":
+                Xb = rng.standard_normal((B, t, d))
+            else:
+                Xb = feature_rows(rng.uniform(-1.0, 1.0, (B, t)), d, features)
             eb = rng.standard_normal((B, t))
             lo = max(first, b * B)
             hi = min(first + n, (b + 1) * B)

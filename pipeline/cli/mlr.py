@@ -8,6 +8,8 @@ with the subcommands ``stream`` (the existing command, unchanged options) and
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
@@ -15,12 +17,26 @@ from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_
 __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
 
 
+def _k_option(value):
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected a positive integer or 'auto', got {value!r}") from None
+
+
 @click.command(context_settings=CONTEXT)
 @click.argument("data", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Model store to create.")
-@click.option("--k", "k", required=True, type=int, help="Number of components.")
-@click.option("--linkage", type=click.Choice(["single", "average"]), default="single",
-              show_default=True, help="Clustering of the heavy tasks.")
+@click.option("--k", "k", default="auto", show_default=True, callback=lambda c, p, v: _k_option(v),
+              help="Number of components, or 'auto': chosen by held-out likelihood (writes "
+              "OUT.k-curve.csv and .png beside the model, OUT without .zarr).")
+@click.option("--k-max", type=int, default=None,
+              help="With --k auto: the largest k tried (default min(d, 8, heavy tasks)).")
+@click.option("--linkage", type=click.Choice(["auto", "single", "average"]), default="auto",
+              show_default=True, help="Clustering of the heavy tasks (auto: average up to "
+              "5,000 heavy tasks, else single).")
 @click.option("--threshold", type=float, default=None,
               help="Cut the linkage at this distance (Δ²/2 for a known separation Δ) "
               "instead of at K clusters.")
@@ -32,7 +48,8 @@ __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
               show_default=True, help="Task sets from the store's role variable or by rows "
               "per task.")
 @click.option("--heavy-rows", type=int, default=None,
-              help="With --roles rows: tasks with at least this many rows are also heavy.")
+              help="By rows: tasks with at least this many rows are also heavy (default: a "
+              "rule on the task sizes, reported in the summary).")
 @click.option("--holdout", default=0, show_default=True,
               help="Leave out the last N rows of every task (evaluate them with predict).")
 @click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
@@ -41,23 +58,25 @@ __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
 @click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
 @_scheduler_options
 @_friendly_errors
-def metalearn(data, out, k, linkage, threshold, splits, whiten, roles, heavy_rows, holdout,
-              chunk_tasks, tile, overwrite, scheduler, n_workers, memory_limit):
+def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, heavy_rows,
+              holdout, chunk_tasks, tile, overwrite, scheduler, n_workers, memory_limit):
     """Meta-learn a mixture of K linear regressions (Algorithm 1) from the task store DATA.
 
     \b
     Examples:
       streamlsq simulate mlr --out tasks.zarr --k 4 --d 8
       streamlsq metalearn tasks.zarr --out model.zarr --k 4
-      streamlsq metalearn tasks.zarr --out model.zarr --k 4 --linkage average --splits 3
+      streamlsq metalearn tasks.zarr --out model.zarr            # k chosen from the data
+      streamlsq metalearn tasks.zarr --out model.zarr --k 4 --linkage single --splits 3
       streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
     """
     from streamlsq.mlr.metalearn import metalearn as run
 
     with _client(scheduler, n_workers, memory_limit) as client:
-        ds = run(data, k, out=out, linkage=linkage, threshold=threshold, splits=splits,
-                 whiten=whiten, roles=roles, heavy_rows=heavy_rows, holdout=holdout,
-                 chunk_tasks=chunk_tasks, tile=tile, overwrite=overwrite, client=client)
+        ds = run(data, k, out=out, k_max=k_max, linkage=linkage, threshold=threshold,
+                 splits=splits, whiten=whiten, roles=roles, heavy_rows=heavy_rows,
+                 holdout=holdout, chunk_tasks=chunk_tasks, tile=tile, overwrite=overwrite,
+                 client=client)
     a = ds.attrs
     line = (f"wrote {out}: {a['n_clusters']} clusters from {a['n_light']} light, "
             f"{a['n_heavy']} heavy and {a['n_light2']} light2 tasks in {a['seconds']:.3g} s")
@@ -66,6 +85,18 @@ def metalearn(data, out, k, linkage, threshold, splits, whiten, roles, heavy_row
                  f"{a['heavy_accuracy']:.3g}, classification accuracy "
                  f"{a['classification_accuracy']:.3g}, coef error {a['coef_error']:.3g}")
     click.echo(line)
+    click.echo(f"roles: {a['role_rule']}" + (f"; {a['n_unused_tasks']} task(s) with fewer "
+               "than 2 rows unused" if a["n_unused_tasks"] else ""))
+    if k == "auto":
+        from streamlsq.mlr.kcurve import write_k_curve
+
+        csv, png = write_k_curve(ds, Path(out).with_suffix(""))
+        click.echo(f"k = {a['k_chosen']} chosen from k = 1..{ds.sizes['k_candidate']} by "
+                   f"held-out likelihood on {a['n_validation_tasks']} light2 tasks "
+                   f"(one-standard-error rule); curve in {csv} and {png}")
+    if a.get("n_fallback_clusters"):
+        click.echo(f"refinement fell back for {a['n_fallback_clusters']} cluster(s): "
+                   f"{a['fallback_clusters']}")
 
 
 @click.command(context_settings=CONTEXT)
@@ -77,28 +108,39 @@ def metalearn(data, out, k, linkage, threshold, splits, whiten, roles, heavy_row
               "least squares.")
 @click.option("--holdout", default=0, show_default=True,
               help="Hold out the last N rows of every task and report their squared error.")
+@click.option("--yhat", is_flag=True, help="Also write yhat (row,): the predicted target of "
+              "every row of TASKS (the held-out rows are each task's last N).")
+@click.option("--new-rows", type=click.Path(), default=None,
+              help="A store of new covariates (X, task_ptr over the same tasks): write "
+              "new_yhat (new_row,) for its rows.")
 @click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
 @_scheduler_options
 @_friendly_errors
-def predict(model, tasks, out, estimator, holdout, chunk_tasks, overwrite, scheduler,
-            n_workers, memory_limit):
+def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, overwrite,
+            scheduler, n_workers, memory_limit):
     """Estimate every task of TASKS under the meta-learned MODEL.
 
     \b
     Examples:
       streamlsq predict model.zarr new-tasks.zarr --out pred.zarr
       streamlsq predict model.zarr new-tasks.zarr --out pred.zarr --estimator map --holdout 10
+      streamlsq predict model.zarr tasks.zarr --out pred.zarr --holdout 5 --yhat
+      streamlsq predict model.zarr tasks.zarr --out pred.zarr --new-rows new-x.zarr
     """
     from streamlsq.mlr.predict import predict as run
 
     with _client(scheduler, n_workers, memory_limit) as client:
-        ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout,
-                 chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
+        ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout, yhat=yhat,
+                 new_rows=new_rows, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
     line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {estimator}"
     if holdout:
         line += (f"; held-out MSE {ds.attrs['holdout_mse']:.4g} over "
                  f"{ds.attrs['holdout_rows']} rows")
+    if yhat:
+        line += f"; yhat for {ds.sizes['row']} rows"
+    if new_rows is not None:
+        line += f"; new_yhat for {ds.sizes['new_row']} rows of {new_rows}"
     click.echo(line)
 
 
@@ -153,6 +195,10 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
               help="Rescale the components to this minimum distance.")
 @click.option("--kind", type=click.Choice(["orthonormal", "gaussian"]), default="orthonormal",
               show_default=True, help="Orthonormal components or N(0, I/d).")
+@click.option("--features", type=click.Choice(["gaussian", "polynomial", "chebyshev"]),
+              default="gaussian", show_default=True,
+              help="Rows x ~ N(0, I), or monomials / Chebyshev polynomials of u ~ U(-1, 1) "
+              "(non-isotropic).")
 @click.option("--n-light", default=10_000, show_default=True, help="Tasks in D_L1.")
 @click.option("--t-light", default=4, show_default=True, help="Rows per D_L1 task.")
 @click.option("--n-heavy", default=200, show_default=True, help="Tasks in D_H.")
@@ -167,7 +213,7 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 @_scheduler_options
 @_friendly_errors
-def simulate_mlr(out, k, d, weights, noise, separation, kind, n_light, t_light, n_heavy,
+def simulate_mlr(out, k, d, weights, noise, separation, kind, features, n_light, t_light, n_heavy,
                  t_heavy, n_light2, t_light2, seed, task_seed, chunk_size, overwrite, scheduler,
                  n_workers, memory_limit):
     """Write a multi-task store of the mixed-linear-regression model, in parallel.
@@ -190,7 +236,8 @@ def simulate_mlr(out, k, d, weights, noise, separation, kind, n_light, t_light, 
     with _client(scheduler, n_workers, memory_limit) as client:
         path = run(out, k=k, d=d, weights=None if weights is None else numbers(weights, "weights"),
                    noise=noise_values[0] if len(noise_values) == 1 else noise_values,
-                   separation=separation, kind=kind, n_light=n_light, t_light=t_light,
+                   separation=separation, kind=kind, features=features, n_light=n_light,
+                   t_light=t_light,
                    n_heavy=n_heavy, t_heavy=t_heavy, n_light2=n_light2, t_light2=t_light2,
                    seed=seed, task_seed=task_seed, chunk_rows=chunk_size, overwrite=overwrite,
                    client=client)
@@ -217,7 +264,8 @@ def example(name, out, seed, min_rows, overwrite):
     \b
     Examples:
       streamlsq example exam --out exam.zarr
-      streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
+      streamlsq metalearn exam.zarr --out m.zarr --holdout 2      # defaults: k auto, roles by rows
+      streamlsq predict m.zarr exam.zarr --out p.zarr --holdout 2 --yhat
     (--scheduler is not needed: the conversion runs in this process.)
     """
     from streamlsq.mlr.examples import example_tasks

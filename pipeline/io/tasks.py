@@ -10,28 +10,37 @@ variable        dims                notes
 ``task_ptr``    (task_edge,)        int64 offsets, length n_tasks + 1: rows of task i are
                                     ``task_ptr[i]:task_ptr[i+1]``; starts at 0, never
                                     decreases, ends at the number of rows
-``role``        (task,)             optional int8: 0 light (D_L1), 1 heavy (D_H),
-                                    2 light2 (D_L2), with CF-style attributes
-                                    ``flag_values = [0, 1, 2]`` and
-                                    ``flag_meanings = "light heavy light2"``
+``role``        (task,)             optional: the role of each task, written as users
+                                    write it (:func:`decode_roles`): the strings
+                                    ``light`` (D_L1), ``heavy`` (D_H), ``light2`` (D_L2)
+                                    (fixed or variable length), integer codes named by
+                                    CF attributes ``flag_values`` / ``flag_meanings``, or
+                                    the codes 0 light, 1 heavy, 2 light2 without them
 ``component``   (task,)             optional, synthetic only: the true component of a task
 ``w_true``      (component, feature)  optional, synthetic only
 ``s_true``      (component,)        optional: true noise standard deviations
 ``p_true``      (component,)        optional: true weights
 ==============  ==================  ======================================================
 
-Roles are stored as small integers rather than strings: Zarr v3 has no portable
-fixed-width string type across readers, and the CF ``flag_*`` attributes name
-the codes for any reader (xarray shows them).
+``simulate mlr`` writes int8 codes with ``flag_values = [0, 1, 2]`` and
+``flag_meanings = "light heavy light2"`` (CF flags: xarray and netCDF readers
+name the codes); a store written by hand may hold the names themselves, e.g.
+``xr.Dataset({"role": ("task", ["light", "heavy", ...])}).to_zarr(...)``.
+Names are read without regard to case or surrounding blanks, and ``light1``
+is accepted for ``light``. Anything else is refused by value and task.
 
 Roles of a store without ``role`` are assigned by rows per task
 (:func:`task_sets` with ``roles="rows"``): every task with at least 2 rows is a
 light task used both for the subspace (D_L1) and for classification and
-refinement (D_L2), and every task with at least ``heavy_rows`` rows is also a
-heavy task (D_H). Reusing tasks across the steps gives up the independence the
+refinement (D_L2), and the tasks with at least ``heavy_rows`` rows are also
+heavy tasks (D_H). Reusing tasks across the steps gives up the independence the
 paper's analysis assumes, but it is what a small real dataset affords; a store
 that wants disjoint sets says so with ``role``. Tasks with fewer than 2 rows
-are then left out of every set (their count is reported).
+are then left out of every set (their count is reported). Without
+``heavy_rows`` the threshold comes from the store's task sizes
+(``kernels.mlr.default_heavy_rows``): the larger half of the tasks (at least
+the median number of rows), never fewer than 2 rows per split group (4L), and
+at most :data:`MAX_DEFAULT_HEAVY` tasks (the largest ones).
 
 Validation on open (:func:`open_tasks`): names, dims and dtypes of every
 variable, ``task_ptr`` monotone, starting at 0 and ending at the number of rows
@@ -67,10 +76,12 @@ from streamlsq.kernels import mlr
 from streamlsq.runtime.memory import fast_large_allocations
 
 __all__ = [
+    "MAX_DEFAULT_HEAVY",
     "ROLE_CODES",
     "TaskChunk",
     "TaskSets",
     "TaskSource",
+    "decode_roles",
     "open_tasks",
     "plan_chunks",
     "task_sets",
@@ -79,6 +90,10 @@ __all__ = [
 #: role name -> code stored in ``role``
 ROLE_CODES = {"light": 0, "heavy": 1, "light2": 2}
 ROLE_ATTRS = {"flag_values": [0, 1, 2], "flag_meanings": "light heavy light2"}
+#: role names read from strings or flag meanings (case and blanks ignored)
+ROLE_NAMES = {"light": 0, "light1": 0, "heavy": 1, "light2": 2}
+#: most heavy tasks the default rule assigns (average linkage holds all their distances)
+MAX_DEFAULT_HEAVY = 5_000
 TASK_DIMS = {
     "X": ("row", "feature"),
     "y": ("row",),
@@ -130,10 +145,12 @@ class TaskSource(StoreSource):
         return np.asarray(self.array("task_ptr")[lo : hi + 1], dtype=np.int64)
 
     def roles(self) -> np.ndarray | None:
-        """The stored role codes (n_tasks,) int8, or None when the store has no ``role``."""
+        """Role codes (n_tasks,) int8 (0 light, 1 heavy, 2 light2) decoded from the stored
+        ``role`` (:func:`decode_roles`), or None when the store has no ``role``."""
         if not self.has_role:
             return None
-        return np.asarray(self.array("role")[:], dtype=np.int8)
+        arr = self.array("role")
+        return decode_roles(arr[:], dict(arr.attrs), self.label)
 
     def truth(self) -> dict | None:
         """{"component", "w_true", "s_true", "p_true"} of a synthetic store, else None."""
@@ -150,8 +167,12 @@ class TaskSource(StoreSource):
         return X, y, ptr - r0
 
 
-def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
+def open_tasks(path: str | os.PathLike, group: str | None = None, *,
+               targets: bool = True) -> TaskSource:
     """Open and validate a multi-task store's layout; raise :class:`InputError` on any defect.
+
+    ``targets=False`` opens a store of new covariates: ``y`` may be missing
+    (``predict(..., new_rows=...)`` reads only ``X`` and ``task_ptr``).
 
     Examples
     --------
@@ -167,8 +188,12 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
     path = str(path)
     label = store_label(path, group)
     g = open_group(path, group)
-    members = require_variables(g, label, ("X", "y", "task_ptr"), "a multi-task store needs "
-                                "X (row, feature), y (row,) and task_ptr (task_edge,)")
+    if targets:
+        members = require_variables(g, label, ("X", "y", "task_ptr"), "a multi-task store "
+                                    "needs X (row, feature), y (row,) and task_ptr (task_edge,)")
+    else:
+        members = require_variables(g, label, ("X", "task_ptr"), "a store of new covariates "
+                                    "needs X (row, feature) and task_ptr (task_edge,)")
     arrays = {name: g[name] for name in TASK_DIMS if name in members}
     for name, arr in arrays.items():
         if dimension_names(arr) != TASK_DIMS[name]:
@@ -179,12 +204,13 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
     for name in ("X", "y", "w_true", "s_true", "p_true"):
         if name in arrays:
             check_numeric(label, name, arrays[name])
-    for name in ("task_ptr", "role", "component"):
+    for name in ("task_ptr", "component"):
         if name in arrays and np.dtype(arrays[name].dtype).kind not in "iu":
             raise InputError(
                 f"{label}: variable '{name}' has dtype {arrays[name].dtype}, expected integers"
             )
-    X, y, ptr_arr = arrays["X"], arrays["y"], arrays["task_ptr"]
+    X, ptr_arr = arrays["X"], arrays["task_ptr"]
+    y = arrays.get("y", X)
     if y.shape[0] != X.shape[0]:
         raise InputError(f"{label}: variable 'y' has {y.shape[0]} rows but 'X' has {X.shape[0]}")
     if X.shape[1] == 0:
@@ -205,14 +231,7 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
     except ValueError as exc:
         raise InputError(f"{label}: variable 'task_ptr': {exc}") from None
     if "role" in arrays:
-        role = np.asarray(arrays["role"][:])
-        bad = (role < 0) | (role > 2)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise InputError(
-                f"{label}: variable 'role' has code {int(role[i])} at task {i}; expected "
-                "0 (light), 1 (heavy) or 2 (light2)"
-            )
+        decode_roles(arrays["role"][:], dict(arrays["role"].attrs), label)
     has_truth = all(name in arrays for name in TRUTH)
     if has_truth:
         k = arrays["w_true"].shape[0]
@@ -237,6 +256,85 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
     )
 
 
+def _role_name(value) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    return str(value).strip().lower()
+
+
+def _flag_map(attrs: dict, label: str) -> dict | None:
+    """{code: role code} from CF ``flag_values``/``flag_meanings``, or None without them."""
+    if "flag_values" not in attrs and "flag_meanings" not in attrs:
+        return None
+    values = np.atleast_1d(np.asarray(attrs.get("flag_values", [])))
+    meanings = str(attrs.get("flag_meanings", "")).split()
+    if values.size != len(meanings) or values.dtype.kind not in "iu":
+        raise InputError(
+            f"{label}: variable 'role' has flag_values {values.tolist()} and flag_meanings "
+            f"{meanings}; expected as many integer codes as names"
+        )
+    out = {}
+    for code, meaning in zip(values.tolist(), meanings, strict=True):
+        if _role_name(meaning) not in ROLE_NAMES:
+            raise InputError(
+                f"{label}: variable 'role' names code {code} '{meaning}' in flag_meanings; "
+                "expected light, heavy or light2"
+            )
+        out[int(code)] = ROLE_NAMES[_role_name(meaning)]
+    return out
+
+
+def decode_roles(values, attrs: dict, label: str) -> np.ndarray:
+    """Role codes (n_tasks,) int8 — 0 light, 1 heavy, 2 light2 — from a stored ``role``.
+
+    Accepts the names as strings (fixed-length ``<U``/``S``, variable-length
+    or object; case and blanks ignored, ``light1`` = ``light``), integer codes
+    named by CF ``flag_values``/``flag_meanings`` in any order, or the integer
+    codes 0, 1, 2 without those attributes. Anything else raises
+    :class:`InputError` naming the store, the variable, the bad value and the
+    first task that holds it.
+
+    Examples
+    --------
+    >>> decode_roles(["heavy", "Light", "light2"], {}, "tasks.zarr").tolist()
+    [1, 0, 2]
+    >>> decode_roles([5, 7], {"flag_values": [5, 7], "flag_meanings": "light2 heavy"},
+    ...              "tasks.zarr").tolist()
+    [2, 1]
+    """
+    values = np.asarray(values)
+    expected = ("expected light, heavy or light2 (strings, or integer codes named by "
+                "flag_values/flag_meanings, or 0, 1, 2)")
+    if values.dtype.kind in "USTO":
+        names = np.array([_role_name(v) for v in values.ravel()], dtype=object)
+        uniq, inverse = np.unique(names.astype(str), return_inverse=True)
+        codes = np.array([ROLE_NAMES.get(u, -1) for u in uniq], dtype=np.int8)[inverse]
+        bad = codes < 0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"{label}: variable 'role' has value {str(values.ravel()[i])!r} at task {i}; "
+                f"{expected}"
+            )
+        return codes
+    if values.dtype.kind not in "iu":
+        raise InputError(f"{label}: variable 'role' has dtype {values.dtype}; {expected}")
+    mapping = _flag_map(attrs, label) or {0: 0, 1: 1, 2: 2}
+    codes = np.full(values.shape, -1, dtype=np.int8)
+    for code, role in mapping.items():
+        codes[values == code] = role
+    bad = codes < 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        named = ", ".join(f"{c} ({n})" for c, n in zip(
+            mapping, [("light", "heavy", "light2")[r] for r in mapping.values()], strict=True))
+        raise InputError(
+            f"{label}: variable 'role' has code {int(values[i])} at task {i}; expected "
+            f"{named}"
+        )
+    return codes
+
+
 # -- task sets ---------------------------------------------------------------------
 @dataclass
 class TaskSets:
@@ -247,6 +345,7 @@ class TaskSets:
     light2: np.ndarray
     rule: str
     unused: int = 0
+    heavy_rows: int | None = None
 
     def mask(self, role: str) -> np.ndarray:
         return getattr(self, role)
@@ -258,13 +357,17 @@ def task_sets(
     roles: str = "auto",
     heavy_rows: int | None = None,
     holdout: int = 0,
+    splits: int = 1,
 ) -> TaskSets:
     """Task sets from the stored ``role`` or by rows per task (module docstring).
 
-    ``roles``: "store" (needs ``role``), "rows" (needs ``heavy_rows``), or "auto"
-    ("store" when the store has ``role``, else "rows"). Refuses a light task
-    with fewer than 2 rows or a light2 task without rows, naming the task.
-    Rows are counted after holding out the last ``holdout`` rows of every task.
+    ``roles``: "store" (needs ``role``), "rows", or "auto" ("store" when the
+    store has ``role``, else "rows"). By rows, tasks with at least ``heavy_rows``
+    rows are heavy; without ``heavy_rows`` the threshold is
+    ``kernels.mlr.default_heavy_rows`` of the task sizes and ``splits`` (L).
+    Refuses a light task with fewer than 2 rows or a light2 task without rows,
+    naming the task. Rows are counted after holding out the last ``holdout``
+    rows of every task.
     """
     sizes = np.diff(ptr) - holdout
     if roles == "auto":
@@ -274,7 +377,7 @@ def task_sets(
         if role is None:
             raise InputError(
                 f"{source.label}: variable 'role' is missing; assign roles by rows per task "
-                "(roles='rows' with heavy_rows, --heavy-rows N on the command line)"
+                "(roles='rows', --roles rows on the command line)"
             )
         sets = TaskSets(role == 0, role == 1, role == 2, "store")
         for name, need in (("light", 2), ("light2", 1)):
@@ -288,16 +391,23 @@ def task_sets(
                 )
         return sets
     if roles == "rows":
-        if heavy_rows is None or heavy_rows < 2:
+        if heavy_rows is None:
+            try:
+                heavy_rows = mlr.default_heavy_rows(sizes, splits, MAX_DEFAULT_HEAVY)
+            except ValueError as exc:
+                raise InputError(f"{source.label}: {exc}") from None
+            rule = (f"rows (heavy_rows={heavy_rows}: default, h >= 4L = {4 * splits} "
+                    "maximising h*sqrt(tasks with >= h rows))")
+        elif heavy_rows < 2:
             raise InputError(
                 f"{source.label}: assigning roles by rows needs heavy_rows >= 2 "
                 f"(--heavy-rows N), got {heavy_rows}"
             )
+        else:
+            rule = f"rows (heavy_rows={heavy_rows})"
         light = sizes >= 2
-        return TaskSets(
-            light, sizes >= heavy_rows, light.copy(), f"rows (heavy_rows={heavy_rows})",
-            unused=int((~light).sum()),
-        )
+        return TaskSets(light, sizes >= heavy_rows, light.copy(), rule,
+                        unused=int((~light).sum()), heavy_rows=int(heavy_rows))
     raise InputError(f"roles must be 'auto', 'store' or 'rows', got {roles!r}")
 
 

@@ -19,7 +19,7 @@ re-associated over chunks; labels exactly):
    worker from the scattered (a, c):
    - single linkage: each tile returns its minimum spanning forest
      (≤ 2·tile − 1 edges) and the forests are merged as a tree
-     (``merge_spanning_forests``, exact: see ``kernels.mlr_cluster``); H never
+     (``merge_spanning_forests``, exact: see ``streamlsq.kernels.mlr.linkage``); H never
      exists whole. Memory: one tile (tile²·8 bytes, 8 MB at tile = 1024) per
      worker thread, n_H·(L·k·16 + 24) bytes on the client. Time grows as n_H²;
    - average linkage needs all of H on the client: n_H ≤ ``MAX_FULL_HEAVY`` =
@@ -62,13 +62,21 @@ from streamlsq.kernels import mlr
 from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
-__all__ = ["MAX_FULL_HEAVY", "TILE", "fit_pooled", "metalearn", "model_dataset"]
+__all__ = ["DEFAULT_LINKAGE", "DEFAULT_SPLITS", "K_MAX", "MAX_FULL_HEAVY", "TILE", "fit_pooled",
+           "metalearn", "model_dataset"]
 
 #: largest number of heavy tasks for average linkage (the full H on the client)
 MAX_FULL_HEAVY = 5_000
 #: heavy tasks per side of a distance tile
 TILE = 1024
-LINKAGES = ("single", "average")
+LINKAGES = ("single", "average", "auto")
+#: defaults chosen by measurement (tests/benchmarks/bench_mlr_defaults.py, the README)
+DEFAULT_LINKAGE = "auto"
+DEFAULT_SPLITS = 1
+#: largest k that k="auto" tries by default (also at most d and the number of heavy tasks)
+K_MAX = 8
+#: k="auto" holds out every VALIDATION_EVERY-th light2 task to score each k
+VALIDATION_EVERY = 4
 
 
 # -- tasks run on the workers (each reads its own chunk) --------------------------------
@@ -103,6 +111,21 @@ def _classify(chunk, source, transform, holdout, W0, r2):
     return labels, mlr.cluster_sufficient_stats(X, y, ptr, labels, W0.shape[0])
 
 
+def _classify_many(chunk, source, transform, holdout, initial):
+    """Classification statistics of one chunk under every candidate (W0, r2), keys "k:name"."""
+    X, y, ptr = load_chunk(source, chunk, transform, holdout)
+    out = {}
+    for W0, r2 in initial:
+        labels = mlr.classify(mlr.classification_log_likelihood(X, y, ptr, W0, r2))
+        stats = mlr.cluster_sufficient_stats(X, y, ptr, labels, W0.shape[0])
+        out.update({f"{W0.shape[0]}:{name}": v for name, v in stats.items()})
+    return out
+
+
+def _heldout(chunk, source, transform, holdout, models):
+    return mlr.heldout_loglik_sums(*load_chunk(source, chunk, transform, holdout), models)
+
+
 def _tile(ac, r0, r1, c0, c1, forest):
     a, c = ac
     block = mlr.pairwise_distance_block(a[r0:r1], c[r0:r1], a[c0:c1], c[c0:c1])
@@ -118,6 +141,7 @@ class _Run:
         self.chunk_tasks, self.progress = chunk_tasks, progress
         self.seconds: dict[str, float] = {}
         self.ptr = source.task_ptr()
+        self.cache: dict = {}
 
     def plan(self, mask):
         return plan_chunks(self.ptr, mask, self.chunk_tasks)
@@ -148,7 +172,7 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
             f"of k components has at most d dimensions"
         )
     if linkage not in LINKAGES:
-        raise InputError(f"linkage must be 'single' or 'average', got {linkage!r}")
+        raise InputError(f"linkage must be 'single', 'average' or 'auto', got {linkage!r}")
     check_int("splits", splits, 1, "a positive integer")
     if threshold is not None and not np.isfinite(threshold):
         raise InputError(f"threshold must be a finite number, got {threshold!r}")
@@ -187,12 +211,13 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
 
 def metalearn(
     data: str | os.PathLike,
-    k: int,
+    k: int | str = "auto",
     *,
     out: str | os.PathLike | None = None,
-    linkage: str = "single",
+    k_max: int | None = None,
+    linkage: str = DEFAULT_LINKAGE,
     threshold: float | None = None,
-    splits: int = 1,
+    splits: int = DEFAULT_SPLITS,
     whiten: bool = False,
     roles: str = "auto",
     heavy_rows: int | None = None,
@@ -209,27 +234,40 @@ def metalearn(
 
     Parameters
     ----------
-    k : number of components (the subspace rank and the clustering cut).
-    linkage : "single" (the paper; tiled, any number of heavy tasks) or "average"
-        (the authors' code; full matrix, up to ``MAX_FULL_HEAVY`` heavy tasks).
+    k : number of components (the subspace rank and the clustering cut), or
+        "auto": chosen from the data (:func:`select_k`: held-out likelihood of
+        the fitted mixture for k = 1..``k_max``, one-standard-error rule).
+    k_max : largest k tried by ``k="auto"`` (default min(d, 8, heavy tasks)).
+    linkage : "average" (the authors' code; full matrix, up to ``MAX_FULL_HEAVY``
+        heavy tasks), "single" (the paper; tiled, any number of heavy tasks) or
+        "auto" (average up to ``MAX_FULL_HEAVY`` heavy tasks, else single).
     threshold : cut the linkage at this distance instead of at k clusters
         (Δ²/2 for a known separation Δ); the number of clusters is then found.
     splits : L, the number of split pairs per heavy task (median over L).
     whiten : whiten the features first (coefficients are mapped back).
     roles, heavy_rows : task sets from the store's ``role`` or by rows per task
-        (see :mod:`streamlsq.tasks`).
+        (see :mod:`streamlsq.io.tasks`; without ``heavy_rows`` a rule on the task
+        sizes picks the heavy tasks).
     holdout : leave out the last ``holdout`` rows of every task (for evaluation
         with ``predict(..., holdout=...)``).
     chunk_tasks : tasks per chunk of work; tile : heavy tasks per tile side.
     out : write the model store here (atomically, ``complete=True`` last).
 
+    A cluster whose light2 rows cannot be refined (too few rows, a singular
+    XᵀX, or no light2 task) keeps the least-squares estimate closest to its
+    initial one (``kernels.mlr.refine_with_fallback``); it is flagged in
+    ``refinement (cluster)`` and the ``fallback_clusters`` attribute, and the
+    run completes.
+
     Returns
     -------
     xarray.Dataset: ``basis (feature, rank)``, ``coef (cluster, feature)``,
     ``noise (cluster)`` (ŝ, a standard deviation) and ``noise_var`` (ŝ²),
-    ``weight (cluster)``, ``heavy_cluster (heavy_task)``, ``light_cluster
-    (light_task)``, ``eigenvalues``, initial estimates, the seconds of each step (``seconds_*``)
-    and, for a store with the truth, its errors as attributes.
+    ``weight (cluster)``, ``refinement (cluster)``, ``heavy_cluster (heavy_task)``,
+    ``light_cluster (light_task)``, ``eigenvalues``, initial estimates, with
+    ``k="auto"`` the curve ``k_loglik``/``k_loglik_se (k_candidate)``, the seconds
+    of each step (``seconds_*``) and, for a store with the truth, its errors as
+    attributes.
 
     Examples
     --------
@@ -243,26 +281,53 @@ def metalearn(
     (('cluster', 'feature'), 2)
     >>> model.attrs["heavy_accuracy"]  # the store knows its truth
     1.0
+    >>> streamlsq.metalearn(path, "auto").attrs["k_chosen"]
+    2
     >>> tmp.cleanup()
     """
     source = open_tasks(data, group)
     if out is not None:
         prepare_output(out, overwrite)
     tile = check_int("tile", tile, 2)
+    auto = isinstance(k, str)
+    if auto and k != "auto":
+        raise InputError(f"k must be a positive integer or 'auto', got {k!r}")
+    splits = check_int("splits", splits, 1, "a positive integer")
     started = time.perf_counter()
     with dask_client(client, scheduler) as cl:
         run = _Run(cl, source, int(holdout), chunk_tasks, progress)
-        sets = task_sets(source, run.ptr, roles, heavy_rows, int(holdout))
+        sets = task_sets(source, run.ptr, roles, heavy_rows, int(holdout), splits)
+        linkage = _resolve_linkage(linkage, sets)
+        selection = None
+        if auto:
+            if threshold is not None:
+                raise InputError("k='auto' chooses the cut itself: give no threshold")
+            k_max = _default_k_max(source, sets) if k_max is None else k_max
+            _check_inputs(source, sets, run.ptr, k_max, splits, linkage, None, holdout)
+            selection = _select_k(run, sets, int(k_max), splits, linkage, whiten, tile)
+            k = selection["k"]
         _check_inputs(source, sets, run.ptr, k, splits, linkage, threshold, holdout)
         result = _algorithm(run, sets, k, splits, linkage, threshold, whiten, tile)
     result["seconds"] = time.perf_counter() - started
-    params = {"k": int(k), "linkage": linkage, "threshold": threshold, "splits": int(splits),
-              "whiten": bool(whiten), "roles": sets.rule, "holdout": int(holdout),
-              "chunk_tasks": int(chunk_tasks), "tile": int(tile)}
-    ds = model_dataset(result, source, sets, params, run.seconds)
+    params = {"k": "auto" if auto else int(k), "linkage": linkage, "threshold": threshold,
+              "splits": int(splits), "whiten": bool(whiten), "roles": sets.rule,
+              "holdout": int(holdout), "chunk_tasks": int(chunk_tasks), "tile": int(tile)}
+    if auto:
+        params["k_max"] = int(k_max)
+    ds = model_dataset(result, source, sets, params, run.seconds, selection)
     if out is not None:
         write_result(ds, out, overwrite)
     return ds
+
+
+def _resolve_linkage(linkage: str, sets: TaskSets) -> str:
+    if linkage == "auto":
+        return "average" if int(sets.heavy.sum()) <= MAX_FULL_HEAVY else "single"
+    return linkage
+
+
+def _default_k_max(source: TaskSource, sets: TaskSets) -> int:
+    return max(1, min(source.n_features, K_MAX, int(sets.heavy.sum())))
 
 
 def _timed(run: _Run, step: str):
@@ -271,79 +336,152 @@ def _timed(run: _Run, step: str):
             self.t = time.perf_counter()
 
         def __exit__(self, *exc):
-            run.seconds[step] = time.perf_counter() - self.t
+            run.seconds[step] = run.seconds.get(step, 0.0) + time.perf_counter() - self.t
 
     return _T()
 
 
-def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten, tile) -> dict:
-    source, holdout = run.source, run.holdout
-    transform = None
-    out: dict = {}
-    if whiten:
+def _whitening(run: _Run, sets: TaskSets, whiten: bool):
+    """T (and the zero mean) from the moments of every used row, or None; cached per run."""
+    if not whiten:
+        return None
+    if "transform" not in run.cache:
         with _timed(run, "whitening"):
             used = sets.light | sets.heavy | sets.light2
-            _, sums = run.reduce(_moments, run.plan(used), holdout, name="whitening")
+            _, sums = run.reduce(_moments, run.plan(used), run.holdout, name="whitening")
             try:
-                transform = mlr.whitening_from_moments(sums, center=False)
+                run.cache["transform"] = mlr.whitening_from_moments(sums, center=False)
             except ValueError as exc:
-                raise InputError(f"{source.label}: variable 'X': {exc}") from None
-        out["whitening"] = transform[1]
+                raise InputError(f"{run.source.label}: variable 'X': {exc}") from None
+    return run.cache["transform"]
 
-    with _timed(run, "subspace"):
-        _, total = run.reduce(_subspace, run.plan(sets.light), transform, holdout,
-                              name="subspace")
-        d = source.n_features
-        U_all, eigenvalues = mlr.subspace_basis(total["moment"] / total["tasks"], d,
-                                                return_eigenvalues=True)
-        U = U_all[:, :k]
-    out.update(basis=U, eigenvalues=eigenvalues, n_light=int(total["tasks"]))
 
+def _subspace_all(run: _Run, sets: TaskSets, transform):
+    """All d eigenvectors and eigenvalues of M̂ over D_L1, and the task count; cached per run."""
+    if "subspace" not in run.cache:
+        with _timed(run, "subspace"):
+            _, total = run.reduce(_subspace, run.plan(sets.light), transform, run.holdout,
+                                  name="subspace")
+            d = run.source.n_features
+            U_all, eigenvalues = mlr.subspace_basis(total["moment"] / total["tasks"], d,
+                                                    return_eigenvalues=True)
+        run.cache["subspace"] = (U_all, eigenvalues, int(total["tasks"]))
+    return run.cache["subspace"]
+
+
+def _heavy_estimates(run: _Run, sets: TaskSets, transform, U, splits):
     with _timed(run, "heavy_estimates"):
         heavy_chunks = run.plan(sets.heavy)
-        futures = run.map(_project, heavy_chunks, transform, holdout, U, splits,
+        futures = run.map(_project, heavy_chunks, transform, run.holdout, U, splits,
                           name="heavy-estimates")
         wait_progress(run.client, futures, [c.n for c in heavy_chunks], "heavy estimates",
                       enabled=run.progress)
         parts = run.client.gather(futures)
         a = np.concatenate([p[0] for p in parts])
         c = np.concatenate([p[1] for p in parts])
+    return heavy_chunks, a, c
 
+
+def _initial(run: _Run, heavy_chunks, transform, a, c, U, linkage, cut, tile):
+    """Heavy clusters, initial ŵ⁰, p̂⁰ and r̂² for the basis U (d, k) and a, c (n_H, L, k)."""
     with _timed(run, "clustering"):
-        cut = {"n_clusters": int(k)} if threshold is None else {"threshold": float(threshold)}
         heavy_cluster = _cluster_heavy(run, a, c, linkage, cut, tile)
         n_clusters = int(heavy_cluster.max()) + 1
-
     with _timed(run, "initial_estimates"):
         W0, p0 = mlr.initial_cluster_estimates(a, c, heavy_cluster, U, n_clusters)
-        _, sums = run.reduce(_residuals, heavy_chunks, transform, holdout, heavy_cluster, W0,
-                             name="heavy-residuals")
+        _, sums = run.reduce(_residuals, heavy_chunks, transform, run.holdout, heavy_cluster,
+                             W0, name="heavy-residuals")
         try:
             r2 = mlr.residual_variance(sums["sse"], sums["rows"])
         except ValueError as exc:
-            raise InputError(f"{source.label}: heavy clusters: {exc}") from None
+            raise InputError(f"{run.source.label}: heavy clusters: {exc}") from None
+    return heavy_cluster, W0, p0, r2
+
+
+def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten, tile) -> dict:
+    out: dict = {}
+    transform = _whitening(run, sets, whiten)
+    if transform is not None:
+        out["whitening"] = transform[1]
+    U_all, eigenvalues, n_light = _subspace_all(run, sets, transform)
+    U = U_all[:, :k]
+    out.update(basis=U, eigenvalues=eigenvalues, n_light=n_light)
+    heavy_chunks, a, c = _heavy_estimates(run, sets, transform, U, splits)
+    cut = {"n_clusters": int(k)} if threshold is None else {"threshold": float(threshold)}
+    heavy_cluster, W0, p0, r2 = _initial(run, heavy_chunks, transform, a, c, U, linkage, cut,
+                                         tile)
 
     with _timed(run, "classification_refinement"):
         light2_chunks = run.plan(sets.light2)
-        futures, stats = run.reduce(_classify, light2_chunks, transform, holdout, W0, r2,
+        futures, stats = run.reduce(_classify, light2_chunks, transform, run.holdout, W0, r2,
                                     name="classify", leaf=operator.itemgetter(1))
         label_futures = [run.client.submit(operator.itemgetter(0), f, pure=False)
                          for f in futures]
         light_cluster = np.concatenate(run.client.gather(label_futures))
         try:
-            W, s2, p = mlr.refine_from_stats(stats, int(sets.light2.sum()))
+            W, s2, p, status = mlr.refine_with_fallback(stats, int(sets.light2.sum()), W0, r2)
         except ValueError as exc:
-            raise InputError(
-                f"{source.label}: refinement on the light2 tasks failed: {exc}; try another k "
-                "or more light2 tasks"
-            ) from None
+            raise InputError(f"{run.source.label}: refinement on the light2 tasks: {exc}") from None
 
     if transform is not None:  # back to raw features: w_x = T w_z
         W = mlr.unwhiten_coef(W, transform[1])
         W0 = mlr.unwhiten_coef(W0, transform[1])
     out.update(heavy_cluster=heavy_cluster, initial_coef=W0, initial_weight=p0, initial_r2=r2,
-               light_cluster=light_cluster, coef=W, noise_var=s2, weight=p)
+               light_cluster=light_cluster, coef=W, noise_var=s2, weight=p, refinement=status,
+               refinement_rows=np.asarray(stats["rows"]), refinement_tasks=np.asarray(
+                   stats["tasks"]))
     return out
+
+
+def _select_k(run: _Run, sets: TaskSets, k_max, splits, linkage, whiten, tile) -> dict:
+    """Held-out likelihood of Algorithm 1's mixture for k = 1..k_max (``kernels.mlr.kselect``).
+
+    The light2 tasks are split (``validation_tasks``: every 4th); for each k the
+    heavy tasks are clustered in the top-k subspace, the fitting light2 tasks
+    classified and refined, and the validation tasks scored. The subspace and
+    the heavy tasks' projections (on the top k_max eigenvectors, of which the
+    top-k ones are the first k coordinates) are computed once; the light2 passes
+    handle every k at once.
+    """
+    transform = _whitening(run, sets, whiten)
+    U_all, eigenvalues, _ = _subspace_all(run, sets, transform)
+    positions = np.flatnonzero(sets.light2)
+    val = np.zeros_like(sets.light2)
+    val[positions[mlr.validation_tasks(positions.size, VALIDATION_EVERY)]] = True
+    fit = sets.light2 & ~val
+    if int(val.sum()) < 2 or not fit.any():
+        raise InputError(
+            f"{run.source.label}: k='auto' needs at least {2 * VALIDATION_EVERY} light2 tasks "
+            f"(every {VALIDATION_EVERY}th is held out to score each k), got {positions.size}"
+        )
+    heavy_chunks, a_all, c_all = _heavy_estimates(run, sets, transform, U_all[:, :k_max], splits)
+    candidates = list(range(1, k_max + 1))
+    initial = []
+    for k in candidates:
+        _, W0, _, r2 = _initial(run, heavy_chunks, transform, a_all[:, :, :k], c_all[:, :, :k],
+                                U_all[:, :k], linkage, {"n_clusters": k}, tile)
+        initial.append((W0, r2))
+    with _timed(run, "k_selection"):
+        _, stats = run.reduce(_classify_many, run.plan(fit), transform, run.holdout, initial,
+                              name="k-refine")
+        models = []
+        for k, (W0, r2) in zip(candidates, initial, strict=True):
+            part = {name[len(f"{k}:"):]: v for name, v in stats.items()
+                    if name.startswith(f"{k}:")}
+            try:
+                W, s2, p, _ = mlr.refine_with_fallback(part, int(fit.sum()), W0, r2)
+            except ValueError as exc:
+                raise InputError(f"{run.source.label}: choosing k, k = {k}: {exc}") from None
+            models.append((W, s2, p))
+        _, sums = run.reduce(_heldout, run.plan(val), transform, run.holdout, models,
+                             name="k-heldout")
+        try:
+            choice = mlr.choose_k(sums, candidates)
+        except ValueError as exc:
+            raise InputError(f"{run.source.label}: choosing k: {exc}") from None
+    choice.update(candidates=np.asarray(candidates), eigenvalues=eigenvalues,
+                  n_validation=int(val.sum()), n_fit=int(fit.sum()))
+    return choice
 
 
 def _cluster_heavy(run: _Run, a, c, linkage, cut, tile) -> np.ndarray:
@@ -400,8 +538,9 @@ def truth_diagnostics(result: dict, truth: dict, sets: TaskSets) -> dict[str, fl
 
 
 def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict,
-                  seconds: dict) -> xr.Dataset:
-    """The model store (``docs/stores.md#model-store``) from a run's arrays."""
+                  seconds: dict, selection: dict | None = None) -> xr.Dataset:
+    """The model store (``docs/stores.md#model-store``) from a run's arrays (and the
+    curve of ``k="auto"``)."""
     K, d = result["coef"].shape
     cluster = np.arange(K)
     ds = xr.Dataset(
@@ -430,6 +569,24 @@ def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict
     ds["heavy_task"].attrs["long_name"] = "index of the heavy task in the input store"
     ds["light_task"].attrs["long_name"] = "index of the light2 task in the input store"
     ds["eigenvalues"].attrs["long_name"] = "eigenvalues of the subspace moment, descending"
+    if "refinement" in result:
+        ds["refinement"] = (("cluster",), result["refinement"].astype(np.int8))
+        ds["refinement"].attrs.update({
+            "flag_values": list(range(len(mlr.REFINEMENT_STATUS))),
+            "flag_meanings": " ".join(mlr.REFINEMENT_STATUS),
+            "long_name": "how coef was estimated: refined on the light2 rows, or kept closest "
+                         "to the initial estimate (few_rows, singular, no_tasks)",
+        })
+        ds["refinement_rows"] = (("cluster",), result["refinement_rows"].astype(np.int64))
+        ds["refinement_tasks"] = (("cluster",), result["refinement_tasks"].astype(np.int64))
+    if selection is not None:
+        ds = ds.assign_coords(k_candidate=selection["candidates"])
+        ds["k_loglik"] = (("k_candidate",), selection["mean"])
+        ds["k_loglik_se"] = (("k_candidate",), selection["se"])
+        ds["k_loglik"].attrs["long_name"] = ("mean held-out log-likelihood per validation task "
+                                             "of the mixture fitted with k components")
+        ds["k_loglik_se"].attrs["long_name"] = ("standard error of its paired difference to "
+                                                "the best k")
     if "whitening" in result:
         ds["whitening"] = (("feature", "feature_in"), result["whitening"])
         ds["whitening"].attrs["long_name"] = "T = (E xx^T)^(-1/2): z = T x (basis is in z)"
@@ -443,7 +600,24 @@ def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict
         "n_unused_tasks": int(sets.unused),
         "n_clusters": int(K),
         "basis_space": "whitened" if "whitening" in result else "raw",
+        "heavy_rows": -1 if sets.heavy_rows is None else int(sets.heavy_rows),
+        "role_rule": sets.rule,
     })
+    if "refinement" in result:
+        flagged = np.flatnonzero(result["refinement"])
+        attrs["n_fallback_clusters"] = int(flagged.size)
+        attrs["fallback_clusters"] = "; ".join(
+            f"cluster {j}: {mlr.REFINEMENT_STATUS[result['refinement'][j]]} "
+            f"({int(result['refinement_tasks'][j])} light2 tasks, "
+            f"{int(result['refinement_rows'][j])} rows), initial estimate kept closest"
+            for j in flagged)
+    if selection is not None:
+        attrs.update({
+            "k_chosen": int(selection["k"]), "k_best_loglik": int(selection["best"]),
+            "k_rule": "smallest k whose mean held-out log-likelihood is within one paired "
+                      "standard error of the best k's",
+            "n_validation_tasks": int(selection["n_validation"]),
+        })
     attrs.update({f"seconds_{k}": round(v, 4) for k, v in seconds.items()})
     if source.has_truth and K > 0:
         attrs.update({k: float(v) for k, v in

@@ -15,6 +15,15 @@ Held-out error (``holdout=N``): the last N rows of every task are held out
 first tᵢ − N rows, and the squared error on the held-out rows is stored per
 task (``holdout_sse``, ``holdout_rows``) and pooled over all tasks in the
 ``holdout_mse`` attribute (Σ sse / Σ rows).
+
+Predicted targets (``yhat=True``): ŷⱼ = xⱼᵀŵ_{task(j)} for every row of the
+task store (``yhat (row,)``; with ``holdout=N`` the last N rows of each task are
+the held-out ones), and with ``new_rows=STORE`` for every row of a second store
+of new covariates (``X (row, feature)`` and ``task_ptr`` with the same tasks,
+``y`` optional) as ``new_yhat (new_row,)``. A second map, over row chunks of
+the store that holds the rows, reads each chunk's rows and its tasks'
+coefficients (from the result store being written, or scattered when the result
+stays in memory) and writes its own chunk of ŷ.
 """
 
 from __future__ import annotations
@@ -73,6 +82,38 @@ def _predict_chunk(chunk: TaskChunk, source: TaskSource, W, s2, p, estimator, ho
     return None, sums
 
 
+def _yhat_chunk(r0: int, r1: int, source: TaskSource, ptr, coef, path, name):
+    """ŷ for rows r0:r1 of ``source``: the tasks spanning them, their coefficients, a product."""
+    t0 = int(np.searchsorted(ptr, r0, side="right")) - 1
+    t1 = int(np.searchsorted(ptr, r1 - 1, side="right"))
+    local = np.clip(ptr[t0 : t1 + 1], r0, r1) - r0
+    X = source.read_rows("X", r0, r1)
+    W = (zarr.open_group(path, mode="r")["coef"][t0:t1] if coef is None else coef[t0:t1])
+    yhat = mlr.predict_rows(X, local, W)
+    if path is None:
+        return yhat
+    zarr.open_group(path, mode="r+")[name][r0:r1] = yhat
+    return None
+
+
+def _row_chunks(source: TaskSource) -> list[tuple[int, int]]:
+    step = max(1, source.chunk_rows)
+    return [(a, min(a + step, source.n_rows)) for a in range(0, source.n_rows, step)]
+
+
+def _predict_rows(cl, source: TaskSource, coef, path, name, progress):
+    """ŷ for every row of ``source`` (a map over its storage chunks of rows)."""
+    ptr = cl.scatter(source.task_ptr(), broadcast=True)
+    W = None if coef is None else cl.scatter(coef, broadcast=True)
+    chunks = _row_chunks(source)
+    futures = [cl.submit(_yhat_chunk, a, b, source, ptr, W, path, name, pure=False)
+               for a, b in chunks]
+    wait_progress(cl, futures, [b - a for a, b in chunks], f"predict {name}", "rows",
+                  enabled=progress)
+    parts = cl.gather(futures)
+    return None if path is not None else np.concatenate(parts) if parts else np.empty(0)
+
+
 def _load_model(model) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     ds = open_result(model)
     for name in ("coef", "noise_var", "weight"):
@@ -89,6 +130,8 @@ def predict(
     out: str | os.PathLike | None = None,
     estimator: str = "bayes",
     holdout: int = 0,
+    yhat: bool = False,
+    new_rows: str | os.PathLike | None = None,
     chunk_tasks: int = CHUNK_TASKS,
     group: str | None = None,
     overwrite: bool = False,
@@ -102,7 +145,10 @@ def predict(
     xarray Dataset with ``coef (task, feature)``, ``posterior (task, cluster)``
     and, with ``holdout`` = N > 0, ``holdout_sse (task)``, ``holdout_rows
     (task)`` and the pooled ``holdout_mse`` attribute. Every task of the store
-    is predicted, whatever its role.
+    is predicted, whatever its role. ``yhat=True`` adds ``yhat (row,)``, the
+    predicted target of every row of ``tasks`` (held-out rows included);
+    ``new_rows`` (a store with ``X (row, feature)`` and a ``task_ptr`` over the
+    same tasks) adds ``new_yhat (new_row,)`` for its rows.
 
     Examples
     --------
@@ -117,6 +163,9 @@ def predict(
     >>> pred = streamlsq.predict(f"{tmp.name}/model.zarr", new, holdout=2)
     >>> pred.coef.dims, pred.posterior.shape
     (('task', 'feature'), (200, 2))
+    >>> pred = streamlsq.predict(f"{tmp.name}/model.zarr", new, holdout=2, yhat=True)
+    >>> pred.yhat.dims, pred.sizes["row"]  # every row, the last 2 of each task held out
+    (('row',), 1200)
     >>> tmp.cleanup()
     """
     if estimator not in ESTIMATORS:
@@ -137,13 +186,24 @@ def predict(
             f"{source.label}: task {i} has {int(sizes[i])} row(s), fewer than the {holdout} "
             "to hold out"
         )
+    covariates = None
+    if new_rows is not None:
+        covariates = open_tasks(new_rows, targets=False)
+        if covariates.n_tasks != source.n_tasks or covariates.n_features != source.n_features:
+            raise InputError(
+                f"{covariates.label}: variable 'task_ptr' has {covariates.n_tasks} tasks and 'X' "
+                f"{covariates.n_features} features; {source.label} has {source.n_tasks} tasks "
+                f"and {source.n_features} features"
+            )
     if out is not None:
         out = prepare_output(out, overwrite)
     # uniform task ranges: chunk j of the plan is chunk j of every output array
     chunks = plan_chunks(ptr, None, chunk_tasks, max_rows=source.n_rows + 1)
     K, d, n = W.shape[0], W.shape[1], source.n_tasks
     attrs = provenance("predict", {"estimator": estimator, "holdout": int(holdout),
-                                   "chunk_tasks": int(chunk_tasks)}, [source])
+                                   "chunk_tasks": int(chunk_tasks), "yhat": bool(yhat),
+                                   "new_rows": None if new_rows is None else str(new_rows)},
+                       [source])
     attrs.update({
         "estimator": estimator,
         "model": str(model),
@@ -154,6 +214,10 @@ def predict(
     with target as tmp:
         if tmp is not None:
             _create_result(tmp, n, d, K, chunk_tasks, holdout)
+            if yhat:
+                _create_rows(tmp, "yhat", "row", source)
+            if covariates is not None:
+                _create_rows(tmp, "new_yhat", "new_row", covariates)
         with dask_client(client, scheduler) as cl:
             futures = map_chunks(cl, _predict_chunk, chunks, source, W, s2, p, estimator,
                                  int(holdout), None if tmp is None else str(tmp),
@@ -162,11 +226,21 @@ def predict(
             wait_progress(cl, futures, [c.n for c in chunks], "predict", enabled=progress)
             sums = total.result()
             parts = None if tmp is not None else [f[0] for f in cl.gather(futures)]
+            coef = None if parts is None else np.concatenate([q["coef"] for q in parts])
+            rows = {}
+            for name, store, wanted in (("yhat", source, yhat),
+                                        ("new_yhat", covariates, covariates is not None)):
+                if wanted:
+                    rows[name] = _predict_rows(cl, store, coef, None if tmp is None else str(tmp),
+                                               name, progress)
         if holdout:
             attrs["holdout_mse"] = float(sums["sse"] / sums["rows"])
             attrs["holdout_rows"] = int(sums["rows"])
         if tmp is None:
-            return _in_memory(parts, attrs)
+            ds = _in_memory(parts, attrs)
+            for name, values in rows.items():
+                ds[name] = (("row" if name == "yhat" else "new_row",), values)
+            return ds
         zarr.open_group(str(tmp), mode="r+").attrs.update(attrs)
     return open_result(out)
 
@@ -187,6 +261,12 @@ def _create_result(path: Path, n: int, d: int, K: int, chunk_tasks: int, holdout
         g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, dimension_names=dims,
                        fill_value=np.nan if dtype == "float64" else 0)
     g.attrs["complete"] = False
+
+
+def _create_rows(path: Path, name: str, dim: str, source: TaskSource) -> None:
+    g = zarr.open_group(str(path), mode="r+")
+    g.create_array(name, shape=(source.n_rows,), chunks=(max(1, source.chunk_rows),),
+                   dtype="float64", dimension_names=[dim], fill_value=np.nan)
 
 
 def _in_memory(parts, attrs) -> xr.Dataset:

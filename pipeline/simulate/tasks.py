@@ -53,7 +53,7 @@ def _layout(sets):
     return out, row, task
 
 
-def _write_rows(path, a, b, layout, task_seed, W, s, p):
+def _write_rows(path, a, b, layout, task_seed, W, s, p, features="gaussian"):
     """Dask task: generate and write rows a:b; return the components of tasks starting here."""
     from streamlsq.kernels.synthetic.mlr import simulate_tasks
 
@@ -66,7 +66,8 @@ def _write_rows(path, a, b, layout, task_seed, W, s, p):
         if lo >= hi:
             continue
         fa, fb = (lo - off) // t, -(-(hi - off) // t)
-        Xs, ys, _, comp = simulate_tasks([task_seed, SET_TAGS[role]], fa, fb - fa, t, W, s, p)
+        Xs, ys, _, comp = simulate_tasks([task_seed, SET_TAGS[role]], fa, fb - fa, t, W, s, p,
+                                         features)
         skip = lo - off - fa * t
         X[lo - a : hi - a] = Xs[skip : skip + hi - lo]
         y[lo - a : hi - a] = ys[skip : skip + hi - lo]
@@ -87,6 +88,7 @@ def simulate_mlr(
     noise=1.0,
     separation: float | None = None,
     kind: str = "orthonormal",
+    features: str = "gaussian",
     n_light: int = 10_000,
     t_light: int = 4,
     n_heavy: int = 200,
@@ -106,7 +108,10 @@ def simulate_mlr(
     k components in d dimensions, wₕ ``kind`` "orthonormal" or "gaussian"
     (N(0, I/d)), optionally rescaled to the minimum distance ``separation``;
     noise standard deviations ``noise`` (one number or k), weights p
-    (default uniform). Task sets: ``n_light`` tasks of ``t_light`` rows (D_L1),
+    (default uniform). ``features``: x ~ N(0, I) ("gaussian"), or monomials
+    ("polynomial") or Chebyshev polynomials ("chebyshev") of u ~ U(−1, 1), the
+    non-isotropic settings (``kernels.synthetic.mlr``).
+    Task sets: ``n_light`` tasks of ``t_light`` rows (D_L1),
     ``n_heavy`` of ``t_heavy`` (D_H), ``n_light2`` of ``t_light2`` (D_L2).
     ``task_seed`` (default ``seed``) draws the tasks: the same ``seed`` with
     another ``task_seed`` gives new tasks from the same mixture (a test set).
@@ -123,8 +128,11 @@ def simulate_mlr(
     (1160, (3, 5))
     >>> tmp.cleanup()
     """
-    from streamlsq.kernels.synthetic.mlr import mlr_components
+    from streamlsq.kernels.synthetic.mlr import FEATURES, mlr_components
 
+    if features not in FEATURES:
+        raise InputError(f"simulate mlr: features must be one of {', '.join(FEATURES)}, "
+                         f"got {features!r}")
     task_seed = seed if task_seed is None else task_seed
     sets = [("light", n_light, t_light), ("heavy", n_heavy, t_heavy),
             ("light2", n_light2, t_light2)]
@@ -147,7 +155,7 @@ def simulate_mlr(
         g.attrs.update({
             "generator": "streamlsq.simulate_mlr",
             "parameters": {
-                "k": k, "d": d, "kind": kind, "separation": separation,
+                "k": k, "d": d, "kind": kind, "features": features, "separation": separation,
                 "noise": np.broadcast_to(np.asarray(noise, float), (k,)).tolist(),
                 "weights": p.tolist(), "n_light": n_light, "t_light": t_light,
                 "n_heavy": n_heavy, "t_heavy": t_heavy, "n_light2": n_light2,
@@ -174,7 +182,8 @@ def simulate_mlr(
         with dask_client(client, scheduler) as cl:
             tag = uuid.uuid4().hex[:6]
             futures = [
-                cl.submit(_write_rows, str(tmp), a, b, layout, task_seed, W, s, p, pure=False,
+                cl.submit(_write_rows, str(tmp), a, b, layout, task_seed, W, s, p, features,
+                          pure=False,
                           key=f"simulate-mlr-{tag}-{i}")
                 for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
             ]

@@ -121,7 +121,8 @@ def _pipeline_runs(cl, work: Path, seed: int, sizes: dict, progress) -> dict:
     quiet = {"client": cl, "progress": progress}
     train = simulate_mlr(work / "train.zarr", k=K, d=D, seed=seed, **sizes["pipeline"], **quiet)
     model_path = work / "model.zarr"
-    model = metalearn(train, K, out=model_path, **quiet)
+    # the paper's Algorithm 1 (single linkage), whatever metalearn's default
+    model = metalearn(train, K, out=model_path, linkage="single", **quiet)
     keys = ("subspace_error", "heavy_accuracy", "classification_accuracy", "coef_error",
             "noise_error", "weight_error", "initial_coef_error", "initial_weight_error")
     parameters = pd.DataFrame({"metric": list(keys),
@@ -138,7 +139,7 @@ def _pipeline_runs(cl, work: Path, seed: int, sizes: dict, progress) -> dict:
                          "holdout_mse": float(res.attrs["holdout_mse"])})
     em_store = simulate_mlr(work / "em.zarr", **EM_STORE, **quiet)
     k_em = EM_STORE["k"]
-    alg1 = metalearn(em_store, k_em, splits=3, **quiet)
+    alg1 = metalearn(em_store, k_em, splits=3, linkage="single", **quiet)
     em_rows = [{"method": "algorithm 1", "init": "-", "scale": np.nan, "init_seed": -1,
                 "status": "done", "iterations": 0,
                 **{m: float(alg1.attrs[m]) for m in ("coef_error", "noise_error",

@@ -253,12 +253,6 @@ def metalearn(
     chunk_tasks : tasks per chunk of work; tile : heavy tasks per tile side.
     out : write the model store here (atomically, ``complete=True`` last).
 
-    A cluster whose light2 rows cannot be refined (too few rows, a singular
-    XᵀX, or no light2 task) keeps the least-squares estimate closest to its
-    initial one (``kernels.mlr.refine_with_fallback``); it is flagged in
-    ``refinement (cluster)`` and the ``fallback_clusters`` attribute, and the
-    run completes.
-
     Returns
     -------
     xarray.Dataset: ``basis (feature, rank)``, ``coef (cluster, feature)``,
@@ -268,6 +262,14 @@ def metalearn(
     ``k="auto"`` the curve ``k_loglik``/``k_loglik_se (k_candidate)``, the seconds
     of each step (``seconds_*``) and, for a store with the truth, its errors as
     attributes.
+
+    Notes
+    -----
+    A cluster whose light2 rows cannot be refined (too few rows, a singular
+    XᵀX, or no light2 task) keeps the least-squares estimate closest to its
+    initial one (:func:`streamlsq.kernels.mlr.refine_with_fallback`); it is
+    flagged in ``refinement (cluster)`` and the ``fallback_clusters`` attribute,
+    and the run completes.
 
     Examples
     --------

@@ -122,6 +122,8 @@ def fit_stream(
     rec = make_method(method, **params_from_store(method, params, source.attrs))
     if engine == "scan" and not isinstance(rec, ScanRecursion):
         raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
+    if engine == "scan" and rec.scan_unavailable():
+        raise InputError(f"{rec.name}: {rec.scan_unavailable()}: use --engine sequential")
     check_layout(source, rec, dtype)
     epochs = check_int("epochs", epochs, 1, "a positive integer")
     seed = check_int("seed", seed, 0, "a non-negative integer")

@@ -138,9 +138,14 @@ class KF4LLS(ScanRecursion):
         self.coef0 = None if coef0 is None else np.asarray(coef0)
         self.solver = solver
         self.diagnostics = bool(diagnostics)
-        # the square-root form does the work when solver == "qr"
-        self._sqrt = (SqrtInfoLS(self.ridge, self.forgetting, self.coef0, self.diagnostics)
-                      if solver == "qr" else None)
+
+    @property
+    def _sqrt(self) -> SqrtInfoLS | None:
+        """The square-root form that does the work when solver == "qr" (built from this
+        object's parameters on each use, so that they have one home)."""
+        if self.solver != "qr":
+            return None
+        return SqrtInfoLS(self.ridge, self.forgetting, self.coef0, self.diagnostics)
 
     def get_params(self) -> dict:
         return {"ridge": self.ridge, "forgetting": self.forgetting, "solver": self.solver,

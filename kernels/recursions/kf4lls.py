@@ -175,11 +175,22 @@ class KF4LLS(ScanRecursion):
 
     @classmethod
     def result_notes(cls, attrs: dict) -> list[str]:
+        notes = []
         kappa, digits = attrs.get("condition_number"), attrs.get("digits_trusted")
-        if kappa is None or digits is None or digits >= 10:
-            return []
-        return [f"condition number {kappa:.2g}: about {digits:.0f} significant digits "
-                f"of the coefficients can be trusted"]
+        if kappa is not None and digits is not None and digits < 10:
+            notes.append(f"condition number {kappa:.2g}: about {digits:.0f} significant "
+                         f"digits of the coefficients can be trusted")
+        if "cusum_outside" in attrs:
+            pct = f"{100 * attrs.get('stability_alpha', 0.05):g}%"
+            out = [int(v) for v in np.atleast_1d(attrs["cusum_outside"])]
+            out_sq = [int(v) for v in np.atleast_1d(attrs["cusum_squares_outside"])]
+            if any(out) or any(out_sq):
+                notes.append(f"parameter instability: CUSUM outside its {pct} bounds at "
+                             f"{max(out)} and CUSUM of squares at {max(out_sq)} recorded "
+                             f"steps")
+            else:
+                notes.append(f"CUSUM and CUSUM of squares within their {pct} bounds")
+        return notes
 
     def state_diagnostics(self, state: State) -> dict:
         return self._sqrt.state_diagnostics(state) if self._sqrt is not None else {}

@@ -212,7 +212,11 @@ def solve_factor(R: np.ndarray, z: np.ndarray) -> np.ndarray:
         raise SingularMatrixError(
             f"triangular factor of order {n} is singular to working precision "
             f"(reciprocal condition number {rcond:.2e})", rank=factor_rank(R), size=n)
-    return sla.solve_triangular(R, z, lower=False, check_finite=False)
+    # the compiled back substitution that also gives the coefficients recorded inside
+    # the Givens kernel, so that a recorded ψ and the state's ψ are the same numbers
+    out = np.empty(z.shape, dtype=R.dtype)
+    _back_substitute(np.hstack([R, z.astype(R.dtype, copy=False)]), n, out)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -220,9 +224,8 @@ def solve_factor(R: np.ndarray, z: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 @numba.njit(cache=True, nogil=True)
 def _back_substitute(A, n, out):  # pragma: no cover - compiled
-    """out = R⁻¹z for the factor A = [[R, z], [0, S]] (R is n x n)."""
-    p = A.shape[0]
-    for k in range(p - n):
+    """out = R⁻¹z for the factor A = [[R, z], …] (R is n x n; z has out.shape[1] columns)."""
+    for k in range(out.shape[1]):
         for i in range(n - 1, -1, -1):
             acc = A[i, n + k]
             for j in range(i + 1, n):
@@ -519,8 +522,9 @@ class SqrtInfoLS:
                     rows.append(rows_before + int(edges[j + 1]))
                     diags.append(self.state_diagnostics(state))
                 j += 1
-        names = self.state_diagnostics(state).keys()
-        diagnostics = {m: np.asarray([d[m] for d in diags]) for m in names}
+        final = self.state_diagnostics(state)
+        diagnostics = {m: np.asarray([d[m] for d in diags], dtype=np.asarray(v).dtype)
+                       .reshape(len(diags), *np.shape(v)) for m, v in final.items()}
         return rec.fold_result(state, steps, coefs, rows, diagnostics)
 
     def _givens_run(self, state, X, Y, edges, first_step, record_every, rows_before,

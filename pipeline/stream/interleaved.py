@@ -187,6 +187,7 @@ def fit_interleaved(
     test: str | os.PathLike | None = None,
     start: str = "a",
     ridge: float = 0.0,
+    solver: str = "qr",
     out: str | os.PathLike | None = None,
     engine: str = "sequential",
     block_size: int | None = None,
@@ -218,6 +219,8 @@ def fit_interleaved(
         C holds ``coef_true`` (r_p), ``bias(step)`` = mean over coordinates of |ψ_t − r_p|.
     start : ``"a"`` (A₁, B₁, A₂, …) or ``"b"`` (B₁, A₁, B₂, …).
     ridge : δ of a ridge start H₀ = δI (0: the paper's H₀ = 0).
+    solver : ``"qr"`` (square-root information form, the default) or ``"normal"``
+        (normal equations), as for :class:`~streamlsq.kernels.KF4LLS`.
 
     Populations of unequal length: the stream alternates strictly and stops when the
     population due next has no block left
@@ -286,7 +289,7 @@ def fit_interleaved(
     grid_c = _grid(src_c, block_size) if src_c is not None else None
     if alpha is not None:
         try:
-            InterleavedKF4LLS(alpha, start=start, ridge=ridge)
+            InterleavedKF4LLS(alpha, start=start, ridge=ridge, solver=solver)
         except ValueError as exc:
             raise InputError(f"interleaved: {exc}") from None
 
@@ -327,7 +330,7 @@ def fit_interleaved(
             estimate = _estimate_alpha(cl, estimate_alpha, src_a, src_b, src_c, progress)
             alpha = estimate.combined
         try:
-            rec = InterleavedKF4LLS(alpha, start=start, ridge=ridge)
+            rec = InterleavedKF4LLS(alpha, start=start, ridge=ridge, solver=solver)
         except ValueError as exc:
             raise InputError(f"interleaved (estimated alpha {alpha:.6g}): {exc}") from None
         test_futures = None
@@ -362,6 +365,7 @@ def fit_interleaved(
         inputs = json.loads(ds.attrs["inputs"])
         inputs.append({"role": "test", "path": str(src_c.path), "group": src_c.group or ""})
         ds.attrs["inputs"] = json.dumps(inputs)
+    ds.attrs.update(rec.result_attrs(traj.state))
     ds.attrs["alpha"] = float(alpha)
     ds.attrs["alpha_source"] = "given" if estimate is None else estimate.method
     if estimate is not None:

@@ -322,3 +322,21 @@ def test_diagnostics_need_the_qr_solver():
         RLS(solver="normal", diagnostics=True)
     assert KF4LLS(diagnostics=True).scan_unavailable()
     assert KF4LLS().scan_unavailable() is None
+
+
+def test_per_sample_folds_cut_anywhere_give_the_numbers_of_one_fold():
+    """The compiled kernel rotates rows two at a time; folds cut at odd rows (as a
+    pipeline cuts a stream at chunk edges) must still round exactly alike."""
+    rng = np.random.default_rng(14)
+    X, Y = rng.standard_normal((1_001, 5)), rng.standard_normal((1_001, 2))
+    rec = RLS(forgetting=0.99, ridge=1e-3)
+    edges = block_edges(1_001, 1)
+    whole = rec.fold(rec.init(5, 2), X, Y, edges, 1, 7)
+    state, coefs = rec.init(5, 2), []
+    for a, b in ((0, 1), (1, 4), (4, 333), (333, 1_001)):
+        part = rec.fold(state, X[a:b], Y[a:b], edges[a:b + 1] - a, a + 1, 7, a)
+        state = part.state
+        coefs.append(part.coefs)
+    np.testing.assert_array_equal(np.concatenate(coefs), whole.coefs)
+    for key in whole.state:
+        np.testing.assert_array_equal(state[key], whole.state[key], err_msg=key)

@@ -48,13 +48,26 @@ def rel(a, b):
     return float(np.linalg.norm(np.asarray(a).reshape(b.shape) - b) / np.linalg.norm(b))
 
 
-def timed(fn, repeat):
-    runs, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        runs.append(time.perf_counter() - t)
-    return runs, out
+class RoundRobin:
+    """Runs every registered implementation once per round, ``repeat`` rounds: on a shared
+    machine a change of load then hits every implementation alike."""
+
+    def __init__(self):
+        self.jobs = {}
+
+    def add(self, name, fn, finish):
+        self.jobs[name] = (fn, finish)
+
+    def run(self, repeat):
+        runs = {name: [] for name in self.jobs}
+        outs = {}
+        for _ in range(repeat):
+            for name, (fn, _) in self.jobs.items():
+                t = time.perf_counter()
+                outs[name] = fn()
+                runs[name].append(time.perf_counter() - t)
+        for name, (_, finish) in self.jobs.items():
+            finish(runs[name], outs[name])
 
 
 def main() -> None:
@@ -89,21 +102,23 @@ def main() -> None:
     from streamlsq import RLSRegressor
     from streamlsq.kernels import RLS, block_edges
 
+    rr = RoundRobin()
     rec = RLS(forgetting=g, ridge=delta)
     edges = block_edges(N, 1)
     rec.fold(rec.init(n, 1), X[:100], Y[:100], edges[:101], 1, 10**9)  # compile once
-    runs, res = timed(lambda: rec.fold(rec.init(n, 1), X, Y, edges, 1, 10**9), args.repeat)
-    record("streamlsq RLS kernel (qr)", N, runs, res.state["psi"], ref)
+    rr.add("streamlsq RLS kernel (qr)",
+           lambda: rec.fold(rec.init(n, 1), X, Y, edges, 1, 10**9),
+           lambda runs, res: record("streamlsq RLS kernel (qr)", N, runs, res.state["psi"], ref))
 
     est = RLSRegressor(forgetting=g, ridge=delta, fit_intercept=False)
-    runs, fitted = timed(lambda: est.fit(X, y), args.repeat)
-    record("streamlsq RLSRegressor", N, runs, fitted.coef_, ref)
+    rr.add("streamlsq RLSRegressor", lambda: est.fit(X, y),
+           lambda runs, fitted: record("streamlsq RLSRegressor", N, runs, fitted.coef_, ref))
 
     normal = RLS(forgetting=g, ridge=delta, solver="normal")
-    runs, res = timed(lambda: normal.fold(normal.init(n, 1), X[:M], Y[:M], edges[:M + 1], 1,
-                                          10**9), args.repeat)
-    record("streamlsq RLS kernel (normal)", M, runs, res.state["psi"], ref_prefix,
-           f"first {M} rows")
+    rr.add("streamlsq RLS kernel (normal)",
+           lambda: normal.fold(normal.init(n, 1), X[:M], Y[:M], edges[:M + 1], 1, 10**9),
+           lambda runs, res: record("streamlsq RLS kernel (normal)", M, runs,
+                                    res.state["psi"], ref_prefix, f"first {M} rows"))
 
     if not args.no_pipeline:
         from distributed import Client, LocalCluster
@@ -123,9 +138,12 @@ def main() -> None:
                 a[...] = arr
             kw = dict(forgetting=g, ridge=delta, block_size=1, client=client, progress=False)
             fit_stream(f"{tmp}/d.zarr", "rls", **kw)  # workers compile once
-            runs, ds = timed(lambda: fit_stream(f"{tmp}/d.zarr", "rls", **kw), args.repeat)
-            record("streamlsq fit_stream rls --block-size 1", N, runs, ds.coef.values[-1], ref,
-                   "Dask pipeline, reading the Zarr store")
+            pipe = RoundRobin()
+            pipe.add("pipeline", lambda: fit_stream(f"{tmp}/d.zarr", "rls", **kw),
+                     lambda runs, ds: record("streamlsq fit_stream rls --block-size 1", N,
+                                             runs, ds.coef.values[-1], ref,
+                                             "Dask pipeline, reading the Zarr store"))
+            pipe.run(args.repeat)
 
     try:
         import polars as pl
@@ -142,8 +160,9 @@ def main() -> None:
             return np.array(out["c"][-1].struct.unnest().row(0)
                             if hasattr(out["c"][-1], "struct") else list(out["c"][-1].values()))
 
-        runs, coef = timed(polars_rls, args.repeat)
-        record("polars-ols rls", N, runs, coef, ref, f"half_life {half_life:.1f}")
+        rr.add("polars-ols rls", polars_rls,
+               lambda runs, coef: record("polars-ols rls", N, runs, coef, ref,
+                                         f"half_life {half_life:.1f}"))
     except ImportError as exc:
         print(f"polars-ols: not installed ({exc})")
 
@@ -155,16 +174,19 @@ def main() -> None:
             f.run(y[:M], X[:M])
             return f.w
 
-        runs, coef = timed(padasip_rls, args.repeat)
-        record("padasip FilterRLS", M, runs, coef, ref_prefix, f"first {M} rows")
+        rr.add("padasip FilterRLS", padasip_rls,
+               lambda runs, coef: record("padasip FilterRLS", M, runs, coef, ref_prefix,
+                                         f"first {M} rows"))
     except ImportError as exc:
         print(f"padasip: not installed ({exc})")
 
     g1 = RLS(forgetting=1.0, ridge=0.0)
     e1 = block_edges(M, 1, n)
-    runs, res = timed(lambda: g1.fold(g1.init(n, 1), X[:M], Y[:M], e1, 1, 10**9), args.repeat)
-    record("streamlsq RLS kernel (qr), g = 1", M, runs, res.state["psi"], ref_prefix_g1,
-           f"first {M} rows, no forgetting: the like-for-like of the next two")
+    rr.add("g1", lambda: g1.fold(g1.init(n, 1), X[:M], Y[:M], e1, 1, 10**9),
+           lambda runs, res: record("streamlsq RLS kernel (qr), g = 1", M, runs,
+                                    res.state["psi"], ref_prefix_g1,
+                                    f"first {M} rows, no forgetting: the like-for-like of "
+                                    "the next two"))
     try:
         import warnings
 
@@ -175,9 +197,9 @@ def main() -> None:
                 warnings.simplefilter("ignore")
                 return sm.RecursiveLS(y[:M], X[:M]).fit().params
 
-        runs, coef = timed(sm_rls, args.repeat)
-        record("statsmodels RecursiveLS (g = 1)", M, runs, coef, ref_prefix_g1,
-               f"first {M} rows, no forgetting factor")
+        rr.add("statsmodels", sm_rls,
+               lambda runs, coef: record("statsmodels RecursiveLS (g = 1)", M, runs, coef,
+                                         ref_prefix_g1, f"first {M} rows, no forgetting factor"))
     except ImportError as exc:
         print(f"statsmodels: not installed ({exc})")
     try:
@@ -189,17 +211,19 @@ def main() -> None:
             model = linear_model.BayesianLinearRegression(alpha=1e-9, beta=1.0)
             for xi, yi in zip(rows, y[:M].tolist(), strict=True):
                 model.learn_one(xi, yi)
-            return np.array([model._m[j] for j in range(n)]) if hasattr(model, "_m") else \
-                np.array([model.weights[j] for j in range(n)])
+            # the posterior mean: the prediction of each unit vector
+            return np.array([model.predict_one({j: 1.0}) for j in range(n)])
 
-        runs, coef = timed(river_rls, args.repeat)
-        record("river BayesianLinearRegression (g = 1)", M, runs, coef, ref_prefix_g1,
-               f"first {M} rows, no forgetting factor")
+        rr.add("river", river_rls,
+               lambda runs, coef: record("river BayesianLinearRegression (g = 1)", M, runs,
+                                         coef, ref_prefix_g1,
+                                         f"first {M} rows, no forgetting factor"))
     except ImportError as exc:
         print(f"river: not installed ({exc})")
     except Exception as exc:  # an API change of river: say so, keep the other numbers
         print(f"river: failed ({type(exc).__name__}: {exc})")
 
+    rr.run(args.repeat)
     ours = results["streamlsq RLS kernel (qr)"]["rows_per_s"]
     peers = {k: v for k, v in results.items() if not k.startswith("streamlsq")}
     print(f"\nper-sample RLS, {N} x {n}, g = {g}, ridge {delta}, {args.repeat} runs each "

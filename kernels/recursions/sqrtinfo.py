@@ -618,11 +618,13 @@ class SqrtInfoLS:
                 coefs.append(state["psi"])
                 rows.append(rows_before + int(edges[1]))
                 diags.append(self.state_diagnostics(state))
+        # blocks folded one by one by block QR (the others go in runs to the Givens kernel)
+        big = (np.zeros(0, np.int64) if self.diagnostics
+               else np.flatnonzero(sizes > GIVENS_MAX_ROWS))
         while j < nb:
             if self.diagnostics or sizes[j] <= GIVENS_MAX_ROWS:
-                k = j + 1
-                while k < nb and (self.diagnostics or sizes[k] <= GIVENS_MAX_ROWS):
-                    k += 1
+                following = np.searchsorted(big, j)
+                k = int(big[following]) if following < big.size else nb
                 state = self._givens_run(state, X, Y, edges[j:k + 1], first_step + j,
                                          record_every, rows_before, steps, coefs, rows, diags)
                 j = k

@@ -97,6 +97,21 @@ class KF4LLS(ScanRecursion):
         g; 1 gives KF4LLS (ordinary least squares on all blocks seen).
     coef0 : array (n_features, n_targets) or None
         ψ_0; irrelevant when ridge = 0.
+    solver : {"qr", "normal"}, default "qr"
+        ``"qr"``: the square-root information form
+        (:mod:`~streamlsq.kernels.recursions.sqrtinfo`): the state carries the triangular
+        factor R of the rows (RᵀR = H) and z = Rψ, a block updates it by a QR of
+        [√g·R; X_i] and ψ comes from a triangular solve; ψ loses about log10(ε·κ(X))
+        digits. ``"normal"``: the normal equations H, ψ above (a little faster on
+        well-conditioned data; ψ loses log10(ε·κ(X)²) digits and H is refused as singular
+        from κ(X) ≈ 1e8 on). Both forms give the same numbers to rounding.
+    diagnostics : bool, default False
+        (``solver="qr"``, sequential engine) record at every recorded step the
+        standardised recursive residual and one-step-ahead prediction error of the step's
+        last row and the running count, sum and sum of squares of the recursive residuals
+        (Brown, Durbin & Evans 1975), from which ``fit_stream`` derives the CUSUM and
+        CUSUM-of-squares tests (:mod:`streamlsq.stream.stability`). The rows are then
+        folded one at a time by the compiled rotations.
 
     Examples
     --------

@@ -90,7 +90,7 @@ def cusum_squares_bounds(counts: np.ndarray, total: int, alpha: float = 0.05
     >>> from streamlsq.kernels.recursions.stability import cusum_squares_bounds
     >>> lo, hi = cusum_squares_bounds([0, 50, 100], 100)
     >>> [round(float(v), 4) for v in hi]
-    [0.1726, 0.6726, 1.1726]
+    [0.1778, 0.6778, 1.1778]
     """
     total = _check_total(total)
     try:

@@ -223,27 +223,14 @@ def solve_factor(R: np.ndarray, z: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros_like(z)
     check_factor(R)
-    # the compiled back substitution that also gives the coefficients recorded inside
-    # the Givens kernel, so that a recorded ψ and the state's ψ are the same numbers
-    out = np.empty(z.shape, dtype=R.dtype)
-    _back_substitute(np.hstack([R, z.astype(R.dtype, copy=False)]), n, out)
-    return out
+    # LAPACK trtrs, not a compiled loop: the block path of a worker then never loads
+    # Numba's code generator (about 50 MB of resident memory per worker)
+    return sla.solve_triangular(R, z, lower=False, check_finite=False)
 
 
 # ---------------------------------------------------------------------------
 # the compiled per-row update (QR-RLS by Givens rotations)
 # ---------------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)
-def _back_substitute(A, n, out):  # pragma: no cover - compiled
-    """out = R⁻¹z for the factor A = [[R, z], …] (R is n x n; z has out.shape[1] columns)."""
-    for k in range(out.shape[1]):
-        for i in range(n - 1, -1, -1):
-            acc = A[i, n + k]
-            for j in range(i + 1, n):
-                acc -= A[i, j] * out[j, k]
-            out[i, k] = acc / A[i, i]
-
-
 def to_compact(A: np.ndarray) -> np.ndarray:
     """The square-root-free form W of a triangular factor A = D^½·U (U unit upper
     triangular): W holds d on its diagonal and U above it. A row of A with a zero

@@ -42,6 +42,8 @@ _PUBLIC = {
     "make_method": "streamlsq.stream.methods",
     "fit_stream": "streamlsq.stream.fit",
     "fit_interleaved": "streamlsq.stream.interleaved",
+    "stability": "streamlsq.stream.stability",
+    "plot_fit": "streamlsq.stream.stability",
     "metalearn": "streamlsq.mlr.metalearn",
     "fit_pooled": "streamlsq.mlr.metalearn",
     "predict": "streamlsq.mlr.predict",
@@ -86,6 +88,7 @@ __all__ = [
     "open_result",
     "open_stream",
     "open_tasks",
+    "plot_fit",
     "predict",
     "regressor_for",
     "RLSRegressor",
@@ -93,6 +96,7 @@ __all__ = [
     "simulate_irma",
     "simulate_mlr",
     "simulate_stream",
+    "stability",
     "StreamSource",
     "tasks_from_frame",
     "TaskSource",
@@ -140,3 +144,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.stream.fit import fit_stream
     from streamlsq.stream.interleaved import fit_interleaved
     from streamlsq.stream.methods import METHODS, make_method
+    from streamlsq.stream.stability import plot_fit, stability

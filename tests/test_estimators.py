@@ -634,20 +634,21 @@ def test_bad_parameters_raise_in_fit_not_init(est, match):
         clone(est).partial_fit(X, y)
 
 
-def test_singular_first_block_is_a_clear_error():
+@pytest.mark.parametrize(("solver", "key"), [("normal", "H"), ("qr", "R")])
+def test_singular_first_block_is_a_clear_error(solver, key):
     X, y = linear_data(n=30, q=3)
     with pytest.raises(ValueError, match="first_block_size") as info:
-        KF4LLSRegressor(block_size=2).fit(X, y)
+        KF4LLSRegressor(block_size=2, solver=solver).fit(X, y)
     assert "H became singular" in str(info.value)
-    est = KF4LLSRegressor().fit(X, y)  # a failed partial_fit keeps the state
+    est = KF4LLSRegressor(solver=solver).fit(X, y)  # a failed partial_fit keeps the state
     before = {k: v.copy() for k, v in est.state_.items()}
     Xc = X.copy()
     Xc[:, 2] = 0.0
     with pytest.raises(ValueError):
-        KF4LLSRegressor().fit(Xc, y)
+        KF4LLSRegressor(solver=solver).fit(Xc, y)
     est.partial_fit(X[:3], y[:3])
     assert est.rows_seen_ == 33
-    assert not np.array_equal(est.state_["H"], before["H"])
+    assert not np.array_equal(est.state_[key], before[key])
 
 
 # ---------------------------------------------------------------------------

@@ -182,14 +182,15 @@ def test_alpha_one_is_centred_fit_on_a_blocks_alone():
     np.testing.assert_array_equal(psis[0], 0.0)
 
 
-def test_update_is_pure_and_float32_works():
+@pytest.mark.parametrize(("solver", "key"), [("normal", "H"), ("qr", "R")])
+def test_update_is_pure_and_float32_works(solver, key):
     rng = np.random.default_rng(4)
     A, a, B, b = paper_blocks(rng, 2, 25, 3)
-    model = il.InterleavedKF4LLS(0.4)
+    model = il.InterleavedKF4LLS(0.4, solver=solver)
     state = model.init(3, 1)
     X, Y = A[0].copy(), a[0].copy()
     new = model.update(state, X, Y)
-    np.testing.assert_array_equal(state["H"], 0.0)
+    np.testing.assert_array_equal(state[key], 0.0)
     np.testing.assert_array_equal(X, A[0])
     assert new["blocks"] == 1 and new["rows"] == 25
     blocks = stream(A, a, B, b, "a")

@@ -454,7 +454,7 @@ def test_rls_baseline_without_tikhonov_equals_kf4lls_rls():
     x, y = paper_data(rng, 1, 60)
     ours = run_blocks(IRMARLS(basis, forgetting=0.9, mu=0.0, p0=2.0), x[0], y[0], block=9)
     Phi = basis.expand(x[0])
-    kf = RLS(forgetting=0.9, ridge=1 / 2.0)
+    kf = RLS(forgetting=0.9, ridge=1 / 2.0, solver="normal")  # H: the normal form's state
     state = kf.init(4, 1)
     for t in range(60):
         state = kf.update(state, Phi[t : t + 1], y[0, t : t + 1, None])

@@ -114,9 +114,10 @@ def test_scan_form_equals_sequential_form(n, block, first, every, g, ridge, seed
                                    rtol=1e-8, atol=1e-9)
 
 
-def test_update_is_pure():
+@pytest.mark.parametrize(("solver", "key"), [("normal", "H"), ("qr", "R")])
+def test_update_is_pure(solver, key):
     X, Y = _data(5, n=50)
-    k = KF4LLS()
+    k = KF4LLS(solver=solver)
     s0 = k.init(5, 2)
     s1 = k.update(s0, X, Y)
     copies = {n: np.copy(v) for n, v in s1.items()}
@@ -124,7 +125,7 @@ def test_update_is_pure():
     k.update(s1, X, Y)
     assert all(np.array_equal(copies[n], s1[n]) for n in s1)
     assert np.array_equal(X, Xc) and np.array_equal(Y, Yc)
-    assert np.all(s0["H"] == 0)
+    assert np.all(s0[key] == 0)
 
 
 def test_rank_deficient_first_block_is_refused_with_its_rank():

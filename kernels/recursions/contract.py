@@ -398,6 +398,11 @@ class ScanRecursion(Recursion):
     this class, and the contract checks compare both forms on the same rows.
     """
 
+    def scan_unavailable(self) -> str | None:
+        """Why this configuration of the recursion cannot run in the scan form (a phrase),
+        or None (the default): e.g. per-row diagnostics that need every state in order."""
+        return None
+
     def to_info(self, state: State) -> State:
         raise NotImplementedError
 

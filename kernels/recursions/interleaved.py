@@ -31,7 +31,8 @@ import numpy as np
 
 from streamlsq.kernels.linalg import as_2d, check_finite, spd_solve, symmetrize
 from streamlsq.kernels.recursions.contract import Param, ScanRecursion, State
-from streamlsq.kernels.recursions.kf4lls import KF4LLS
+from streamlsq.kernels.recursions.kf4lls import KF4LLS, SOLVER_PARAM
+from streamlsq.kernels.recursions.sqrtinfo import merge_factors, qr_append
 
 __all__ = [
     "AlphaEstimate",
@@ -235,13 +236,16 @@ class InterleavedKF4LLS(ScanRecursion):
               "alpha*A + (1-alpha)*B."),
         Param("start", "a", "Population of the first block.", type=str, choices=("a", "b")),
         Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 = 0)."),
+        SOLVER_PARAM,
     )
 
-    def __init__(self, alpha, start: str = "a", ridge: float = 0.0, coef0=None):
+    def __init__(self, alpha, start: str = "a", ridge: float = 0.0, coef0=None,
+                 solver: str = "qr"):
         self.alpha = validate_alpha(alpha)
         self.start = _check_population(start, "start")
-        self._kf = KF4LLS(ridge=ridge, coef0=coef0)
+        self._kf = KF4LLS(ridge=ridge, coef0=coef0, solver=solver)
         self.ridge = self._kf.ridge
+        self.solver = self._kf.solver
         if self.ridge == 0.0 and population_weight(self.alpha, self.start) == 0.0:
             raise ValueError(
                 f"alpha={self.alpha} gives population {self.start!r} weight 0, so a stream "
@@ -250,7 +254,15 @@ class InterleavedKF4LLS(ScanRecursion):
             )
 
     def get_params(self) -> dict:
-        return {"alpha": self.alpha, "start": self.start, "ridge": self.ridge}
+        return {"alpha": self.alpha, "start": self.start, "ridge": self.ridge,
+                "solver": self.solver}
+
+    def result_attrs(self, state: State) -> dict:
+        return self._kf.result_attrs(state)
+
+    @classmethod
+    def result_notes(cls, attrs: dict) -> list[str]:
+        return KF4LLS.result_notes(attrs)
 
     def state_dims(self) -> dict[str, tuple[str, ...]]:
         return self._kf.state_dims()
@@ -294,7 +306,9 @@ class InterleavedKF4LLS(ScanRecursion):
         ``edges`` are the piece's local block offsets, ``cuts`` increasing block
         counts (last = number of blocks) at which an interval ends. A summary
         holds ``G_odd, b_odd`` (Σ XcᵀXc, Σ XcᵀYc over the interval's 1st, 3rd, …
-        blocks), ``G_even, b_even`` (2nd, 4th, …), ``blocks`` and ``rows``.
+        blocks), ``G_even, b_even`` (2nd, 4th, …), ``blocks`` and ``rows``. QR solver:
+        ``A_odd``, ``A_even``, the triangular factors of the centred odd and even blocks'
+        rows [Xc Yc] instead of their sums.
         """
         X = np.asarray(X)
         Y = np.asarray(Y)
@@ -322,6 +336,15 @@ class InterleavedKF4LLS(ScanRecursion):
             Yc = Ys - np.repeat(Ym, counts, axis=0)
             odd = np.repeat(np.arange(c - start) % 2 == 0, counts)  # 1st, 3rd, ... block
             Xo, Xe = Xc[odd], Xc[~odd]
+            Yc = Yc if Yc.ndim == 2 else Yc[:, None]
+            if self.solver == "qr":
+                p = Xc.shape[1] + Yc.shape[1]
+                zero = np.zeros((p, p), dtype=Xc.dtype)
+                out.append({"A_odd": qr_append(zero, Xo, Yc[odd]),
+                            "A_even": qr_append(zero, Xe, Yc[~odd]),
+                            "blocks": np.int64(c - start), "rows": np.int64(b - a)})
+                start = c
+                continue
             out.append(
                 {
                     "G_odd": symmetrize(Xo.T @ Xo),
@@ -341,6 +364,8 @@ class InterleavedKF4LLS(ScanRecursion):
         w₁ is the weight of the global step of the summary's first block (from
         the running block count), w₂ that of the step after it.
         """
+        if self.solver == "qr":
+            return self._scan_factors(info, summaries)
         H, h = info["H"], info["h"]
         rows, blocks = int(info["rows"]), int(info["blocks"])
         out = []
@@ -353,6 +378,20 @@ class InterleavedKF4LLS(ScanRecursion):
             blocks += int(s["blocks"])
             out.append({"H": H, "h": h, "rows": np.int64(rows), "blocks": np.int64(blocks)})
         return out
+
+
+    def _scan_factors(self, info: State, summaries: list[State]) -> list[State]:
+        """QR solver: each summary's factor [w₁·A_odd; w₂·A_even] (the steps' weights
+        √α, √(1−α) applied to the factors' rows), then the tree prefix of KF4LLS."""
+        blocks = int(info["blocks"])
+        weighted = []
+        for s in summaries:
+            w_odd, w_even = self.step_weight(blocks + 1), self.step_weight(blocks + 2)
+            A = merge_factors(w_odd * s["A_odd"].astype(info["R"].dtype, copy=False),
+                              w_even * s["A_even"].astype(info["R"].dtype, copy=False))
+            weighted.append({"A": A, "blocks": s["blocks"], "rows": s["rows"]})
+            blocks += int(s["blocks"])
+        return self._kf.scan(info, weighted)
 
 
 # ---------------------------------------------------------------------------

@@ -208,8 +208,79 @@ def _gd_loop(theta, Phi, y, mu, record_rows):  # pragma: no cover - compiled
     return theta, errors, snaps
 
 
+@numba.njit(cache=True, nogil=True)
+def _rls_loop_compiled(theta, H, Phi, y, forgetting, mu, record_rows):  # pragma: no cover
+    """:func:`_rls_loop` compiled: the Cholesky factorisation and the two triangular
+    solves of each row without allocation. Returns (θ, H, errors, snapshots, bad) with
+    ``bad`` the first row whose H is not numerically positive definite (Cholesky fails,
+    or (min/max of diag L)² — a lower bound of 1/κ(H) — is below p·ε), −1 if none; the
+    caller then reruns the rows with the checked solves of :func:`_rls_loop`."""
+    p = theta.shape[0]
+    leak = (1.0 - forgetting) * mu
+    eps = np.finfo(H.dtype).eps
+    errors = np.empty(Phi.shape[0], dtype=Phi.dtype)
+    snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
+    L = np.zeros((p, p), dtype=H.dtype)
+    rhs = np.empty(p, dtype=H.dtype)
+    r = 0
+    while r < record_rows.shape[0] and record_rows[r] == 0:
+        snaps[r] = theta
+        r += 1
+    for t in range(Phi.shape[0]):
+        e = y[t]
+        for i in range(p):
+            e -= Phi[t, i] * theta[i]
+        errors[t] = e
+        for i in range(p):
+            for j in range(p):
+                H[i, j] = forgetting * H[i, j] + Phi[t, i] * Phi[t, j]
+            H[i, i] += leak
+        # Cholesky H = L Lᵀ (lower)
+        lo = np.inf
+        hi = 0.0
+        for j in range(p):
+            d = H[j, j]
+            for k in range(j):
+                d -= L[j, k] * L[j, k]
+            if not d > 0.0:
+                return theta, H, errors, snaps, t
+            d = np.sqrt(d)
+            L[j, j] = d
+            lo = min(lo, d)
+            hi = max(hi, d)
+            for i in range(j + 1, p):
+                acc = H[i, j]
+                for k in range(j):
+                    acc -= L[i, k] * L[j, k]
+                L[i, j] = acc / d
+        if (lo / hi) ** 2 < p * eps:
+            return theta, H, errors, snaps, t
+        for i in range(p):
+            rhs[i] = Phi[t, i] * e - leak * theta[i]
+        for i in range(p):  # L u = rhs
+            acc = rhs[i]
+            for k in range(i):
+                acc -= L[i, k] * rhs[k]
+            rhs[i] = acc / L[i, i]
+        for i in range(p - 1, -1, -1):  # Lᵀ d = u
+            acc = rhs[i]
+            for k in range(i + 1, p):
+                acc -= L[k, i] * rhs[k]
+            rhs[i] = acc / L[i, i]
+        for i in range(p):
+            theta[i] += rhs[i]
+        while r < record_rows.shape[0] and record_rows[r] == t + 1:
+            snaps[r] = theta
+            r += 1
+    return theta, H, errors, snaps, -1
+
+
 def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
-    """Per-sample RLS in information form with constant Tikhonov μ (see :class:`IRMARLS`)."""
+    """Per-sample RLS in information form with constant Tikhonov μ (see :class:`IRMARLS`).
+
+    The checked form (``spd_solve`` per row: the condition estimate, the refusal of a
+    singular H, the LDLᵀ fallback); :meth:`IRMARLS._run` runs :func:`_rls_loop_compiled`
+    and comes here only when that one meets a row it cannot solve."""
     p = theta.shape[0]
     leak = (1.0 - forgetting) * mu
     errors = np.empty(Phi.shape[0], dtype=Phi.dtype)
@@ -618,15 +689,14 @@ class IRMARLS(_BasisRecursion):
         return {**super().state_dims(), "H": ("feature", "feature_")}
 
     def _run(self, state, Phi, y, record_rows):
-        theta, H, errors, snaps = _rls_loop(
-            state["theta"][:, 0].copy(),
-            state["H"].copy(),
-            Phi,
-            y,
-            self.forgetting,
-            self.mu,
+        theta0, H0 = state["theta"][:, 0], state["H"]
+        theta, H, errors, snaps, bad = _rls_loop_compiled(
+            theta0.copy(), np.array(H0, order="C"), Phi, y, self.forgetting, self.mu,
             record_rows,
         )
+        if bad >= 0:  # a row H cannot be solved at: the checked loop refuses it by name
+            theta, H, errors, snaps = _rls_loop(
+                theta0.copy(), H0.copy(), Phi, y, self.forgetting, self.mu, record_rows)
         return {"theta": theta[:, None], "H": symmetrize(H)}, errors, snaps
 
 

@@ -26,6 +26,20 @@ import numpy as np
 
 from streamlsq.kernels.linalg import spd_solve, symmetrize
 from streamlsq.kernels.recursions.contract import Param, ScanRecursion, State
+from streamlsq.kernels.recursions.sqrtinfo import SqrtInfoLS, factor_condition
+
+#: the two forms of the recursion: the square-root information form (QR, the default)
+#: and the normal equations (H and h = Hψ)
+SOLVERS = ("qr", "normal")
+
+#: the declarations KF4LLS, RLS and interleaved KF4LLS share
+SOLVER_PARAM = Param(
+    "solver", "qr", "qr: square-root information form (a QR of [sqrt(g) R; X] per block, "
+    "error ~ eps*cond(X)); normal: the normal equations H = X'X (faster, error ~ "
+    "eps*cond(X)^2).", type=str, choices=SOLVERS)
+DIAGNOSTICS_PARAM = Param(
+    "diagnostics", False, "Record recursive residuals, prediction errors, CUSUM and CUSUM "
+    "of squares per step (sequential engine, solver qr).", type=bool)
 
 __all__ = ["KF4LLS", "RLS", "kf4lls_update", "block_sums"]
 
@@ -85,6 +99,21 @@ class KF4LLS(ScanRecursion):
         g; 1 gives KF4LLS (ordinary least squares on all blocks seen).
     coef0 : array (n_features, n_targets) or None
         ψ_0; irrelevant when ridge = 0.
+    solver : {"qr", "normal"}, default "qr"
+        ``"qr"``: the square-root information form
+        (:mod:`~streamlsq.kernels.recursions.sqrtinfo`): the state carries the triangular
+        factor R of the rows (RᵀR = H) and z = Rψ, a block updates it by a QR of
+        [√g·R; X_i] and ψ comes from a triangular solve; ψ loses about log10(ε·κ(X))
+        digits. ``"normal"``: the normal equations H, ψ above (a little faster on
+        well-conditioned data; ψ loses log10(ε·κ(X)²) digits and H is refused as singular
+        from κ(X) ≈ 1e8 on). Both forms give the same numbers to rounding.
+    diagnostics : bool, default False
+        (``solver="qr"``, sequential engine) record at every recorded step the
+        standardised recursive residual and one-step-ahead prediction error of the step's
+        last row and the running count, sum and sum of squares of the recursive residuals
+        (Brown, Durbin & Evans 1975), from which ``fit_stream`` derives the CUSUM and
+        CUSUM-of-squares tests (:mod:`streamlsq.stream.stability`). The rows are then
+        folded one at a time by the compiled rotations.
 
     Examples
     --------
@@ -107,21 +136,91 @@ class KF4LLS(ScanRecursion):
               "full-rank first block)."),
         Param("forgetting", 1.0, "Forgetting factor g in (0, 1]; 1 is least squares on all "
               "rows seen."),
+        SOLVER_PARAM,
+        DIAGNOSTICS_PARAM,
     )
 
-    def __init__(self, ridge: float = 0.0, forgetting: float = 1.0, coef0=None):
+    def __init__(self, ridge: float = 0.0, forgetting: float = 1.0, coef0=None,
+                 solver: str = "qr", diagnostics: bool = False):
         if not np.isfinite(ridge) or ridge < 0:
             raise ValueError(f"ridge must be a finite number >= 0, got {ridge}")
         if not (0.0 < forgetting <= 1.0):
             raise ValueError(f"forgetting factor must be in (0, 1], got {forgetting}")
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
+        if diagnostics and solver != "qr":
+            raise ValueError("diagnostics (recursive residuals) need solver='qr'")
         self.ridge = float(ridge)
         self.forgetting = float(forgetting)
         self.coef0 = None if coef0 is None else np.asarray(coef0)
+        self.solver = solver
+        self.diagnostics = bool(diagnostics)
+
+    @property
+    def _sqrt(self) -> SqrtInfoLS | None:
+        """The square-root form that does the work when solver == "qr" (built from this
+        object's parameters on each use, so that they have one home)."""
+        if self.solver != "qr":
+            return None
+        return SqrtInfoLS(self.ridge, self.forgetting, self.coef0, self.diagnostics)
 
     def get_params(self) -> dict:
-        return {"ridge": self.ridge, "forgetting": self.forgetting}
+        return {"ridge": self.ridge, "forgetting": self.forgetting, "solver": self.solver,
+                "diagnostics": self.diagnostics}
+
+    def scan_unavailable(self) -> str | None:
+        if self.diagnostics:
+            return "recursive residuals (--diagnostics) are computed row by row in order"
+        return None
+
+    def result_attrs(self, state: State) -> dict:
+        """κ of the (weighted) rows seen, and the digits of ψ it leaves.
+
+        The QR form loses about log10(ε·κ) digits, the normal equations log10(ε·κ²);
+        ``digits_trusted`` is −log10 of that relative error bound (at most the digits of
+        the dtype)."""
+        if self._sqrt is not None:
+            kappa = factor_condition(state["R"])
+            power = 1
+        else:
+            w = np.linalg.eigvalsh(np.asarray(state["H"], np.float64))
+            kappa = float(np.sqrt(w[-1] / w[0])) if w.size and w[0] > 0 else float("inf")
+            power = 2
+        eps = np.finfo(state["psi"].dtype).eps
+        digits = -np.log10(eps) if kappa <= 1 else -np.log10(min(1.0, eps * kappa**power))
+        return {"condition_number": float(kappa), "digits_trusted": round(float(digits), 1)}
+
+    @classmethod
+    def result_notes(cls, attrs: dict) -> list[str]:
+        notes = []
+        kappa, digits = attrs.get("condition_number"), attrs.get("digits_trusted")
+        if kappa is not None and digits is not None and digits < 10:
+            notes.append(f"condition number {kappa:.2g}: about {digits:.0f} significant "
+                         f"digits of the coefficients can be trusted")
+        if "cusum_outside" in attrs:
+            pct = f"{100 * attrs.get('stability_alpha', 0.05):g}%"
+            out = [int(v) for v in np.atleast_1d(attrs["cusum_outside"])]
+            out_sq = [int(v) for v in np.atleast_1d(attrs["cusum_squares_outside"])]
+            if any(out) or any(out_sq):
+                notes.append(f"parameter instability: CUSUM outside its {pct} bounds at "
+                             f"{max(out)} and CUSUM of squares at {max(out_sq)} recorded "
+                             f"steps")
+            else:
+                notes.append(f"CUSUM and CUSUM of squares within their {pct} bounds")
+        return notes
+
+    def state_diagnostics(self, state: State) -> dict:
+        return self._sqrt.state_diagnostics(state) if self._sqrt is not None else {}
+
+    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
+        if self._sqrt is not None:
+            return self._sqrt.fold(self, state, X, Y, edges, first_step, record_every,
+                                   rows_before)
+        return super().fold(state, X, Y, edges, first_step, record_every, rows_before)
 
     def state_dims(self) -> dict[str, tuple[str, ...]]:
+        if self._sqrt is not None:
+            return self._sqrt.state_dims()
         return {
             "H": ("feature", "feature_"),
             "psi": ("feature", "target"),
@@ -131,6 +230,8 @@ class KF4LLS(ScanRecursion):
 
     # -- sequential form ---------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
+        if self._sqrt is not None:
+            return self._sqrt.init(n_features, n_targets, dtype)
         H = self.ridge * np.eye(n_features, dtype=dtype)
         if self.coef0 is None:
             psi = np.zeros((n_features, n_targets), dtype=dtype)
@@ -139,6 +240,8 @@ class KF4LLS(ScanRecursion):
         return {"H": H, "psi": psi, "rows": np.int64(0), "blocks": np.int64(0)}
 
     def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
+        if self._sqrt is not None:
+            return self._sqrt.update(state, X, Y)
         H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
         return {
             "H": H,
@@ -153,6 +256,8 @@ class KF4LLS(ScanRecursion):
     # -- information (scan) form -------------------------------------------
     def to_info(self, state: State) -> State:
         """(H, ψ) → (H, h = Hψ): the state in the form the prefix sums act on."""
+        if self._sqrt is not None:
+            return self._sqrt.to_info(state)
         return {
             "H": state["H"],
             "h": state["H"] @ state["psi"],
@@ -168,8 +273,11 @@ class KF4LLS(ScanRecursion):
         ``edges`` are the piece's local block offsets (len = n_blocks + 1),
         ``cuts`` the block counts (increasing, last = n_blocks) at which an
         interval ends. A summary holds G = Σ g^{c−j} X_jᵀX_j and b likewise over
-        the interval's blocks j ≤ c, its block count m and row count.
+        the interval's blocks j ≤ c, its block count m and row count. (QR solver: the
+        triangular factor of the interval's rows weighted by √(g^{c−j}).)
         """
+        if self._sqrt is not None:
+            return self._sqrt.summarize(X, Y, edges, cuts)
         g = self.forgetting
         out = []
         start = 0
@@ -191,7 +299,11 @@ class KF4LLS(ScanRecursion):
         return out
 
     def scan(self, info: State, summaries: list[State]) -> list[State]:
-        """In-order prefix: H ← g^m H + G, h ← g^m h + b; returns the state after each summary."""
+        """In-order prefix: H ← g^m H + G, h ← g^m h + b; returns the state after each summary.
+
+        (QR solver: A ← factor of [√(g^m)·A; A_interval], a TSQR merge.)"""
+        if self._sqrt is not None:
+            return self._sqrt.scan(info, summaries)
         g = self.forgetting
         H, h = info["H"], info["h"]
         rows, blocks = int(info["rows"]), int(info["blocks"])
@@ -206,7 +318,10 @@ class KF4LLS(ScanRecursion):
         return out
 
     def finish(self, info: State) -> State:
-        """The independent solve ψ = H⁻¹h at one step (information form → state)."""
+        """The independent solve ψ = H⁻¹h at one step (information form → state);
+        QR solver: ψ = R⁻¹z, a triangular solve."""
+        if self._sqrt is not None:
+            return self._sqrt.finish(info)
         return {
             "H": info["H"],
             "psi": spd_solve(info["H"], info["h"]),
@@ -242,7 +357,11 @@ class RLS(KF4LLS):
         Param("forgetting", 0.99, "Forgetting factor g in (0, 1]."),
         Param("ridge", 0.0, "Tikhonov start H0 = ridge*I (needed with --block-size 1 unless "
               "the first block has full rank); it decays like g^i."),
+        SOLVER_PARAM,
+        DIAGNOSTICS_PARAM,
     )
 
-    def __init__(self, forgetting: float = 0.99, ridge: float = 0.0, coef0=None):
-        super().__init__(ridge=ridge, forgetting=forgetting, coef0=coef0)
+    def __init__(self, forgetting: float = 0.99, ridge: float = 0.0, coef0=None,
+                 solver: str = "qr", diagnostics: bool = False):
+        super().__init__(ridge=ridge, forgetting=forgetting, coef0=coef0, solver=solver,
+                         diagnostics=diagnostics)

@@ -15,6 +15,7 @@ from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_
 from streamlsq.errors import InputError
 from streamlsq.kernels.recursions.basis import domain_from_intervals
 from streamlsq.kernels.recursions.contract import Param
+from streamlsq.kernels.recursions.kf4lls import SOLVER_PARAM
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
 __all__ = ["fit", "fit_interleaved_command", "recursion_command"]
@@ -299,11 +300,13 @@ def fit():
               help="Population of the first block.")
 @click.option("--ridge", type=float, default=0.0, show_default=True,
               help="Ridge start H0 = ridge*I (0: the paper's H0 = 0).")
+@click.option("--solver", type=click.Choice(list(SOLVER_PARAM.choices)),
+              default=SOLVER_PARAM.default, show_default=True, help=SOLVER_PARAM.help)
 @_scheduler_options
 @_friendly_errors
 def fit_interleaved_command(a, b, out, engine, block_size, record_every, dtype, checkpoint,
                             resume, segment_size, overwrite, alpha, estimate_alpha, test, start,
-                            ridge, scheduler, n_workers, memory_limit):
+                            ridge, solver, scheduler, n_workers, memory_limit):
     """Interleaved KF4LLS: blocks of populations A and B alternately, centred and weighted.
 
     A, B (and C) are stream stores or groups of one, written PATH#GROUP. Blocks: each
@@ -326,11 +329,12 @@ def fit_interleaved_command(a, b, out, engine, block_size, record_every, dtype, 
     with _client(scheduler, n_workers, memory_limit) as client:
         ds = fit_interleaved(
             a, b, alpha=alpha, estimate_alpha=estimate_alpha, test=test, start=start,
-            ridge=ridge, out=out, engine=engine, block_size=block_size,
+            ridge=ridge, solver=solver, out=out, engine=engine, block_size=block_size,
             record_every=record_every, dtype=dtype, client=client, checkpoint=checkpoint,
             resume=resume, overwrite=overwrite, segment_bytes=_segment_bytes(segment_size),
         )
     line = _summary(out, "interleaved", engine, ds) + f", alpha {ds.attrs['alpha']:.4g}"
+    line = ", ".join([line, *RECURSIONS["interleaved-kf4lls"].result_notes(ds.attrs)])
     if "test_mse" in ds:
         line += f", final test MSE {float(ds.test_mse[-1]):.4g}"
     click.echo(line)

@@ -16,23 +16,46 @@ __all__ = [
 @click.argument("store", type=click.Path())
 @click.option("--check", is_flag=True,
               help="Also read every chunk and check for NaN/Inf (a parallel pass).")
+@click.option("--plot", "plot", type=click.Path(), default=None, metavar="PNG",
+              help="For the result of a stream fit: draw its coefficients and, when it "
+                   "recorded recursive residuals (--diagnostics), its CUSUM tests.")
+@click.option("--target", type=int, default=0, show_default=True,
+              help="Target drawn by --plot.")
 @_scheduler_options
 @_friendly_errors
-def info(store, check, scheduler, n_workers, memory_limit):
+def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     """Describe STORE (stream, multi-task or result store) and validate it.
 
     \b
     Examples:
       streamlsq info data.zarr
       streamlsq info data.zarr --check
+      streamlsq info rls.zarr --plot rls.png     # a fit: coefficients, CUSUM tests
     """
     from streamlsq.io.describe import check_values, describe
 
     click.echo(describe(store))
+    if plot is not None:
+        _plot_result(store, plot, target)
     if check:
         with _client(scheduler, n_workers, memory_limit) as client:
             n = check_values(store, client)
         click.echo(f"checked: every value finite in {n} rows")
+
+
+def _plot_result(store, path, target):
+    from streamlsq.errors import InputError
+    from streamlsq.io.results import open_result
+    from streamlsq.stream.stability import plot_fit
+
+    ds = open_result(store)
+    if "coef" not in ds or "rows_seen" not in ds:
+        raise InputError(f"{store}: --plot needs the result of a stream fit (coef, rows_seen)")
+    if not 0 <= target < ds.sizes["target"]:
+        raise InputError(f"--target must be in 0..{ds.sizes['target'] - 1}, got {target}")
+    plot_fit(ds, path, target=target)
+    tests = "and its CUSUM tests" if "cusum" in ds else "(no recursive residuals recorded)"
+    click.echo(f"wrote {path}: coefficients {tests}")
 
 
 @click.command(context_settings=CONTEXT)

@@ -231,8 +231,9 @@ def _finish_trajectory(method, parts, state, plan: StreamPlan) -> Trajectory:
         coefs = np.concatenate([coefs, final[None]])
         rows = np.append(rows, plan.n_rows)
         final_diag = method.state_diagnostics(state)
-        for n in names:
-            diags[n] = np.append(diags[n], final_diag[n])
+        for n in names:  # per-step values may be vectors (one per target)
+            value = np.asarray(final_diag[n])
+            diags[n] = np.concatenate([diags[n].reshape(-1, *value.shape), value[None]])
     return Trajectory(steps=steps, coefs=coefs, rows_seen=rows, state=state, diagnostics=diags)
 
 

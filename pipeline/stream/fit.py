@@ -21,6 +21,7 @@ from streamlsq.runtime.client import dask_client
 from streamlsq.stream.engines import Trajectory, run_scan, run_sequential
 from streamlsq.stream.methods import make_method, params_from_store
 from streamlsq.stream.plans import Section, StreamPlan
+from streamlsq.stream.stability import add_stability
 
 __all__ = ["fit_stream", "run_plan", "trajectory_dataset", "DEFAULT_RECORDED_STEPS"]
 
@@ -123,6 +124,10 @@ def fit_stream(
         ``cumulative_loss (step)`` for the IRMA family (Σ of the squared pre-update
         errors so far), ``n_skipped (step)`` for BFGS (B updates skipped by the
         curvature safeguard so far, also the attr ``n_skipped``).
+        For KF4LLS and RLS with ``diagnostics=True``: the recursive residuals and
+        their CUSUM tests (:func:`streamlsq.stream.stability.stability`); KF4LLS and
+        RLS results carry the attrs ``condition_number`` (κ of the rows seen) and
+        ``digits_trusted``.
 
     Examples
     --------
@@ -145,6 +150,8 @@ def fit_stream(
     rec = make_method(method, **params_from_store(method, params, source.attrs))
     if engine == "scan" and not isinstance(rec, ScanRecursion):
         raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
+    if engine == "scan" and rec.scan_unavailable():
+        raise InputError(f"{rec.name}: {rec.scan_unavailable()}: use --engine sequential")
     check_layout(source, rec, dtype)
     epochs = check_int("epochs", epochs, 1, "a positive integer")
     seed = check_int("seed", seed, 0, "a non-negative integer")
@@ -170,6 +177,7 @@ def fit_stream(
     ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
     ds["epoch"] = (("step",), step_sections(plan, traj.steps, "epoch"))
     ds.attrs.update(rec.result_attrs(traj.state))
+    ds = add_stability(ds)  # CUSUM tests, when the fit recorded recursive residuals
     if out is not None:
         write_result(ds, out, overwrite)
     return ds
@@ -274,7 +282,8 @@ def trajectory_dataset(
         coords={"step": traj.steps, "feature": feature, "target": np.arange(traj.coefs.shape[2])},
     )
     for name, values in traj.diagnostics.items():
-        ds[name] = (("step",), np.asarray(values))
+        values = np.asarray(values)  # one value per step, or one per step and target
+        ds[name] = (("step", "target")[: values.ndim], values)
     for name, dims in rec.state_dims().items():
         value = np.asarray(traj.state[name])
         # a state axis whose length differs from the result's axis of that name gets its own

@@ -187,6 +187,7 @@ def fit_interleaved(
     test: str | os.PathLike | None = None,
     start: str = "a",
     ridge: float = 0.0,
+    solver: str = "qr",
     out: str | os.PathLike | None = None,
     engine: str = "sequential",
     block_size: int | None = None,
@@ -226,6 +227,9 @@ def fit_interleaved(
         ``"a"`` (A₁, B₁, A₂, …) or ``"b"`` (B₁, A₁, B₂, …).
     ridge : float
         δ of a ridge start H₀ = δI (0: the paper's H₀ = 0).
+    solver : {"qr", "normal"}
+        ``"qr"`` (square-root information form, the default) or ``"normal"`` (normal
+        equations), as for :class:`~streamlsq.kernels.KF4LLS`.
     out, engine, block_size, record_every, dtype, client, scheduler
         As for :func:`streamlsq.fit_stream`. Both engines apply.
     checkpoint, resume, overwrite, progress, segment_bytes
@@ -301,7 +305,7 @@ def fit_interleaved(
     grid_c = _grid(src_c, block_size) if src_c is not None else None
     if alpha is not None:
         try:
-            InterleavedKF4LLS(alpha, start=start, ridge=ridge)
+            InterleavedKF4LLS(alpha, start=start, ridge=ridge, solver=solver)
         except ValueError as exc:
             raise InputError(f"interleaved: {exc}") from None
 
@@ -342,7 +346,7 @@ def fit_interleaved(
             estimate = _estimate_alpha(cl, estimate_alpha, src_a, src_b, src_c, progress)
             alpha = estimate.combined
         try:
-            rec = InterleavedKF4LLS(alpha, start=start, ridge=ridge)
+            rec = InterleavedKF4LLS(alpha, start=start, ridge=ridge, solver=solver)
         except ValueError as exc:
             raise InputError(f"interleaved (estimated alpha {alpha:.6g}): {exc}") from None
         test_futures = None
@@ -377,6 +381,7 @@ def fit_interleaved(
         inputs = json.loads(ds.attrs["inputs"])
         inputs.append({"role": "test", "path": str(src_c.path), "group": src_c.group or ""})
         ds.attrs["inputs"] = json.dumps(inputs)
+    ds.attrs.update(rec.result_attrs(traj.state))
     ds.attrs["alpha"] = float(alpha)
     ds.attrs["alpha_source"] = "given" if estimate is None else estimate.method
     if estimate is not None:

@@ -34,7 +34,7 @@ def make_method(method: str | Recursion, **params) -> Recursion:
     --------
     >>> from streamlsq import make_method
     >>> make_method("rls", forgetting=0.9)
-    RLS(ridge=0.0, forgetting=0.9)
+    RLS(ridge=0.0, forgetting=0.9, solver='qr', diagnostics=False)
     """
     if isinstance(method, Recursion):
         if params:

@@ -20,6 +20,7 @@ from streamlsq.io.stores import (
     check_complete,
     check_numeric,
     dimension_names,
+    get_array,
     open_group,
     require_variables,
     store_label,
@@ -103,7 +104,7 @@ def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSour
     g = open_group(path, group)
     require_variables(g, label, ("X", "y"),
                       "a stream store needs X (sample, feature) and y (sample, target)")
-    X, y = g["X"], g["y"]
+    X, y = get_array(g, label, "X"), get_array(g, label, "y")
     for name, arr in (("X", X), ("y", y)):
         check_numeric(label, name, arr)
     if dimension_names(X) != STREAM_DIMS["X"] or X.ndim != 2:

@@ -58,7 +58,9 @@ from streamlsq.io.stores import (
     check_complete,
     check_numeric,
     dimension_names,
+    get_array,
     open_group,
+    read_checked,
     require_variables,
     store_label,
     store_token,
@@ -127,13 +129,13 @@ class TaskSource(StoreSource):
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
         hi = self.n_tasks if hi is None else hi
-        return np.asarray(self.array("task_ptr")[lo : hi + 1], dtype=np.int64)
+        return self.read_rows("task_ptr", lo, hi + 1, np.int64, check=False)
 
     def roles(self) -> np.ndarray | None:
         """The stored role codes (n_tasks,) int8, or None when the store has no ``role``."""
         if not self.has_role:
             return None
-        return np.asarray(self.array("role")[:], dtype=np.int8)
+        return self.read_rows("role", 0, self.n_tasks, np.int8, check=False)
 
     def truth(self) -> dict | None:
         """{"component", "w_true", "s_true", "p_true"} of a synthetic store, else None."""
@@ -169,7 +171,7 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
     g = open_group(path, group)
     members = require_variables(g, label, ("X", "y", "task_ptr"), "a multi-task store needs "
                                 "X (row, feature), y (row,) and task_ptr (task_edge,)")
-    arrays = {name: g[name] for name in TASK_DIMS if name in members}
+    arrays = {name: get_array(g, label, name) for name in TASK_DIMS if name in members}
     for name, arr in arrays.items():
         if dimension_names(arr) != TASK_DIMS[name]:
             raise InputError(
@@ -199,13 +201,13 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
             )
     for name, arr in arrays.items():
         check_complete(label, name, arr)
-    ptr = np.asarray(ptr_arr[:])
+    ptr = np.asarray(read_checked(path, group, "task_ptr", ptr_arr, 0, ptr_arr.shape[0]))
     try:
         mlr.validate_task_ptr(ptr, X.shape[0])
     except ValueError as exc:
         raise InputError(f"{label}: variable 'task_ptr': {exc}") from None
     if "role" in arrays:
-        role = np.asarray(arrays["role"][:])
+        role = np.asarray(read_checked(path, group, "role", arrays["role"], 0, n_tasks))
         bad = (role < 0) | (role > 2)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

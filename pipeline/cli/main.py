@@ -17,7 +17,9 @@ __all__ = [
 
 @click.group(context_settings=CONTEXT)
 @click.version_option(package_name="streamlsq")
-def main():
+@click.option("--debug", is_flag=True,
+              help="Show the traceback of a failure (and warnings) instead of one line.")
+def main(debug):
     """Incremental least squares and meta-learning of linear regressions over chunked
     Zarr stores, on a Dask cluster.
 
@@ -26,8 +28,10 @@ def main():
       streamlsq simulate stream --out data.zarr --rows 200000 --features 20
       streamlsq fit kf4lls data.zarr --out fit.zarr
       streamlsq info fit.zarr
-    """
 
+    Every failure is one line on stderr naming what failed and where, with exit code 2
+    (bad input, or a run that could not be carried out); see docs/faults.md.
+    """
 
 
 

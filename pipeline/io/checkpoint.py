@@ -224,8 +224,9 @@ class CheckpointFolder:
             return
         diff = sorted(k for k in set(old) | set(self.fingerprint)
                       if old.get(k) != self.fingerprint.get(k))
-        if diff == ["inputs"] and _without_tokens(old["inputs"]) == \
-                _without_tokens(self.fingerprint["inputs"]):
+        if set(diff) <= {"input", "inputs"} and all(
+                _without_tokens(old.get(k)) == _without_tokens(self.fingerprint.get(k))
+                for k in diff):
             raise InputError(
                 f"{self.directory}: the input store was rewritten since this checkpoint was "
                 "made (its metadata changed); resuming would mix two datasets: rerun without "
@@ -278,9 +279,12 @@ class CheckpointFolder:
                             "two datasets: rerun without --resume")
 
 
-def _without_tokens(inputs):
-    return [[v for v in entry if not (isinstance(v, str) and v.startswith("token:"))]
-            for entry in inputs]
+def _without_tokens(value):
+    """A fingerprint entry without its stores' version tokens ("token:..." strings)."""
+    if isinstance(value, list | tuple):
+        return [_without_tokens(v) for v in value
+                if not (isinstance(v, str) and v.startswith("token:"))]
+    return value
 
 
 def _has_array(src, name: str) -> bool:
@@ -443,3 +447,74 @@ class EntryCheckpoint(CheckpointFolder):
             _atomic_write(self.directory / "progress.json", json.dumps(
                 {"fingerprint": self.fingerprint, "entries": self.entries}).encode())
             (self.directory / f"entry-{name}.pkl").unlink(missing_ok=True)
+
+
+# -- what every checkpointed command shares -------------------------------------------------
+
+
+def finished_result(out, fingerprint: dict):
+    """The published result of the run ``fingerprint`` at ``out`` (its ``run_fingerprint``
+    attribute matches), with the in-memory attribute ``already_complete``; else None. A
+    result of another run at ``out`` is left to ``prepare_output`` to refuse."""
+    from streamlsq.io.outputs import written_by_streamlsq
+    from streamlsq.io.results import open_result
+
+    if out is None or not os.path.isdir(out) or not written_by_streamlsq(out):
+        return None
+    try:
+        ds = open_result(out)
+    except InputError:
+        return None
+    if ds.attrs.get("run_fingerprint") != fingerprint_digest(fingerprint):
+        return None
+    ds.attrs["already_complete"] = True
+    return ds
+
+
+def remove_finished(folder: CheckpointFolder) -> None:
+    """After a resumed run found its result published, remove the checkpoint a kill between
+    publication and clean-up left behind: only a streamlsq checkpoint of this very run
+    (same fingerprint), never a folder or checkpoint of anything else."""
+    if not folder.directory.is_dir():
+        return
+    folder.resume = True
+    try:
+        CheckpointFolder.open(folder)
+    except InputError:  # another run's checkpoint, or not a checkpoint: not ours to remove
+        return
+    saved = dict((folder.saved or {}).get("fingerprint") or {})
+    saved.pop("segments", None)
+    expected = dict(folder.fingerprint)
+    expected.pop("segments", None)
+    if saved == expected:
+        folder.remove()
+    else:
+        folder.close()
+
+
+@contextlib.contextmanager
+def entry_checkpoint(directory, fingerprint: dict, resume: bool, inputs=(), kind: str = "run",
+                     variables=("X", "y")):
+    """An open :class:`EntryCheckpoint` for the block (None without ``directory``); its lock
+    is released when the block ends; ``remove()`` it once the result is published."""
+    if directory is None:
+        yield None
+        return
+    ckpt = EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
+                           variables=variables, kind=kind)
+    ckpt.open()
+    try:
+        yield ckpt
+    finally:
+        ckpt.close()
+
+
+def merge_spans(spans) -> list[tuple[int, int, int]]:
+    """(input, first row, end row) spans sorted and merged where they touch."""
+    out: list[list[int]] = []
+    for i, a, b in sorted((int(i), int(a), int(b)) for i, a, b in spans):
+        if out and out[-1][0] == i and a <= out[-1][2]:
+            out[-1][2] = max(out[-1][2], b)
+        else:
+            out.append([i, a, b])
+    return [tuple(s) for s in out]

@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -75,6 +76,7 @@ __all__ = [
     "TaskSource",
     "open_tasks",
     "plan_chunks",
+    "task_input_identity",
     "task_sets",
 ]
 
@@ -237,6 +239,13 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
         token=store_token(path),
         attrs=dict(g.attrs),
     )
+
+
+def task_input_identity(source: TaskSource) -> list:
+    """What identifies a multi-task input in a checkpoint's fingerprint: its place, shape
+    and metadata version (a store rewritten since is refused on resume)."""
+    return [str(Path(source.path).resolve()), source.group or "", source.n_rows,
+            source.n_features, source.n_tasks, f"token:{source.token}"]
 
 
 # -- task sets ---------------------------------------------------------------------

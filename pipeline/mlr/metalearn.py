@@ -45,6 +45,14 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.checkpoint import (
+    EntryCheckpoint,
+    entry_checkpoint,
+    fingerprint_digest,
+    finished_result,
+    merge_spans,
+    remove_finished,
+)
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.tasks import (
@@ -56,6 +64,7 @@ from streamlsq.io.tasks import (
     open_tasks,
     plan_chunks,
     reading_chunk,
+    task_input_identity,
     task_sets,
 )
 from streamlsq.kernels import mlr
@@ -111,16 +120,36 @@ def _tile(ac, r0, r1, c0, c1, forest):
 
 # -- orchestration ------------------------------------------------------------------
 class _Run:
-    """The state of one run: client, source, plan, timings."""
+    """The state of one run: client, source, plan, timings, and the checkpoint (if any)
+    that commits each step's result."""
 
-    def __init__(self, client, source, holdout, chunk_tasks, progress):
+    def __init__(self, client, source, holdout, chunk_tasks, progress, checkpoint=None):
         self.client, self.source, self.holdout = client, source, holdout
         self.chunk_tasks, self.progress = chunk_tasks, progress
         self.seconds: dict[str, float] = {}
         self.ptr = source.task_ptr()
+        self.checkpoint = checkpoint
 
     def plan(self, mask):
         return plan_chunks(self.ptr, mask, self.chunk_tasks)
+
+    def step(self, name: str, compute, *chunk_lists):
+        """``compute()``, timed as step ``name``; with a checkpoint, a resumed run takes the
+        step's committed result instead, and a finished step is committed with the rows
+        its chunks (``chunk_lists``) read. Every step is deterministic (fixed reduction
+        trees), so a resumed run ends with the uninterrupted run's model."""
+        entry = f"step-{name}"
+        if self.checkpoint is not None and entry in self.checkpoint:
+            value, self.seconds[name] = self.checkpoint.load(entry)
+            return value
+        started = time.perf_counter()
+        value = compute()
+        self.seconds[name] = time.perf_counter() - started
+        if self.checkpoint is not None:
+            reads = [(0, int(self.ptr[c.lo]), int(self.ptr[c.hi]))
+                     for chunks in chunk_lists for c in chunks]
+            self.checkpoint.save(entry, (value, self.seconds[name]), merge_spans(reads))
+        return value
 
     def map(self, fn, chunks, *args, name):
         return map_chunks(self.client, _call, chunks, fn, self.source, *args, name=name)
@@ -204,6 +233,8 @@ def metalearn(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    resume: bool = False,
 ) -> xr.Dataset:
     """Meta-learn a mixture of k linear regressions from the multi-task store ``data``.
 
@@ -222,6 +253,9 @@ def metalearn(
         with ``predict(..., holdout=...)``).
     chunk_tasks : tasks per chunk of work; tile : heavy tasks per tile side.
     out : write the model store here (atomically, ``complete=True`` last).
+    checkpoint, resume : commit each step's result to this folder and, with ``resume``,
+        continue a killed run from its last finished step (same model as an
+        uninterrupted run); the folder is removed once the model is written to ``out``.
 
     Returns
     -------
@@ -246,34 +280,40 @@ def metalearn(
     >>> tmp.cleanup()
     """
     source = open_tasks(data, group)
-    if out is not None:
-        prepare_output(out, overwrite)
+    if resume and checkpoint is None:
+        raise InputError("--resume needs --checkpoint DIR")
     tile = check_int("tile", tile, 2)
+    fingerprint = {"input": task_input_identity(source), "k": k, "linkage": linkage,
+                   "threshold": threshold, "splits": splits, "whiten": bool(whiten),
+                   "roles": roles, "heavy_rows": heavy_rows, "holdout": holdout,
+                   "chunk_tasks": chunk_tasks, "tile": tile}
+    folder = dict(fingerprint=fingerprint, inputs=[source], kind="metalearn",
+                  variables=("X", "y"))
+    if resume:  # the run being resumed may have published its model before it was killed
+        done = finished_result(out, fingerprint)
+        if done is not None:
+            remove_finished(EntryCheckpoint(checkpoint, **folder))
+            return done
+    if out is not None:
+        prepare_output(out, overwrite, inputs=[source])
     started = time.perf_counter()
-    with dask_client(client, scheduler) as cl:
-        run = _Run(cl, source, int(holdout), chunk_tasks, progress)
+    with entry_checkpoint(checkpoint, resume=resume, **folder) as ckpt, \
+            dask_client(client, scheduler) as cl:
+        run = _Run(cl, source, int(holdout), chunk_tasks, progress, ckpt)
         sets = task_sets(source, run.ptr, roles, heavy_rows, int(holdout))
         _check_inputs(source, sets, run.ptr, k, splits, linkage, threshold, holdout)
         result = _algorithm(run, sets, k, splits, linkage, threshold, whiten, tile)
-    result["seconds"] = time.perf_counter() - started
-    params = {"k": int(k), "linkage": linkage, "threshold": threshold, "splits": int(splits),
-              "whiten": bool(whiten), "roles": sets.rule, "holdout": int(holdout),
-              "chunk_tasks": int(chunk_tasks), "tile": int(tile)}
-    ds = model_dataset(result, source, sets, params, run.seconds)
-    if out is not None:
-        write_result(ds, out, overwrite)
+        result["seconds"] = time.perf_counter() - started
+        params = {"k": int(k), "linkage": linkage, "threshold": threshold,
+                  "splits": int(splits), "whiten": bool(whiten), "roles": sets.rule,
+                  "holdout": int(holdout), "chunk_tasks": int(chunk_tasks), "tile": int(tile)}
+        ds = model_dataset(result, source, sets, params, run.seconds)
+        ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
+        if out is not None:
+            write_result(ds, out, overwrite, inputs=[source])
+            if ckpt is not None:
+                ckpt.remove()
     return ds
-
-
-def _timed(run: _Run, step: str):
-    class _T:
-        def __enter__(self):
-            self.t = time.perf_counter()
-
-        def __exit__(self, *exc):
-            run.seconds[step] = time.perf_counter() - self.t
-
-    return _T()
 
 
 def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten, tile) -> dict:
@@ -281,40 +321,50 @@ def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten,
     transform = None
     out: dict = {}
     if whiten:
-        with _timed(run, "whitening"):
-            used = sets.light | sets.heavy | sets.light2
-            _, sums = run.reduce(_moments, run.plan(used), holdout, name="whitening")
+        used_chunks = run.plan(sets.light | sets.heavy | sets.light2)
+
+        def whitening():
+            _, sums = run.reduce(_moments, used_chunks, holdout, name="whitening")
             try:
-                transform = mlr.whitening_from_moments(sums, center=False)
+                return mlr.whitening_from_moments(sums, center=False)
             except ValueError as exc:
                 raise InputError(f"{source.label}: variable 'X': {exc}") from None
+
+        transform = run.step("whitening", whitening, used_chunks)
         out["whitening"] = transform[1]
 
-    with _timed(run, "subspace"):
-        _, total = run.reduce(_subspace, run.plan(sets.light), transform, holdout,
-                              name="subspace")
+    light_chunks = run.plan(sets.light)
+
+    def subspace():
+        _, total = run.reduce(_subspace, light_chunks, transform, holdout, name="subspace")
         d = source.n_features
         U_all, eigenvalues = mlr.subspace_basis(total["moment"] / total["tasks"], d,
                                                 return_eigenvalues=True)
-        U = U_all[:, :k]
-    out.update(basis=U, eigenvalues=eigenvalues, n_light=int(total["tasks"]))
+        return U_all[:, :k], eigenvalues, int(total["tasks"])
 
-    with _timed(run, "heavy_estimates"):
-        heavy_chunks = run.plan(sets.heavy)
+    U, eigenvalues, n_light = run.step("subspace", subspace, light_chunks)
+    out.update(basis=U, eigenvalues=eigenvalues, n_light=n_light)
+
+    heavy_chunks = run.plan(sets.heavy)
+
+    def heavy_estimates():
         futures = run.map(_project, heavy_chunks, transform, holdout, U, splits,
                           name="heavy-estimates")
         wait_progress(run.client, futures, [c.n for c in heavy_chunks], "heavy estimates",
                       enabled=run.progress)
         parts = run.client.gather(futures)
-        a = np.concatenate([p[0] for p in parts])
-        c = np.concatenate([p[1] for p in parts])
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
-    with _timed(run, "clustering"):
+    a, c = run.step("heavy_estimates", heavy_estimates, heavy_chunks)
+
+    def clustering():
         cut = {"n_clusters": int(k)} if threshold is None else {"threshold": float(threshold)}
-        heavy_cluster = _cluster_heavy(run, a, c, linkage, cut, tile)
-        n_clusters = int(heavy_cluster.max()) + 1
+        return _cluster_heavy(run, a, c, linkage, cut, tile)
 
-    with _timed(run, "initial_estimates"):
+    heavy_cluster = run.step("clustering", clustering)
+    n_clusters = int(heavy_cluster.max()) + 1
+
+    def initial_estimates():
         W0, p0 = mlr.initial_cluster_estimates(a, c, heavy_cluster, U, n_clusters)
         _, sums = run.reduce(_residuals, heavy_chunks, transform, holdout, heavy_cluster, W0,
                              name="heavy-residuals")
@@ -322,9 +372,13 @@ def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten,
             r2 = mlr.residual_variance(sums["sse"], sums["rows"])
         except ValueError as exc:
             raise InputError(f"{source.label}: heavy clusters: {exc}") from None
+        return W0, p0, r2
 
-    with _timed(run, "classification_refinement"):
-        light2_chunks = run.plan(sets.light2)
+    W0, p0, r2 = run.step("initial_estimates", initial_estimates, heavy_chunks)
+
+    light2_chunks = run.plan(sets.light2)
+
+    def classification_refinement():
         futures, stats = run.reduce(_classify, light2_chunks, transform, holdout, W0, r2,
                                     name="classify", leaf=operator.itemgetter(1))
         label_futures = [run.client.submit(operator.itemgetter(0), f, pure=False)
@@ -337,6 +391,10 @@ def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten,
                 f"{source.label}: refinement on the light2 tasks failed: {exc}; try another k "
                 "or more light2 tasks"
             ) from None
+        return light_cluster, W, s2, p
+
+    light_cluster, W, s2, p = run.step("classification_refinement", classification_refinement,
+                                       light2_chunks)
 
     if transform is not None:  # back to raw features: w_x = T w_z
         W = mlr.unwhiten_coef(W, transform[1])
@@ -490,7 +548,7 @@ def fit_pooled(
     """
     source = open_tasks(data, group)
     if out is not None:
-        prepare_output(out, overwrite)
+        prepare_output(out, overwrite, inputs=[source])
     holdout = check_int("holdout", holdout, 0)
     started = time.perf_counter()
     with dask_client(client, scheduler) as cl:
@@ -515,5 +573,5 @@ def fit_pooled(
                                seconds=time.perf_counter() - started))
     ds.attrs["n_rows"] = int(stats["rows"].sum())
     if out is not None:
-        write_result(ds, out, overwrite)
+        write_result(ds, out, overwrite, inputs=[source])
     return ds

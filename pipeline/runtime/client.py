@@ -282,11 +282,11 @@ class _PausedWatch(threading.Thread):
                 continue
             now = time.monotonic()
             if self.no_workers > 0 and self._no_live_worker(workers, now):
-                died = (f"; {self._gone} worker(s) joined and died meanwhile (a restart loop: "
-                        "is the memory limit below what a worker needs to start?)"
-                        if self._gone else "")
+                died = (f"{self._gone} worker(s) joined and died meanwhile" if self._gone
+                        else "none joined, or the workers died as they started")
                 self._halt(ClusterError(
-                    f"no Dask worker alive for {self.no_workers:.0f} s{died}; the run was "
+                    f"no Dask worker alive for {self.no_workers:.0f} s ({died}; is the memory "
+                    "limit below what a worker needs, about 300 MB?); the run was "
                     "stopped and nothing was written: start workers (--workers N for the "
                     "embedded cluster) and run the command again (with --resume if it has "
                     "--checkpoint)"))

@@ -17,19 +17,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
-from streamlsq.errors import InputError
-from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint, fingerprint_digest
-from streamlsq.io.outputs import written_by_streamlsq
-from streamlsq.io.results import open_result
+from streamlsq.io.checkpoint import (
+    Checkpoint,
+    EntryCheckpoint,
+    finished_result,
+    merge_spans,
+    remove_finished,
+)
 from streamlsq.stream.plans import StreamPlan
 
-__all__ = ["ScanPieces", "finished_result", "fit_checkpoint", "run_fingerprint",
-           "segment_reads"]
+__all__ = ["ScanPieces", "finished_result", "fit_checkpoint", "remove_finished_checkpoint",
+           "run_fingerprint", "segment_reads"]
 
 
 def run_fingerprint(plan: StreamPlan, rec, record_every: int, dtype, engine: str) -> dict:
@@ -56,7 +58,7 @@ def segment_reads(plan: StreamPlan, K0: int, K1: int) -> list[tuple[int, int, in
     for si, chunk, lo, hi, _sec in loads:
         base = chunk * plan.sources[si].chunk_rows
         spans.append((si, base + lo, base + hi))
-    return spans
+    return merge_spans(spans)
 
 
 class ScanPieces:
@@ -125,39 +127,14 @@ def fit_checkpoint(directory, resume: bool, plan: StreamPlan, rec, record_every:
         ckpt.close()
 
 
-def finished_result(out, fingerprint: dict):
-    """The published result of the run ``fingerprint`` at ``out``, or None.
-
-    A result store at ``out`` of another run is left to :func:`prepare_output` to refuse."""
-    if out is None or not os.path.isdir(out) or not written_by_streamlsq(out):
-        return None
-    try:
-        ds = open_result(out)
-    except InputError:
-        return None
-    if ds.attrs.get("run_fingerprint") != fingerprint_digest(fingerprint):
-        return None
-    ds.attrs["already_complete"] = True
-    return ds
-
-
 def remove_finished_checkpoint(directory, fingerprint: dict, engine: str, inputs) -> None:
     """After a resumed run found its result published: remove the checkpoint a kill between
     publication and clean-up left behind (only a streamlsq checkpoint of this run)."""
-    if directory is None or not Path(directory).is_dir():
+    if directory is None:
         return
     if engine == "scan":
         folder = EntryCheckpoint(directory, fingerprint, resume=True, inputs=inputs,
                                  kind="fit-scan")
     else:
         folder = Checkpoint(directory, dict(fingerprint), resume=True, inputs=inputs)
-    try:
-        folder.open()
-    except InputError:  # another run's checkpoint, or not a checkpoint: not ours to remove
-        return
-    saved = dict((folder.saved or {}).get("fingerprint") or {})
-    saved.pop("segments", None)
-    if saved == fingerprint:
-        folder.remove()
-    else:
-        folder.close()
+    remove_finished(folder)

@@ -66,8 +66,8 @@ def check_apart(path, inputs: Iterable, what: str) -> None:
     for src in inputs:
         if src is None:
             continue
-        name = getattr(src, "path", src)
-        i = _resolved(name)
+        i = _resolved(getattr(src, "path", src))
+        name = getattr(src, "shown", "") or getattr(src, "path", src)
         if p == i:
             raise InputError(f"{what} {path} is the input store {name}; choose another path "
                              "(streamlsq never writes over its input)")

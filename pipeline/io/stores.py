@@ -78,23 +78,32 @@ def store_token(path: str) -> str:
 class StoreSource:
     """What every validated input store shares: its place, version and how to read it.
 
-    Subclasses are frozen dataclasses with the fields ``path``, ``group``, ``token``
-    (the store's version, :func:`store_token`) and ``chunk_rows``; they travel to the
-    workers, which open each array once per process (:func:`cached_array`).
+    Subclasses are frozen dataclasses with the fields ``path`` (absolute: the workers'
+    working folder is not the client's), ``group``, ``token`` (the store's version,
+    :func:`store_token`), ``chunk_rows`` and ``shown`` (the path as the user gave it, for
+    messages); they travel to the workers, which open each array once per process
+    (:func:`cached_array`).
     """
 
     path: str
     group: str | None
     token: str
     chunk_rows: int
+    shown: str
 
     @property
     def label(self) -> str:
-        return store_label(self.path, self.group)
+        return store_label(self.shown or self.path, self.group)
 
     def array(self, name: str) -> zarr.Array:
         """The store's array ``name``, opened once per process and store version."""
-        return cached_array(self.path, self.group, name, self.token)
+        try:
+            return cached_array(self.path, self.group, name, self.token)
+        except Exception as exc:  # e.g. a worker that does not see the client's files
+            raise InputError(
+                f"{self.label}: variable '{name}' cannot be opened here "
+                f"({type(exc).__name__}: {_first_line(exc)}); every worker must see the "
+                f"store at {self.path}") from None
 
     def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
                   check: bool = True) -> np.ndarray:
@@ -102,8 +111,8 @@ class StoreSource:
         and row unless ``check=False``. A chunk file that vanished, or that cannot be
         decoded (truncated, corrupt), is refused naming the variable, chunk and rows."""
         arr = self.array(name)
-        A = np.asarray(read_checked(self.path, self.group, name, arr, start, stop),
-                       dtype=dtype)
+        A = np.asarray(read_checked(self.path, self.group, name, arr, start, stop,
+                                    self.label), dtype=dtype)
         if check:
             check_finite_rows(self.label, name, A, start, int(arr.chunks[0]))
         return A
@@ -117,11 +126,11 @@ class StoreSource:
 
 
 def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start: int,
-                 stop: int) -> np.ndarray:
+                 stop: int, label: str | None = None) -> np.ndarray:
     """``arr[start:stop]`` of a store's variable ``name``, where a missing chunk file or
     one that cannot be decoded is an :class:`InputError` naming the chunk and its rows
     (never a traceback, never fill values read in place of data)."""
-    label = store_label(path, group)
+    label = label or store_label(path, group)
     for coords, rows, file in chunk_files(path, group, name, arr, start, stop):
         if file is not None and not file.exists():
             raise InputError(

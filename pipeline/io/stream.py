@@ -62,6 +62,7 @@ class StreamSource(StoreSource):
     block_size: int
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
     token: str = ""
+    shown: str = ""
 
     def chunk_edges(self) -> np.ndarray:
         """Row offsets of the storage chunks of X: [0, c, 2c, ..., n_rows]."""
@@ -129,7 +130,8 @@ def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSour
     attrs = dict(g.attrs)
     block_size = int(attrs.get("block_size", chunk_rows))
     return StreamSource(
-        path=path,
+        path=os.path.abspath(path),
+        shown=path,
         group=group,
         n_rows=int(X.shape[0]),
         n_features=int(X.shape[1]),

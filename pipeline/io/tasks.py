@@ -127,6 +127,7 @@ class TaskSource(StoreSource):
     has_truth: bool
     token: str = ""
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
+    shown: str = ""
 
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
@@ -203,13 +204,15 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
             )
     for name, arr in arrays.items():
         check_complete(label, name, arr)
-    ptr = np.asarray(read_checked(path, group, "task_ptr", ptr_arr, 0, ptr_arr.shape[0]))
+    ptr = np.asarray(read_checked(path, group, "task_ptr", ptr_arr, 0, ptr_arr.shape[0],
+                                  label))
     try:
         mlr.validate_task_ptr(ptr, X.shape[0])
     except ValueError as exc:
         raise InputError(f"{label}: variable 'task_ptr': {exc}") from None
     if "role" in arrays:
-        role = np.asarray(read_checked(path, group, "role", arrays["role"], 0, n_tasks))
+        role = np.asarray(read_checked(path, group, "role", arrays["role"], 0, n_tasks,
+                                       label))
         bad = (role < 0) | (role > 2)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -228,7 +231,8 @@ def open_tasks(path: str | os.PathLike, group: str | None = None) -> TaskSource:
                 "or features"
             )
     return TaskSource(
-        path=path,
+        path=os.path.abspath(path),
+        shown=path,
         group=group,
         n_rows=int(X.shape[0]),
         n_features=int(X.shape[1]),

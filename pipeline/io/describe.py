@@ -10,7 +10,13 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.stores import dimension_names, missing_chunks, open_group
+from streamlsq.io.stores import (
+    array_names,
+    dimension_names,
+    get_array,
+    missing_chunks,
+    open_group,
+)
 from streamlsq.io.stream import open_stream
 from streamlsq.kernels.limits import largest_safe_magnitude
 from streamlsq.runtime.memory import fast_large_allocations
@@ -38,10 +44,11 @@ def store_kind(g: zarr.Group) -> str:
 def describe(path: str) -> str:
     """A readable summary of the store at ``path``; raises InputError if it is invalid."""
     g = open_group(str(path), None)
+    names = array_names(g, str(path))  # a member with unreadable metadata: one line
     kind = store_kind(g)
     lines = [f"{path}: {kind} store (Zarr v{g.metadata.zarr_format})"]
-    for name in sorted(g.array_keys()):
-        a = g[name]
+    for name in sorted(names):
+        a = get_array(g, str(path), name)
         # zarr does not store chunks equal to the fill value: only input data must be whole
         gaps = missing_chunks(a) if name in DATA_VARIABLES and kind != "result" else []
         missing = f", {a.nchunks - a.nchunks_initialized} chunks MISSING" if gaps else ""

@@ -30,19 +30,16 @@ def _quiet():
     """No warnings or log lines from this process or the workers it starts: a failure is
     one line on stderr. (The embedded cluster's workers are new interpreters that read
     PYTHONWARNINGS when they start.)"""
-    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
-    levels = [lg.level for lg in loggers]
+    disabled = logging.root.manager.disable
     env = os.environ.get("PYTHONWARNINGS")
     try:
-        for lg in loggers:
-            lg.setLevel(logging.CRITICAL + 1)
+        logging.disable(logging.CRITICAL)  # distributed's loggers set their own levels
         os.environ["PYTHONWARNINGS"] = "ignore"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
+        logging.disable(disabled)
         if env is None:
             os.environ.pop("PYTHONWARNINGS", None)
         else:

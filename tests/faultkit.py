@@ -89,7 +89,11 @@ def commits(checkpoint) -> int:
         return 0
     if "next" in progress:
         return int(progress["next"])
-    return len([n for n in progress.get("entries", {}) if n != "pieces"])
+    entries = progress.get("entries", {})
+    iterations = [int(n.split("-")[1]) for n in entries if n.startswith("iteration-")]
+    if iterations:  # EM keeps its last iteration only
+        return max(iterations)
+    return len([n for n in entries if n != "pieces"])
 
 
 def start(cmd, **kwargs) -> subprocess.Popen:

@@ -180,7 +180,9 @@ def fit_em(
         if cached:
             items = map_chunks(cl, _stats, chunks, source, name="em-task-stats")
             wait_progress(cl, items, [c.n for c in chunks], "task statistics", enabled=progress)
-        saved = ckpt.load("em") if ckpt is not None and "em" in ckpt else None
+        saved = None  # the entry of the last committed iteration (each replaces the last)
+        if ckpt is not None and any(n.startswith("iteration-") for n in ckpt.entries):
+            saved = ckpt.load(max(n for n in ckpt.entries if n.startswith("iteration-")))
         if saved is not None:  # resumed: the parameters after the last committed iteration
             W0, s20, p0 = saved["start"]
             W, s2, p = saved["start"]
@@ -217,9 +219,12 @@ def fit_em(
                     abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
                 status = "converged"
             if ckpt is not None:  # every iteration reads (the statistics of) every row
-                ckpt.save("em", {"start": (W0, s20, p0), "params": (W, s2, p),
-                                 "history": history, "status": status, "failure": failure},
+                ckpt.save(f"iteration-{len(history):06d}",
+                          {"start": (W0, s20, p0), "params": (W, s2, p), "history": history,
+                           "status": status, "failure": failure},
                           reads=[(0, 0, source.n_rows)])
+                if len(history) > 1:
+                    ckpt.discard(f"iteration-{len(history) - 1:06d}")
             if status != "max_iterations":
                 break
         if cached:

@@ -124,6 +124,10 @@ def _client(scheduler, n_workers, memory_limit):
 
     if n_workers is not None and n_workers < 1:
         raise InputError(f"--workers must be a positive integer, got {n_workers}")
+    if memory_limit is not None:  # checked even when a running cluster makes it moot
+        from streamlsq.runtime.client import check_memory_limit
+
+        check_memory_limit(memory_limit)
     return dask_client(None, scheduler, n_workers=n_workers, memory_limit=memory_limit)
 
 

@@ -47,7 +47,8 @@ from distributed import Client, Future, LocalCluster
 from streamlsq.errors import ClusterError, InputError, RunError, WorkersPausedError
 from streamlsq.runtime.memory import release_pages
 
-__all__ = ["dask_client", "paused_watch", "release_worker_pages"]
+__all__ = ["check_memory_limit", "cluster_failure", "dask_client", "paused_watch",
+           "release_worker_pages"]
 
 #: seconds every worker may stay paused with nothing executing before a run is stopped
 PAUSED_TIMEOUT = 120.0
@@ -172,12 +173,12 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit):
     if threads_per_worker is not None:
         kwargs["threads_per_worker"] = threads_per_worker
     if memory_limit is not None:
-        kwargs["memory_limit"] = _memory_limit(memory_limit)
+        kwargs["memory_limit"] = check_memory_limit(memory_limit)
     with LocalCluster(**kwargs) as cluster, Client(cluster, set_as_default=False) as c:
         yield c, True
 
 
-def _memory_limit(value):
+def check_memory_limit(value):
     """A memory limit distributed understands, checked here so that a typo is one line."""
     from dask.utils import parse_bytes
 

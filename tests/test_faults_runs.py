@@ -12,7 +12,7 @@ import zarr
 
 from streamlsq import fit_stream, open_result, simulate_stream
 from streamlsq.errors import InputError, OutputError
-from streamlsq.io.checkpoint import Checkpoint
+from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
 from streamlsq.io.results import atomic_store, write_result
 
 from faultkit import cli, invoke, leftovers, refusal, snapshot, start
@@ -31,6 +31,7 @@ def data(tmp_path, client):
                            client=client)
 
 
+_ENTRY_SAVE = EntryCheckpoint.save
 FIT = ("--block-size", "500", "--record-every", "1", "--segment-size", "0.03")
 
 
@@ -199,3 +200,80 @@ def test_resume_of_a_scan_fit_matches_an_uninterrupted_run(data, tmp_path, clien
     fresh = fit_stream(data, "kf4lls", client=client, **SCAN)
     np.testing.assert_array_equal(resumed.coef, fresh.coef)
     np.testing.assert_array_equal(resumed.state_H, fresh.state_H)
+
+
+def _stop_after_saves(monkeypatch, n):
+    """Entry checkpoints (metalearn steps, EM iterations, study batches) stop like a kill
+    right after their n-th commit."""
+    from streamlsq.io.checkpoint import EntryCheckpoint
+
+    saved = []
+
+    def save_then_stop(self, name, value, reads=()):
+        _ENTRY_SAVE(self, name, value, reads)
+        saved.append(name)
+        if len(saved) == n:
+            raise _Stop
+
+    monkeypatch.setattr(EntryCheckpoint, "save", save_then_stop)
+
+
+def test_metalearn_em_and_study_checkpoints_of_other_options_are_refused(tmp_path, client,
+                                                                         monkeypatch, run):
+    from streamlsq import fit_em, metalearn, simulate_mlr
+    from streamlsq.studies import run_study
+
+    tasks = simulate_mlr(tmp_path / "t.zarr", k=2, d=3, n_light=2_000, t_light=4, n_heavy=40,
+                         t_heavy=30, n_light2=300, t_light2=6, client=client)
+    with monkeypatch.context() as m:
+        _stop_after_saves(m, 2)
+        with pytest.raises(_Stop):
+            metalearn(tasks, 2, checkpoint=tmp_path / "m", client=client, progress=False)
+        _stop_after_saves(m, 2)
+        with pytest.raises(_Stop):
+            fit_em(tasks, 2, checkpoint=tmp_path / "e", iterations=5, client=client)
+        _stop_after_saves(m, 2)
+        with pytest.raises(_Stop):
+            run_study("bfgs", tmp_path / "s", quick=True, streams=50,
+                      checkpoint=tmp_path / "sc", client=client)
+    line = refusal(run("metalearn", tasks, "--out", tmp_path / "m.zarr", "--k", 2,
+                       "--splits", 2, "--checkpoint", tmp_path / "m", "--resume"))
+    assert "checkpoint belongs to a different run (differs in: splits)" in line
+    line = refusal(run("fit", "em", tasks, "--out", tmp_path / "e.zarr", "--k", 2,
+                       "--iterations", 5, "--seed", 1, "--checkpoint", tmp_path / "e",
+                       "--resume"))
+    assert "checkpoint belongs to a different run (differs in: seed)" in line
+    line = refusal(run("study", "bfgs", "--quick", "--streams", 50, "--seed", 1, "--out",
+                       tmp_path / "s", "--checkpoint", tmp_path / "sc", "--resume"))
+    assert "checkpoint belongs to a different run (differs in: seed)" in line
+    line = refusal(run("study", "lms", "--quick", "--out", tmp_path / "s", "--checkpoint",
+                       tmp_path / "sc", "--resume"))
+    assert "checkpoint of a 'study-bfgs' run, not of 'study-lms'" in line
+    resumed = metalearn(tasks, 2, checkpoint=tmp_path / "m", resume=True, client=client)
+    np.testing.assert_array_equal(resumed.coef, metalearn(tasks, 2, client=client).coef)
+
+
+def test_an_explicit_segment_size_is_capped_by_the_workers_memory(tmp_path):
+    """A sixteenth of the smallest worker memory limit at most, as documented: an explicit
+    --segment-size above it used to be taken as given and killed the workers."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="1GB",
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        data = simulate_stream(tmp_path / "d.zarr", 600_000, 20, 1, chunk_rows=10_000,
+                               client=c)  # 96 MB of X; the cap is 1 GB / 16 = 62.5 MB
+        ckpt = tmp_path / "ckpt"
+        from streamlsq.io.checkpoint import CheckpointFolder
+
+        kept = CheckpointFolder.remove
+        try:
+            CheckpointFolder.remove = lambda self: None  # keep the plan to look at it
+            fit_stream(data, "kf4lls", out=tmp_path / "f.zarr", checkpoint=ckpt,
+                       segment_bytes=2**30, client=c, progress=False)
+        finally:
+            CheckpointFolder.remove = kept
+        segments = json.loads((ckpt / "progress.json").read_text())["segments"]
+        assert len(segments) == 2, segments

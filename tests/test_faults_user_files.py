@@ -122,29 +122,34 @@ def test_predict_output_apart_from_its_model_and_tasks(tmp_path, client):
 _HOLD = textwrap.dedent("""
     import sys, time
     from streamlsq.io.outputs import OwnedTemporary
-    tmp = OwnedTemporary(sys.argv[1], "partial")
+    tmp = OwnedTemporary(sys.argv[1], sys.argv[2])
     tmp.create()
     print(tmp.path, flush=True)
     time.sleep(600)
 """)
 
 
+def _holder(out, kind):
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(out), kind],
+                            stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().strip()
+
+
 def test_leftovers_of_a_killed_run_are_reclaimed_a_live_runs_are_not(tmp_path):
     out = tmp_path / "r.zarr"
-    live = subprocess.Popen([sys.executable, "-c", _HOLD, str(out)], stdout=subprocess.PIPE,
-                            text=True)
+    live, live_path = _holder(out, "partial")
     try:
-        live_path = live.stdout.readline().strip()
-        dead = subprocess.Popen([sys.executable, "-c", _HOLD, str(out)],
-                                stdout=subprocess.PIPE, text=True)
-        dead_path = dead.stdout.readline().strip()
-        dead.kill()
-        dead.wait()
+        dead = []
+        for kind in ("partial", "old", "stores"):  # what a killed fit, --overwrite, study left
+            proc, path = _holder(out, kind)
+            proc.kill()
+            proc.wait()
+            dead.append(path)
         (tmp_path / f".{out.name}.partial-legacy").mkdir()  # not made by this version: kept
         removed = reclaim_leftovers(out)
-        assert [str(p) for p in removed] == [dead_path]
-        assert os.path.isdir(live_path) and not os.path.exists(dead_path)
-        assert not os.path.exists(dead_path + ".owner")
+        assert sorted(str(p) for p in removed) == sorted(dead)
+        assert os.path.isdir(live_path)
+        assert not any(os.path.exists(p) or os.path.exists(p + ".owner") for p in dead)
         assert (tmp_path / f".{out.name}.partial-legacy").is_dir()
     finally:
         live.kill()

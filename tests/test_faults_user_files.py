@@ -68,6 +68,16 @@ def test_checkpoint_inside_the_input_is_refused(folder, run):
     assert snapshot(folder) == before
 
 
+def test_checkpoint_apart_from_the_output(folder, run):
+    before = snapshot(folder)
+    for ckpt, how in (("fit.zarr", "is the output fit.zarr"),
+                      ("fit.zarr/ck", "lies inside the output fit.zarr")):
+        line = refusal(run(folder, "fit", "kf4lls", "data.zarr", "--out", "fit.zarr",
+                           "--checkpoint", ckpt))
+        assert f"--checkpoint {ckpt} {how}" in line
+    assert snapshot(folder) == before
+
+
 def test_an_empty_checkpoint_folder_of_the_users_is_used_and_kept(folder, run):
     (folder / "ckpt").mkdir()
     ok = run(folder, "fit", "kf4lls", "data.zarr", "--out", "fit.zarr", "--checkpoint", "ckpt")

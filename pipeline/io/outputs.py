@@ -59,9 +59,10 @@ def _resolved(path) -> Path:
     return Path(os.path.realpath(os.fspath(path)))
 
 
-def check_apart(path, inputs: Iterable, what: str) -> None:
+def check_apart(path, inputs: Iterable, what: str, of: str = "input store") -> None:
     """Refuse ``path`` (a ``what``: "--out", "--checkpoint", ...) if it equals, contains or
-    lies inside one of the input stores ``inputs`` (paths or sources with ``path``)."""
+    lies inside one of ``inputs`` (paths or sources with ``path``), which are ``of``: the
+    input stores, or the output a checkpoint must stay apart from."""
     p = _resolved(path)
     for src in inputs:
         if src is None:
@@ -69,14 +70,15 @@ def check_apart(path, inputs: Iterable, what: str) -> None:
         i = _resolved(getattr(src, "path", src))
         name = getattr(src, "shown", "") or getattr(src, "path", src)
         if p == i:
-            raise InputError(f"{what} {path} is the input store {name}; choose another path "
-                             "(streamlsq never writes over its input)")
+            raise InputError(f"{what} {path} is the {of} {name}; choose another path"
+                             + (" (streamlsq never writes over its input)"
+                                if of == "input store" else ""))
         if i in p.parents:
-            raise InputError(f"{what} {path} lies inside the input store {name}; choose a "
-                             "path outside it")
+            raise InputError(f"{what} {path} lies inside the {of} {name}; choose a path "
+                             "outside it")
         if p in i.parents:
-            raise InputError(f"{what} {path} contains the input store {name}; choose a path "
-                             "that does not hold the input")
+            raise InputError(f"{what} {path} contains the {of} {name}; choose a path that "
+                             "does not hold it")
 
 
 def written_by_streamlsq(path) -> bool:

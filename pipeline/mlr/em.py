@@ -35,6 +35,7 @@ from streamlsq.io.checkpoint import (
     finished_result,
     remove_finished,
 )
+from streamlsq.io.outputs import check_apart
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.tasks import (
@@ -166,6 +167,8 @@ def fit_em(
             return done
     if out is not None:
         prepare_output(out, overwrite, inputs=[source])
+        if checkpoint is not None:
+            check_apart(checkpoint, [out], "--checkpoint", of="output")
     ptr = source.task_ptr()
     chunks = plan_chunks(ptr, np.diff(ptr) > 0, chunk_tasks)
     n_used = sum(c.n for c in chunks)

@@ -53,6 +53,7 @@ from streamlsq.io.checkpoint import (
     merge_spans,
     remove_finished,
 )
+from streamlsq.io.outputs import check_apart
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.tasks import (
@@ -296,6 +297,8 @@ def metalearn(
             return done
     if out is not None:
         prepare_output(out, overwrite, inputs=[source])
+        if checkpoint is not None:
+            check_apart(checkpoint, [out], "--checkpoint", of="output")
     started = time.perf_counter()
     with entry_checkpoint(checkpoint, resume=resume, **folder) as ckpt, \
             dask_client(client, scheduler) as cl:

@@ -12,6 +12,7 @@ from distributed import Client
 
 from streamlsq.errors import InputError, check_int
 from streamlsq.io.checkpoint import Checkpoint, fingerprint_digest
+from streamlsq.io.outputs import check_apart
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.stream import StreamSource, open_stream
@@ -155,6 +156,8 @@ def fit_stream(
             return done
     if out is not None:
         prepare_output(out, overwrite, inputs=plan.sources)
+        if checkpoint is not None:
+            check_apart(checkpoint, [out], "--checkpoint", of="output")
     with fit_checkpoint(checkpoint, resume, plan, rec, record_every, dtype, engine,
                         Checkpoint) as ckpt:
         traj, seconds, record_every = run_plan(

@@ -24,6 +24,7 @@ from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import fingerprint_digest
+from streamlsq.io.outputs import check_apart
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.kernels.recursions.contract import BlockGrid
@@ -289,6 +290,8 @@ def fit_interleaved(
     input_sources = [src for src in (src_a, src_b, src_c) if src is not None]
     if out is not None and not resume:  # a resumed run may find its result published
         prepare_output(out, overwrite, inputs=input_sources)
+    if out is not None and checkpoint is not None:
+        check_apart(checkpoint, [out], "--checkpoint", of="output")
     grid_a, grid_b = _grid(src_a, block_size), _grid(src_b, block_size)
     grid_c = _grid(src_c, block_size) if src_c is not None else None
     if alpha is not None:

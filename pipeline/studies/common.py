@@ -37,7 +37,7 @@ import pandas as pd
 from streamlsq import __version__
 from streamlsq.errors import InputError, check_int
 from streamlsq.io.checkpoint import EntryCheckpoint, fingerprint_digest, remove_finished
-from streamlsq.io.outputs import OwnedTemporary, publish, reclaim_leftovers
+from streamlsq.io.outputs import OwnedTemporary, check_apart, publish, reclaim_leftovers
 from streamlsq.runtime.progress import track_futures
 
 __all__ = [
@@ -331,6 +331,8 @@ def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, clie
             remove_finished(EntryCheckpoint(checkpoint, fingerprint, kind=f"study-{name}",
                                             variables=()))
             return done
+    if checkpoint is not None:
+        check_apart(checkpoint, [out], "--checkpoint", of="output")
     started = time.perf_counter()
     folder = StudyFolder(out, name, run_fingerprint=digest)
     with study_checkpoint(checkpoint, name, fingerprint, resume) as ckpt:

@@ -167,7 +167,8 @@ def fit_em(
             return done
     if out is not None:
         prepare_output(out, overwrite, inputs=[source])
-        if checkpoint is not None:
+        if checkpoint is not None:  # the input first: it matters most
+            check_apart(checkpoint, [source], "--checkpoint")
             check_apart(checkpoint, [out], "--checkpoint", of="output")
     ptr = source.task_ptr()
     chunks = plan_chunks(ptr, np.diff(ptr) > 0, chunk_tasks)

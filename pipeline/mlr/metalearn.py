@@ -297,7 +297,8 @@ def metalearn(
             return done
     if out is not None:
         prepare_output(out, overwrite, inputs=[source])
-        if checkpoint is not None:
+        if checkpoint is not None:  # the input first: it matters most
+            check_apart(checkpoint, [source], "--checkpoint")
             check_apart(checkpoint, [out], "--checkpoint", of="output")
     started = time.perf_counter()
     with entry_checkpoint(checkpoint, resume=resume, **folder) as ckpt, \

@@ -156,7 +156,8 @@ def fit_stream(
             return done
     if out is not None:
         prepare_output(out, overwrite, inputs=plan.sources)
-        if checkpoint is not None:
+        if checkpoint is not None:  # the inputs first: they matter most
+            check_apart(checkpoint, plan.sources, "--checkpoint")
             check_apart(checkpoint, [out], "--checkpoint", of="output")
     with fit_checkpoint(checkpoint, resume, plan, rec, record_every, dtype, engine,
                         Checkpoint) as ckpt:

@@ -290,7 +290,8 @@ def fit_interleaved(
     input_sources = [src for src in (src_a, src_b, src_c) if src is not None]
     if out is not None and not resume:  # a resumed run may find its result published
         prepare_output(out, overwrite, inputs=input_sources)
-    if out is not None and checkpoint is not None:
+    if out is not None and checkpoint is not None:  # the inputs first: they matter most
+        check_apart(checkpoint, input_sources, "--checkpoint")
         check_apart(checkpoint, [out], "--checkpoint", of="output")
     grid_a, grid_b = _grid(src_a, block_size), _grid(src_b, block_size)
     grid_c = _grid(src_c, block_size) if src_c is not None else None

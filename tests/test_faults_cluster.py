@@ -127,6 +127,23 @@ def test_a_worker_killed_mid_predict_changes_nothing(tmp_path, lb_client):
     lb_client.wait_for_workers(2, timeout=60)
 
 
+def test_a_worker_killed_mid_study_changes_nothing(tmp_path, lb_client, client):
+    import pandas as pd
+
+    from streamlsq.studies import run_study
+
+    reference = run_study("bfgs", tmp_path / "reference", quick=True, streams=200,
+                          client=client)  # the tables do not depend on the cluster
+    running = _in_background(run_study, "bfgs", tmp_path / "study", quick=True, streams=200,
+                             client=lb_client)
+    _kill_busy_worker(lb_client, "study-bfgs-regression", done=2)
+    running.result(timeout=300)
+    for name in reference.tables:
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "study" / f"{name}.csv"),
+                                      pd.read_csv(tmp_path / "reference" / f"{name}.csv"))
+    lb_client.wait_for_workers(2, timeout=60)
+
+
 def _kill_tree(pid: int) -> None:
     """SIGKILL a loopback process (a worker's nanny) and its children at once."""
     proc = psutil.Process(pid)

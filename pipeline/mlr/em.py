@@ -159,7 +159,8 @@ def fit_em(
     fingerprint = {"input": task_input_identity(source), "k": int(k), "init": init,
                    "scale": float(scale), "iterations": iterations, "tol": float(tol),
                    "seed": int(seed), "chunk_tasks": chunk_tasks}
-    folder = dict(fingerprint=fingerprint, inputs=[source], kind="em", variables=("X", "y"))
+    folder = dict(fingerprint=fingerprint, inputs=[source], kind="em",
+                  variables=("X", "y", "task_ptr", "role"))
     if resume:  # the run being resumed may have published its result before it was killed
         done = finished_result(out, fingerprint)
         if done is not None:

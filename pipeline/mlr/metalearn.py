@@ -289,7 +289,7 @@ def metalearn(
                    "roles": roles, "heavy_rows": heavy_rows, "holdout": holdout,
                    "chunk_tasks": chunk_tasks, "tile": tile}
     folder = dict(fingerprint=fingerprint, inputs=[source], kind="metalearn",
-                  variables=("X", "y"))
+                  variables=("X", "y", "task_ptr", "role"))
     if resume:  # the run being resumed may have published its model before it was killed
         done = finished_result(out, fingerprint)
         if done is not None:

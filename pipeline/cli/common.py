@@ -82,8 +82,9 @@ def _friendly_errors(fn):
             if failure is not None:
                 _fail(str(failure), 2, debug)
             if isinstance(exc, OSError):
-                where = exc.filename or "input/output"
-                _fail(f"{where}: {exc.strerror or exc}", 2, debug)
+                text = exc.strerror or " ".join(str(exc).split())[:300]
+                _fail(f"{exc.filename}: {text}" if exc.filename else
+                      f"input/output error ({type(exc).__name__}: {text})", 2, debug)
             text = " ".join(str(exc).split())[:300]
             _fail(f"unexpected error ({type(exc).__name__}: {text}); rerun with "
                   "'streamlsq --debug ...' for the traceback and report it", 1, debug)

@@ -7,6 +7,7 @@ and the input left as it was."""
 from __future__ import annotations
 
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,10 @@ def _write(path, arrays: dict, chunk_rows: int):
     g = zarr.open_group(str(path), mode="w", zarr_format=3)
     for name, (values, dims) in arrays.items():
         chunks = (max(1, chunk_rows),) + values.shape[1:] if values.ndim else ()
-        g.create_array(name, shape=values.shape, dtype=values.dtype, chunks=chunks,
-                       dimension_names=list(dims))[...] = values
+        with warnings.catch_warnings():  # zarr warns that its string types are unstable
+            warnings.simplefilter("ignore")
+            g.create_array(name, shape=values.shape, dtype=values.dtype, chunks=chunks,
+                           dimension_names=list(dims))[...] = values
     return g
 
 

@@ -9,7 +9,8 @@ removed before it propagates.
 
 from __future__ import annotations
 
-__all__ = ["InputError", "WorkersPausedError", "check_int"]
+__all__ = ["ClusterError", "InputError", "OutputError", "RunError", "WorkersPausedError",
+           "check_int"]
 
 
 class InputError(ValueError):
@@ -30,6 +31,29 @@ class InputError(ValueError):
 
     def __reduce__(self):  # survive the trip from a worker back to the client
         return (type(self), (str(self),))
+
+
+class RunError(RuntimeError):
+    """A run that could not be carried out although its input was good: one line naming what
+    failed and where. The command line turns it into exit code 2, like :class:`InputError`;
+    nothing half-written is left behind (see ``docs/faults.md``)."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+    def __reduce__(self):
+        return (type(self), (str(self),))
+
+
+class OutputError(RunError):
+    """The result could not be written (no space left, read-only or vanished folder); the
+    partial output was removed before this was raised."""
+
+
+class ClusterError(RunError):
+    """The Dask cluster could not carry the run: the scheduler was lost or unreachable, no
+    worker stayed alive, or the workers kept dying on a task. A checkpointed run continues
+    with ``--resume`` once the cluster is back."""
 
 
 class WorkersPausedError(RuntimeError):

@@ -2,30 +2,92 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
+import os
 import sys
+import traceback
+import warnings
 
 import click
 
-from streamlsq.errors import InputError, WorkersPausedError
+from streamlsq.errors import InputError, RunError, WorkersPausedError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+def _debug() -> bool:
+    """``streamlsq --debug`` (or STREAMLSQ_DEBUG=1): show tracebacks and warnings."""
+    if os.environ.get("STREAMLSQ_DEBUG", "") not in ("", "0"):
+        return True
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and (ctx.find_root().params or {}).get("debug"))
+
+
+@contextlib.contextmanager
+def _quiet():
+    """No warnings or log lines from this process or the workers it starts: a failure is
+    one line on stderr. (The embedded cluster's workers are new interpreters that read
+    PYTHONWARNINGS when they start.)"""
+    disabled = logging.root.manager.disable
+    env = os.environ.get("PYTHONWARNINGS")
+    try:
+        logging.disable(logging.CRITICAL)  # distributed's loggers set their own levels
+        os.environ["PYTHONWARNINGS"] = "ignore"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(disabled)
+        if env is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = env
+
+
+def _fail(message: str, code: int, debug: bool):
+    if debug:
+        traceback.print_exc()
+    click.echo(f"streamlsq: error: {message}", err=True)
+    sys.exit(code)
+
+
 def _friendly_errors(fn):
-    """Turn InputError (and unusable paths) into one line on stderr and exit code 2; a run
-    the cluster could not carry (WorkersPausedError) into one line and exit code 1."""
+    """Every failure is one line on stderr (a traceback only with ``streamlsq --debug``).
+
+    Exit code 2: bad input (InputError) and runs that could not be carried out (RunError:
+    output, cluster and checkpoint failures), I/O errors (named by file) and failures of
+    the cluster (lost scheduler, KilledWorker); 1: every worker paused at its memory
+    limit (WorkersPausedError) and unexpected errors (named by type: a bug to report)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        debug = _debug()
         try:
-            return fn(*args, **kwargs)
-        except InputError as exc:
-            click.echo(f"streamlsq: error: {exc}", err=True)
-            sys.exit(2)
+            with contextlib.nullcontext() if debug else _quiet():
+                return fn(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except (InputError, RunError) as exc:
+            _fail(str(exc), 2, debug)
         except WorkersPausedError as exc:
-            click.echo(f"streamlsq: error: {exc}", err=True)
-            sys.exit(1)
+            _fail(str(exc), 1, debug)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130, debug)
+        except Exception as exc:
+            from streamlsq.runtime.client import cluster_failure
+
+            failure = cluster_failure(exc)
+            if failure is not None:
+                _fail(str(failure), 2, debug)
+            if isinstance(exc, OSError):
+                text = exc.strerror or " ".join(str(exc).split())[:300]
+                _fail(f"{exc.filename}: {text}" if exc.filename else
+                      f"input/output error ({type(exc).__name__}: {text})", 2, debug)
+            text = " ".join(str(exc).split())[:300]
+            _fail(f"unexpected error ({type(exc).__name__}: {text}); rerun with "
+                  "'streamlsq --debug ...' for the traceback and report it", 1, debug)
 
     return wrapper
 
@@ -47,7 +109,31 @@ def _scheduler_options(fn):
     return fn
 
 
+def _checkpoint_options(fn):
+    """--checkpoint DIR and --resume, for every long command."""
+    fn = click.option("--resume", is_flag=True,
+                      help="Continue from --checkpoint (exits 0 at once if the result is "
+                           "already published).")(fn)
+    fn = click.option("--checkpoint", type=click.Path(), default=None, metavar="DIR",
+                      help="Commit progress to DIR (a new or empty folder, or a streamlsq "
+                           "checkpoint); removed once the result is written.")(fn)
+    return fn
+
+
 def _client(scheduler, n_workers, memory_limit):
     from streamlsq.runtime.client import dask_client
 
+    if n_workers is not None and n_workers < 1:
+        raise InputError(f"--workers must be a positive integer, got {n_workers}")
+    if memory_limit is not None:  # checked even when a running cluster makes it moot
+        from streamlsq.runtime.client import check_memory_limit
+
+        check_memory_limit(memory_limit)
     return dask_client(None, scheduler, n_workers=n_workers, memory_limit=memory_limit)
+
+
+def _done_line(out, ds) -> str | None:
+    """The line of a resumed run whose result was already published, else None."""
+    if ds.attrs.get("already_complete"):
+        return f"{out}: already complete (the run being resumed had finished); nothing to do"
+    return None

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
+from streamlsq.cli.common import (
+    CONTEXT,
+    _client,
+    _done_line,
+    _friendly_errors,
+    _scheduler_options,
+)
 from streamlsq.errors import InputError
 from streamlsq.kernels.recursions.basis import domain_from_intervals
 from streamlsq.kernels.recursions.contract import Param
@@ -41,8 +47,10 @@ def _fit_options(*, engine: bool = True, first_block: bool = True):
         click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
                      show_default=True, help="Precision of the computation."),
         click.option("--checkpoint", type=click.Path(), default=None,
-                     help="Folder for checkpoints (sequential engine)."),
-        click.option("--resume", is_flag=True, help="Continue from --checkpoint."),
+                     help="Folder for checkpoints (a new or empty folder, or a streamlsq "
+                     "checkpoint; removed once the result is written)."),
+        click.option("--resume", is_flag=True, help="Continue from --checkpoint (exits 0 at "
+                     "once if the result is already written)."),
         click.option("--segment-size", type=float, default=None, metavar="MB",
                      help="MB of X per Dask task (sequential default 256, scan default 96, at "
                      "most a sixteenth of the smallest worker memory limit)."),
@@ -58,7 +66,11 @@ def _fit_options(*, engine: bool = True, first_block: bool = True):
 
 
 def _segment_bytes(segment_size):
-    return int(segment_size * 2**20) if segment_size else None
+    if segment_size is None:
+        return None
+    if not (segment_size > 0 and segment_size * 2**20 < 2**62):  # also refuses nan and inf
+        raise InputError(f"--segment-size must be a positive number of MB, got {segment_size}")
+    return max(1, int(segment_size * 2**20))
 
 
 def _summary(out, name, engine, ds) -> str:
@@ -212,14 +224,19 @@ def recursion_command(name: str) -> click.Command:
             value = _param_value(declared[key], value)
             if value is not None:
                 params[key] = value
+        segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
         with _client(scheduler, n_workers, memory_limit) as client:
             ds = fit_stream(
                 data, name, out=out, group=group, engine=engine, block_size=block_size,
                 first_block_size=first_block_size, record_every=record_every, epochs=epochs,
                 shuffle=shuffle, seed=seed, dtype=dtype, client=client, checkpoint=checkpoint,
-                resume=resume, overwrite=overwrite, segment_bytes=_segment_bytes(segment_size),
+                resume=resume, overwrite=overwrite, segment_bytes=segment_bytes,
                 **params,
             )
+        done = _done_line(out, ds)
+        if done:
+            click.echo(done)
+            return
         line = ", ".join([_summary(out, name, engine, ds), *cls.result_notes(ds.attrs)])
         if epochs != 1:
             line += f", {epochs} epoch(s)"
@@ -326,13 +343,18 @@ def fit_interleaved_command(a, b, out, engine, block_size, record_every, dtype, 
     """
     from streamlsq.stream.interleaved import fit_interleaved
 
+    segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
     with _client(scheduler, n_workers, memory_limit) as client:
         ds = fit_interleaved(
             a, b, alpha=alpha, estimate_alpha=estimate_alpha, test=test, start=start,
             ridge=ridge, solver=solver, out=out, engine=engine, block_size=block_size,
             record_every=record_every, dtype=dtype, client=client, checkpoint=checkpoint,
-            resume=resume, overwrite=overwrite, segment_bytes=_segment_bytes(segment_size),
+            resume=resume, overwrite=overwrite, segment_bytes=segment_bytes,
         )
+    done = _done_line(out, ds)
+    if done:
+        click.echo(done)
+        return
     line = _summary(out, "interleaved", engine, ds) + f", alpha {ds.attrs['alpha']:.4g}"
     line = ", ".join([line, *RECURSIONS["interleaved-kf4lls"].result_notes(ds.attrs)])
     if "test_mse" in ds:

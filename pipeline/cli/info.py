@@ -15,7 +15,8 @@ __all__ = [
 @click.command(context_settings=CONTEXT)
 @click.argument("store", type=click.Path())
 @click.option("--check", is_flag=True,
-              help="Also read every chunk and check for NaN/Inf (a parallel pass).")
+              help="Also read every chunk (a parallel pass): refuse unreadable chunks, NaN/Inf "
+                   "and values so large that the least-squares sums would overflow.")
 @click.option("--plot", "plot", type=click.Path(), default=None, metavar="PNG",
               help="For the result of a stream fit: draw its coefficients and, when it "
                    "recorded recursive residuals (--diagnostics), its CUSUM tests.")
@@ -40,7 +41,8 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     if check:
         with _client(scheduler, n_workers, memory_limit) as client:
             n = check_values(store, client)
-        click.echo(f"checked: every value finite in {n} rows")
+        click.echo(f"checked: every value finite in {n} rows, none so large that the "
+                   "least-squares sums overflow")
 
 
 def _plot_result(store, path, target):

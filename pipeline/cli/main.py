@@ -6,6 +6,8 @@ names the store, variable and chunk or row at fault.
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from streamlsq.cli.common import CONTEXT
@@ -15,9 +17,35 @@ __all__ = [
 ]
 
 
-@click.group(context_settings=CONTEXT)
+class _OneLineErrors(click.Group):
+    """The ``streamlsq`` group: a mistyped command line (unknown option, invalid value) is
+    one line on stderr with exit code 2, like every other failure, instead of click's
+    usage block."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            where = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
+            click.echo(f"streamlsq: error: {exc.format_message().rstrip('.')}{where}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"streamlsq: error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("streamlsq: error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=_OneLineErrors, context_settings=CONTEXT)
 @click.version_option(package_name="streamlsq")
-def main():
+@click.option("--debug", is_flag=True,
+              help="Show the traceback of a failure (and warnings) instead of one line.")
+def main(debug):
     """Incremental least squares and meta-learning of linear regressions over chunked
     Zarr stores, on a Dask cluster.
 
@@ -26,8 +54,10 @@ def main():
       streamlsq simulate stream --out data.zarr --rows 200000 --features 20
       streamlsq fit kf4lls data.zarr --out fit.zarr
       streamlsq info fit.zarr
-    """
 
+    Every failure is one line on stderr naming what failed and where, with exit code 2
+    (bad input, or a run that could not be carried out); see docs/faults.md.
+    """
 
 
 

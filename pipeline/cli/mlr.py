@@ -12,7 +12,14 @@ from pathlib import Path
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
+from streamlsq.cli.common import (
+    CONTEXT,
+    _checkpoint_options,
+    _client,
+    _done_line,
+    _friendly_errors,
+    _scheduler_options,
+)
 
 __all__ = ["em", "example", "metalearn", "predict", "simulate_mlr"]
 
@@ -56,10 +63,12 @@ def _k_option(value):
 @click.option("--tile", default=1024, show_default=True,
               help="Heavy tasks per side of a distance tile.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
+@_checkpoint_options
 @_scheduler_options
 @_friendly_errors
 def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, heavy_rows,
-              holdout, chunk_tasks, tile, overwrite, scheduler, n_workers, memory_limit):
+              holdout, chunk_tasks, tile, overwrite, checkpoint, resume, scheduler, n_workers,
+              memory_limit):
     """Meta-learn a mixture of K linear regressions (Algorithm 1) from the task store DATA.
 
     \b
@@ -69,6 +78,7 @@ def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, he
       streamlsq metalearn tasks.zarr --out model.zarr            # k chosen from the data
       streamlsq metalearn tasks.zarr --out model.zarr --k 4 --linkage single --splits 3
       streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
+      streamlsq metalearn tasks.zarr --out model.zarr --k 4 --checkpoint ckpt/ --resume
     """
     from streamlsq.mlr.metalearn import metalearn as run
 
@@ -76,7 +86,11 @@ def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, he
         ds = run(data, k, out=out, k_max=k_max, linkage=linkage, threshold=threshold,
                  splits=splits, whiten=whiten, roles=roles, heavy_rows=heavy_rows,
                  holdout=holdout, chunk_tasks=chunk_tasks, tile=tile, overwrite=overwrite,
-                 client=client)
+                 client=client, checkpoint=checkpoint, resume=resume)
+    done = _done_line(out, ds)
+    if done:
+        click.echo(done)
+        return
     a = ds.attrs
     line = (f"wrote {out}: {a['n_clusters']} clusters from {a['n_light']} light, "
             f"{a['n_heavy']} heavy and {a['n_light2']} light2 tasks in {a['seconds']:.3g} s")
@@ -159,10 +173,11 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
 @click.option("--seed", default=0, show_default=True, help="Seed of the initialisation.")
 @click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
+@_checkpoint_options
 @_scheduler_options
 @_friendly_errors
-def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite, scheduler,
-       n_workers, memory_limit):
+def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite, checkpoint,
+       resume, scheduler, n_workers, memory_limit):
     """Fit a mixture of K linear regressions to the task store DATA by task-level EM.
 
     \b
@@ -174,7 +189,12 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
 
     with _client(scheduler, n_workers, memory_limit) as client:
         ds = fit_em(data, k, out=out, init=init, scale=scale, iterations=iterations, tol=tol,
-                    seed=seed, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
+                    seed=seed, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client,
+                    checkpoint=checkpoint, resume=resume)
+    done = _done_line(out, ds)
+    if done:
+        click.echo(done)
+        return
     a = ds.attrs
     line = f"wrote {out}: EM {a['status']} after {a['n_iterations']} iterations"
     if a["failure"]:

@@ -7,10 +7,9 @@ take it, or a value out of range, exits with code 2 and one line on stderr.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
+from streamlsq.cli.common import _checkpoint_options, _friendly_errors
 from streamlsq.errors import InputError
 from streamlsq.studies import STUDIES
 
@@ -87,24 +86,26 @@ def _rates(ctx, param, value):
                    "default: an embedded LocalCluster.")
 @click.option("--workers", "n_workers", type=int, default=None,
               help="Workers of the embedded LocalCluster (default: dask's choice).")
-def study(name, out, quick, seed, scheduler, n_workers, **options):
+@_checkpoint_options
+@_friendly_errors
+def study(name, out, quick, seed, scheduler, n_workers, checkpoint, resume, **options):
     from streamlsq.studies import run_study
 
     given = {k: v for k, v in options.items() if v is not None}
-    try:
-        spec = STUDIES[name]
-        wrong = sorted(set(given) - set(spec.options))
-        if wrong:
-            flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
-            raise InputError(f"study {name} does not take {flags}")
-        if n_workers is not None and n_workers < 1:
-            raise InputError(f"--workers must be a positive integer, got {n_workers}")
-        # the study validates its options, then starts or joins the cluster
-        result = run_study(name, out, quick=quick, seed=seed, scheduler=scheduler,
-                           n_workers=n_workers, **given)
-    except InputError as exc:
-        click.echo(f"streamlsq: error: {exc}", err=True)
-        sys.exit(2)
+    spec = STUDIES[name]
+    wrong = sorted(set(given) - set(spec.options))
+    if wrong:
+        flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        raise InputError(f"study {name} does not take {flags}")
+    if n_workers is not None and n_workers < 1:
+        raise InputError(f"--workers must be a positive integer, got {n_workers}")
+    # the study validates its options, then starts or joins the cluster
+    result = run_study(name, out, quick=quick, seed=seed, scheduler=scheduler,
+                       n_workers=n_workers, checkpoint=checkpoint, resume=resume, **given)
+    if result.extra.get("already_complete"):
+        click.echo(f"{result.out}: already complete (the run being resumed had finished); "
+                   "nothing to do")
+        return
     files = sorted([f"{k}.csv" for k in result.tables] + [p.name for p in
                                                           result.figures.values()])
     click.echo(f"wrote {result.out}: {', '.join(files)}, summary.md "

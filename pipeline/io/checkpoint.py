@@ -1,32 +1,62 @@
-"""Checkpoints of the sequential engine: a killed run resumes from its last committed segment.
+"""Checkpoints: a killed run resumes from its last commit and ends with the same result.
 
-Layout of a checkpoint folder:
+A checkpoint folder holds:
 
-    progress.json        fingerprint of the run, its segments, index of the next segment and
-                         the name of its state file (written last: this is the commit)
-    state-000041.npz     the recursion state after segment ``next - 1``
-    segment-000042.npz   recorded steps of segment 42 (one file per segment, written once)
+    streamlsq-checkpoint.json   the marker: this folder is a streamlsq checkpoint (kind, version,
+                                whether streamlsq created the folder)
+    lock                        locked (``fcntl.flock``) by the run using the folder
+    progress.json               fingerprint of the run, the stamps of its input chunks and what is
+                                committed (written last: this is the commit)
+    inputs.json                 size and mtime of every chunk file of the inputs when the run began
 
-Every file is written to a temporary name and renamed, so a kill at any moment
-leaves either the previous or the new checkpoint, never a torn one. Resuming
-checks that the fingerprint (inputs, method, parameters, stream plan — blocks,
-epochs, shuffle seed, interleaving — record interval, dtype, segments) is the
-run being resumed; otherwise it refuses.
+and, for a sequential fit (:class:`Checkpoint`), ``state-000041.npz`` (the recursion state after
+segment ``next - 1``) and ``segment-000042.npz`` (recorded steps of segment 42); for every other
+run (:class:`EntryCheckpoint`: scan pieces, metalearn steps, EM iterations, study batches),
+``entry-NAME.pkl``, one file per committed piece of work.
+
+Every file is written to a temporary name and renamed, so a kill at any moment leaves either
+the previous or the new commit, never a torn one. Rules (``docs/faults.md``):
+
+- a folder is used only when it is new, empty or holds a streamlsq checkpoint (the marker);
+  anything else is refused, and only streamlsq's own files are ever removed from it;
+- one run at a time: the ``lock`` is held for the whole run; a second run is refused;
+- resuming checks the fingerprint (inputs with their metadata version, method, parameters,
+  plan, ...) and that no chunk of the inputs that committed work read has changed since
+  (a chunk repaired after a read error was never committed, so the run continues);
+- a corrupt checkpoint is refused in one line, never a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import shutil
+import pickle
+import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from streamlsq.errors import InputError
+from streamlsq.io.locks import FileLock
+from streamlsq.io.outputs import check_apart
 
-__all__ = ["Checkpoint"]
+__all__ = ["Checkpoint", "CheckpointFolder", "EntryCheckpoint", "fingerprint_digest"]
+
+MARKER = "streamlsq-checkpoint.json"
+LOCK = "lock"
+#: the files streamlsq writes into a checkpoint folder (the only ones it ever removes)
+OWN_FILES = re.compile(r"^(streamlsq-checkpoint\.json|lock|progress\.json|inputs\.json"
+                       r"|state-\d+\.npz|segment-\d+\.npz|entry-[\w.-]+\.pkl)(\.tmp.*)?$")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
 
 
 def _atomic_savez(path: Path, **arrays) -> None:
@@ -35,24 +65,266 @@ def _atomic_savez(path: Path, **arrays) -> None:
     os.replace(tmp, path)
 
 
-class Checkpoint:
-    """Save and restore the progress of one sequential run in ``directory``."""
+def fingerprint_digest(fingerprint: dict) -> str:
+    """A short hash of a run's fingerprint (stored in its result as ``run_fingerprint``)."""
+    return hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:24]
+
+
+class CheckpointFolder:
+    """The folder, its marker and lock, the fingerprint and the input stamps of one run.
+
+    ``inputs`` are the run's input sources (objects with ``path``, ``group``, ``token``);
+    ``variables`` the arrays whose chunks committed work reads (stamped when a fresh run
+    begins, compared on resume). Use as a context manager, or call :meth:`open` and
+    :meth:`close`; :meth:`remove` deletes the checkpoint once its result is published.
+    """
+
+    kind = "run"
 
     def __init__(self, directory: str | os.PathLike, fingerprint: dict, resume: bool = False,
-                 every: int = 1):
+                 inputs=(), variables=("X", "y")):
         self.directory = Path(directory)
         self.fingerprint = dict(fingerprint)
         self.resume = resume
+        self.inputs = tuple(inputs)
+        self.variables = tuple(variables)
+        self._lock = FileLock(self.directory / LOCK)
+        self._opened = False
+        self._created = False
+        self.saved: dict | None = None  # progress.json of the run being resumed
+
+    # -- folder, marker, lock -----------------------------------------------------------
+    def open(self) -> None:
+        """Check and lock the folder; read the progress to resume (checked) or clear it."""
+        if self._opened:
+            return
+        d = self.directory
+        check_apart(d, self.inputs, "--checkpoint")
+        if d.exists() and not d.is_dir():
+            raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
+        marker = d / MARKER
+        if d.is_dir() and not marker.is_file():
+            names = sorted(p.name for p in d.iterdir())
+            # a checkpoint of an earlier version has no marker: only streamlsq's own files
+            legacy = "progress.json" in names and all(OWN_FILES.match(n) for n in names)
+            foreign = [] if legacy else names
+            if foreign:
+                raise InputError(
+                    f"{d}: not a streamlsq checkpoint (it holds {', '.join(foreign[:3])}"
+                    f"{', ...' if len(foreign) > 3 else ''}); streamlsq uses only a new or "
+                    "empty folder for --checkpoint: choose another")
+        created = not d.exists()
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{d}: cannot create the checkpoint folder ({exc.strerror})"
+                             ) from None
+        try:
+            taken = self._lock.acquire()
+        except OSError as exc:
+            raise InputError(f"{d}: cannot write the checkpoint folder ({exc.strerror})"
+                             ) from None
+        if not taken:
+            raise InputError(f"{d}: checkpoint in use by another run ({self._lock.owner()}); "
+                             "wait for it to end or choose another --checkpoint")
+        self._opened = True
+        try:
+            self._created = self._read_marker(created)
+            progress = d / "progress.json"
+            if self.resume and progress.exists():
+                self.saved = self._read_json(progress)
+                if self.fingerprint_complete():
+                    self._check_fingerprint(self.saved)
+            else:
+                self._clear()
+                self._write_marker()
+                self._stamp_inputs()
+        except BaseException:
+            self.close()
+            raise
+
+    def fingerprint_complete(self) -> bool:
+        """Whether the fingerprint can be compared yet (a sequential fit adds its segments
+        when it binds them)."""
+        return True
+
+    def _read_marker(self, created: bool) -> bool:
+        marker = self.directory / MARKER
+        if not marker.exists():
+            return created
+        info = self._read_json(marker)
+        if self.resume and info.get("kind") not in (None, self.kind) and \
+                (self.directory / "progress.json").exists():
+            raise InputError(f"{self.directory}: checkpoint of a '{info.get('kind')}' run, not "
+                             f"of '{self.kind}'; rerun without --resume or choose another "
+                             "--checkpoint")
+        return bool(info.get("created_folder", created))
+
+    def _write_marker(self) -> None:
+        from streamlsq import __version__
+
+        _atomic_write(self.directory / MARKER, json.dumps({
+            "streamlsq_checkpoint": 1, "kind": self.kind, "streamlsq_version": __version__,
+            "created_folder": self._created}).encode())
+
+    def _clear(self) -> None:
+        """Remove a previous run's files (streamlsq's own only) before starting afresh."""
+        for p in self.directory.iterdir():
+            if p.name not in (LOCK,) and OWN_FILES.match(p.name) and p.is_file():
+                p.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Release the lock; the files stay for ``--resume``."""
+        self._lock.release()
+        self._opened = False
+
+    def remove(self) -> None:
+        """Delete the checkpoint (its result is published): streamlsq's files, then the
+        folder if streamlsq created it and nothing else is in it."""
+        if not self.directory.is_dir():
+            return
+        for p in self.directory.iterdir():
+            if OWN_FILES.match(p.name) and p.name not in (LOCK,) and p.is_file():
+                p.unlink(missing_ok=True)
+        self._lock.release(unlink=True)
+        self._opened = False
+        if self._created:
+            with contextlib.suppress(OSError):
+                self.directory.rmdir()  # only when empty: never anything of the user's
+
+    def __enter__(self):
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- reading, with every failure one line ----------------------------------------------
+    def corrupt(self, what, exc) -> InputError:
+        name = getattr(what, "name", what)
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        return InputError(f"{self.directory}: checkpoint is corrupt ({name}: {reason}); rerun "
+                          "without --resume to start afresh")
+
+    def _read_json(self, path: Path) -> dict:
+        try:
+            value = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise self.corrupt(path, exc) from None
+        if not isinstance(value, dict):
+            raise self.corrupt(path, ValueError("not a JSON object"))
+        return value
+
+    def _check_fingerprint(self, saved: dict) -> None:
+        old = saved.get("fingerprint")
+        if not isinstance(old, dict):
+            raise self.corrupt("progress.json", KeyError("fingerprint"))
+        if old == self.fingerprint:
+            return
+        diff = sorted(k for k in set(old) | set(self.fingerprint)
+                      if old.get(k) != self.fingerprint.get(k))
+        if set(diff) <= {"input", "inputs"} and all(
+                _without_tokens(old.get(k)) == _without_tokens(self.fingerprint.get(k))
+                for k in diff):
+            raise InputError(
+                f"{self.directory}: the input store was rewritten since this checkpoint was "
+                "made (its metadata changed); resuming would mix two datasets: rerun without "
+                "--resume")
+        raise InputError(
+            f"{self.directory}: checkpoint belongs to a different run (differs in: "
+            f"{', '.join(diff)}); rerun without --resume or point --checkpoint elsewhere"
+        )
+
+    # -- input stamps ------------------------------------------------------------------
+    def _stamp_inputs(self) -> None:
+        from streamlsq.io.stores import chunk_stamps
+
+        stamps = []
+        for src in self.inputs:
+            names = [n for n in self.variables if _has_array(src, n)]
+            stamps.append(chunk_stamps(src.path, src.group, names))
+        _atomic_write(self.directory / "inputs.json", json.dumps(stamps).encode())
+
+    def check_reads(self, reads) -> None:
+        """Refuse to resume if a chunk that committed work read has changed since.
+
+        ``reads`` are (input index, first row, end row) spans read by the committed work.
+        """
+        from streamlsq.io.stores import chunk_stamps
+
+        path = self.directory / "inputs.json"
+        if not path.exists():
+            return
+        try:
+            saved = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise self.corrupt(path, exc) from None
+        spans: dict[int, list] = {}
+        for i, a, b in reads:
+            spans.setdefault(int(i), []).append((int(a), int(b)))
+        for i, src in enumerate(self.inputs):
+            if i >= len(saved) or i not in spans:
+                continue
+            now = chunk_stamps(src.path, src.group, list(saved[i]))
+            for name, before in saved[i].items():
+                current = {(a, b): s for a, b, s in now.get(name, [])}
+                for a, b, stamp in before:
+                    if current.get((a, b)) == stamp:
+                        continue
+                    # X and y are read by row spans; task_ptr and role shape every read
+                    if name not in ("X", "y") or any(a < hi and lo < b for lo, hi in spans[i]):
+                        raise InputError(
+                            f"{src.label}: variable '{name}' rows {a}-{b - 1} changed since "
+                            f"the checkpoint {self.directory} read them; resuming would mix "
+                            "two datasets: rerun without --resume")
+
+
+def _without_tokens(value):
+    """A fingerprint entry without its stores' version tokens ("token:..." strings)."""
+    if isinstance(value, list | tuple):
+        return [_without_tokens(v) for v in value
+                if not (isinstance(v, str) and v.startswith("token:"))]
+    return value
+
+
+def _has_array(src, name: str) -> bool:
+    try:
+        src.array(name)
+    except Exception:
+        return False
+    return True
+
+
+class Checkpoint(CheckpointFolder):
+    """Save and restore the progress of one sequential run in ``directory``.
+
+    ``reads(K0, K1)`` (optional) gives the (input index, first row, end row) spans that
+    segment K0..K1 reads, to refuse resuming over changed input chunks.
+    """
+
+    kind = "fit"
+
+    def __init__(self, directory: str | os.PathLike, fingerprint: dict, resume: bool = False,
+                 every: int = 1, inputs=(), reads=None):
+        super().__init__(directory, fingerprint, resume, inputs)
         self.every = max(1, int(every))
+        self.reads = reads
+
+    def fingerprint_complete(self) -> bool:
+        return "segments" in self.fingerprint
 
     def saved_segments(self) -> list[tuple[int, int]] | None:
         """The segments a resumable checkpoint was cut into (the default segment size
         depends on the workers' memory, which may differ on the resuming cluster)."""
-        progress = self.directory / "progress.json"
-        if not (self.resume and progress.exists()):
+        self.open()
+        if not (self.resume and self.saved):
             return None
-        saved = json.loads(progress.read_text()).get("segments")
-        return [tuple(s) for s in saved] if saved else None
+        saved = self.saved.get("segments")
+        try:
+            return [(int(a), int(b)) for a, b in saved] if saved else None
+        except (TypeError, ValueError) as exc:
+            raise self.corrupt("progress.json", exc) from None
 
     def bind(self, segments: list[tuple[int, int]]) -> None:
         """Fix the segment plan (part of the fingerprint); start afresh unless resuming."""
@@ -60,37 +332,40 @@ class Checkpoint:
         digest = hashlib.sha256(json.dumps(self.segments).encode()).hexdigest()[:16]
         self.fingerprint["segments"] = digest
         self.n_segments = len(segments)
-        if not self.resume and self.directory.exists():
-            shutil.rmtree(self.directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.open()
+        if self.saved is not None:
+            self._check_fingerprint(self.saved)
 
     def load(self):
         """(next segment, state, parts so far) from the folder, or None to start from scratch."""
-        progress = self.directory / "progress.json"
-        if not (self.resume and progress.exists()):
+        self.open()
+        if not (self.resume and self.saved):
             return None
-        saved = json.loads(progress.read_text())
-        if saved["fingerprint"] != self.fingerprint:
-            diff = sorted(
-                k for k in set(saved["fingerprint"]) | set(self.fingerprint)
-                if saved["fingerprint"].get(k) != self.fingerprint.get(k)
-            )
-            raise InputError(
-                f"{self.directory}: checkpoint belongs to a different run (differs in: "
-                f"{', '.join(diff)}); rerun without --resume or point --checkpoint elsewhere"
-            )
-        nxt = int(saved["next"])
-        with np.load(self.directory / saved["state"]) as z:
-            state = {k: z[k] for k in z.files}
+        try:
+            nxt = int(self.saved["next"])
+            state_file = self.directory / self.saved["state"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self.corrupt("progress.json", exc) from None
+        if self.reads is not None:
+            self.check_reads([r for a, b in self.segments[:nxt] for r in self.reads(a, b)])
+        state = self._load_npz(state_file)
         parts = [self._load_part(i) for i in range(nxt)]
         return nxt, state, parts
 
+    def _load_npz(self, path: Path) -> dict:
+        try:
+            with np.load(path) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise self.corrupt(path, exc) from None
+
     def _load_part(self, i: int) -> dict:
-        with np.load(self.directory / f"segment-{i:06d}.npz") as z:
-            part = {"steps": z["steps"], "rows_seen": z["rows_seen"],
-                    "coefs": z["coefs"] if "coefs" in z.files else None,
-                    "diagnostics": {k[5:]: z[k] for k in z.files if k.startswith("diag_")}}
-        return part
+        z = self._load_npz(self.directory / f"segment-{i:06d}.npz")
+        try:
+            return {"steps": z["steps"], "rows_seen": z["rows_seen"], "coefs": z.get("coefs"),
+                    "diagnostics": {k[5:]: v for k, v in z.items() if k.startswith("diag_")}}
+        except KeyError as exc:
+            raise self.corrupt(f"segment-{i:06d}.npz", exc) from None
 
     def save(self, i: int, part: dict) -> None:
         """Commit segment ``i``: its recorded steps, then (every few) the state and progress."""
@@ -103,10 +378,144 @@ class Checkpoint:
             return
         name = f"state-{i:06d}.npz"
         _atomic_savez(self.directory / name, **part["state"])
-        tmp = self.directory / "progress.json.tmp"
-        tmp.write_text(json.dumps({"fingerprint": self.fingerprint, "segments": self.segments,
-                                   "next": i + 1, "state": name}))
-        os.replace(tmp, self.directory / "progress.json")
+        _atomic_write(self.directory / "progress.json", json.dumps(
+            {"fingerprint": self.fingerprint, "segments": self.segments, "next": i + 1,
+             "state": name}).encode())
         for old in self.directory.glob("state-*.npz"):
             if old.name != name:
                 old.unlink(missing_ok=True)
+
+
+class EntryCheckpoint(CheckpointFolder):
+    """Committed pieces of work of a run, by name, in any order: a scan fit's piece
+    summaries, a metalearn's steps, an EM run's last iteration, a study's batches.
+
+    :meth:`save` writes the value (pickled: the folder is streamlsq's, locked and marked)
+    and then commits its name, with the input spans it read, in ``progress.json``.
+    """
+
+    def __init__(self, directory, fingerprint, resume=False, inputs=(), variables=("X", "y"),
+                 kind: str = "run"):
+        super().__init__(directory, fingerprint, resume, inputs, variables)
+        self.kind = kind
+        self.entries: dict[str, list] = {}
+
+    def open(self) -> None:
+        if self._opened:
+            return
+        super().open()
+        if self.saved:
+            entries = self.saved.get("entries", {})
+            if not isinstance(entries, dict):
+                self.close()
+                raise self.corrupt("progress.json", ValueError("entries is not a mapping"))
+            self.entries = dict(entries)
+            try:
+                self.check_reads([r for reads in self.entries.values() for r in reads])
+            except BaseException:
+                self.close()
+                raise
+
+    def __contains__(self, name: str) -> bool:
+        self.open()
+        return name in self.entries
+
+    def load(self, name: str):
+        """The committed value of ``name`` (KeyError if none)."""
+        self.open()
+        if name not in self.entries:
+            raise KeyError(name)
+        path = self.directory / f"entry-{name}.pkl"
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except Exception as exc:  # a truncated or foreign pickle: say which file
+            raise self.corrupt(path, exc) from None
+
+    def save(self, name: str, value, reads=()) -> None:
+        """Commit ``value`` under ``name``; ``reads``: the (input index, first row, end row)
+        spans of the inputs it was computed from."""
+        self.open()
+        _atomic_write(self.directory / f"entry-{name}.pkl",
+                      pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        self.entries[name] = [[int(i), int(a), int(b)] for i, a, b in reads]
+        _atomic_write(self.directory / "progress.json", json.dumps(
+            {"fingerprint": self.fingerprint, "entries": self.entries}).encode())
+
+    def discard(self, name: str) -> None:
+        """Forget ``name`` (e.g. an EM iteration superseded by the next one)."""
+        if self.entries.pop(name, None) is not None:
+            _atomic_write(self.directory / "progress.json", json.dumps(
+                {"fingerprint": self.fingerprint, "entries": self.entries}).encode())
+            (self.directory / f"entry-{name}.pkl").unlink(missing_ok=True)
+
+
+# -- what every checkpointed command shares -------------------------------------------------
+
+
+def finished_result(out, fingerprint: dict):
+    """The published result of the run ``fingerprint`` at ``out`` (its ``run_fingerprint``
+    attribute matches), with the in-memory attribute ``already_complete``; else None. A
+    result of another run at ``out`` is left to ``prepare_output`` to refuse."""
+    from streamlsq.io.outputs import written_by_streamlsq
+    from streamlsq.io.results import open_result
+
+    if out is None or not os.path.isdir(out) or not written_by_streamlsq(out):
+        return None
+    try:
+        ds = open_result(out)
+    except InputError:
+        return None
+    if ds.attrs.get("run_fingerprint") != fingerprint_digest(fingerprint):
+        return None
+    ds.attrs["already_complete"] = True
+    return ds
+
+
+def remove_finished(folder: CheckpointFolder) -> None:
+    """After a resumed run found its result published, remove the checkpoint a kill between
+    publication and clean-up left behind: only a streamlsq checkpoint of this very run
+    (same fingerprint), never a folder or checkpoint of anything else."""
+    if not folder.directory.is_dir():
+        return
+    folder.resume = True
+    try:
+        CheckpointFolder.open(folder)
+    except InputError:  # another run's checkpoint, or not a checkpoint: not ours to remove
+        return
+    saved = dict((folder.saved or {}).get("fingerprint") or {})
+    saved.pop("segments", None)
+    expected = dict(folder.fingerprint)
+    expected.pop("segments", None)
+    if saved == expected:
+        folder.remove()
+    else:
+        folder.close()
+
+
+@contextlib.contextmanager
+def entry_checkpoint(directory, fingerprint: dict, resume: bool, inputs=(), kind: str = "run",
+                     variables=("X", "y")):
+    """An open :class:`EntryCheckpoint` for the block (None without ``directory``); its lock
+    is released when the block ends; ``remove()`` it once the result is published."""
+    if directory is None:
+        yield None
+        return
+    ckpt = EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
+                           variables=variables, kind=kind)
+    ckpt.open()
+    try:
+        yield ckpt
+    finally:
+        ckpt.close()
+
+
+def merge_spans(spans) -> list[tuple[int, int, int]]:
+    """(input, first row, end row) spans sorted and merged where they touch."""
+    out: list[list[int]] = []
+    for i, a, b in sorted((int(i), int(a), int(b)) for i, a, b in spans):
+        if out and out[-1][0] == i and a <= out[-1][2]:
+            out[-1][2] = max(out[-1][2], b)
+        else:
+            out.append([i, a, b])
+    return [tuple(s) for s in out]

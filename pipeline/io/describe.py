@@ -10,8 +10,15 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.stores import dimension_names, missing_chunks, open_group
+from streamlsq.io.stores import (
+    array_names,
+    dimension_names,
+    get_array,
+    missing_chunks,
+    open_group,
+)
 from streamlsq.io.stream import open_stream
+from streamlsq.kernels.limits import largest_safe_magnitude
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.progress import track_futures
 
@@ -37,10 +44,11 @@ def store_kind(g: zarr.Group) -> str:
 def describe(path: str) -> str:
     """A readable summary of the store at ``path``; raises InputError if it is invalid."""
     g = open_group(str(path), None)
+    names = array_names(g, str(path))  # a member with unreadable metadata: one line
     kind = store_kind(g)
     lines = [f"{path}: {kind} store (Zarr v{g.metadata.zarr_format})"]
-    for name in sorted(g.array_keys()):
-        a = g[name]
+    for name in sorted(names):
+        a = get_array(g, str(path), name)
         # zarr does not store chunks equal to the fill value: only input data must be whole
         gaps = missing_chunks(a) if name in DATA_VARIABLES and kind != "result" else []
         missing = f", {a.nchunks - a.nchunks_initialized} chunks MISSING" if gaps else ""
@@ -68,12 +76,25 @@ def describe(path: str) -> str:
 
 def _check_range(source, a, b):
     with fast_large_allocations():
-        source.read(a, b)
+        X, Y = source.read(a, b)
+        limit = largest_safe_magnitude(source.n_rows)
+        for name, A in (("X", X), ("y", Y)):
+            big = np.abs(A) > limit
+            if big.any():
+                i, j = (int(v) for v in np.argwhere(big)[0])
+                chunk = (a + i) // int(source.array(name).chunks[0])
+                raise InputError(
+                    f"{source.label}: variable '{name}' chunk {chunk} has |value| "
+                    f"{abs(float(A[i, j])):.3g} at row {a + i}, above {limit:.3g}, where the "
+                    f"least-squares sums over the store's {source.n_rows} rows overflow "
+                    "float64: rescale the data")
     return b - a
 
 
 def check_values(path: str, client: Client) -> int:
-    """Read every chunk of a stream store in parallel and refuse NaN/Inf; returns rows checked."""
+    """Read every chunk of a stream store in parallel and refuse NaN/Inf, unreadable chunks and
+    values so large that the solvers' sums would overflow
+    (:func:`~streamlsq.kernels.limits.largest_safe_magnitude`); returns rows checked."""
     if not Path(path).exists():
         raise InputError(f"{path}: no such store")
     source = open_stream(path)

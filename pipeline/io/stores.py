@@ -14,6 +14,10 @@ never leaves a store that looks complete.
 from __future__ import annotations
 
 import functools
+import glob
+import hashlib
+import itertools
+import json
 import os
 import warnings
 from pathlib import Path
@@ -39,48 +43,78 @@ def cached_array(path: str, group: str | None, name: str, token: str = "") -> za
     # one open per process and array: metadata reads are not free on remote stores;
     # ``token`` identifies the store's version, so a store rewritten at the same path
     # (e.g. ``simulate --overwrite``) is opened afresh, never read with stale metadata
-    g = zarr.open_group(path, mode="r", path=group or None)
+    # never the consolidated copy of the metadata: rows appended to an array without
+    # re-consolidating would be invisible (the arrays' own zarr.json are the truth)
+    g = zarr.open_group(path, mode="r", path=group or None, use_consolidated=False)
     return g[name]
 
 
 def store_token(path: str) -> str:
-    """A version stamp of a local store (its root metadata file's inode and mtime), or ""."""
-    meta = os.path.join(path, "zarr.json")
-    try:
-        st = os.stat(meta)
-    except OSError:  # not a local store: no cheap version stamp
-        return ""
-    return f"{st.st_ino}-{st.st_mtime_ns}"
+    """A version stamp of a local store: inode, size and mtime of its metadata files (the
+    root's and its arrays' ``zarr.json``), or "" for a store that is not a local folder.
+
+    A store rewritten in place (``simulate --overwrite``, xarray ``mode="w"``) or an array
+    resized (rows appended) gets a new token: caches keyed by it are never stale, and a
+    checkpoint records it to refuse a rewritten input (see also :func:`chunk_stamps`).
+    """
+    root = Path(path)
+    metas = [root / "zarr.json"]
+    for pattern in ("*/zarr.json", "*/*/zarr.json"):
+        metas += sorted(Path(p) for p in glob.glob(os.path.join(glob.escape(path), pattern)))
+    parts = []
+    for meta in metas:
+        try:
+            st = os.stat(meta)
+        except OSError:
+            if meta == metas[0]:  # not a local store: no cheap version stamp
+                return ""
+            continue
+        parts.append(f"{meta.relative_to(root)}:{st.st_ino}-{st.st_size}-{st.st_mtime_ns}")
+    if len(parts) == 1:
+        return parts[0].split(":", 1)[1]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
 class StoreSource:
     """What every validated input store shares: its place, version and how to read it.
 
-    Subclasses are frozen dataclasses with the fields ``path``, ``group``, ``token``
-    (the store's version, :func:`store_token`) and ``chunk_rows``; they travel to the
-    workers, which open each array once per process (:func:`cached_array`).
+    Subclasses are frozen dataclasses with the fields ``path`` (absolute: the workers'
+    working folder is not the client's), ``group``, ``token`` (the store's version,
+    :func:`store_token`), ``chunk_rows`` and ``shown`` (the path as the user gave it, for
+    messages); they travel to the workers, which open each array once per process
+    (:func:`cached_array`).
     """
 
     path: str
     group: str | None
     token: str
     chunk_rows: int
+    shown: str
 
     @property
     def label(self) -> str:
-        return store_label(self.path, self.group)
+        return store_label(self.shown or self.path, self.group)
 
     def array(self, name: str) -> zarr.Array:
         """The store's array ``name``, opened once per process and store version."""
-        return cached_array(self.path, self.group, name, self.token)
+        try:
+            return cached_array(self.path, self.group, name, self.token)
+        except Exception as exc:  # e.g. a worker that does not see the client's files
+            raise InputError(
+                f"{self.label}: variable '{name}' cannot be opened here "
+                f"({type(exc).__name__}: {_first_line(exc)}); every worker must see the "
+                f"store at {self.path}") from None
 
     def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
                   check: bool = True) -> np.ndarray:
         """Rows ``start:stop`` of variable ``name`` in ``dtype``; NaN/Inf refused by chunk
-        and row unless ``check=False``."""
-        A = np.asarray(self.array(name)[start:stop], dtype=dtype)
+        and row unless ``check=False``. A chunk file that vanished, or that cannot be
+        decoded (truncated, corrupt), is refused naming the variable, chunk and rows."""
+        arr = self.array(name)
+        A = np.asarray(read_checked(self.path, self.group, name, arr, start, stop,
+                                    self.label), dtype=dtype)
         if check:
-            check_finite_rows(self.label, name, A, start, self.chunk_rows)
+            check_finite_rows(self.label, name, A, start, int(arr.chunks[0]))
         return A
 
     def read_variable(self, name: str) -> np.ndarray | None:
@@ -91,10 +125,92 @@ class StoreSource:
         return np.asarray(g[name][...])
 
 
+def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start: int,
+                 stop: int, label: str | None = None) -> np.ndarray:
+    """``arr[start:stop]`` of a store's variable ``name``, where a missing chunk file or
+    one that cannot be decoded is an :class:`InputError` naming the chunk and its rows
+    (never a traceback, never fill values read in place of data)."""
+    label = label or store_label(path, group)
+    for coords, rows, file in chunk_files(path, group, name, arr, start, stop):
+        if file is not None and not file.exists():
+            raise InputError(
+                f"{label}: variable '{name}' chunk {coords} (rows {rows[0]}-{rows[1] - 1}) is "
+                f"missing: its file {file} was removed; restore it (a checkpointed run then "
+                "continues with --resume)")
+    try:
+        return arr[start:stop]
+    except (InputError, MemoryError):
+        raise
+    except Exception as exc:
+        first = exc
+    for coords, rows, _ in chunk_files(path, group, name, arr, start, stop, per_row_chunk=True):
+        try:
+            arr[max(rows[0], start):min(rows[1], stop)]
+        except (InputError, MemoryError):
+            raise
+        except Exception as exc:
+            raise InputError(
+                f"{label}: variable '{name}' chunk {coords[0]} (rows {rows[0]}-{rows[1] - 1}) "
+                f"cannot be read ({type(exc).__name__}: {_first_line(exc)}); the chunk file "
+                "is truncated or corrupt: restore it or rewrite the store") from None
+    raise InputError(f"{label}: variable '{name}' rows {start}-{stop - 1} cannot be read "
+                     f"({type(first).__name__}: {_first_line(first)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else "no message"
+
+
+def chunk_files(path: str, group: str | None, name: str, arr: zarr.Array, start: int = 0,
+                stop: int | None = None, per_row_chunk: bool = False):
+    """(chunk coordinates, (first row, end row), file path or None) of the stored chunks of
+    ``arr`` holding rows ``start:stop``; with ``per_row_chunk`` one entry per chunk of rows
+    (all other coordinates 0). The file is None where the store is not a local folder."""
+    grid = getattr(arr.metadata, "chunk_grid", None)
+    outer = tuple(getattr(grid, "chunk_shape", None) or arr.chunks)
+    shape = arr.shape
+    stop = shape[0] if stop is None else stop
+    if not shape or stop <= start:
+        return
+    rows = outer[0]
+    local = Path(path).is_dir()
+    base = Path(path, group or "", name)
+    others = [range(-(-n // c)) for n, c in zip(shape[1:], outer[1:], strict=True)]
+    for c in range(start // rows, -(-stop // rows)):
+        span = (c * rows, min((c + 1) * rows, shape[0]))
+        for rest in ([()] if per_row_chunk else itertools.product(*others)):
+            coords = (c, *rest) if not per_row_chunk else (c, *([0] * len(others)))
+            file = base / arr.metadata.encode_chunk_key(coords) if local else None
+            yield coords, span, file
+
+
+def chunk_stamps(path: str, group: str | None, names) -> dict[str, list[tuple[int, int, str]]]:
+    """For each variable in ``names``: (first row, end row, stamp) of each stored chunk, the
+    stamp being its file's size and modification time (``""`` if it has no file). A
+    checkpoint keeps them to tell which rows changed since it was written."""
+    g = open_group(path, group)
+    out = {}
+    for name in names:
+        arr = g[name]
+        stamps = {}
+        for _coords, rows, file in chunk_files(path, group, name, arr):
+            stamp = ""
+            if file is not None:
+                try:
+                    st = os.stat(file)
+                    stamp = f"{st.st_size}-{st.st_mtime_ns}"
+                except OSError:
+                    stamp = "missing"
+            stamps[rows] = stamps.get(rows, "") + stamp + ";"
+        out[name] = [(a, b, stamp) for (a, b), stamp in sorted(stamps.items())]
+    return out
+
+
 def require_variables(g: zarr.Group, label: str, names, layout: str) -> set[str]:
     """The group's array names; InputError naming the first of ``names`` that is missing
     and the ``layout`` the store should have."""
-    members = set(g.array_keys())
+    members = array_names(g, label)
     for name in names:
         if name not in members:
             raise InputError(
@@ -104,21 +220,64 @@ def require_variables(g: zarr.Group, label: str, names, layout: str) -> set[str]
 
 
 def open_group(path: str, group: str | None) -> zarr.Group:
+    """The store's group, read from the arrays' own metadata (never a consolidated copy,
+    which goes stale when rows are appended without re-consolidating)."""
     if not Path(path).exists():
         raise InputError(f"{path}: no such store")
     try:
-        return zarr.open_group(path, mode="r", path=group or None)
+        return zarr.open_group(path, mode="r", path=group or None, use_consolidated=False)
     except Exception as exc:  # zarr raises several types for "not a group here"
         label = store_label(path, group)
-        raise InputError(f"{label}: not a readable Zarr group ({exc})") from None
+        raise InputError(f"{label}: not a readable Zarr group ({_first_line(exc)})") from None
+
+
+def array_names(g: zarr.Group, label: str) -> set[str]:
+    """The names of the group's arrays; a member whose metadata cannot be read is refused
+    by name."""
+    try:
+        return set(g.array_keys())
+    except Exception as exc:
+        raise InputError(f"{label}: {_bad_member(g, exc)}") from None
+
+
+def get_array(g: zarr.Group, label: str, name: str) -> zarr.Array:
+    """The group's array ``name``; unreadable metadata is refused by name."""
+    try:
+        return g[name]
+    except KeyError:
+        raise InputError(f"{label}: variable '{name}' is missing") from None
+    except Exception as exc:
+        raise InputError(f"{label}: variable '{name}': metadata cannot be read "
+                         f"({type(exc).__name__}: {_first_line(exc)})") from None
+
+
+def _bad_member(g: zarr.Group, exc: Exception) -> str:
+    """Which member's metadata broke the listing of a local group (error path only)."""
+    root = getattr(getattr(g, "store_path", None), "store", None)
+    folder = Path(str(getattr(root, "root", "")), g.path or "")
+    if folder.is_dir():
+        for child in sorted(folder.iterdir()):
+            meta = child / "zarr.json"
+            if meta.is_file():
+                try:
+                    json.loads(meta.read_text())
+                except (OSError, ValueError) as e:
+                    return (f"variable '{child.name}': metadata {meta} cannot be read "
+                            f"({type(e).__name__}: {_first_line(e)})")
+    return f"metadata cannot be read ({type(exc).__name__}: {_first_line(exc)})"
 
 
 def check_numeric(label: str, name: str, arr: zarr.Array) -> None:
-    dt = np.dtype(arr.dtype)
-    if dt.kind not in "fiu":
+    """Refuse a dtype the kernels cannot compute in: complex, float16 (too few digits and a
+    range that overflows at 65504), strings, booleans, objects."""
+    try:
+        dt = np.dtype(arr.dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind not in "fiu" or (dt.kind == "f" and dt.itemsize < 4):
         raise InputError(
-            f"{label}: variable '{name}' has dtype {dt}, expected a real numeric dtype "
-            "(float64, float32 or an integer type)"
+            f"{label}: variable '{name}' has dtype {dt if dt is not None else arr.dtype}, "
+            "expected a real numeric dtype (float64, float32 or an integer type)"
         )
 
 

@@ -20,6 +20,7 @@ from streamlsq.io.stores import (
     check_complete,
     check_numeric,
     dimension_names,
+    get_array,
     open_group,
     require_variables,
     store_label,
@@ -61,6 +62,7 @@ class StreamSource(StoreSource):
     block_size: int
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
     token: str = ""
+    shown: str = ""
 
     def chunk_edges(self) -> np.ndarray:
         """Row offsets of the storage chunks of X: [0, c, 2c, ..., n_rows]."""
@@ -103,7 +105,7 @@ def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSour
     g = open_group(path, group)
     require_variables(g, label, ("X", "y"),
                       "a stream store needs X (sample, feature) and y (sample, target)")
-    X, y = g["X"], g["y"]
+    X, y = get_array(g, label, "X"), get_array(g, label, "y")
     for name, arr in (("X", X), ("y", y)):
         check_numeric(label, name, arr)
     if dimension_names(X) != STREAM_DIMS["X"] or X.ndim != 2:
@@ -128,7 +130,8 @@ def open_stream(path: str | os.PathLike, group: str | None = None) -> StreamSour
     attrs = dict(g.attrs)
     block_size = int(attrs.get("block_size", chunk_rows))
     return StreamSource(
-        path=path,
+        path=os.path.abspath(path),
+        shown=path,
         group=group,
         n_rows=int(X.shape[0]),
         n_features=int(X.shape[1]),

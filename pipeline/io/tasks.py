@@ -58,6 +58,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -67,7 +68,9 @@ from streamlsq.io.stores import (
     check_complete,
     check_numeric,
     dimension_names,
+    get_array,
     open_group,
+    read_checked,
     require_variables,
     store_label,
     store_token,
@@ -84,6 +87,7 @@ __all__ = [
     "decode_roles",
     "open_tasks",
     "plan_chunks",
+    "task_input_identity",
     "task_sets",
 ]
 
@@ -138,11 +142,12 @@ class TaskSource(StoreSource):
     has_truth: bool
     token: str = ""
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
+    shown: str = ""
 
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
         hi = self.n_tasks if hi is None else hi
-        return np.asarray(self.array("task_ptr")[lo : hi + 1], dtype=np.int64)
+        return self.read_rows("task_ptr", lo, hi + 1, np.int64, check=False)
 
     def roles(self) -> np.ndarray | None:
         """Role codes (n_tasks,) int8 (0 light, 1 heavy, 2 light2) decoded from the stored
@@ -150,7 +155,8 @@ class TaskSource(StoreSource):
         if not self.has_role:
             return None
         arr = self.array("role")
-        return decode_roles(arr[:], dict(arr.attrs), self.label)
+        values = read_checked(self.path, self.group, "role", arr, 0, self.n_tasks, self.label)
+        return decode_roles(values, dict(arr.attrs), self.label)
 
     def truth(self) -> dict | None:
         """{"component", "w_true", "s_true", "p_true"} of a synthetic store, else None."""
@@ -194,7 +200,7 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
     else:
         members = require_variables(g, label, ("X", "task_ptr"), "a store of new covariates "
                                     "needs X (row, feature) and task_ptr (task_edge,)")
-    arrays = {name: g[name] for name in TASK_DIMS if name in members}
+    arrays = {name: get_array(g, label, name) for name in TASK_DIMS if name in members}
     for name, arr in arrays.items():
         if dimension_names(arr) != TASK_DIMS[name]:
             raise InputError(
@@ -225,13 +231,15 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
             )
     for name, arr in arrays.items():
         check_complete(label, name, arr)
-    ptr = np.asarray(ptr_arr[:])
+    ptr = np.asarray(read_checked(path, group, "task_ptr", ptr_arr, 0, ptr_arr.shape[0],
+                                  label))
     try:
         mlr.validate_task_ptr(ptr, X.shape[0])
     except ValueError as exc:
         raise InputError(f"{label}: variable 'task_ptr': {exc}") from None
     if "role" in arrays:
-        decode_roles(arrays["role"][:], dict(arrays["role"].attrs), label)
+        role = read_checked(path, group, "role", arrays["role"], 0, n_tasks, label)
+        decode_roles(role, dict(arrays["role"].attrs), label)
     has_truth = all(name in arrays for name in TRUTH)
     if has_truth:
         k = arrays["w_true"].shape[0]
@@ -243,7 +251,8 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 "or features"
             )
     return TaskSource(
-        path=path,
+        path=os.path.abspath(path),
+        shown=path,
         group=group,
         n_rows=int(X.shape[0]),
         n_features=int(X.shape[1]),
@@ -333,6 +342,13 @@ def decode_roles(values, attrs: dict, label: str) -> np.ndarray:
             f"{named}"
         )
     return codes
+
+
+def task_input_identity(source: TaskSource) -> list:
+    """What identifies a multi-task input in a checkpoint's fingerprint: its place, shape
+    and metadata version (a store rewritten since is refused on resume)."""
+    return [str(Path(source.path).resolve()), source.group or "", source.n_rows,
+            source.n_features, source.n_tasks, f"token:{source.token}"]
 
 
 # -- task sets ---------------------------------------------------------------------

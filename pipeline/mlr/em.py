@@ -28,6 +28,14 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.checkpoint import (
+    EntryCheckpoint,
+    entry_checkpoint,
+    fingerprint_digest,
+    finished_result,
+    remove_finished,
+)
+from streamlsq.io.outputs import check_apart
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.tasks import (
@@ -37,6 +45,7 @@ from streamlsq.io.tasks import (
     open_tasks,
     plan_chunks,
     reading_chunk,
+    task_input_identity,
 )
 from streamlsq.kernels import mlr
 from streamlsq.runtime.client import dask_client
@@ -90,6 +99,8 @@ def fit_em(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    resume: bool = False,
 ) -> xr.Dataset:
     """Fit a mixture of k linear regressions to every task of ``data`` by task-level EM.
 
@@ -101,6 +112,9 @@ def fit_em(
     seed : of the random initialisation.
     cache_bytes : keep the per-task statistics on the workers up to this size
         (default: a quarter of the workers' memory limits), else recompute them.
+    checkpoint, resume : commit the parameters after every iteration to this folder and,
+        with ``resume``, continue a killed run from the last one (the same result as an
+        uninterrupted run); the folder is removed once the result is written to ``out``.
 
     Returns an xarray Dataset: ``coef (cluster, feature)``, ``noise (cluster)``
     (ŝ), ``noise_var`` (ŝ²), ``weight (cluster)``, the start values
@@ -140,13 +154,29 @@ def fit_em(
                 f"{source.label}: init '{init}' needs k = {truth['w_true'].shape[0]} (the "
                 f"store's components), got k = {k}"
             )
+    if resume and checkpoint is None:
+        raise InputError("--resume needs --checkpoint DIR")
+    fingerprint = {"input": task_input_identity(source), "k": int(k), "init": init,
+                   "scale": float(scale), "iterations": iterations, "tol": float(tol),
+                   "seed": int(seed), "chunk_tasks": chunk_tasks}
+    folder = dict(fingerprint=fingerprint, inputs=[source], kind="em",
+                  variables=("X", "y", "task_ptr", "role"))
+    if resume:  # the run being resumed may have published its result before it was killed
+        done = finished_result(out, fingerprint)
+        if done is not None:
+            remove_finished(EntryCheckpoint(checkpoint, **folder))
+            return done
     if out is not None:
-        prepare_output(out, overwrite)
+        prepare_output(out, overwrite, inputs=[source])
+        if checkpoint is not None:  # the input first: it matters most
+            check_apart(checkpoint, [source], "--checkpoint")
+            check_apart(checkpoint, [out], "--checkpoint", of="output")
     ptr = source.task_ptr()
     chunks = plan_chunks(ptr, np.diff(ptr) > 0, chunk_tasks)
     n_used = sum(c.n for c in chunks)
     started = time.perf_counter()
-    with dask_client(client, scheduler) as cl:
+    with entry_checkpoint(checkpoint, resume=resume, **folder) as ckpt, \
+            dask_client(client, scheduler) as cl:
         need = n_used * (d * d + d + 2) * 8
         if cache_bytes is None:  # a quarter of the workers' memory (1 GiB if unlimited)
             cache_bytes = _worker_memory(cl) // 4 or 2**30
@@ -155,7 +185,13 @@ def fit_em(
         if cached:
             items = map_chunks(cl, _stats, chunks, source, name="em-task-stats")
             wait_progress(cl, items, [c.n for c in chunks], "task statistics", enabled=progress)
-        if init == "truth":
+        saved = None  # the entry of the last committed iteration (each replaces the last)
+        if ckpt is not None and any(n.startswith("iteration-") for n in ckpt.entries):
+            saved = ckpt.load(max(n for n in ckpt.entries if n.startswith("iteration-")))
+        if saved is not None:  # resumed: the parameters after the last committed iteration
+            W0, s20, p0 = saved["start"]
+            W, s2, p = saved["start"]
+        elif init == "truth":
             W, s2, p = truth["w_true"], truth["s_true"] ** 2, truth["p_true"]
         elif init == "perturbed":
             try:
@@ -172,7 +208,11 @@ def fit_em(
         W0, s20, p0 = (np.asarray(v, dtype=np.float64) for v in (W, s2, p))
         W, s2, p = W0, s20, p0
         history, status, failure = [], "max_iterations", ""
-        for _ in range(iterations):
+        if saved is not None:
+            W, s2, p = saved["params"]
+            history, status, failure = list(saved["history"]), saved["status"], saved["failure"]
+        ended = status != "max_iterations"
+        for _ in range(len(history), 0 if ended else iterations):
             futures = map_chunks(cl, _iteration, items, source, W, s2, p, name="em-iteration")
             sums = tree_reduce(cl, futures, mlr.combine_stats, name="em-sum").result()
             history.append(float(sums["loglik"]))
@@ -180,9 +220,17 @@ def fit_em(
                 W, s2, p = mlr.em_m_step(sums)
             except ValueError as exc:  # a collapsed component: the method failed, say so
                 status, failure = "collapsed", str(exc)
-                break
-            if len(history) > 1 and abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
+            if status == "max_iterations" and len(history) > 1 and \
+                    abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
                 status = "converged"
+            if ckpt is not None:  # every iteration reads (the statistics of) every row
+                ckpt.save(f"iteration-{len(history):06d}",
+                          {"start": (W0, s20, p0), "params": (W, s2, p), "history": history,
+                           "status": status, "failure": failure},
+                          reads=[(0, 0, source.n_rows)])
+                if len(history) > 1:
+                    ckpt.discard(f"iteration-{len(history) - 1:06d}")
+            if status != "max_iterations":
                 break
         if cached:
             cl.cancel(items)  # free the cached statistics on the workers
@@ -219,6 +267,9 @@ def fit_em(
         errors = mlr.parameter_errors(W, np.sqrt(s2), p, truth["w_true"], truth["s_true"],
                                       truth["p_true"])
         ds.attrs.update({f"{key}_error": value for key, value in errors.items()})
+    ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
     if out is not None:
-        write_result(ds, out, overwrite)
+        write_result(ds, out, overwrite, inputs=[source])
+        if checkpoint is not None:
+            remove_finished(EntryCheckpoint(checkpoint, **folder))
     return ds

@@ -45,6 +45,15 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.checkpoint import (
+    EntryCheckpoint,
+    entry_checkpoint,
+    fingerprint_digest,
+    finished_result,
+    merge_spans,
+    remove_finished,
+)
+from streamlsq.io.outputs import check_apart
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.tasks import (
@@ -56,6 +65,7 @@ from streamlsq.io.tasks import (
     open_tasks,
     plan_chunks,
     reading_chunk,
+    task_input_identity,
     task_sets,
 )
 from streamlsq.kernels import mlr
@@ -134,14 +144,39 @@ def _tile(ac, r0, r1, c0, c1, forest):
 
 # -- orchestration ------------------------------------------------------------------
 class _Run:
-    """The state of one run: client, source, plan, timings."""
+    """The state of one run: client, source, plan, timings, the values a run computes once
+    and reuses (``cache``), and the checkpoint (if any) that commits each step's result."""
 
-    def __init__(self, client, source, holdout, chunk_tasks, progress):
+    def __init__(self, client, source, holdout, chunk_tasks, progress, checkpoint=None):
         self.client, self.source, self.holdout = client, source, holdout
         self.chunk_tasks, self.progress = chunk_tasks, progress
         self.seconds: dict[str, float] = {}
         self.ptr = source.task_ptr()
         self.cache: dict = {}
+        self.checkpoint = checkpoint
+
+    def step(self, name: str, compute, *chunk_lists, timing: str | None = None):
+        """``compute()``, its time added to ``seconds[timing or name]``; with a checkpoint,
+        a resumed run takes the step's committed result instead, and a finished step is
+        committed with the rows its chunks (``chunk_lists``) read. Every step is
+        deterministic (fixed reduction trees), so a resumed run ends with the
+        uninterrupted run's model. ``name`` is unique within a run (a step repeated for
+        several k carries k in its name)."""
+        key = timing or name
+        entry = f"step-{name}"
+        if self.checkpoint is not None and entry in self.checkpoint:
+            value, seconds = self.checkpoint.load(entry)
+            self.seconds[key] = self.seconds.get(key, 0.0) + seconds
+            return value
+        started = time.perf_counter()
+        value = compute()
+        seconds = time.perf_counter() - started
+        self.seconds[key] = self.seconds.get(key, 0.0) + seconds
+        if self.checkpoint is not None:
+            reads = [(0, int(self.ptr[c.lo]), int(self.ptr[c.hi]))
+                     for chunks in chunk_lists for c in chunks]
+            self.checkpoint.save(entry, (value, seconds), merge_spans(reads))
+        return value
 
     def plan(self, mask):
         return plan_chunks(self.ptr, mask, self.chunk_tasks)
@@ -229,6 +264,8 @@ def metalearn(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    resume: bool = False,
 ) -> xr.Dataset:
     """Meta-learn a mixture of k linear regressions from the multi-task store ``data``.
 
@@ -252,6 +289,9 @@ def metalearn(
         with ``predict(..., holdout=...)``).
     chunk_tasks : tasks per chunk of work; tile : heavy tasks per tile side.
     out : write the model store here (atomically, ``complete=True`` last).
+    checkpoint, resume : commit each step's result to this folder and, with ``resume``,
+        continue a killed run from its last finished step (same model as an
+        uninterrupted run); the folder is removed once the model is written to ``out``.
 
     Returns
     -------
@@ -288,16 +328,33 @@ def metalearn(
     >>> tmp.cleanup()
     """
     source = open_tasks(data, group)
-    if out is not None:
-        prepare_output(out, overwrite)
+    if resume and checkpoint is None:
+        raise InputError("--resume needs --checkpoint DIR")
     tile = check_int("tile", tile, 2)
     auto = isinstance(k, str)
     if auto and k != "auto":
         raise InputError(f"k must be a positive integer or 'auto', got {k!r}")
     splits = check_int("splits", splits, 1, "a positive integer")
+    fingerprint = {"input": task_input_identity(source), "k": k, "k_max": k_max,
+                   "linkage": linkage, "threshold": threshold, "splits": splits,
+                   "whiten": bool(whiten), "roles": roles, "heavy_rows": heavy_rows,
+                   "holdout": holdout, "chunk_tasks": chunk_tasks, "tile": tile}
+    folder = dict(fingerprint=fingerprint, inputs=[source], kind="metalearn",
+                  variables=("X", "y", "task_ptr", "role"))
+    if resume:  # the run being resumed may have published its model before it was killed
+        done = finished_result(out, fingerprint)
+        if done is not None:
+            remove_finished(EntryCheckpoint(checkpoint, **folder))
+            return done
+    if out is not None:
+        prepare_output(out, overwrite, inputs=[source])
+        if checkpoint is not None:  # the input first: it matters most
+            check_apart(checkpoint, [source], "--checkpoint")
+            check_apart(checkpoint, [out], "--checkpoint", of="output")
     started = time.perf_counter()
-    with dask_client(client, scheduler) as cl:
-        run = _Run(cl, source, int(holdout), chunk_tasks, progress)
+    with entry_checkpoint(checkpoint, resume=resume, **folder) as ckpt, \
+            dask_client(client, scheduler) as cl:
+        run = _Run(cl, source, int(holdout), chunk_tasks, progress, ckpt)
         sets = task_sets(source, run.ptr, roles, heavy_rows, int(holdout), splits)
         linkage = _resolve_linkage(linkage, sets)
         selection = None
@@ -310,15 +367,18 @@ def metalearn(
             k = selection["k"]
         _check_inputs(source, sets, run.ptr, k, splits, linkage, threshold, holdout)
         result = _algorithm(run, sets, k, splits, linkage, threshold, whiten, tile)
-    result["seconds"] = time.perf_counter() - started
-    params = {"k": "auto" if auto else int(k), "linkage": linkage, "threshold": threshold,
-              "splits": int(splits), "whiten": bool(whiten), "roles": sets.rule,
-              "holdout": int(holdout), "chunk_tasks": int(chunk_tasks), "tile": int(tile)}
-    if auto:
-        params["k_max"] = int(k_max)
-    ds = model_dataset(result, source, sets, params, run.seconds, selection)
-    if out is not None:
-        write_result(ds, out, overwrite)
+        result["seconds"] = time.perf_counter() - started
+        params = {"k": "auto" if auto else int(k), "linkage": linkage, "threshold": threshold,
+                  "splits": int(splits), "whiten": bool(whiten), "roles": sets.rule,
+                  "holdout": int(holdout), "chunk_tasks": int(chunk_tasks), "tile": int(tile)}
+        if auto:
+            params["k_max"] = int(k_max)
+        ds = model_dataset(result, source, sets, params, run.seconds, selection)
+        ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
+        if out is not None:
+            write_result(ds, out, overwrite, inputs=[source])
+            if ckpt is not None:
+                ckpt.remove()
     return ds
 
 
@@ -332,64 +392,65 @@ def _default_k_max(source: TaskSource, sets: TaskSets) -> int:
     return max(1, min(source.n_features, K_MAX, int(sets.heavy.sum())))
 
 
-def _timed(run: _Run, step: str):
-    class _T:
-        def __enter__(self):
-            self.t = time.perf_counter()
-
-        def __exit__(self, *exc):
-            run.seconds[step] = run.seconds.get(step, 0.0) + time.perf_counter() - self.t
-
-    return _T()
-
-
 def _whitening(run: _Run, sets: TaskSets, whiten: bool):
-    """T (and the zero mean) from the moments of every used row, or None; cached per run."""
+    """T (and the zero mean) from the moments of every used row, or None; once per run."""
     if not whiten:
         return None
     if "transform" not in run.cache:
-        with _timed(run, "whitening"):
-            used = sets.light | sets.heavy | sets.light2
-            _, sums = run.reduce(_moments, run.plan(used), run.holdout, name="whitening")
+        used_chunks = run.plan(sets.light | sets.heavy | sets.light2)
+
+        def whitening():
+            _, sums = run.reduce(_moments, used_chunks, run.holdout, name="whitening")
             try:
-                run.cache["transform"] = mlr.whitening_from_moments(sums, center=False)
+                return mlr.whitening_from_moments(sums, center=False)
             except ValueError as exc:
                 raise InputError(f"{run.source.label}: variable 'X': {exc}") from None
+
+        run.cache["transform"] = run.step("whitening", whitening, used_chunks)
     return run.cache["transform"]
 
 
 def _subspace_all(run: _Run, sets: TaskSets, transform):
-    """All d eigenvectors and eigenvalues of M̂ over D_L1, and the task count; cached per run."""
+    """All d eigenvectors and eigenvalues of M̂ over D_L1, and the task count; once per run."""
     if "subspace" not in run.cache:
-        with _timed(run, "subspace"):
-            _, total = run.reduce(_subspace, run.plan(sets.light), transform, run.holdout,
+        light_chunks = run.plan(sets.light)
+
+        def subspace():
+            _, total = run.reduce(_subspace, light_chunks, transform, run.holdout,
                                   name="subspace")
-            d = run.source.n_features
-            U_all, eigenvalues = mlr.subspace_basis(total["moment"] / total["tasks"], d,
+            U_all, eigenvalues = mlr.subspace_basis(total["moment"] / total["tasks"],
+                                                    run.source.n_features,
                                                     return_eigenvalues=True)
-        run.cache["subspace"] = (U_all, eigenvalues, int(total["tasks"]))
+            return U_all, eigenvalues, int(total["tasks"])
+
+        run.cache["subspace"] = run.step("subspace", subspace, light_chunks)
     return run.cache["subspace"]
 
 
-def _heavy_estimates(run: _Run, sets: TaskSets, transform, U, splits):
-    with _timed(run, "heavy_estimates"):
-        heavy_chunks = run.plan(sets.heavy)
+def _heavy_estimates(run: _Run, sets: TaskSets, transform, U, splits, step="heavy_estimates"):
+    heavy_chunks = run.plan(sets.heavy)
+
+    def heavy_estimates():
         futures = run.map(_project, heavy_chunks, transform, run.holdout, U, splits,
                           name="heavy-estimates")
         wait_progress(run.client, futures, [c.n for c in heavy_chunks], "heavy estimates",
                       enabled=run.progress)
         parts = run.client.gather(futures)
-        a = np.concatenate([p[0] for p in parts])
-        c = np.concatenate([p[1] for p in parts])
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    a, c = run.step(step, heavy_estimates, heavy_chunks, timing="heavy_estimates")
     return heavy_chunks, a, c
 
 
-def _initial(run: _Run, heavy_chunks, transform, a, c, U, linkage, cut, tile):
-    """Heavy clusters, initial ŵ⁰, p̂⁰ and r̂² for the basis U (d, k) and a, c (n_H, L, k)."""
-    with _timed(run, "clustering"):
-        heavy_cluster = _cluster_heavy(run, a, c, linkage, cut, tile)
-        n_clusters = int(heavy_cluster.max()) + 1
-    with _timed(run, "initial_estimates"):
+def _initial(run: _Run, heavy_chunks, transform, a, c, U, linkage, cut, tile, prefix=""):
+    """Heavy clusters, initial ŵ⁰, p̂⁰ and r̂² for the basis U (d, k) and a, c (n_H, L, k);
+    ``prefix`` names the steps of one candidate k of ``k="auto"``."""
+    heavy_cluster = run.step(f"{prefix}clustering",
+                             lambda: _cluster_heavy(run, a, c, linkage, cut, tile),
+                             timing="clustering")
+    n_clusters = int(heavy_cluster.max()) + 1
+
+    def initial_estimates():
         W0, p0 = mlr.initial_cluster_estimates(a, c, heavy_cluster, U, n_clusters)
         _, sums = run.reduce(_residuals, heavy_chunks, transform, run.holdout, heavy_cluster,
                              W0, name="heavy-residuals")
@@ -397,6 +458,10 @@ def _initial(run: _Run, heavy_chunks, transform, a, c, U, linkage, cut, tile):
             r2 = mlr.residual_variance(sums["sse"], sums["rows"])
         except ValueError as exc:
             raise InputError(f"{run.source.label}: heavy clusters: {exc}") from None
+        return W0, p0, r2
+
+    W0, p0, r2 = run.step(f"{prefix}initial_estimates", initial_estimates, heavy_chunks,
+                          timing="initial_estimates")
     return heavy_cluster, W0, p0, r2
 
 
@@ -413,17 +478,22 @@ def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten,
     heavy_cluster, W0, p0, r2 = _initial(run, heavy_chunks, transform, a, c, U, linkage, cut,
                                          tile)
 
-    with _timed(run, "classification_refinement"):
-        light2_chunks = run.plan(sets.light2)
+    light2_chunks = run.plan(sets.light2)
+
+    def classification_refinement():
         futures, stats = run.reduce(_classify, light2_chunks, transform, run.holdout, W0, r2,
                                     name="classify", leaf=operator.itemgetter(1))
         label_futures = [run.client.submit(operator.itemgetter(0), f, pure=False)
                          for f in futures]
         light_cluster = np.concatenate(run.client.gather(label_futures))
         try:
-            W, s2, p, status = mlr.refine_with_fallback(stats, int(sets.light2.sum()), W0, r2)
+            refined = mlr.refine_with_fallback(stats, int(sets.light2.sum()), W0, r2)
         except ValueError as exc:
             raise InputError(f"{run.source.label}: refinement on the light2 tasks: {exc}") from None
+        return light_cluster, stats, refined
+
+    light_cluster, stats, (W, s2, p, status) = run.step(
+        "classification_refinement", classification_refinement, light2_chunks)
 
     if transform is not None:  # back to raw features: w_x = T w_z
         W = mlr.unwhiten_coef(W, transform[1])
@@ -456,15 +526,18 @@ def _select_k(run: _Run, sets: TaskSets, k_max, splits, linkage, whiten, tile) -
             f"{run.source.label}: k='auto' needs at least {2 * VALIDATION_EVERY} light2 tasks "
             f"(every {VALIDATION_EVERY}th is held out to score each k), got {positions.size}"
         )
-    heavy_chunks, a_all, c_all = _heavy_estimates(run, sets, transform, U_all[:, :k_max], splits)
+    heavy_chunks, a_all, c_all = _heavy_estimates(run, sets, transform, U_all[:, :k_max], splits,
+                                                  step="k_heavy_estimates")
     candidates = list(range(1, k_max + 1))
     initial = []
     for k in candidates:
         _, W0, _, r2 = _initial(run, heavy_chunks, transform, a_all[:, :, :k], c_all[:, :, :k],
-                                U_all[:, :k], linkage, {"n_clusters": k}, tile)
+                                U_all[:, :k], linkage, {"n_clusters": k}, tile, prefix=f"k{k}_")
         initial.append((W0, r2))
-    with _timed(run, "k_selection"):
-        _, stats = run.reduce(_classify_many, run.plan(fit), transform, run.holdout, initial,
+    fit_chunks, val_chunks = run.plan(fit), run.plan(val)
+
+    def k_selection():
+        _, stats = run.reduce(_classify_many, fit_chunks, transform, run.holdout, initial,
                               name="k-refine")
         models = []
         for k, (W0, r2) in zip(candidates, initial, strict=True):
@@ -475,12 +548,14 @@ def _select_k(run: _Run, sets: TaskSets, k_max, splits, linkage, whiten, tile) -
             except ValueError as exc:
                 raise InputError(f"{run.source.label}: choosing k, k = {k}: {exc}") from None
             models.append((W, s2, p))
-        _, sums = run.reduce(_heldout, run.plan(val), transform, run.holdout, models,
+        _, sums = run.reduce(_heldout, val_chunks, transform, run.holdout, models,
                              name="k-heldout")
         try:
-            choice = mlr.choose_k(sums, candidates)
+            return mlr.choose_k(sums, candidates)
         except ValueError as exc:
             raise InputError(f"{run.source.label}: choosing k: {exc}") from None
+
+    choice = dict(run.step("k_selection", k_selection, fit_chunks, val_chunks))
     choice.update(candidates=np.asarray(candidates), eigenvalues=eigenvalues,
                   n_validation=int(val.sum()), n_fit=int(fit.sum()))
     return choice
@@ -666,7 +741,7 @@ def fit_pooled(
     """
     source = open_tasks(data, group)
     if out is not None:
-        prepare_output(out, overwrite)
+        prepare_output(out, overwrite, inputs=[source])
     holdout = check_int("holdout", holdout, 0)
     started = time.perf_counter()
     with dask_client(client, scheduler) as cl:
@@ -691,5 +766,5 @@ def fit_pooled(
                                seconds=time.perf_counter() - started))
     ds.attrs["n_rows"] = int(stats["rows"].sum())
     if out is not None:
-        write_result(ds, out, overwrite)
+        write_result(ds, out, overwrite, inputs=[source])
     return ds

@@ -195,8 +195,9 @@ def predict(
                 f"{covariates.n_features} features; {source.label} has {source.n_tasks} tasks "
                 f"and {source.n_features} features"
             )
+    inputs = [source, Path(model)] + ([covariates] if covariates is not None else [])
     if out is not None:
-        out = prepare_output(out, overwrite)
+        out = prepare_output(out, overwrite, inputs=inputs)
     # uniform task ranges: chunk j of the plan is chunk j of every output array
     chunks = plan_chunks(ptr, None, chunk_tasks, max_rows=source.n_rows + 1)
     K, d, n = W.shape[0], W.shape[1], source.n_tasks
@@ -210,7 +211,8 @@ def predict(
         "model_method": str(model_attrs.get("method", "")),
         "holdout": int(holdout),
     })
-    target = atomic_store(out, overwrite) if out is not None else contextlib.nullcontext()
+    target = (atomic_store(out, overwrite, inputs) if out is not None
+              else contextlib.nullcontext())
     with target as tmp:
         if tmp is not None:
             _create_result(tmp, n, d, K, chunk_tasks, holdout)

@@ -15,6 +15,16 @@ instead: when every worker has been paused with nothing executing for
 watch off), the futures created during the block are cancelled and
 :class:`~streamlsq.errors.WorkersPausedError` is raised with the workers' memory.
 
+The same watch stops a run that has no live worker: when no worker has stayed
+alive for ``streamlsq.no-workers-timeout`` seconds (default 60; 0 turns it off) —
+all of them died and none came back, a scheduler without workers, or workers that
+die as they start (a memory limit below what a worker needs) — the run's futures are
+cancelled and :class:`~streamlsq.errors.ClusterError` says so. A scheduler that
+cannot be reached within ``streamlsq.connect-timeout`` seconds (default 30), or
+that is lost during the run, and tasks whose workers kept dying (``KilledWorker``)
+end the block with a :class:`~streamlsq.errors.ClusterError` too: one line, never a
+traceback or a wait for ever (``docs/faults.md``).
+
 Reading tasks keep the memory pages of their reads for the next read, unless
 their worker is short of memory (see :mod:`streamlsq.runtime.memory`). When the block ends
 on a cluster that lives on, one small task per worker gives them back, so the
@@ -34,13 +44,21 @@ from collections.abc import Iterator
 import dask
 from distributed import Client, Future, LocalCluster
 
-from streamlsq.errors import WorkersPausedError
+from streamlsq.errors import ClusterError, InputError, RunError, WorkersPausedError
 from streamlsq.runtime.memory import release_pages
 
-__all__ = ["dask_client", "paused_watch", "release_worker_pages"]
+__all__ = ["check_memory_limit", "cluster_failure", "dask_client", "paused_watch",
+           "release_worker_pages"]
 
 #: seconds every worker may stay paused with nothing executing before a run is stopped
 PAUSED_TIMEOUT = 120.0
+#: seconds a run may go without a live worker before it is stopped
+NO_WORKERS_TIMEOUT = 60.0
+#: seconds to reach a scheduler named by address
+CONNECT_TIMEOUT = 30.0
+#: a worker counts as alive once it has been seen for this long (workers in a restart
+#: loop appear and vanish within a few seconds)
+STABLE_WORKER = 5.0
 
 
 @contextlib.contextmanager
@@ -64,10 +82,41 @@ def dask_client(
     True
     """
     with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit) as (c, own):
-        with paused_watch(c):
-            yield c
+        try:
+            with paused_watch(c):
+                yield c
+        except (InputError, RunError, WorkersPausedError):
+            raise
+        except Exception as exc:
+            failure = cluster_failure(exc, c)
+            if failure is None:
+                raise
+            raise failure from None
         if not own:  # a cluster that lives on: its workers give back what the reads kept
             release_worker_pages(c)
+
+
+def cluster_failure(exc: BaseException, client: Client | None = None) -> ClusterError | None:
+    """The one-line error for a run the cluster could not carry, or None when ``exc`` is
+    something else: a lost scheduler, tasks whose workers kept dying (KilledWorker)."""
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    address = getattr(getattr(client, "scheduler", None), "address", None) or "?"
+    if isinstance(exc, KilledWorker):
+        key = getattr(exc, "task", None) or (exc.args[0] if exc.args else "?")
+        return ClusterError(
+            f"the workers running Dask task {key!s} died each time it was tried "
+            "(KilledWorker): a worker ran out of memory or crashed; give the workers more "
+            "memory (--memory-limit) or read less per Dask task (fit's --segment-size)")
+    lost = "scheduler-connection-lost" in str(getattr(exc, "reason", "") or exc)
+    if isinstance(exc, FutureCancelledError) and lost or \
+            client is not None and getattr(client, "status", "running") != "running":
+        return ClusterError(
+            f"lost the connection to the Dask scheduler at {address} during the run "
+            f"({type(exc).__name__}); nothing was written: restart the scheduler and run the "
+            "command again (with --resume if it has --checkpoint)")
+    return None
 
 
 def release_worker_pages(client: Client, timeout: float = 10.0) -> None:
@@ -99,8 +148,17 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit):
         return
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if address:
-        with Client(address, set_as_default=False) as c:
+        timeout = float(dask.config.get("streamlsq.connect-timeout", CONNECT_TIMEOUT))
+        try:
+            c = Client(address, set_as_default=False, timeout=timeout)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ClusterError(f"cannot reach the Dask scheduler at {address} within "
+                               f"{timeout:.0f} s ({type(exc).__name__}); start it, or check "
+                               "--scheduler / DASK_SCHEDULER_ADDRESS") from None
+        try:
             yield c, False
+        finally:
+            _close(c)
         return
     existing = _default_client()
     if existing is not None:
@@ -109,13 +167,38 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit):
     # workers' own log lines would bury the one-line error a user should see
     kwargs = {"processes": True, "dashboard_address": ":0", "silence_logs": logging.CRITICAL}
     if n_workers is not None:
+        if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+            raise InputError(f"--workers must be a positive integer, got {n_workers!r}")
         kwargs["n_workers"] = n_workers
     if threads_per_worker is not None:
         kwargs["threads_per_worker"] = threads_per_worker
     if memory_limit is not None:
-        kwargs["memory_limit"] = memory_limit
+        kwargs["memory_limit"] = check_memory_limit(memory_limit)
     with LocalCluster(**kwargs) as cluster, Client(cluster, set_as_default=False) as c:
         yield c, True
+
+
+def check_memory_limit(value):
+    """A memory limit distributed understands, checked here so that a typo is one line."""
+    from dask.utils import parse_bytes
+
+    try:
+        limit = parse_bytes(value) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"--memory-limit must be a size such as 2GB, got {value!r}") from None
+    if not limit > 0 or limit != limit:
+        raise InputError(f"--memory-limit must be a positive size such as 2GB, got {value!r}")
+    return value
+
+
+def _close(client: Client) -> None:
+    """Close a client; one whose scheduler is gone is not waited for (it would retry the
+    connection for the whole connect timeout)."""
+    if client.status not in ("running", "newly-created"):
+        with contextlib.suppress(Exception):
+            client.close(timeout=2)
+        return
+    client.close()
 
 
 def _default_client() -> Client | None:
@@ -138,10 +221,13 @@ def paused_watch(client: Client, timeout: float | None = None, poll: float = 2.0
     """
     if timeout is None:
         timeout = float(dask.config.get("streamlsq.paused-timeout", PAUSED_TIMEOUT) or 0)
-    if timeout <= 0:
+    no_workers = float(dask.config.get("streamlsq.no-workers-timeout", NO_WORKERS_TIMEOUT)
+                       or 0)
+    if timeout <= 0 and no_workers <= 0:
         yield
         return
-    watch = _PausedWatch(client, timeout, min(poll, timeout))
+    active = [t for t in (timeout, no_workers) if t > 0]
+    watch = _PausedWatch(client, timeout, min(poll, *active), no_workers)
     watch.start()
     try:
         yield
@@ -156,35 +242,62 @@ def paused_watch(client: Client, timeout: float | None = None, poll: float = 2.0
 
 
 class _PausedWatch(threading.Thread):
-    def __init__(self, client: Client, timeout: float, poll: float):
+    def __init__(self, client: Client, timeout: float, poll: float, no_workers: float = 0.0):
         super().__init__(name="streamlsq-paused-watch", daemon=True)
         self.client, self.timeout, self.poll = client, timeout, poll
+        self.no_workers = no_workers
         self.before = set(client.futures)
-        self.error: WorkersPausedError | None = None
+        self.error: WorkersPausedError | ClusterError | None = None
         self._done = threading.Event()
+        self._seen: dict[str, float] = {}  # worker address -> when first seen
+        self._gone = 0
+        self._alive_at = time.monotonic()  # last time a worker counted as alive
 
     def stop(self):
         self._done.set()
         self.join()
 
+    def _halt(self, error):
+        self.error = error
+        keys = set(self.client.futures) - self.before
+        self.client.cancel([Future(k, self.client) for k in keys], msg=str(self.error))
+
+    def _no_live_worker(self, workers: dict, now: float) -> bool:
+        """Track workers; True when none has stayed alive for ``no_workers`` seconds."""
+        current = {a for a, w in workers.items() if w.get("status") in ("running", "paused")}
+        self._gone += len(set(self._seen) - current)
+        self._seen = {a: self._seen.get(a, now) for a in current}
+        stable = min(STABLE_WORKER, self.no_workers / 2)
+        if any(now - t >= stable for t in self._seen.values()):
+            self._alive_at = now
+            return False
+        return now - self._alive_at >= self.no_workers
+
     def run(self):
         since = None
         while not self._done.wait(self.poll):
             try:
-                workers = self.client.scheduler_info()["workers"]
+                workers = self.client.scheduler_info(n_workers=-1)["workers"]
             except Exception:  # closing or reconnecting: nothing to judge
                 since = None
                 continue
-            if not _all_paused_and_idle(workers):
+            now = time.monotonic()
+            if self.no_workers > 0 and self._no_live_worker(workers, now):
+                died = (f"{self._gone} worker(s) joined and died meanwhile" if self._gone
+                        else "none joined, or the workers died as they started")
+                self._halt(ClusterError(
+                    f"no Dask worker alive for {self.no_workers:.0f} s ({died}; is the memory "
+                    "limit below what a worker needs, about 300 MB?); the run was "
+                    "stopped and nothing was written: start workers (--workers N for the "
+                    "embedded cluster) and run the command again (with --resume if it has "
+                    "--checkpoint)"))
+                return
+            if self.timeout <= 0 or not _all_paused_and_idle(workers):
                 since = None
                 continue
-            now = time.monotonic()
             since = now if since is None else since
             if now - since >= self.timeout:
-                self.error = WorkersPausedError(_paused_message(workers, now - since))
-                keys = set(self.client.futures) - self.before
-                self.client.cancel([Future(k, self.client) for k in keys],
-                                   msg=str(self.error))
+                self._halt(WorkersPausedError(_paused_message(workers, now - since)))
                 return
 
 

@@ -24,12 +24,14 @@ def row_bar(total: int, desc: str, unit: str = "rows", enabled: bool | None = No
 
 
 def track_futures(
-    client: Client, futures, total: int, desc: str, unit: str = "rows", enabled=None
+    client: Client, futures, total: int, desc: str, unit: str = "rows", enabled=None,
+    on_result=None,
 ) -> list:
     """Wait for ``futures`` (each returning a row count or a (rows, value) pair), showing progress.
 
     Returns the results in submission order. On the first failure the others are
     cancelled and the error is raised, so no caller continues with a partial set.
+    ``on_result(i, result)`` is called as future ``i`` finishes (e.g. to checkpoint it).
     """
     order = {f.key: i for i, f in enumerate(futures)}
     results = [None] * len(futures)
@@ -38,6 +40,8 @@ def track_futures(
             for fut in as_completed(futures, loop=client.loop):
                 res = fut.result()
                 results[order[fut.key]] = res
+                if on_result is not None:
+                    on_result(order[fut.key], res)
                 bar.update(res[0] if isinstance(res, tuple) else int(res))
         except BaseException:
             client.cancel(futures)

@@ -35,10 +35,12 @@ from distributed import Client
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import Checkpoint
 from streamlsq.io.stream import StreamSource
+from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import BadRowError, Recursion, ScanRecursion
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.progress import row_bar, track_futures
+from streamlsq.stream.guards import nonfinite_error, overflow_error, overflow_in_rows
 from streamlsq.stream.plans import Section, Segment, StreamPlan, plan_segments
 
 __all__ = [
@@ -186,17 +188,21 @@ def _fold_segment(task, method, state, record_every, dtype, prefetch):
                 edges = grid.edges(k, kend) - buf_start
                 used = int(edges[-1])
                 try:
-                    res = method.fold(state, X[:used], Y[:used], edges,
-                                      piece.step_base + k + 1, record_every,
-                                      piece.row_base + buf_start)
+                    with np.errstate(all="ignore"):  # every result is checked finite below
+                        res = method.fold(state, X[:used], Y[:used], edges,
+                                          piece.step_base + k + 1, record_every,
+                                          piece.row_base + buf_start)
                 except SingularMatrixError as exc:
-                    raise _singular_block_error(
-                        task, piece, method, state, X, Y, edges, k, buf_start, exc
-                    ) from None
+                    raise (overflow_error(task, piece, X, Y, edges, k, buf_start)
+                           or _singular_block_error(task, piece, method, state, X, Y, edges, k,
+                                                    buf_start, exc)) from None
                 except BadRowError as exc:
                     raise _bad_row_error(task, piece, exc) from None
                 except ValueError as exc:
-                    raise _kernel_error(task, piece, k, kend, exc) from None
+                    raise (overflow_error(task, piece, X, Y, edges, k, buf_start)
+                           or _kernel_error(task, piece, k, kend, exc)) from None
+                if not (state_is_finite(res.state) and np.isfinite(res.coefs).all()):
+                    raise nonfinite_error(task, piece, method, state, X, Y, edges, k, buf_start)
                 state = res.state
                 steps.append(res.steps)
                 coefs.append(res.coefs)
@@ -254,8 +260,8 @@ def run_sequential(
     segments = None
     if checkpoint is not None and segment_bytes is None:
         segments = checkpoint.saved_segments()  # resume with the cut it was started with
-    if segments is None:
-        segments = plan_segments(plan, segment_bytes or bytes_per_call(client, SEGMENT_BYTES))
+    if segments is None:  # an explicit size is capped by the workers' memory too
+        segments = plan_segments(plan, bytes_per_call(client, segment_bytes or SEGMENT_BYTES))
     parts: list[dict] = []
     state = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
     start = 0
@@ -344,12 +350,13 @@ def summarize_piece(task: Segment, method, record_every, dtype):
     """
     with fast_large_allocations():
         X, Y, edges = read_segment(task, dtype, check=False)
-    summaries = method.summarize(X, Y, edges, _piece_cuts(task.K0, task.K1, record_every))
+    with np.errstate(all="ignore"):  # the summaries are checked finite below
+        summaries = method.summarize(X, Y, edges, _piece_cuts(task.K0, task.K1, record_every))
     if not all(np.isfinite(v).all() for s in summaries for v in s.values()):
         del X, Y
         with fast_large_allocations():
-            read_segment(task, dtype, check=True)  # raises InputError naming the row
-        raise InputError(
+            X, Y, _ = read_segment(task, dtype, check=True)  # raises InputError naming the row
+        raise overflow_in_rows(task, X, Y) or InputError(
             f"{task.sources[task.pieces[0].section.source].label}: variable 'X': the sums of "
             f"blocks {task.K0 + 1}-{task.K1} overflow; rescale the data"
         )
@@ -361,13 +368,22 @@ def finish_states(method, infos, steps, label, remedy):
     out = []
     for info, step in zip(infos, steps, strict=True):
         try:
-            out.append(method.finish(info))
+            with np.errstate(all="ignore"):  # checked finite below
+                out.append(method.finish(info))
         except SingularMatrixError as exc:
             which = "the first block" if step == 1 else f"step {step}"
             raise InputError(
                 f"{label}: variable 'X': {which} leaves the normal matrix singular (numerical "
                 f"rank {exc.rank} of {exc.size}); {remedy}"
             ) from None
+        except ValueError as exc:
+            raise InputError(f"{label}: variable 'X': the solve at step {step} failed ({exc}); "
+                             "the data's magnitudes may overflow float64: streamlsq info "
+                             "--check names such values") from None
+        if not state_is_finite(out[-1]):
+            raise InputError(f"{label}: variable 'X': the solve at step {step} is not finite: "
+                             "the data's magnitudes overflow float64; rescale the data "
+                             "(streamlsq info --check names such values)")
     return out
 
 
@@ -379,31 +395,44 @@ def run_scan(
     dtype: str = "float64",
     progress: bool | None = None,
     piece_bytes: int | None = None,
+    checkpoint=None,
 ) -> Trajectory:
     """The parallel engine over the virtual stream of ``plan``: map summaries, prefix in
     order, map solves. ``piece_bytes`` defaults to :data:`PIECE_BYTES`, less on small
-    workers (:func:`bytes_per_call`)."""
+    workers (:func:`bytes_per_call`). ``checkpoint`` (a
+    :class:`~streamlsq.stream.resume.ScanPieces`) keeps each piece's summaries as it
+    arrives, so a resumed run summarises only the pieces not yet committed."""
     if not isinstance(method, ScanRecursion):
         raise InputError(f"method '{method.name}' has no scan form; use --engine sequential")
-    pieces = plan_segments(plan, piece_bytes or bytes_per_call(client, PIECE_BYTES))
+    if checkpoint is not None and checkpoint.pieces is not None:
+        pieces = checkpoint.pieces  # resume with the cut it was started with
+    else:
+        pieces = plan_segments(plan, bytes_per_call(client, piece_bytes or PIECE_BYTES))
+    done = checkpoint.start(pieces) if checkpoint is not None else {}
     tag = uuid.uuid4().hex[:8]
+    todo = [i for i in range(len(pieces)) if i not in done]
     futures = [
         client.submit(
-            summarize_piece, plan.segment(K0, K1), method, record_every, dtype,
+            summarize_piece, plan.segment(*pieces[i]), method, record_every, dtype,
             key=f"summarize-{method.name}-{tag}-{i}", pure=False,
         )
-        for i, (K0, K1) in enumerate(pieces)
+        for i in todo
     ]
-    results = track_futures(
-        client, futures, plan.n_rows, f"fit {method.name} (scan)", enabled=progress
+    commit = None if checkpoint is None else (lambda j, res: checkpoint.commit(todo[j], res))
+    fresh = track_futures(
+        client, futures, plan.n_rows - sum(n for n, _ in done.values()),
+        f"fit {method.name} (scan)", enabled=progress, on_result=commit,
     )
     del futures
-    summaries = [s for _, piece in results for s in piece]
+    results = dict(done)
+    results.update(zip(todo, fresh, strict=True))
+    summaries = [s for i in range(len(pieces)) for s in results[i][1]]
     ends = np.concatenate(
         [k0 + _piece_cuts(k0, k1, record_every) for k0, k1 in pieces]
     )
     state0 = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
-    infos = method.scan(method.to_info(state0), summaries)
+    with np.errstate(all="ignore"):  # the solves of these infos are checked finite
+        infos = method.scan(method.to_info(state0), summaries)
     keep = [i for i, e in enumerate(ends) if e % record_every == 0 or e == plan.n_blocks]
     solve = sorted(set(keep) | {0})  # index 0 is step 1: checks the first block
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))

@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
-from streamlsq.io.checkpoint import Checkpoint
+from streamlsq.io.checkpoint import Checkpoint, fingerprint_digest
+from streamlsq.io.outputs import check_apart
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion, ScanRecursion
 from streamlsq.runtime.client import dask_client
 from streamlsq.stream.engines import Trajectory, run_scan, run_sequential
 from streamlsq.stream.methods import make_method, params_from_store
 from streamlsq.stream.plans import Section, StreamPlan
+from streamlsq.stream.resume import (
+    finished_result,
+    fit_checkpoint,
+    remove_finished_checkpoint,
+    run_fingerprint,
+)
 from streamlsq.stream.stability import add_stability
 
 __all__ = ["fit_stream", "run_plan", "trajectory_dataset", "DEFAULT_RECORDED_STEPS"]
@@ -97,8 +104,11 @@ def fit_stream(
         A Dask client or scheduler address; by default the ``DASK_SCHEDULER_ADDRESS``
         variable, the current default client, or an embedded LocalCluster.
     checkpoint, resume : str or os.PathLike or None, bool
-        Sequential engine only: commit progress to this folder and, with ``resume``,
-        continue a killed run from it.
+        Commit progress to this folder (a new or empty folder, or a streamlsq
+        checkpoint) and, with ``resume``, continue a killed run from it; the folder is
+        removed once the result is published to ``out``. Both engines (the scan engine
+        commits each piece's summaries). ``resume`` after the result was published
+        returns it (attribute ``already_complete``).
     overwrite : bool
         Replace an existing result store at ``out``.
     progress : bool or None
@@ -145,7 +155,7 @@ def fit_stream(
     True
     >>> tmp.cleanup()
     """
-    check_run_options(engine, dtype, checkpoint, resume, record_every)
+    check_run_options(engine, dtype, checkpoint, resume, record_every, segment_bytes)
     source = open_stream(data, group)
     rec = make_method(method, **params_from_store(method, params, source.attrs))
     if engine == "scan" and not isinstance(rec, ScanRecursion):
@@ -155,8 +165,6 @@ def fit_stream(
     check_layout(source, rec, dtype)
     epochs = check_int("epochs", epochs, 1, "a positive integer")
     seed = check_int("seed", seed, 0, "a non-negative integer")
-    if out is not None:
-        prepare_output(out, overwrite)
     try:
         size = source.block_size if block_size is None else int(block_size)
         grids = [BlockGrid(source.n_rows, size, first_block_size if e == 0 else None)
@@ -169,17 +177,34 @@ def fit_stream(
         "epochs": epochs, "shuffle": bool(shuffle), "seed": seed,
         "rows_per_epoch": source.n_rows,
     })
-    traj, seconds, record_every = run_plan(
-        plan, rec, engine=engine, record_every=record_every, dtype=dtype, client=client,
-        scheduler=scheduler, checkpoint=checkpoint, resume=resume, progress=progress,
-        segment_bytes=segment_bytes,
-    )
-    ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
-    ds["epoch"] = (("step",), step_sections(plan, traj.steps, "epoch"))
-    ds.attrs.update(rec.result_attrs(traj.state))
-    ds = add_stability(ds)  # CUSUM tests, when the fit recorded recursive residuals
+    record_every = resolve_record_every(plan, record_every)
+    fingerprint = run_fingerprint(plan, rec, record_every, dtype, engine)
+    if resume:  # the run being resumed may have published its result before it was killed
+        done = finished_result(out, fingerprint)
+        if done is not None:
+            remove_finished_checkpoint(checkpoint, fingerprint, engine, plan.sources)
+            return done
     if out is not None:
-        write_result(ds, out, overwrite)
+        prepare_output(out, overwrite, inputs=plan.sources)
+        if checkpoint is not None:  # the inputs first: they matter most
+            check_apart(checkpoint, plan.sources, "--checkpoint")
+            check_apart(checkpoint, [out], "--checkpoint", of="output")
+    with fit_checkpoint(checkpoint, resume, plan, rec, record_every, dtype, engine,
+                        Checkpoint) as ckpt:
+        traj, seconds, record_every = run_plan(
+            plan, rec, engine=engine, record_every=record_every, dtype=dtype, client=client,
+            scheduler=scheduler, checkpoint=ckpt, resume=resume, progress=progress,
+            segment_bytes=segment_bytes,
+        )
+        ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
+        ds["epoch"] = (("step",), step_sections(plan, traj.steps, "epoch"))
+        ds.attrs.update(rec.result_attrs(traj.state))
+        ds = add_stability(ds)  # CUSUM tests, when the fit recorded recursive residuals
+        ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
+        if out is not None:
+            write_result(ds, out, overwrite, inputs=plan.sources)
+            if ckpt is not None:
+                ckpt.remove()
     return ds
 
 
@@ -192,18 +217,30 @@ def check_layout(source: StreamSource, rec: Recursion, dtype) -> None:
         raise InputError(f"{source.label}: {exc}") from None
 
 
-def check_run_options(engine, dtype, checkpoint, resume, record_every) -> None:
+def check_run_options(engine, dtype, checkpoint, resume, record_every,
+                      segment_bytes=None) -> None:
     """Refuse engine/dtype/checkpoint options that cannot work (before any reading)."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
-    if np.dtype(dtype) not in (np.float32, np.float64):
+    try:
+        ok = np.dtype(dtype) in (np.float32, np.float64)
+    except TypeError:
+        ok = False
+    if not ok:
         raise InputError(f"dtype must be float64 or float32, got {dtype}")
-    if checkpoint is not None and engine != "sequential":
-        raise InputError("--checkpoint works with the sequential engine")
     if resume and checkpoint is None:
         raise InputError("--resume needs --checkpoint DIR")
-    if record_every is not None and record_every < 1:
-        raise InputError(f"record_every must be a positive integer, got {record_every}")
+    if record_every is not None:
+        check_int("record_every", record_every, 1, "a positive integer")
+    if segment_bytes is not None:
+        check_int("segment size (bytes)", segment_bytes, 1, "a positive number of bytes")
+
+
+def resolve_record_every(plan: StreamPlan, record_every: int | None) -> int:
+    """The record interval: as given, else about :data:`DEFAULT_RECORDED_STEPS` steps."""
+    if record_every is None:
+        return max(1, -(-plan.n_blocks // DEFAULT_RECORDED_STEPS))
+    return int(record_every)
 
 
 def step_sections(plan: StreamPlan, steps, attribute: str) -> np.ndarray:
@@ -227,35 +264,41 @@ def run_plan(
     segment_bytes: int | None,
 ) -> tuple[Trajectory, float, int]:
     """Run ``rec`` over ``plan`` with the chosen engine; returns (trajectory, seconds,
-    record_every)."""
-    if record_every is None:
-        record_every = max(1, -(-plan.n_blocks // DEFAULT_RECORDED_STEPS))
-    started = datetime.now(UTC)
-    with dask_client(client, scheduler) as cl:
-        if engine == "scan":
-            traj = run_scan(cl, plan, rec, record_every, dtype, progress, segment_bytes)
-        else:
-            ckpt = None
-            if checkpoint is not None:
-                ckpt = Checkpoint(checkpoint, _fingerprint(plan, rec, record_every, dtype),
-                                  resume=resume)
-            traj = run_sequential(cl, plan, rec, record_every, dtype, ckpt, progress,
-                                  segment_bytes)
+    record_every).
+
+    ``checkpoint`` is an open checkpoint (:func:`~streamlsq.stream.resume.fit_checkpoint`)
+    or a folder, opened (and its lock released) here. The trajectory is checked finite:
+    never a NaN coefficient in a result."""
+    record_every = resolve_record_every(plan, record_every)
+    with contextlib.ExitStack() as stack:
+        if isinstance(checkpoint, str | os.PathLike):
+            checkpoint = stack.enter_context(fit_checkpoint(
+                checkpoint, resume, plan, rec, record_every, dtype, engine, Checkpoint))
+        started = datetime.now(UTC)
+        with dask_client(client, scheduler) as cl:
+            if engine == "scan":
+                traj = run_scan(cl, plan, rec, record_every, dtype, progress, segment_bytes,
+                                checkpoint=checkpoint)
+            else:
+                traj = run_sequential(cl, plan, rec, record_every, dtype, checkpoint, progress,
+                                      segment_bytes)
     seconds = (datetime.now(UTC) - started).total_seconds()
+    check_trajectory(traj, plan)
     return traj, seconds, record_every
 
 
-def _fingerprint(plan: StreamPlan, rec: Recursion, record_every, dtype):
-    return {
-        "inputs": [[role, str(Path(s.path).resolve()), s.group or "",
-                    s.n_rows, s.n_features, s.n_targets]
-                   for role, s in zip(plan.roles, plan.sources, strict=True)],
-        "method": rec.name,
-        "parameters": json.dumps(rec.get_params(), sort_keys=True, default=str),
-        "plan": plan.digest(),
-        "record_every": record_every,
-        "dtype": str(np.dtype(dtype)),
-    }
+def check_trajectory(traj: Trajectory, plan: StreamPlan) -> None:
+    """Refuse a trajectory with a non-finite coefficient or final state (the engines name
+    the block that broke it; this is the last guard before anything is written)."""
+    bad = ~np.isfinite(traj.coefs).reshape(len(traj.coefs), -1).all(axis=1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{plan.label}: the coefficients at step {int(traj.steps[i])} (after "
+                         f"{int(traj.rows_seen[i])} rows) are not finite: the data's "
+                         "magnitudes overflow float64; rescale the data")
+    if not state_is_finite(traj.state):
+        raise InputError(f"{plan.label}: the final state is not finite: the data's magnitudes "
+                         "overflow float64; rescale the data")
 
 
 def trajectory_dataset(

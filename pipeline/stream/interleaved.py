@@ -23,6 +23,8 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError
+from streamlsq.io.checkpoint import fingerprint_digest
+from streamlsq.io.outputs import check_apart
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.kernels.recursions.contract import BlockGrid
@@ -49,6 +51,11 @@ from streamlsq.stream.fit import (
     trajectory_dataset,
 )
 from streamlsq.stream.plans import Section, StreamPlan, plan_segments
+from streamlsq.stream.resume import (
+    finished_result,
+    remove_finished_checkpoint,
+    run_fingerprint,
+)
 
 __all__ = ["ALPHA_ESTIMATORS", "fit_interleaved", "open_population", "split_store_spec"]
 
@@ -299,8 +306,12 @@ def fit_interleaved(
             r_p = r_p.reshape(src_c.n_features, src_c.n_targets)
             if not np.isfinite(r_p).all():
                 raise InputError(f"{src_c.label}: variable 'coef_true' has NaN or Inf")
-    if out is not None:
-        prepare_output(out, overwrite)
+    input_sources = [src for src in (src_a, src_b, src_c) if src is not None]
+    if out is not None and not resume:  # a resumed run may find its result published
+        prepare_output(out, overwrite, inputs=input_sources)
+    if out is not None and checkpoint is not None:  # the inputs first: they matter most
+        check_apart(checkpoint, input_sources, "--checkpoint")
+        check_apart(checkpoint, [out], "--checkpoint", of="output")
     grid_a, grid_b = _grid(src_a, block_size), _grid(src_b, block_size)
     grid_c = _grid(src_c, block_size) if src_c is not None else None
     if alpha is not None:
@@ -349,6 +360,14 @@ def fit_interleaved(
             rec = InterleavedKF4LLS(alpha, start=start, ridge=ridge, solver=solver)
         except ValueError as exc:
             raise InputError(f"interleaved (estimated alpha {alpha:.6g}): {exc}") from None
+        fingerprint = run_fingerprint(plan, rec, record_every, dtype, engine)
+        if resume:
+            done = finished_result(out, fingerprint)
+            if done is not None:
+                remove_finished_checkpoint(checkpoint, fingerprint, engine, plan.sources)
+                return done
+            if out is not None:
+                prepare_output(out, overwrite, inputs=input_sources)
         test_futures = None
         if src_c is not None:
             prefixes = np.unique(np.minimum(steps, grid_c.n_blocks))
@@ -383,6 +402,7 @@ def fit_interleaved(
         ds.attrs["inputs"] = json.dumps(inputs)
     ds.attrs.update(rec.result_attrs(traj.state))
     ds.attrs["alpha"] = float(alpha)
+    ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
     ds.attrs["alpha_source"] = "given" if estimate is None else estimate.method
     if estimate is not None:
         ds["alpha_per_column"] = (("feature",), np.asarray(estimate.per_column))
@@ -390,5 +410,6 @@ def fit_interleaved(
             ds["alpha_criterion"] = (("feature", "alpha_grid"), estimate.criterion)
             ds = ds.assign_coords(alpha_grid=estimate.grid)
     if out is not None:
-        write_result(ds, out, overwrite)
+        write_result(ds, out, overwrite, inputs=input_sources)
+        remove_finished_checkpoint(checkpoint, fingerprint, engine, plan.sources)
     return ds

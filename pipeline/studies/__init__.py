@@ -90,13 +90,24 @@ STUDIES: dict[str, StudySpec] = {
 }
 
 
-def run_study(name: str, out, quick: bool = False, seed: int = 0, client=None, **options):
-    """Run the registered study ``name`` (see :data:`STUDIES`); returns its StudyResult."""
+def run_study(name: str, out, quick: bool = False, seed: int = 0, client=None, *,
+              checkpoint=None, resume: bool = False, **options):
+    """Run the registered study ``name`` (see :data:`STUDIES`); returns its StudyResult.
+
+    ``checkpoint``, ``resume``: commit every batch to this folder and continue a killed
+    run from it; a checkpoint of the same study with other options is refused."""
+    import json
+
     from streamlsq.errors import InputError
 
     if name not in STUDIES:
         raise InputError(f"unknown study {name!r}; available: {', '.join(sorted(STUDIES))}")
-    return STUDIES[name].load()(out, quick=quick, seed=seed, client=client, **options)
+    runtime = {"scheduler", "n_workers", "progress"}
+    fingerprint = {"study": name, "quick": bool(quick), "seed": seed, "options": json.dumps(
+        {k: v for k, v in options.items() if k not in runtime}, sort_keys=True, default=str)}
+    extra = {} if checkpoint is None else {"checkpoint": checkpoint, "resume": resume,
+                                           "fingerprint": fingerprint}
+    return STUDIES[name].load()(out, quick=quick, seed=seed, client=client, **extra, **options)
 
 
 def __getattr__(attr):  # run_<name> imported lazily: a study's module loads on first use

@@ -9,13 +9,22 @@ depend on the seed and the sizes only — the same on one worker or twenty.
 The output folder is built under a temporary name and renamed into place when
 every table, figure and ``summary.md`` is written; rerunning a study into its
 own folder replaces it, any other existing content is refused.
+
+With a checkpoint (``run_study_into(..., checkpoint=DIR, resume=...)``, ``streamlsq
+study NAME --checkpoint DIR``) every finished batch is committed as it arrives, under
+a name that includes a digest of its arguments, so a resumed run computes only the
+batches still missing and ends with the same tables; the folder is removed once
+the study is published.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import json
 import os
-import shutil
+import pickle
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -27,6 +36,8 @@ import pandas as pd
 
 from streamlsq import __version__
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.checkpoint import EntryCheckpoint, fingerprint_digest, remove_finished
+from streamlsq.io.outputs import OwnedTemporary, check_apart, publish, reclaim_leftovers
 from streamlsq.runtime.progress import track_futures
 
 __all__ = [
@@ -42,6 +53,9 @@ __all__ = [
 ]
 
 MARKER = "study.json"
+#: the checkpoint of the study being run in this context (None: no checkpoint)
+_CHECKPOINT: contextvars.ContextVar[EntryCheckpoint | None] = contextvars.ContextVar(
+    "streamlsq_study_checkpoint", default=None)
 
 
 @dataclass
@@ -100,13 +114,28 @@ def map_batches(
     rest and is raised.
     """
     token = uuid.uuid4().hex[:8]
+    ckpt = _CHECKPOINT.get()
+    names = [_batch_name(desc, i, fn, args) for i, args in enumerate(batches)]
+    done = {i: ckpt.load(n) for i, n in enumerate(names) if ckpt is not None and n in ckpt}
+    todo = [i for i in range(len(batches)) if i not in done]
     futures = [
-        client.submit(fn, *args, key=f"study-{desc}-{token}-{i}", pure=False)
-        for i, args in enumerate(batches)
+        client.submit(fn, *batches[i], key=f"study-{desc}-{token}-{i}", pure=False)
+        for i in todo
     ]
-    results = track_futures(client, futures, total=int(sum(sizes)), desc=desc, unit=unit,
-                            enabled=progress)
-    return [value for _, value in results]
+    commit = None if ckpt is None else (lambda j, res: ckpt.save(names[todo[j]], res))
+    fresh = track_futures(client, futures, total=int(sum(sizes[i] for i in todo)), desc=desc,
+                          unit=unit, enabled=progress, on_result=commit)
+    done.update(zip(todo, fresh, strict=True))
+    return [done[i][1] for i in range(len(batches))]
+
+
+def _batch_name(desc: str, i: int, fn, args) -> str:
+    """A checkpoint entry name for batch ``i``: a resumed run reuses it only for the very
+    same function and arguments."""
+    digest = hashlib.sha256(pickle.dumps((getattr(fn, "__qualname__", str(fn)), args),
+                                         protocol=4)).hexdigest()[:16]
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in desc)
+    return f"batch-{safe}-{i:05d}-{digest}"
 
 
 def summary_frame(
@@ -148,9 +177,10 @@ class StudyFolder:
     exists and is neither empty nor an earlier run of the same study.
     """
 
-    def __init__(self, out: str | os.PathLike, name: str):
+    def __init__(self, out: str | os.PathLike, name: str, run_fingerprint: str | None = None):
         self.out = Path(out)
         self.name = name
+        self.run_fingerprint = run_fingerprint
         if self.out.exists():
             if not self.out.is_dir():
                 raise InputError(f"{self.out}: exists and is not a folder; choose another --out")
@@ -170,16 +200,21 @@ class StudyFolder:
         self.tables: dict[str, pd.DataFrame] = {}
         self.figures: dict[str, Path] = {}
         self.tmp: Path | None = None
+        self._owned: OwnedTemporary | None = None
 
     def __enter__(self) -> StudyFolder:
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = self.out.with_name(f".{self.out.name}.partial-{uuid.uuid4().hex[:8]}")
-        self.tmp.mkdir()
+        reclaim_leftovers(self.out)
+        self._owned = OwnedTemporary(self.out, "partial")
+        self.tmp = self._owned.create()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.tmp is not None and self.tmp.exists():
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        if self._owned is not None:
+            self._owned.close()
+
+    def _same_study(self, path: Path) -> bool:
+        return _study_of(path) == self.name
 
     def table(self, name: str, df: pd.DataFrame) -> pd.DataFrame:
         df.to_csv(self.tmp / f"{name}.csv", index=False)
@@ -203,12 +238,11 @@ class StudyFolder:
             "figures": sorted(f"{k}.png" for k in self.figures),
             "streamlsq_version": __version__,
         }
+        if self.run_fingerprint is not None:
+            meta["run_fingerprint"] = self.run_fingerprint
         (self.tmp / MARKER).write_text(json.dumps(meta, indent=2, default=_jsonable) + "\n")
-        if self.out.exists():
-            trash = self.out.with_name(f".{self.out.name}.old-{uuid.uuid4().hex[:8]}")
-            os.replace(self.out, trash)
-            shutil.rmtree(trash, ignore_errors=True)
-        os.replace(self.tmp, self.out)
+        # replaces only an earlier output of this study (checked when the folder was made)
+        publish(self._owned, self.out, overwrite=True, ours=self._same_study)
         self.tmp = None
         return StudyResult(self.name, self.out, dict(self.tables), dict(self.figures), summary,
                            params, seconds, n_workers)
@@ -225,9 +259,54 @@ class StudyOutput:
     params: dict
 
 
+def _study_of(path: Path) -> str | None:
+    try:
+        return json.loads((Path(path) / MARKER).read_text()).get("study")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def published_study(out, name: str, run_fingerprint: str) -> StudyResult | None:
+    """The study ``name`` already published in ``out`` by the run ``run_fingerprint``, read
+    back from its folder (a resumed run that had finished), else None."""
+    out = Path(out)
+    try:
+        meta = json.loads((out / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("study") != name or meta.get("run_fingerprint") != run_fingerprint:
+        return None
+    tables = {f[: -len(".csv")]: pd.read_csv(out / f) for f in meta.get("tables", [])}
+    figures = {f[: -len(".png")]: out / f for f in meta.get("figures", [])}
+    summary = (out / "summary.md").read_text() if (out / "summary.md").exists() else ""
+    result = StudyResult(name, out, tables, figures, summary, meta.get("params", {}),
+                         float(meta.get("seconds", 0.0)), int(meta.get("n_workers", 0)))
+    result.extra["already_complete"] = True
+    return result
+
+
+@contextlib.contextmanager
+def study_checkpoint(directory, name: str, fingerprint: dict, resume: bool):
+    """Commit the batches of the study run in this block to ``directory`` (see the module
+    docstring); yields the checkpoint (None without ``directory``)."""
+    if directory is None:
+        yield None
+        return
+    ckpt = EntryCheckpoint(directory, fingerprint, resume=resume, kind=f"study-{name}",
+                           variables=())
+    ckpt.open()
+    token = _CHECKPOINT.set(ckpt)
+    try:
+        yield ckpt
+    finally:
+        _CHECKPOINT.reset(token)
+        ckpt.close()
+
+
 def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, client=None,
                    scheduler: str | None = None, n_workers: int | None = None,
-                   progress: bool | None = None) -> StudyResult:
+                   progress: bool | None = None, checkpoint=None, resume: bool = False,
+                   fingerprint: dict | None = None) -> StudyResult:
     """Run one study: check ``out`` first, then ``compute(client, progress)`` on a Dask
     client, then publish the :class:`StudyOutput` it returns into ``out`` (tables as
     CSV, figures as PNG, ``summary.md`` and ``study.json``), atomically.
@@ -235,22 +314,40 @@ def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, clie
     ``client``, ``scheduler``: a Dask client or a scheduler address (default: the
     ``DASK_SCHEDULER_ADDRESS`` variable, the current client, or an embedded
     LocalCluster of ``n_workers`` workers); ``progress``: show progress bars (default:
-    when attached to a terminal). Every ``run_<study>`` function passes its
-    ``**runtime`` keywords here.
+    when attached to a terminal); ``checkpoint``, ``resume``: commit every batch to this
+    folder and continue a killed run from it (``fingerprint``: what identifies the run,
+    by default the study's name; batches are also matched by their arguments). Every
+    ``run_<study>`` function passes its ``**runtime`` keywords here.
     """
     from streamlsq.runtime.client import dask_client
 
+    if resume and checkpoint is None:
+        raise InputError("--resume needs --checkpoint DIR")
+    fingerprint = dict(fingerprint or {"study": name})
+    digest = fingerprint_digest(fingerprint)
+    if resume:
+        done = published_study(out, name, digest)
+        if done is not None:
+            remove_finished(EntryCheckpoint(checkpoint, fingerprint, kind=f"study-{name}",
+                                            variables=()))
+            return done
+    if checkpoint is not None:
+        check_apart(checkpoint, [out], "--checkpoint", of="output")
     started = time.perf_counter()
-    folder = StudyFolder(out, name)
-    with dask_client(client, scheduler, n_workers=n_workers) as cl:
-        output = compute(cl, progress)
-        workers = n_workers_of(cl)
-    with folder:
-        for key, table in output.tables.items():
-            folder.table(key, table)
-        for key, figure in output.figures.items():
-            folder.figure(key, figure)
-        return folder.finish(output.summary, output.params, started, workers)
+    folder = StudyFolder(out, name, run_fingerprint=digest)
+    with study_checkpoint(checkpoint, name, fingerprint, resume) as ckpt:
+        with dask_client(client, scheduler, n_workers=n_workers) as cl:
+            output = compute(cl, progress)
+            workers = n_workers_of(cl)
+        with folder:
+            for key, table in output.tables.items():
+                folder.table(key, table)
+            for key, figure in output.figures.items():
+                folder.figure(key, figure)
+            result = folder.finish(output.summary, output.params, started, workers)
+        if ckpt is not None:
+            ckpt.remove()
+    return result
 
 
 def _jsonable(v):

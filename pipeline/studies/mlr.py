@@ -19,7 +19,6 @@ Model: d = 8, k = 4 orthonormal components wₕ, noise s = 1, uniform weights p
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
+from streamlsq.io.outputs import OwnedTemporary, reclaim_leftovers
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -395,9 +395,10 @@ def run_mlr(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=N
         clus = _grid(cl, seed, "clustering", clus_cfg, progress)
         clas = _grid(cl, seed, "classification", clas_cfg, progress)
         out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.stores-") as work:
+        reclaim_leftovers(out)
+        with OwnedTemporary(out, "stores") as work:  # reclaimed by the next run if killed
             try:
-                piped = _pipeline_runs(cl, Path(work), seed, sizes, progress)
+                piped = _pipeline_runs(cl, work.create(), seed, sizes, progress)
             except InputError as exc:
                 raise InputError(f"study mlr: {exc}") from None
         return StudyOutput(

@@ -1,0 +1,289 @@
+"""Where streamlsq writes, and how it publishes: nothing of the user's is ever deleted.
+
+The rules (``docs/faults.md``):
+
+- an output (``--out``), a checkpoint folder or a temporary folder never equals,
+  contains or lies inside an input store (:func:`check_apart`);
+- ``--overwrite`` replaces only a store streamlsq wrote (:func:`written_by_streamlsq`:
+  its root attributes say so), never a folder or store of the user's;
+- a result is built in an *owned temporary* next to its destination
+  (:class:`OwnedTemporary`: ``.NAME.partial-XXXXXXXX`` with a sibling
+  ``.NAME.partial-XXXXXXXX.owner`` file locked for as long as the run lives) and
+  published by one atomic rename that never replaces what another run published in
+  the meantime (:func:`publish`: ``renameat2`` with ``RENAME_NOREPLACE``, or
+  ``RENAME_EXCHANGE`` with ``--overwrite``, so the destination is never missing);
+- the destination folder is checked writable before any computation
+  (:func:`check_writable`), and a write that fails for lack of space or permission
+  is one line (:func:`output_failure`);
+- temporaries left by killed runs (their owner file is no longer locked) are removed
+  by the next run on the same output (:func:`reclaim_leftovers`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from streamlsq.errors import InputError, OutputError
+from streamlsq.io.locks import FileLock
+
+__all__ = [
+    "OwnedTemporary",
+    "check_apart",
+    "check_writable",
+    "output_failure",
+    "publish",
+    "reclaim_leftovers",
+    "written_by_streamlsq",
+]
+
+#: kinds of temporaries streamlsq makes next to an output
+KINDS = ("partial", "old", "stores")
+#: root attribute that marks a store as written by streamlsq (set when it is published)
+WRITTEN_BY = "written_by"
+#: errors of a write that no retry fixes: the output is unusable, say so in one line
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+_ACCESS_ERRNOS = {errno.EACCES, errno.EPERM}
+
+
+def _resolved(path) -> Path:
+    return Path(os.path.realpath(os.fspath(path)))
+
+
+def check_apart(path, inputs: Iterable, what: str, of: str = "input store") -> None:
+    """Refuse ``path`` (a ``what``: "--out", "--checkpoint", ...) if it equals, contains or
+    lies inside one of ``inputs`` (paths or sources with ``path``), which are ``of``: the
+    input stores, or the output a checkpoint must stay apart from."""
+    p = _resolved(path)
+    for src in inputs:
+        if src is None:
+            continue
+        i = _resolved(getattr(src, "path", src))
+        name = getattr(src, "shown", "") or getattr(src, "path", src)
+        if p == i:
+            raise InputError(f"{what} {path} is the {of} {name}; choose another path"
+                             + (" (streamlsq never writes over its input)"
+                                if of == "input store" else ""))
+        if i in p.parents:
+            raise InputError(f"{what} {path} lies inside the {of} {name}; choose a path "
+                             "outside it")
+        if p in i.parents:
+            raise InputError(f"{what} {path} contains the {of} {name}; choose a path that "
+                             "does not hold it")
+
+
+def written_by_streamlsq(path) -> bool:
+    """True for a Zarr store whose root attributes mark it as written by streamlsq: the
+    ``written_by`` mark set on publication, or (stores of earlier versions) the
+    ``streamlsq_version`` provenance attribute or a ``streamlsq.*`` generator."""
+    try:
+        meta = json.loads((Path(path) / "zarr.json").read_text())
+    except (OSError, ValueError):
+        return False
+    attrs = meta.get("attributes") or {} if isinstance(meta, dict) else {}
+    if not isinstance(attrs, dict):
+        return False
+    return (str(attrs.get(WRITTEN_BY, "")).startswith("streamlsq")
+            or "streamlsq_version" in attrs
+            or str(attrs.get("generator", "")).startswith("streamlsq."))
+
+
+def check_writable(folder) -> None:
+    """Write and remove a small file in ``folder``: a read-only or full folder is refused
+    before any computation rather than after it."""
+    folder = Path(folder)
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".streamlsq-probe-")
+        try:
+            os.write(fd, b"streamlsq")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(name)
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot write here ({exc.strerror}); choose another "
+                          "output folder") from None
+
+
+def output_failure(exc: BaseException, out, tmp=None) -> OutputError | None:
+    """The one-line error for a write into ``tmp`` (the temporary of ``out``) that failed for
+    lack of space or permission; None when ``exc`` is not such a failure."""
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return None
+    name = getattr(exc, "filename", None)
+    inside = False
+    if name and tmp is not None:
+        with contextlib.suppress(OSError, ValueError):
+            inside = _resolved(tmp) in _resolved(name).parents or _resolved(name) == _resolved(tmp)
+    if exc.errno not in WRITE_ERRNOS and not (exc.errno in _ACCESS_ERRNOS and inside):
+        return None
+    return OutputError(f"{out}: writing the result failed ({os.strerror(exc.errno)}); "
+                       "nothing was written: free space or choose another --out")
+
+
+# -- owned temporaries and leftovers -------------------------------------------------------
+
+
+class OwnedTemporary:
+    """A temporary path ``.NAME.KIND-XXXXXXXX`` next to ``out``, owned by this process.
+
+    The owner file (same name + ``.owner``) is created and locked before the temporary
+    exists and removed after it is gone, so a temporary without a live owner is always
+    a leftover of a killed run (:func:`reclaim_leftovers`). ``create()`` makes the folder;
+    ``close()`` removes whatever is at the path, then the owner file.
+    """
+
+    def __init__(self, out, kind: str = "partial"):
+        if kind not in KINDS:
+            raise ValueError(f"unknown temporary kind {kind!r}")
+        out = Path(out)
+        self.path = out.with_name(f".{out.name}.{kind}-{uuid.uuid4().hex[:8]}")
+        self.lock = FileLock(self.path.with_name(self.path.name + ".owner"))
+        if not self.lock.acquire():  # a fresh random name: only a clash of 32 bits
+            raise OutputError(f"{self.path}: temporary name in use; rerun")
+
+    def create(self) -> Path:
+        self.path.mkdir()
+        return self.path
+
+    def close(self) -> None:
+        if not self.lock.held:
+            return
+        _remove(self.path)
+        self.lock.release(unlink=True)
+
+    def __enter__(self) -> OwnedTemporary:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def reclaim_leftovers(out) -> list[Path]:
+    """Remove the temporaries of ``out`` whose owner is no longer alive (a killed run's
+    ``.NAME.partial-*``, ``.NAME.old-*``, ``.NAME.stores-*``); returns what was removed.
+    A temporary whose owner file is locked belongs to a live run and is left alone; a
+    folder of that name without an owner file was not made by this version and is kept."""
+    out = Path(out)
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    for kind in KINDS:
+        for owner in out.parent.glob(f".{_glob_escape(out.name)}.{kind}-*.owner"):
+            lock = FileLock(owner)
+            try:
+                taken = lock.acquire(describe=False)
+            except OSError:
+                continue
+            if not taken:
+                continue  # a live run
+            leftover = owner.with_name(owner.name[: -len(".owner")])
+            _remove(leftover)
+            lock.release(unlink=True)
+            removed.append(leftover)
+    return removed
+
+
+def _glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+# -- atomic, exclusive publication ----------------------------------------------------------
+
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
+_AT_FDCWD = -100
+
+
+def _libc_renameat2():
+    name = ctypes.util.find_library("c")
+    try:
+        lib = ctypes.CDLL(name, use_errno=True) if name else None
+    except OSError:
+        return None
+    fn = getattr(lib, "renameat2", None)
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                       ctypes.c_uint]
+    return fn
+
+
+_RENAMEAT2 = _libc_renameat2()
+
+
+def _renameat2(src: Path, dst: Path, flags: int) -> bool:
+    """renameat2(2); False when the system or filesystem does not support the flags."""
+    if _RENAMEAT2 is None:
+        return False
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(src), None, str(dst))
+
+
+def rename_noreplace(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``; FileExistsError if ``dst`` exists (atomically where the
+    system can: a rename never replaces a non-empty folder either)."""
+    if _renameat2(src, dst, _RENAME_NOREPLACE):
+        return
+    if os.path.lexists(dst):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst))
+    try:
+        os.rename(src, dst)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst)) from None
+        raise
+
+
+def publish(tmp: OwnedTemporary, out, overwrite: bool,
+            ours: Callable[[Path], bool] = written_by_streamlsq) -> None:
+    """Rename the finished temporary into place as ``out``.
+
+    Without ``overwrite`` nothing that exists at ``out`` is replaced, even when another
+    run published it while this one computed (one line, :class:`OutputError`). With
+    ``overwrite`` a previous result that ``ours`` accepts is swapped out atomically (the
+    destination is never missing) and removed; anything else is refused."""
+    out = Path(out)
+    if not overwrite or not os.path.lexists(out):
+        try:
+            rename_noreplace(tmp.path, out)
+        except FileExistsError:
+            raise OutputError(
+                f"{out}: another run published a result here while this one was running; "
+                "nothing was replaced and this run's result was discarded (pass --overwrite "
+                "to replace it)") from None
+        return
+    if not ours(out):
+        raise InputError(f"{out}: exists and was not written by streamlsq; --overwrite "
+                         "replaces only streamlsq's own results: choose another --out")
+    if _renameat2(tmp.path, out, _RENAME_EXCHANGE):
+        return  # the previous result now sits at the temporary path, removed with it
+    with OwnedTemporary(out, "old") as trash:
+        os.rename(out, trash.path)
+        try:
+            rename_noreplace(tmp.path, out)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                rename_noreplace(trash.path, out)  # put the previous result back
+            raise

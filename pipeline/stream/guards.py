@@ -1,0 +1,127 @@
+"""Never a NaN published: what the engines check before a state or a solve goes on.
+
+Every fold of the sequential engine and every solve of the scan engine is checked
+finite. Finite data can still overflow: values near the square root of the largest
+float (:func:`~streamlsq.kernels.limits.largest_safe_magnitude`) make the sums of a
+least-squares recursion Inf and its solves NaN, and a kernel fed such sums may fail
+in ways that say nothing of the cause ("eigenvalues did not converge"). These
+functions find, on the error path only, the block whose rows broke the state and
+name its store, variable, chunk, rows and largest value, with the remedy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamlsq.errors import InputError
+from streamlsq.kernels.limits import largest_safe_magnitude, state_is_finite
+
+__all__ = ["first_nonfinite_block", "largest_value", "nonfinite_error", "overflow_error"]
+
+
+def largest_value(X: np.ndarray, Y: np.ndarray) -> tuple[str, int, float]:
+    """(variable, row offset, value) of the largest |value| in the rows (X, Y)."""
+    best = ("X", 0, 0.0)
+    for name, A in (("X", X), ("y", Y)):
+        if A.size:
+            a = np.abs(np.nan_to_num(A, nan=0.0, posinf=np.inf, neginf=np.inf))
+            i = int(np.argmax(a.reshape(len(A), -1).max(axis=1)))
+            v = float(a[i].max())
+            if v > best[2]:
+                best = (name, i, v)
+    return best
+
+
+def _where(task, piece, buf_start, lo, hi, offset):
+    """(source, first storage row, last storage row or None, storage row of ``offset``)."""
+    sec = piece.section
+    src = task.sources[sec.source]
+    first = sec.storage_row(src, buf_start + lo)
+    last = sec.storage_row(src, buf_start + hi - 1)
+    row = sec.source_row(src, buf_start + lo + offset)
+    return src, first, last, row
+
+
+def _chunk_of(src, variable: str, row: int) -> int:
+    try:
+        rows = int(src.array(variable).chunks[0])
+    except Exception:
+        rows = src.chunk_rows
+    return row // max(rows, 1)
+
+
+def _message(task, piece, k, j, buf_start, edges, X, Y, what: str) -> str:
+    lo, hi = int(edges[j]), int(edges[j + 1])
+    variable, offset, value = largest_value(X[lo:hi], Y[lo:hi])
+    src, first, last, row = _where(task, piece, buf_start, lo, hi, offset)
+    step = piece.step_base + k + j + 1
+    sec = piece.section
+    rows = (f"rows {first}-{last}" if first is not None
+            else f"epoch {sec.epoch}, shuffled rows")
+    limit = largest_safe_magnitude(_stream_rows(task))
+    size = (f"above {limit:.3g}, where the sums over the store's rows overflow float64"
+            if value > limit else "the data's scale overflows the recursion's arithmetic")
+    return (f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)}: block "
+            f"{step} ({rows}) {what}; its largest |value| is {value:.3g} at row {row} "
+            f"({size}): rescale the data")
+
+
+def _stream_rows(task) -> int:
+    return max(int(s.n_rows) for s in task.sources)
+
+
+def first_nonfinite_block(method, state, X, Y, edges) -> tuple[int, BaseException | None]:
+    """Fold block by block from ``state``: the index of the first block after which the
+    state is not finite or the kernel fails (with its error), else (len(edges) - 1, None)."""
+    for j in range(len(edges) - 1):
+        a, b = int(edges[j]), int(edges[j + 1])
+        try:
+            with np.errstate(all="ignore"):
+                state = method.update(state, X[a:b], Y[a:b])
+        except (ValueError, ArithmeticError) as exc:
+            return j, exc
+        if not state_is_finite(state):
+            return j, None
+    return len(edges) - 1, None
+
+
+def nonfinite_error(task, piece, method, state, X, Y, edges, k, buf_start) -> InputError:
+    """The fold of blocks ``edges`` gave a non-finite state or coefficients: name the block."""
+    j, _ = first_nonfinite_block(method, state, X, Y, edges)
+    j = min(j, len(edges) - 2)
+    return InputError(_message(task, piece, k, j, buf_start, edges, X, Y,
+                               f"makes the {method.name} state non-finite"))
+
+
+def overflow_error(task, piece, X, Y, edges, k, buf_start) -> InputError | None:
+    """When a kernel refused blocks ``edges`` and their rows hold values above the safe
+    magnitude, the error that says so (the kernel's own message would mislead); else None."""
+    limit = largest_safe_magnitude(_stream_rows(task))
+    for j in range(len(edges) - 1):
+        lo, hi = int(edges[j]), int(edges[j + 1])
+        _, _, value = largest_value(X[lo:hi], Y[lo:hi])
+        if value > limit:
+            return InputError(_message(task, piece, k, j, buf_start, edges, X, Y,
+                                       "cannot be solved in float64"))
+    return None
+
+
+def overflow_in_rows(task, X, Y) -> InputError | None:
+    """For a Dask task's rows as read by ``read_segment`` (its pieces one after another):
+    the error naming the largest value when it is above the safe magnitude, else None."""
+    variable, offset, value = largest_value(X, Y)
+    limit = largest_safe_magnitude(_stream_rows(task))
+    if value <= limit:
+        return None
+    for piece in task.pieces:
+        n = piece.last_row - piece.first_row
+        if offset < n:
+            sec = piece.section
+            src = task.sources[sec.source]
+            row = sec.source_row(src, piece.first_row + offset)
+            return InputError(
+                f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)} has "
+                f"|value| {value:.3g} at row {row}, above {limit:.3g}, where the sums over the "
+                "store's rows overflow float64: rescale the data")
+        offset -= n
+    return None

@@ -1,0 +1,234 @@
+"""Property tests of the refusal contract (docs/faults.md): hypothesis writes malformed
+stores (dims, dtypes, shapes, chunkings, non-finite values at random places, damaged or
+missing chunk files, broken task_ptr) and out-of-range options, and every one must be
+refused with exit code 2, one line on stderr naming the store (or the option), no output
+and the input left as it was."""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from faultkit import invoke, leftovers, refusal, snapshot
+
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=False,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
+
+
+def _write(path, arrays: dict, chunk_rows: int):
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    for name, (values, dims) in arrays.items():
+        chunks = (max(1, chunk_rows),) + values.shape[1:] if values.ndim else ()
+        with warnings.catch_warnings():  # zarr warns that its string types are unstable
+            warnings.simplefilter("ignore")
+            g.create_array(name, shape=values.shape, dtype=values.dtype, chunks=chunks,
+                           dimension_names=list(dims))[...] = values
+    return g
+
+
+def _chunk_files(path: Path, name: str) -> list[Path]:
+    return sorted(p for p in (path / name / "c").rglob("*") if p.is_file())
+
+
+# -- stream stores ---------------------------------------------------------------------
+
+DEFECTS = ["dims", "ndim", "dtype", "length", "nonfinite", "missing_variable", "empty",
+           "missing_chunk", "damaged_chunk"]
+
+
+@st.composite
+def bad_stream(draw):
+    """(defect, arrays of a stream store with exactly that defect, chunk rows, damage)."""
+    n = draw(st.integers(20, 400))
+    q = draw(st.integers(1, 5))
+    chunk_rows = draw(st.integers(1, n))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, q))
+    y = X @ rng.standard_normal(q)[:, None] + rng.standard_normal((n, 1))
+    arrays = {"X": [X, ("sample", "feature")], "y": [y, ("sample", "target")]}
+    defect = draw(st.sampled_from(DEFECTS))
+    var = draw(st.sampled_from(["X", "y"]))
+    damage = None
+    if defect == "dims":
+        wrong = draw(st.sampled_from([("row", "feature"), ("feature", "sample"),
+                                      ("sample", "column"), ("time", "x")]))
+        arrays[var][1] = wrong
+    elif defect == "ndim":
+        if var == "X":
+            arrays["X"] = [X[:, 0].copy(), ("sample",)] if draw(st.booleans()) else \
+                [X[:, :, None], ("sample", "feature", "extra")]
+        else:
+            arrays["y"] = [y[:, :, None], ("sample", "target", "extra")]
+    elif defect == "dtype":
+        dtype = draw(st.sampled_from(["complex64", "complex128", "float16", "bool", "U3"]))
+        arrays[var][0] = arrays[var][0].astype(dtype)
+    elif defect == "length":
+        cut = draw(st.integers(1, n - 1))
+        arrays[var][0] = arrays[var][0][:cut]
+    elif defect == "nonfinite":
+        A = arrays[var][0]
+        k = draw(st.integers(1, 5))
+        rows = draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k))
+        cols = draw(st.lists(st.integers(0, A.shape[1] - 1), min_size=k, max_size=k))
+        A[rows, cols] = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    elif defect == "missing_variable":
+        del arrays[var]
+    elif defect == "empty":
+        arrays = {k: [v[0][:0], v[1]] for k, v in arrays.items()}
+    else:
+        damage = (var, draw(st.integers(0, 10**6)), draw(st.floats(0, 0.9)))
+    return defect, {k: (v[0], tuple(v[1])) for k, v in arrays.items()}, chunk_rows, damage
+
+
+def _apply_damage(path: Path, defect, damage):
+    var, pick, keep = damage
+    files = _chunk_files(path, var)
+    target = files[pick % len(files)]
+    if defect == "missing_chunk":
+        target.unlink()
+    else:
+        raw = target.read_bytes()
+        target.write_bytes(raw[: int(len(raw) * keep)])
+
+
+@pytest.mark.parametrize("engine", ["sequential", "scan"])
+@SETTINGS
+@given(case=bad_stream())
+def test_every_malformed_stream_store_is_refused(client, engine, case):
+    defect, arrays, chunk_rows, damage = case
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data.zarr"
+        _write(data, arrays, chunk_rows)
+        if damage is not None:
+            _apply_damage(data, defect, damage)
+        before = snapshot(tmp)
+        out = Path(tmp) / "out.zarr"
+        line = refusal(invoke("fit", "kf4lls", data, "--out", out, "--engine", engine,
+                              "--ridge", "1e-6", scheduler=client.scheduler.address))
+        assert str(data) in line, (defect, line)
+        assert snapshot(tmp) == before, defect
+        assert not out.exists() and leftovers(out) == []
+        if defect in ("nonfinite", "damaged_chunk"):
+            line = refusal(invoke("info", data, "--check", scheduler=client.scheduler.address))
+            assert str(data) in line and "chunk" in line, (defect, line)
+
+
+# -- multi-task stores -------------------------------------------------------------------
+
+
+@st.composite
+def bad_tasks(draw):
+    """A multi-task store with exactly one defect: in task_ptr, role, dims or values."""
+    n_tasks = draw(st.integers(8, 60))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    role = np.zeros(n_tasks, np.int8)
+    role[: n_tasks // 3] = 1  # heavy
+    role[n_tasks // 3: 2 * n_tasks // 3] = 2  # light2
+    sizes = np.where(role == 1, 12, rng.integers(4, 12, n_tasks))
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n, d = int(ptr[-1]), 3
+    X = rng.standard_normal((n, d))
+    y = X @ rng.standard_normal(d) + rng.standard_normal(n)
+    arrays = {"X": [X, ("row", "feature")], "y": [y, ("row",)],
+              "task_ptr": [ptr, ("task_edge",)], "role": [role, ("task",)]}
+    defect = draw(st.sampled_from(["ptr_start", "ptr_end", "ptr_decreasing", "ptr_dtype",
+                                   "role_code", "dims", "nonfinite"]))
+    p = ptr.copy()
+    i = draw(st.integers(1, n_tasks - 1))
+    if defect == "ptr_start":
+        p[0] = draw(st.integers(1, 3))
+    elif defect == "ptr_end":
+        p[-1] = n + draw(st.sampled_from([-1, 1, 5]))
+    elif defect == "ptr_decreasing":
+        p[i] = p[i - 1] - draw(st.integers(1, 3))
+    elif defect == "ptr_dtype":
+        p = p.astype(draw(st.sampled_from(["float64", "float32"])))
+    elif defect == "role_code":
+        role = role.copy()
+        role[i] = draw(st.sampled_from([-1, 3, 7]))
+        arrays["role"][0] = role
+    elif defect == "dims":
+        name = draw(st.sampled_from(["X", "y", "task_ptr"]))
+        arrays[name][1] = ("sample", "feature") if name == "X" else ("sample",)
+    else:
+        row = draw(st.integers(0, n - 1))
+        X[row, draw(st.integers(0, d - 1))] = draw(st.sampled_from([np.nan, np.inf]))
+    arrays["task_ptr"][0] = p
+    return defect, {k: (v[0], tuple(v[1])) for k, v in arrays.items()}, \
+        draw(st.integers(5, 200))
+
+
+@SETTINGS
+@given(case=bad_tasks())
+def test_every_malformed_task_store_is_refused(client, case):
+    defect, arrays, chunk_rows = case
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "tasks.zarr"
+        _write(data, arrays, chunk_rows)
+        before = snapshot(tmp)
+        out = Path(tmp) / "model.zarr"
+        line = refusal(invoke("metalearn", data, "--out", out, "--k", 2,
+                              scheduler=client.scheduler.address))
+        assert str(data) in line, (defect, line)
+        assert snapshot(tmp) == before
+        assert not out.exists() and leftovers(out) == []
+
+
+# -- options ---------------------------------------------------------------------------
+
+BAD_OPTIONS = [
+    ("--block-size", st.integers(-5, 0).map(str)),
+    ("--block-size", st.sampled_from(["abc", "1.5", ""])),
+    ("--first-block-size", st.integers(-5, 0).map(str)),
+    ("--record-every", st.integers(-5, 0).map(str)),
+    ("--segment-size", st.sampled_from(["nan", "inf", "-inf", "0", "-1", "1e300", "x"])),
+    ("--forgetting", st.sampled_from(["0", "-0.5", "1.5", "nan", "inf"])),
+    ("--ridge", st.sampled_from(["-1", "nan", "inf", "-inf"])),
+    ("--epochs", st.integers(-3, 0).map(str)),
+    ("--workers", st.integers(-3, 0).map(str)),
+    ("--memory-limit", st.sampled_from(["lots", "-1GB", "0"])),
+    ("--seed", st.integers(-10, -1).map(str)),
+    ("--dtype", st.sampled_from(["float16", "int8", "complex"])),
+    ("--engine", st.sampled_from(["fast", "parallel"])),
+]
+
+
+def _names_option(line: str, option: str) -> bool:
+    word = option.lstrip("-")
+    return any(form in line for form in (option, word, word.replace("-", "_"),
+                                         word.replace("-", " ")))
+
+
+@pytest.fixture(scope="module")
+def good_store(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 3))
+    path = tmp_path_factory.mktemp("opts") / "ok.zarr"
+    _write(path, {"X": (X, ("sample", "feature")), "y": (X @ np.ones((3, 1)),
+                                                         ("sample", "target"))}, 100)
+    return path
+
+
+@SETTINGS
+@given(which=st.integers(0, len(BAD_OPTIONS) - 1), data=st.data())
+def test_every_out_of_range_option_is_refused(client, good_store, which, data):
+    name, values = BAD_OPTIONS[which]
+    value = data.draw(values)
+    before = snapshot(good_store.parent)
+    out = good_store.parent / "o.zarr"
+    own_cluster = name in ("--workers", "--memory-limit")  # refused before one starts
+    result = invoke("fit", "rls", good_store, "--out", out, name, value,
+                    scheduler=None if own_cluster else client.scheduler.address)
+    line = refusal(result)
+    assert _names_option(line, name), line
+    assert snapshot(good_store.parent) == before
+    assert not out.exists() and leftovers(out) == []

@@ -1,0 +1,307 @@
+"""Corrupt, partial and odd stores (docs/faults.md, "Stores" and "Values"): each is refused
+in one line naming the store, variable and chunk or row, with exit code 2 and nothing left
+behind, also when the fault is met mid-run by a worker; NaN is never published as a result."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import zarr
+
+from streamlsq import fit_stream, open_result, simulate_mlr
+from streamlsq.errors import InputError
+from streamlsq.io.stores import consolidate
+
+from conftest import write_stream
+from faultkit import invoke, leftovers, refusal, snapshot
+
+
+@pytest.fixture
+def run(client):
+    def _run(*args):
+        return invoke(*args, scheduler=client.scheduler.address)
+    return _run
+
+
+def _good(n=2_000, q=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, q))
+    return X, X @ np.arange(1.0, q + 1)[:, None] + rng.standard_normal((n, 1))
+
+
+def _chunk_file(store, name, coords):
+    g = zarr.open_group(str(store), mode="r")
+    return store / name / g[name].metadata.encode_chunk_key(coords)
+
+
+def _refused_leaving_nothing(result, store, out, *phrases):
+    line = refusal(result)
+    for phrase in phrases:
+        assert phrase in line, line
+    assert not out.exists() and leftovers(out) == []
+    return line
+
+
+# -- stores damaged on disk -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+@pytest.mark.parametrize("engine", ["sequential", "scan"])
+def test_a_damaged_chunk_is_named(tmp_path, run, engine, damage):
+    X, y = _good()
+    data = write_stream(tmp_path / "d.zarr", X, y, chunk_rows=250)
+    chunk = _chunk_file(data, "X", (3, 0))
+    raw = chunk.read_bytes()
+    chunk.write_bytes({"truncated": raw[: len(raw) // 3], "garbage": bytes(range(256)) * 4,
+                       "empty": b""}[damage])
+    before = snapshot(tmp_path)
+    out = tmp_path / "out.zarr"
+    _refused_leaving_nothing(run("fit", "kf4lls", data, "--out", out, "--engine", engine),
+                             data, out, str(data), "variable 'X' chunk 3 (rows 750-999)",
+                             "cannot be read", "truncated or corrupt")
+    assert snapshot(tmp_path) == before
+
+
+def test_info_check_and_metalearn_name_a_damaged_chunk(tmp_path, run, client):
+    X, y = _good()
+    data = write_stream(tmp_path / "d.zarr", X, y, chunk_rows=250)
+    chunk = _chunk_file(data, "y", (5, 0))
+    chunk.write_bytes(chunk.read_bytes()[:20])
+    line = refusal(run("info", data, "--check"))
+    assert "variable 'y' chunk 5 (rows 1250-1499) cannot be read" in line
+    tasks = simulate_mlr(tmp_path / "t.zarr", k=2, d=3, n_light=2_000, t_light=4, n_heavy=40,
+                         t_heavy=30, n_light2=200, t_light2=6, chunk_rows=1_000, client=client)
+    chunk = _chunk_file(tasks, "X", (4, 0))
+    chunk.write_bytes(chunk.read_bytes()[:30])
+    out = tmp_path / "m.zarr"
+    _refused_leaving_nothing(run("metalearn", tasks, "--out", out, "--k", 2), tasks, out,
+                             "variable 'X' chunk 4 (rows 4000-4999) cannot be read")
+    _refused_leaving_nothing(run("fit", "em", tasks, "--out", out, "--k", 2), tasks, out,
+                             "variable 'X' chunk 4 (rows 4000-4999) cannot be read")
+
+
+def test_a_missing_chunk_file_is_refused_before_and_during_a_run(tmp_path, run, client):
+    X, y = _good()
+    data = write_stream(tmp_path / "d.zarr", X, y, chunk_rows=250)
+    _chunk_file(data, "X", (6, 0)).unlink()
+    _refused_leaving_nothing(run("fit", "kf4lls", data, "--out", tmp_path / "o.zarr"), data,
+                             tmp_path / "o.zarr", "variable 'X' chunk (6, 0) was never written")
+    # the same chunk vanishing after the store was opened: a worker meets it mid-run
+    from streamlsq import open_stream
+
+    data2 = write_stream(tmp_path / "e.zarr", X, y, chunk_rows=250)
+    source = open_stream(data2)
+    _chunk_file(data2, "X", (6, 0)).unlink()
+    with pytest.raises(InputError, match=r"variable 'X' chunk \(6, 0\) \(rows 1500-1749\) is "
+                                         r"missing: its file .* was removed"):
+        source.read(1_400, 1_600)
+
+
+def test_a_chunk_broken_mid_run_leaves_a_checkpoint_that_resumes_after_repair(
+        tmp_path, client, monkeypatch):
+    """A chunk truncated while a checkpointed fit runs: the fit stops in one line with no
+    result; once the chunk is restored, --resume continues and ends with the result of an
+    uninterrupted run."""
+    import streamlsq.stream.fit as fit_module
+    from streamlsq.io.checkpoint import Checkpoint
+
+    X, y = _good(n=6_000)
+    data = write_stream(tmp_path / "d.zarr", X, y, chunk_rows=500)
+    chunk = _chunk_file(data, "X", (9, 0))
+    original = chunk.read_bytes()
+    out, ckpt = tmp_path / "fit.zarr", tmp_path / "ckpt"
+    kw = dict(block_size=250, record_every=1, client=client, progress=False,
+              segment_bytes=500 * 4 * 8)
+
+    class BreakAfterTwo(Checkpoint):
+        def save(self, i, part):
+            super().save(i, part)
+            if i == 1:
+                chunk.write_bytes(original[:40])  # damaged while the run goes on
+
+    with monkeypatch.context() as m:
+        m.setattr(fit_module, "Checkpoint", BreakAfterTwo)
+        with pytest.raises(InputError, match=r"variable 'X' chunk 9 \(rows 4500-4999\) cannot "
+                                             r"be read"):
+            fit_stream(data, "kf4lls", out=out, checkpoint=ckpt, **kw)
+    assert not out.exists() and leftovers(out) == []
+    assert json.loads((ckpt / "progress.json").read_text())["next"] >= 2
+    chunk.write_bytes(original)  # repaired: a chunk no committed segment read
+    resumed = fit_stream(data, "kf4lls", out=out, checkpoint=ckpt, resume=True, **kw)
+    fresh = fit_stream(data, "kf4lls", **kw)
+    np.testing.assert_array_equal(resumed.coef, fresh.coef)
+    assert not ckpt.exists()  # removed once the result was published
+
+
+@pytest.mark.parametrize("where", ["root", "X"])
+def test_invalid_metadata_is_named(tmp_path, run, where):
+    X, y = _good()
+    data = write_stream(tmp_path / "d.zarr", X, y, chunk_rows=250)
+    meta = data / "zarr.json" if where == "root" else data / "X" / "zarr.json"
+    meta.write_text('{"zarr_format": 3, "node_type": ')
+    line = refusal(run("fit", "kf4lls", data, "--out", tmp_path / "o.zarr"))
+    assert str(data) in line
+    assert ("not a readable Zarr group" in line if where == "root"
+            else "variable 'X': metadata" in line and "cannot be read" in line)
+    line = refusal(run("info", data))
+    assert str(data) in line
+
+
+# -- layouts --------------------------------------------------------------------------
+
+
+def test_lengths_of_X_and_y_must_agree(tmp_path, run):
+    X, y = _good()
+    data = write_stream(tmp_path / "d.zarr", X, y[:-7], chunk_rows=250)
+    line = refusal(run("fit", "kf4lls", data, "--out", tmp_path / "o.zarr"))
+    assert "variable 'y' has 1993 samples but 'X' has 2000" in line
+
+
+def test_different_chunkings_of_X_and_y_fit_the_same_and_are_named_by_their_own(tmp_path,
+                                                                                client, run):
+    """Accepted, not refused: xarray's to_zarr chunks X and y independently; every read
+    is by rows, and an error names the chunk of the variable at fault."""
+    X, y = _good()
+    same = write_stream(tmp_path / "same.zarr", X, y, chunk_rows=250)
+    g = zarr.open_group(str(tmp_path / "mixed.zarr"), mode="w", zarr_format=3)
+    g.create_array("X", shape=X.shape, chunks=(250, 4), dtype="f8",
+                   dimension_names=["sample", "feature"])[...] = X
+    g.create_array("y", shape=y.shape, chunks=(333, 1), dtype="f8",
+                   dimension_names=["sample", "target"])[...] = y
+    for engine in ("sequential", "scan"):
+        a = fit_stream(same, "kf4lls", engine=engine, block_size=250, client=client)
+        b = fit_stream(tmp_path / "mixed.zarr", "kf4lls", engine=engine, block_size=250,
+                       client=client)
+        np.testing.assert_allclose(a.coef, b.coef, rtol=1e-12, atol=1e-14)
+    g["y"][700, 0] = np.nan
+    line = refusal(run("fit", "kf4lls", tmp_path / "mixed.zarr", "--out", tmp_path / "o.zarr"))
+    assert "variable 'y' chunk 2 has NaN at row 700" in line
+
+
+def test_empty_stores(tmp_path, run):
+    g = zarr.open_group(str(tmp_path / "nothing.zarr"), mode="w", zarr_format=3)
+    line = refusal(run("fit", "kf4lls", tmp_path / "nothing.zarr", "--out", tmp_path / "o.zarr"))
+    assert "variable 'X' is missing (found: none)" in line
+    g.create_array("X", shape=(0, 3), dtype="f8", dimension_names=["sample", "feature"])
+    g.create_array("y", shape=(0, 1), dtype="f8", dimension_names=["sample", "target"])
+    line = refusal(run("fit", "kf4lls", tmp_path / "nothing.zarr", "--out", tmp_path / "o.zarr"))
+    assert "variable 'X' is empty (shape (0, 3))" in line
+    (tmp_path / "plain").mkdir()
+    line = refusal(run("info", tmp_path / "plain"))
+    assert "plain: not a readable Zarr group" in line
+
+
+def test_a_one_row_store(tmp_path, run):
+    data = write_stream(tmp_path / "one.zarr", np.array([[1.0, 2.0]]), np.array([[3.0]]), 1)
+    out = tmp_path / "o.zarr"
+    _refused_leaving_nothing(run("fit", "kf4lls", data, "--out", out), data, out,
+                             "the first block (rows 0-0) leaves the normal matrix singular",
+                             "--ridge")
+    ok = run("fit", "kf4lls", data, "--out", out, "--ridge", "1")
+    assert ok.exit_code == 0, ok.output
+    assert open_result(out).sizes["step"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "float16", "bool", "str"])
+def test_unsupported_dtypes(tmp_path, run, dtype):
+    X, y = _good(n=100)
+    Xd = X.astype(dtype) if dtype != "str" else X.astype(str)
+    g = zarr.open_group(str(tmp_path / "d.zarr"), mode="w", zarr_format=3)
+    g.create_array("X", shape=Xd.shape, dtype=Xd.dtype if dtype != "str" else str,
+                   chunks=(50, 4), dimension_names=["sample", "feature"])[...] = Xd
+    g.create_array("y", shape=y.shape, dtype="f8", chunks=(50, 1),
+                   dimension_names=["sample", "target"])[...] = y
+    line = refusal(run("fit", "kf4lls", tmp_path / "d.zarr", "--out", tmp_path / "o.zarr"))
+    assert "variable 'X' has dtype" in line and "expected a real numeric dtype" in line
+
+
+def test_rows_appended_without_reconsolidating_are_fitted(tmp_path, client):
+    X, y = _good(n=4_000)
+    data = write_stream(tmp_path / "d.zarr", X[:3_000], y[:3_000], chunk_rows=500)
+    consolidate(data)
+    g = zarr.open_group(str(data), mode="r+", use_consolidated=False)
+    g["X"].resize((4_000, 4))
+    g["y"].resize((4_000, 1))
+    g["X"][3_000:] = X[3_000:]
+    g["y"][3_000:] = y[3_000:]
+    assert zarr.open_group(str(data), mode="r")["X"].shape[0] == 3_000  # the stale copy
+    ds = fit_stream(data, "kf4lls", client=client)
+    assert ds.attrs["n_rows"] == 4_000
+    np.testing.assert_allclose(ds.coef[-1], np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-9)
+
+
+# -- values ---------------------------------------------------------------------------
+
+
+def _huge(tmp_path, magnitude, name="huge.zarr"):
+    """Finite values of ``magnitude`` scattered over rows 500-599 (as bit flips make)."""
+    rng = np.random.default_rng(0)
+    X, y = _good(n=20_000)
+    rows, cols = rng.integers(500, 600, 20), rng.integers(0, 4, 20)
+    X[rows, cols] = magnitude * rng.uniform(1, 9, 20)
+    return write_stream(tmp_path / name, X, y, chunk_rows=100)
+
+
+def _largest(store):
+    """(|value|, row) of the largest value of X, and the first row above 1e150, as the
+    messages print them."""
+    X = zarr.open_group(str(store), mode="r")["X"][:]
+    big = np.abs(X).max(axis=1)
+    first = int(np.flatnonzero(big > 1e150)[0]) if (big > 1e150).any() else None
+    return f"{big.max():.3g} at row {int(big.argmax())}", first
+
+
+def test_bfgs_never_publishes_nan_coefficients(tmp_path, run):
+    """The store of the issue: BFGS's state goes NaN on finite values near 1e120; the
+    result used to be published complete with 195 of 200 NaN steps."""
+    data = _huge(tmp_path, 1e120)
+    out = tmp_path / "o.zarr"
+    _refused_leaving_nothing(run("fit", "bfgs", data, "--out", out), data, out,
+                             "variable 'X' chunk 5: block 6 (rows 500-599) makes the bfgs "
+                             "state non-finite", f"largest |value| is {_largest(data)[0]}",
+                             "rescale the data")
+
+
+@pytest.mark.parametrize("engine", ["sequential", "scan"])
+def test_values_that_overflow_the_sums_are_named_on_both_engines(tmp_path, run, engine):
+    data = _huge(tmp_path, 1e200)
+    out = tmp_path / "o.zarr"
+    _refused_leaving_nothing(run("fit", "kf4lls", data, "--out", out, "--engine", engine),
+                             data, out, "variable 'X' chunk 5", _largest(data)[0],
+                             "above 9.48e+151, where the sums over the store's rows overflow "
+                             "float64")
+
+
+def test_info_check_refuses_the_magnitudes_the_solvers_overflow_on(tmp_path, run):
+    data = _huge(tmp_path, 1e200)
+    line = refusal(run("info", data, "--check"))
+    assert "variable 'X' chunk 5 has |value| " in line and f"at row {_largest(data)[1]}, above " \
+        "9.48e+151, where the least-squares sums over the store's 20000 rows overflow" in line
+    ok = run("info", _huge(tmp_path, 1e120, "fine.zarr"), "--check")
+    assert ok.exit_code == 0 and "every value finite in 20000 rows" in ok.output
+
+
+def test_the_last_guard_refuses_a_non_finite_trajectory():
+    from streamlsq.stream.engines import Trajectory
+    from streamlsq.stream.fit import check_trajectory
+
+    class Plan:
+        label = "s.zarr"
+
+    traj = Trajectory(steps=np.array([1, 2]), coefs=np.array([[[1.0]], [[np.nan]]]),
+                      rows_seen=np.array([10, 20]), state={}, diagnostics={})
+    with pytest.raises(InputError, match=r"s.zarr: the coefficients at step 2 \(after 20 "
+                                         r"rows\) are not finite"):
+        check_trajectory(traj, Plan())
+
+
+def test_a_stopped_run_leaves_no_result(tmp_path, client, stop_after_commits):
+    X, y = _good(n=6_000)
+    data = write_stream(tmp_path / "d.zarr", X, y, chunk_rows=500)
+    out = tmp_path / "o.zarr"
+    with stop_after_commits(2):
+        fit_stream(data, "kf4lls", out=out, checkpoint=tmp_path / "ck", block_size=500,
+                   segment_bytes=500 * 4 * 8, client=client, progress=False)
+    assert not out.exists() and leftovers(out) == []

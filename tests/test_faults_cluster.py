@@ -88,7 +88,10 @@ def test_a_worker_killed_mid_fit_changes_nothing(slow_stream, lb_client, tmp_pat
     _kill_busy_worker(lb_client, prefix, ready=lambda: commits(ckpt) >= 3)
     got = running.result(timeout=300)
     np.testing.assert_array_equal(got.coef, reference.coef)
-    np.testing.assert_array_equal(got.state_H, reference.state_H)
+    states = [name for name in reference.data_vars if name.startswith("state_")]
+    assert states  # the final state of the recursion, whatever the solver
+    for name in states:
+        np.testing.assert_array_equal(got[name], reference[name])
     lb_client.wait_for_workers(2, timeout=60)
 
 

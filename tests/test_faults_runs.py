@@ -199,7 +199,10 @@ def test_resume_of_a_scan_fit_matches_an_uninterrupted_run(data, tmp_path, clien
     resumed = fit_stream(data, "kf4lls", checkpoint=ckpt, resume=True, client=client, **SCAN)
     fresh = fit_stream(data, "kf4lls", client=client, **SCAN)
     np.testing.assert_array_equal(resumed.coef, fresh.coef)
-    np.testing.assert_array_equal(resumed.state_H, fresh.state_H)
+    states = [name for name in fresh.data_vars if name.startswith("state_")]
+    assert states  # the final state of the recursion, whatever the solver
+    for name in states:
+        np.testing.assert_array_equal(resumed[name], fresh[name])
 
 
 def _stop_after_saves(monkeypatch, n):

@@ -50,7 +50,10 @@ def test_scan_fit_killed_at_a_random_point_resumes_to_the_same_result(stream, tm
                            segment_bytes=int(0.12 * 2**20), client=client)
     got = open_result(out)
     np.testing.assert_array_equal(got.coef, reference.coef, err_msg=f"killed after commit {k}")
-    np.testing.assert_array_equal(got.state_H, reference.state_H)
+    states = [name for name in reference.data_vars if name.startswith("state_")]
+    assert states  # the final state of the recursion, whatever the solver
+    for name in states:
+        np.testing.assert_array_equal(got[name], reference[name])
     assert not ckpt.exists() and leftovers(out) == []
 
 

@@ -40,7 +40,13 @@ from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import BadRowError, Recursion, ScanRecursion
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.progress import row_bar, track_futures
-from streamlsq.stream.guards import nonfinite_error, overflow_error, overflow_in_rows
+from streamlsq.stream.guards import (
+    NonFiniteSolve,
+    nonfinite_error,
+    overflow_error,
+    overflow_in_rows,
+    overflow_in_segment,
+)
 from streamlsq.stream.plans import Section, Segment, StreamPlan, plan_segments
 
 __all__ = [
@@ -381,9 +387,7 @@ def finish_states(method, infos, steps, label, remedy):
                              "the data's magnitudes may overflow float64: streamlsq info "
                              "--check names such values") from None
         if not state_is_finite(out[-1]):
-            raise InputError(f"{label}: variable 'X': the solve at step {step} is not finite: "
-                             "the data's magnitudes overflow float64; rescale the data "
-                             "(streamlsq info --check names such values)")
+            raise NonFiniteSolve(label, step)
     return out
 
 
@@ -438,16 +442,23 @@ def run_scan(
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     per = -(-len(solve) // (4 * n_workers))
     groups = [solve[j : j + per] for j in range(0, len(solve), per)]
-    solved = client.gather(client.map(
-        finish_states,
-        [method] * len(groups),
-        [[infos[i] for i in g] for g in groups],
-        [[int(ends[i]) for i in g] for g in groups],
-        [plan.label] * len(groups),
-        [plan.remedy] * len(groups),
-        key=[f"solve-{method.name}-{tag}-{j}" for j in range(len(groups))],
-        pure=False,
-    ))
+    try:
+        solved = client.gather(client.map(
+            finish_states,
+            [method] * len(groups),
+            [[infos[i] for i in g] for g in groups],
+            [[int(ends[i]) for i in g] for g in groups],
+            [plan.label] * len(groups),
+            [plan.remedy] * len(groups),
+            key=[f"solve-{method.name}-{tag}-{j}" for j in range(len(groups))],
+            pure=False,
+        ))
+    except NonFiniteSolve as exc:
+        # a summary that stayed finite (a QR factor) can still solve to Inf: name the rows
+        suspects = [plan.segment(k0, k1) for k0, k1 in pieces if k0 < exc.step]
+        found = client.gather(client.map(overflow_in_segment, suspects,
+                                         [dtype] * len(suspects), pure=False))
+        raise next((e for e in found if e is not None), exc) from None
     by_index = dict(zip(solve, (s for g in solved for s in g), strict=True))
     states = [by_index[i] for i in keep]
     steps = ends[keep]

@@ -16,7 +16,30 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.kernels.limits import largest_safe_magnitude, state_is_finite
 
-__all__ = ["first_nonfinite_block", "largest_value", "nonfinite_error", "overflow_error"]
+__all__ = [
+    "NonFiniteSolve",
+    "first_nonfinite_block",
+    "largest_value",
+    "nonfinite_error",
+    "overflow_error",
+    "overflow_in_rows",
+    "overflow_in_segment",
+]
+
+
+class NonFiniteSolve(InputError):
+    """A solve of the scan engine at ``step`` gave a non-finite state. The engine then
+    looks for the rows that caused it (:func:`overflow_in_segment`) to name them; this
+    message is what the user gets when none is found."""
+
+    def __init__(self, label: str, step: int):
+        super().__init__(f"{label}: variable 'X': the solve at step {step} is not finite: "
+                         "the data's magnitudes overflow float64; rescale the data "
+                         "(streamlsq info --check names such values)")
+        self.label, self.step = label, int(step)
+
+    def __reduce__(self):  # keep the step on the way back from a worker
+        return (type(self), (self.label, self.step))
 
 
 def largest_value(X: np.ndarray, Y: np.ndarray) -> tuple[str, int, float]:
@@ -104,6 +127,16 @@ def overflow_error(task, piece, X, Y, edges, k, buf_start) -> InputError | None:
             return InputError(_message(task, piece, k, j, buf_start, edges, X, Y,
                                        "cannot be solved in float64"))
     return None
+
+
+def overflow_in_segment(task, dtype) -> InputError | None:
+    """Dask task, on the error path only: read a segment's rows with every check (NaN and
+    Inf raise naming their row) and return the error naming a value too large for the
+    sums, or None. The scan engine asks this of the pieces before a non-finite solve."""
+    from streamlsq.stream.engines import read_segment
+
+    X, Y, _ = read_segment(task, dtype, check=True)
+    return overflow_in_rows(task, X, Y)
 
 
 def overflow_in_rows(task, X, Y) -> InputError | None:

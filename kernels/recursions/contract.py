@@ -263,6 +263,14 @@ class Recursion:
     #: how many stores the recursion reads at once (2: interleaved populations,
     #: which have a fit function and a command of their own)
     n_inputs: ClassVar[int] = 1
+    #: how an intercept is fitted (``fit_intercept`` of ``fit_stream``, ``--intercept``):
+    #: ``"column"`` — a constant column prepended to X before the recursion reads it;
+    #: ``"kernel"`` — the recursion's own constant, switched by its ``intercept`` argument
+    #: (LMS); ``"basis"`` — the constant function is one of the basis functions (IRMA),
+    #: ``"centred"`` — the blocks are centred (interleaved KF4LLS): none to switch on
+    intercept_kind: ClassVar[str] = "column"
+    #: whether the intercept is fitted when the user does not say (``fit_intercept=None``)
+    default_intercept: ClassVar[bool] = False
 
     @classmethod
     def from_params(cls, **params) -> Recursion:

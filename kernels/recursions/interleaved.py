@@ -231,6 +231,7 @@ class InterleavedKF4LLS(ScanRecursion):
     name = "interleaved-kf4lls"
     summary = "interleaved KF4LLS over two populations A B"
     n_inputs = 2
+    intercept_kind = "centred"
     params = (
         Param("alpha", 0.5, "Mixing weight in [0, 1]: the target population is "
               "alpha*A + (1-alpha)*B."),

@@ -328,6 +328,8 @@ class _BasisRecursion(Recursion):
     with float64 accumulators for the per-sample dot products).
     """
 
+    intercept_kind = "basis"
+
     def __init__(self, basis: Basis):
         if not isinstance(basis, Basis):
             raise ValueError(f"basis must be a streamlsq.kernels.basis.Basis, got {basis!r}")

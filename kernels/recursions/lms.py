@@ -115,16 +115,20 @@ class StepSchedule:
 # The compiled loop
 # ---------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _lms_loop(W, k0, X, Y, edges, record_blocks, coefs, code, rate, tau, power, normalized, eps):
+def _lms_loop(W, k0, X, Y, edges, record_blocks, coefs, code, rate, tau, power, normalized, eps,
+              const):
     """Run LMS in place on W over the blocks X[edges[j]:edges[j+1]].
 
     After block j == record_blocks[r] the current W is copied to coefs[r].
     Returns (k, bad): the sample counter after the last sample, and the index
-    of the first block after which W is not finite (−1 if none).
+    of the first block after which W is not finite (−1 if none). With ``const`` row 0
+    of W is the intercept (x̃ = [1, x]); without, W has no such row (x̃ = x).
     """
     q = X.shape[1]
     K = Y.shape[1]
+    off = 1 if const else 0
     err = np.empty_like(W[0, :])  # residuals in W's dtype
+    zero = np.zeros_like(W[0, :1])[0]
     k = k0
     r = 0
     for j in range(edges.shape[0] - 1):
@@ -137,22 +141,23 @@ def _lms_loop(W, k0, X, Y, edges, record_blocks, coefs, code, rate, tau, power, 
             else:
                 rho = rate / float(k) ** power
             if normalized:
-                norm2 = 1.0  # the constant column of x̃
+                norm2 = 1.0 if const else 0.0  # the constant column of x̃
                 for c in range(q):
                     norm2 += float(X[i, c]) * float(X[i, c])
                 rho = rho / (eps + norm2)
             for t in range(K):
-                pred = W[0, t]
+                pred = W[0, t] if const else zero
                 for c in range(q):
-                    pred += X[i, c] * W[c + 1, t]
+                    pred += X[i, c] * W[c + off, t]
                 err[t] = Y[i, t] - pred
             for t in range(K):
                 g = rho * err[t]
-                W[0, t] += g
+                if const:
+                    W[0, t] += g
                 for c in range(q):
-                    W[c + 1, t] += g * X[i, c]
+                    W[c + off, t] += g * X[i, c]
         for t in range(K):
-            for c in range(q + 1):
+            for c in range(q + off):
                 if not np.isfinite(W[c, t]):
                     return k, j
         if r < record_blocks.shape[0] and record_blocks[r] == j:
@@ -171,10 +176,11 @@ def lms_fold_arrays(
     schedule: StepSchedule,
     normalized: bool = False,
     eps: float = 1e-6,
+    intercept: bool = True,
 ) -> tuple[np.ndarray, int, np.ndarray]:
     """LMS over consecutive blocks on plain arrays; returns (W_new, k_new, coefs).
 
-    ``W`` ((q+1)×K) is not modified. X and Y are cast to W's dtype (float32 or
+    ``W`` ((q+1)×K, row 0 the intercept; q×K with ``intercept=False``) is not modified. X and Y are cast to W's dtype (float32 or
     float64): W, predictions and residuals are kept in that dtype, the step
     size and the increment ρ·e·x are evaluated in float64 and rounded to W's
     dtype when added. ``record_blocks`` are increasing local block
@@ -215,6 +221,7 @@ def lms_fold_arrays(
         power,
         bool(normalized),
         float(eps),
+        bool(intercept),
     )
     if bad >= 0:
         raise ValueError(
@@ -248,6 +255,11 @@ class LMS(Recursion):
         ε of normalised LMS.
     coef0 : array ((q+1)×K) or None
         W₀ (default zeros).
+    intercept : bool, default True
+        The constant column of x̃ = [1, x] (row 0 of W, labelled ``intercept``); False:
+        x̃ = x, no intercept. Not one of the declared ``params``: every recursion shares
+        one switch for it (``fit_intercept`` of ``fit_stream``, ``--intercept``), and
+        LMS is the one whose constant is its own (:attr:`intercept_kind` ``"kernel"``).
 
     Notes
     -----
@@ -269,6 +281,8 @@ class LMS(Recursion):
 
     name = "lms"
     summary = "per-sample LMS (Widrow-Hoff) with an intercept, epochs and shuffles"
+    intercept_kind = "kernel"
+    default_intercept = True
     params = (
         Param("schedule", "constant", "Step size: rate; rate/(1 + k/tau); rate/k^power "
               "(k: samples so far).", type=str, choices=("constant", "inverse", "power")),
@@ -289,8 +303,12 @@ class LMS(Recursion):
         normalized: bool = False,
         eps: float = 1e-6,
         coef0=None,
+        intercept: bool = True,
     ):
         self.schedule = StepSchedule(schedule, rate, tau, power)
+        if not isinstance(intercept, bool | np.bool_):
+            raise ValueError(f"intercept must be True or False, got {intercept!r}")
+        self.intercept = bool(intercept)
         if not (np.isfinite(eps) and eps >= 0):
             raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
         self.normalized = bool(normalized)
@@ -306,21 +324,32 @@ class LMS(Recursion):
             "power": s.power,
             "normalized": self.normalized,
             "eps": self.eps,
-        }
+        } | ({} if self.intercept else {"intercept": False})
+
+    @classmethod
+    def from_params(cls, **params) -> LMS:
+        """As :meth:`Recursion.from_params`, also taking ``intercept`` (see the class)."""
+        intercept = params.pop("intercept", True)
+        rec = super().from_params(**params)
+        if not isinstance(intercept, bool | np.bool_):
+            raise ValueError(f"intercept must be True or False, got {intercept!r}")
+        rec.intercept = bool(intercept)
+        return rec
 
     def state_dims(self) -> dict[str, tuple[str, ...]]:
         # ``term`` has n_features + 1 entries (intercept first), labelled by coef_names.
         return {"W": ("term", "target"), "k": (), "blocks": ()}
 
     def coef_names(self, n_features: int) -> list[str]:
-        """Labels of the rows of W: ``["intercept", "x0", …, "x{q−1}"]``."""
-        return ["intercept"] + [f"x{j}" for j in range(int(n_features))]
+        """Labels of the rows of W: ``["intercept", "x0", …, "x{q−1}"]`` (without the
+        intercept when ``intercept=False``)."""
+        return ["intercept"] * self.intercept + [f"x{j}" for j in range(int(n_features))]
 
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
         dtype = np.dtype(dtype)
         if dtype not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-        shape = (int(n_features) + 1, int(n_targets))
+        shape = (int(n_features) + int(self.intercept), int(n_targets))
         if self.coef0 is None:
             W = np.zeros(shape, dtype=dtype)
         else:
@@ -336,8 +365,9 @@ class LMS(Recursion):
         X = np.asarray(X)
         Y = as_2d(np.asarray(Y))
         q1, K = state["W"].shape
-        if X.ndim != 2 or X.shape[1] != q1 - 1:
-            raise ValueError(f"X must have shape (rows, {q1 - 1}), got {X.shape}")
+        q = q1 - int(self.intercept)
+        if X.ndim != 2 or X.shape[1] != q:
+            raise ValueError(f"X must have shape (rows, {q}), got {X.shape}")
         if Y.shape != (X.shape[0], K):
             raise ValueError(f"Y must have shape ({X.shape[0]}, {K}), got {Y.shape}")
         check_finite("X", X)
@@ -356,6 +386,7 @@ class LMS(Recursion):
             self.schedule,
             self.normalized,
             self.eps,
+            self.intercept,
         )
         return {"W": W, "k": np.int64(k), "blocks": np.int64(state["blocks"] + 1)}
 
@@ -391,6 +422,7 @@ class LMS(Recursion):
             self.schedule,
             self.normalized,
             self.eps,
+            self.intercept,
         )
         new_state = {"W": W, "k": np.int64(k), "blocks": np.int64(state["blocks"] + n_blocks)}
         return FoldResult(

@@ -238,12 +238,10 @@ class CheckpointFolder:
 
     # -- input stamps ------------------------------------------------------------------
     def _stamp_inputs(self) -> None:
-        from streamlsq.io.stores import chunk_stamps
-
         stamps = []
         for src in self.inputs:
-            names = [n for n in self.variables if _has_array(src, n)]
-            stamps.append(chunk_stamps(src.path, src.group, names))
+            names = [n for n in _variables(src, self.variables) if _has_array(src, n)]
+            stamps.append(src.chunk_stamps(names) if names else {})
         _atomic_write(self.directory / "inputs.json", json.dumps(stamps).encode())
 
     def check_reads(self, reads) -> None:
@@ -251,8 +249,6 @@ class CheckpointFolder:
 
         ``reads`` are (input index, first row, end row) spans read by the committed work.
         """
-        from streamlsq.io.stores import chunk_stamps
-
         path = self.directory / "inputs.json"
         if not path.exists():
             return
@@ -266,14 +262,15 @@ class CheckpointFolder:
         for i, src in enumerate(self.inputs):
             if i >= len(saved) or i not in spans:
                 continue
-            now = chunk_stamps(src.path, src.group, list(saved[i]))
+            now = src.chunk_stamps(list(saved[i])) if saved[i] else {}
             for name, before in saved[i].items():
                 current = {(a, b): s for a, b, s in now.get(name, [])}
                 for a, b, stamp in before:
                     if current.get((a, b)) == stamp:
                         continue
                     # X and y are read by row spans; task_ptr and role shape every read
-                    if name not in ("X", "y") or any(a < hi and lo < b for lo, hi in spans[i]):
+                    if name not in _row_variables(src) or any(
+                            a < hi and lo < b for lo, hi in spans[i]):
                         raise InputError(
                             f"{src.label}: variable '{name}' rows {a}-{b - 1} changed since "
                             f"the checkpoint {self.directory} read them; resuming would mix "
@@ -286,6 +283,17 @@ def _without_tokens(value):
         return [_without_tokens(v) for v in value
                 if not (isinstance(v, str) and v.startswith("token:"))]
     return value
+
+
+def _variables(src, default) -> tuple[str, ...]:
+    """The arrays of ``src`` whose chunks committed work reads: a stream source's selected
+    feature and target variables, else ``default``."""
+    selected = (*getattr(src, "x_vars", ()), *getattr(src, "y_vars", ()))
+    return tuple(selected) if selected else tuple(default)
+
+
+def _row_variables(src) -> set[str]:
+    return set(_variables(src, ("X", "y")))
 
 
 def _has_array(src, name: str) -> bool:

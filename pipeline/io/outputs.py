@@ -38,6 +38,7 @@ from streamlsq.io.locks import FileLock
 
 __all__ = [
     "OwnedTemporary",
+    "RemoteTemporary",
     "check_apart",
     "check_writable",
     "output_failure",
@@ -59,24 +60,39 @@ def _resolved(path) -> Path:
     return Path(os.path.realpath(os.fspath(path)))
 
 
+def _place(path) -> str | Path:
+    """A local path resolved, or a URL as it is (without a trailing slash)."""
+    text = str(getattr(path, "url", path))
+    if "://" in text and not text.startswith("file://"):
+        return text.rstrip("/")
+    return _resolved(text[len("file://"):] if text.startswith("file://") else text)
+
+
+def _inside(a, b) -> bool:
+    """Whether place ``a`` lies inside place ``b``."""
+    if isinstance(a, Path) and isinstance(b, Path):
+        return b in a.parents
+    return isinstance(a, str) and isinstance(b, str) and a.startswith(b + "/")
+
+
 def check_apart(path, inputs: Iterable, what: str, of: str = "input store") -> None:
     """Refuse ``path`` (a ``what``: "--out", "--checkpoint", ...) if it equals, contains or
-    lies inside one of ``inputs`` (paths or sources with ``path``), which are ``of``: the
-    input stores, or the output a checkpoint must stay apart from."""
-    p = _resolved(path)
+    lies inside one of ``inputs`` (paths, URLs or sources with ``path``), which are ``of``:
+    the input stores, or the output a checkpoint must stay apart from."""
+    p = _place(path)
     for src in inputs:
-        if src is None:
+        if src is None or getattr(src, "in_memory", False):
             continue
-        i = _resolved(getattr(src, "path", src))
+        i = _place(getattr(src, "path", src))
         name = getattr(src, "shown", "") or getattr(src, "path", src)
         if p == i:
             raise InputError(f"{what} {path} is the {of} {name}; choose another path"
                              + (" (streamlsq never writes over its input)"
                                 if of == "input store" else ""))
-        if i in p.parents:
+        if _inside(p, i):
             raise InputError(f"{what} {path} lies inside the {of} {name}; choose a path "
                              "outside it")
-        if p in i.parents:
+        if _inside(i, p):
             raise InputError(f"{what} {path} contains the {of} {name}; choose a path that "
                              "does not hold it")
 
@@ -287,3 +303,126 @@ def publish(tmp: OwnedTemporary, out, overwrite: bool,
             with contextlib.suppress(OSError):
                 rename_noreplace(trash.path, out)  # put the previous result back
             raise
+
+
+# -- object stores: no rename, no flock ------------------------------------------------------
+#
+# An object store (S3, GCS, Azure, …, through fsspec) has neither an atomic rename of a prefix
+# nor advisory locks. A result is therefore built under a temporary prefix next to its
+# destination (``.NAME.partial-XXXXXXXX/``, as on a filesystem) and published in three steps:
+#
+# 1. the destination is *claimed* by creating its root ``zarr.json`` with a conditional write
+#    that fails when the object exists (S3's ``If-None-Match: *``, fsspec's ``mode="create"``):
+#    of two runs publishing at once, exactly one wins; the claim is a Zarr group marked
+#    ``complete=False``, which readers refuse;
+# 2. every other object is copied from the temporary prefix (server-side copies);
+# 3. the root ``zarr.json`` with ``complete=True`` is written last (one PUT: a reader sees the
+#    claim or the finished store, never a mixture that looks complete), and the temporary
+#    prefix is removed.
+#
+# ``--overwrite`` replaces only a store streamlsq wrote; the destination is marked incomplete
+# first, its objects removed, then the new ones copied: readers get a refusal, never a mixture,
+# but the earlier result is gone before the new one is complete. Where the store has no
+# conditional writes, step 1 is an existence check followed by a write: two runs that publish
+# within the same instant may both pass it (the second's copy then overwrites the first's).
+# A run killed while it computes leaves its ``.NAME.partial-*`` prefix behind: without locks
+# no later run can tell it from a live one, so none is removed automatically (they are named
+# in ``docs/faults.md``); a run killed while publishing leaves the claim, refused by readers
+# and replaced by ``--overwrite``.
+
+
+class RemoteTemporary:
+    """A temporary prefix ``.NAME.KIND-XXXXXXXX/`` next to ``out`` on an object store."""
+
+    def __init__(self, out, kind: str = "partial"):
+        self.location = out.sibling(f".{out.name}.{kind}-{uuid.uuid4().hex[:8]}")
+        self.path = self.location
+
+    @property
+    def store(self):
+        return self.location.zarr_store()
+
+    def close(self) -> None:
+        fs, path = self.location.filesystem()
+        with contextlib.suppress(FileNotFoundError, OSError):
+            fs.rm(path, recursive=True)
+
+    def __enter__(self) -> RemoteTemporary:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def remote_written_by_streamlsq(location) -> bool:
+    """``written_by_streamlsq`` for a store on an object store: its root attributes."""
+    meta = location.read_json("zarr.json")
+    attrs = (meta or {}).get("attributes") or {}
+    if not isinstance(attrs, dict):
+        return False
+    return (str(attrs.get(WRITTEN_BY, "")).startswith("streamlsq")
+            or "streamlsq_version" in attrs
+            or str(attrs.get("generator", "")).startswith("streamlsq."))
+
+
+def check_remote_writable(location) -> None:
+    """Write and remove a small object next to ``location``: missing credentials or a
+    read-only bucket are refused before any computation."""
+    probe = location.sibling(f".streamlsq-probe-{uuid.uuid4().hex[:8]}")
+    fs, path = probe.filesystem()
+    try:
+        fs.pipe_file(path, b"streamlsq")
+        fs.rm_file(path)
+    except Exception as exc:
+        reason = (str(exc).strip().splitlines() or ["no message"])[0][:200]
+        raise OutputError(f"{location.shown or location.url}: cannot write here "
+                          f"({type(exc).__name__}: {reason}); check the credentials or "
+                          "choose another output") from None
+
+
+def _claim(fs, path: str, data: bytes) -> bool:
+    """Create the object ``path`` only if it does not exist; False if it does. Uses the
+    store's conditional write where fsspec offers one, else checks first."""
+    try:
+        fs.pipe_file(path, data, mode="create")
+        return True
+    except FileExistsError:
+        return False
+    except (TypeError, NotImplementedError, ValueError):
+        if fs.exists(path):
+            return False
+        fs.pipe_file(path, data)
+        return True
+
+
+def publish_remote(tmp: RemoteTemporary, out, overwrite: bool) -> None:
+    """Publish the finished store under ``tmp`` as ``out`` (both on one object store); see the
+    comment above for what holds."""
+    fs, src = tmp.location.filesystem()
+    _, dst = out.filesystem()
+    src, dst = src.rstrip("/"), dst.rstrip("/")
+    root = fs.cat_file(f"{src}/zarr.json")
+    meta = json.loads(root)
+    claim = dict(meta)
+    claim["attributes"] = {"complete": False, WRITTEN_BY: meta.get("attributes", {}).get(
+        WRITTEN_BY, "streamlsq"), "publishing_from": tmp.location.url}
+    claim.pop("consolidated_metadata", None)
+    claim_bytes = json.dumps(claim).encode()
+    shown = out.shown or out.url
+    if not _claim(fs, f"{dst}/zarr.json", claim_bytes):
+        if not overwrite:
+            raise OutputError(
+                f"{shown}: another run published a result here while this one was running; "
+                "nothing was replaced and this run's result was discarded (pass --overwrite "
+                "to replace it)")
+        if not remote_written_by_streamlsq(out):
+            raise InputError(f"{shown}: exists and was not written by streamlsq; --overwrite "
+                             "replaces only streamlsq's own results: choose another --out")
+        fs.pipe_file(f"{dst}/zarr.json", claim_bytes)  # readers now refuse it as incomplete
+        old = [k for k in fs.find(dst) if k.rstrip("/") != f"{dst}/zarr.json"]
+        if old:
+            fs.rm(old)
+    keys = [k for k in fs.find(src) if k.rstrip("/") != f"{src}/zarr.json"]
+    if keys:
+        fs.copy(keys, [dst + k[len(src):] for k in keys])
+    fs.pipe_file(f"{dst}/zarr.json", root)

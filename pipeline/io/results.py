@@ -17,32 +17,58 @@ import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError
+from streamlsq.io.location import Location, locate
 from streamlsq.io.outputs import (
     WRITTEN_BY,
     OwnedTemporary,
+    RemoteTemporary,
     check_apart,
+    check_remote_writable,
     check_writable,
     output_failure,
     publish,
+    publish_remote,
     reclaim_leftovers,
+    remote_written_by_streamlsq,
     written_by_streamlsq,
 )
 from streamlsq.io.stores import consolidate, open_dataset
 
 __all__ = [
     "atomic_store",
+    "for_workers",
+    "published",
     "open_result",
     "prepare_output",
     "write_result",
 ]
 
 
-def prepare_output(out: str | os.PathLike, overwrite: bool = False, inputs=()) -> Path:
+def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None):
     """Check ``out`` before any work: it is apart from every input store (``inputs``: paths
     or sources), it does not exist unless ``overwrite`` (and then it is a store streamlsq
     wrote), its folder exists and is writable; leftovers of killed runs on ``out`` are
-    reclaimed."""
-    out = Path(out)
+    reclaimed. Returns the local :class:`~pathlib.Path`, or the
+    :class:`~streamlsq.io.location.Location` of an output on an object store (an fsspec URL
+    or a zarr ``FsspecStore``; ``storage_options`` for a URL)."""
+    loc = locate(out, storage_options)
+    if loc is None:
+        raise InputError(f"{out!r}: an output is a path, an fsspec URL or a zarr store object "
+                         "(LocalStore, FsspecStore)")
+    if loc.remote:
+        check_apart(loc.url, inputs, "--out")
+        shown = loc.shown or loc.url
+        if loc.exists():
+            if not overwrite:
+                raise InputError(f"{shown}: already exists; choose another --out or pass "
+                                 "--overwrite")
+            if not remote_written_by_streamlsq(loc):
+                raise InputError(f"{shown}: exists and was not written by streamlsq; "
+                                 "--overwrite replaces only streamlsq's own results: choose "
+                                 "another --out")
+        check_remote_writable(loc)
+        return loc
+    out = Path(loc.shown or loc.url)
     check_apart(out, inputs, "--out")
     if os.path.lexists(out):
         if not overwrite:
@@ -58,18 +84,31 @@ def prepare_output(out: str | os.PathLike, overwrite: bool = False, inputs=()) -
 
 
 @contextlib.contextmanager
-def atomic_store(out: str | os.PathLike, overwrite: bool = False, inputs=()) -> Iterator[Path]:
+def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None) -> Iterator:
     """Build a store under a temporary name next to ``out``; publish it only when complete.
 
-    Yields the temporary path to write into. When the block finishes, the
-    store's root gets ``complete=True`` (and the ``written_by`` mark), its metadata is
-    consolidated and it is renamed into place (:func:`~streamlsq.io.outputs.publish`:
-    never over another run's result unless ``overwrite``, and then only over a store
-    streamlsq wrote). If the block raises, the temporary store is removed: nothing that
-    looks complete is left. A write that fails for lack of space or permission becomes
-    one line (:class:`~streamlsq.errors.OutputError`).
+    Yields the temporary store to write into (a local :class:`~pathlib.Path`, or a zarr
+    ``FsspecStore`` on an object store; both are what ``zarr.open_group`` and
+    ``Dataset.to_zarr`` take, and both travel to the workers). When the block finishes,
+    the store's root gets ``complete=True`` (and the ``written_by`` mark), its metadata is
+    consolidated and it is published (:func:`~streamlsq.io.outputs.publish`: renamed into
+    place, never over another run's result unless ``overwrite``, and then only over a
+    store streamlsq wrote; on an object store
+    :func:`~streamlsq.io.outputs.publish_remote`: claimed by a conditional write, copied,
+    ``complete=True`` last). If the block raises, the temporary store is removed: nothing
+    that looks complete is left. A write that fails for lack of space or permission
+    becomes one line (:class:`~streamlsq.errors.OutputError`).
     """
-    out = prepare_output(out, overwrite, inputs)
+    out = prepare_output(out, overwrite, inputs, storage_options)
+    if isinstance(out, Location):
+        with RemoteTemporary(out, "partial") as tmp:
+            store = tmp.store
+            yield store
+            g = zarr.open_group(store, mode="r+")
+            g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}"})
+            consolidate(tmp.location)
+            publish_remote(tmp, out, overwrite)
+        return
     with OwnedTemporary(out, "partial") as tmp:
         try:
             yield tmp.path
@@ -84,28 +123,46 @@ def atomic_store(out: str | os.PathLike, overwrite: bool = False, inputs=()) -> 
             raise failure from None
 
 
+def for_workers(tmp):
+    """A temporary store of :func:`atomic_store` as Dask tasks take it: the local path as a
+    string, or the ``FsspecStore`` itself (both open with ``zarr.open_group``)."""
+    return str(tmp) if isinstance(tmp, str | os.PathLike) else tmp
+
+
+def published(out, storage_options=None):
+    """Where :func:`atomic_store` published ``out``: a local ``Path``, or the URL of an output
+    on an object store."""
+    loc = locate(out, storage_options)
+    if loc is None:
+        return out
+    return loc.url if loc.remote else Path(loc.url)
+
+
 def _version() -> str:
     from streamlsq import __version__
 
     return __version__
 
 
-def write_result(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False,
-                 inputs=()) -> Path:
-    """Write ``ds`` atomically: temporary path, ``complete=True`` last, then rename into place."""
+def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
+                 storage_options=None):
+    """Write ``ds`` atomically: temporary path, ``complete=True`` last, then published (renamed
+    into place; on an object store claimed, copied and marked complete last)."""
     ds = ds.copy()
     # zarr v3 has a specified variable-length string type, not numpy's fixed-width one
     strings = {n: ds[n].astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
     ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
     ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
     ds.attrs["complete"] = False
-    with atomic_store(out, overwrite, inputs) as tmp:
+    with atomic_store(out, overwrite, inputs, storage_options) as tmp:
         ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
-    return Path(out)
+    loc = locate(out, storage_options)
+    return loc if loc.remote else Path(loc.url)
 
 
-def open_result(path: str | os.PathLike) -> xr.Dataset:
-    """Open a result store; refuse one that an interrupted run left incomplete.
+def open_result(path, *, storage_options: dict | None = None) -> xr.Dataset:
+    """Open a result store (a path, an fsspec URL or a zarr store object); refuse one that an
+    interrupted run left incomplete.
 
     Examples
     --------
@@ -118,7 +175,7 @@ def open_result(path: str | os.PathLike) -> xr.Dataset:
     (True, 'kf4lls')
     >>> tmp.cleanup()
     """
-    ds = open_dataset(path)
+    ds = open_dataset(path, storage_options=storage_options)
     if ds.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
     return ds

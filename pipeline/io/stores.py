@@ -27,11 +27,11 @@ import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError
+from streamlsq.io.location import Location, locate
 
 __all__ = [
     "consolidate",
 ]
-
 
 
 def store_label(path: str, group: str | None) -> str:
@@ -39,24 +39,32 @@ def store_label(path: str, group: str | None) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def cached_array(path: str, group: str | None, name: str, token: str = "") -> zarr.Array:
+def cached_array(path: str | Location, group: str | None, name: str, token: str = ""
+                 ) -> zarr.Array:
     # one open per process and array: metadata reads are not free on remote stores;
     # ``token`` identifies the store's version, so a store rewritten at the same path
     # (e.g. ``simulate --overwrite``) is opened afresh, never read with stale metadata
     # never the consolidated copy of the metadata: rows appended to an array without
     # re-consolidating would be invisible (the arrays' own zarr.json are the truth)
-    g = zarr.open_group(path, mode="r", path=group or None, use_consolidated=False)
+    loc = locate(path)
+    g = zarr.open_group(store=loc.zarr_store(read_only=True), mode="r", path=group or None,
+                        use_consolidated=False)
     return g[name]
 
 
-def store_token(path: str) -> str:
-    """A version stamp of a local store: inode, size and mtime of its metadata files (the
-    root's and its arrays' ``zarr.json``), or "" for a store that is not a local folder.
+def store_token(path: str | Location) -> str:
+    """A version stamp of a store: inode, size and mtime of its metadata files (the root's
+    and its arrays' ``zarr.json``) for a local folder; their ETags (or sizes and times) for
+    an object store; "" when none can be had.
 
     A store rewritten in place (``simulate --overwrite``, xarray ``mode="w"``) or an array
     resized (rows appended) gets a new token: caches keyed by it are never stale, and a
     checkpoint records it to refuse a rewritten input (see also :func:`chunk_stamps`).
     """
+    loc = locate(path)
+    if loc is not None and loc.remote:
+        return _remote_token(loc)
+    path = loc.url if loc is not None else str(path)
     root = Path(path)
     metas = [root / "zarr.json"]
     for pattern in ("*/zarr.json", "*/*/zarr.json"):
@@ -75,6 +83,32 @@ def store_token(path: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
+def object_stamp(info: dict) -> str:
+    """The version of one stored object from its fsspec ``info``: its ETag where the store
+    has one (a content hash on S3 and GCS), else its size and modification time."""
+    etag = info.get("ETag") or info.get("etag") or info.get("md5Hash")
+    if etag:
+        return str(etag).strip('"')
+    return f"{info.get('size')}-{info.get('LastModified') or info.get('mtime') or ''}"
+
+
+def _remote_token(loc: Location) -> str:
+    try:
+        fs, path = loc.filesystem()
+        metas = [path.rstrip("/") + "/zarr.json"]
+        for child in fs.ls(path, detail=False):
+            metas.append(child.rstrip("/") + "/zarr.json")
+        parts = []
+        for meta in metas:
+            try:
+                parts.append(f"{meta}:{object_stamp(fs.info(meta))}")
+            except (FileNotFoundError, OSError):
+                continue
+    except Exception:
+        return ""
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:24] if parts else ""
+
+
 class StoreSource:
     """What every validated input store shares: its place, version and how to read it.
 
@@ -90,15 +124,22 @@ class StoreSource:
     token: str
     chunk_rows: int
     shown: str
+    options_key: str = ""
+    storage_options: dict | None = None
 
     @property
     def label(self) -> str:
         return store_label(self.shown or self.path, self.group)
 
+    @property
+    def location(self) -> Location:
+        """Where the store is (a local folder or an object-store URL, with its options)."""
+        return Location(self.path, self.options_key, self.shown, self.storage_options)
+
     def array(self, name: str) -> zarr.Array:
         """The store's array ``name``, opened once per process and store version."""
         try:
-            return cached_array(self.path, self.group, name, self.token)
+            return cached_array(self.location, self.group, name, self.token)
         except Exception as exc:  # e.g. a worker that does not see the client's files
             raise InputError(
                 f"{self.label}: variable '{name}' cannot be opened here "
@@ -117,12 +158,26 @@ class StoreSource:
             check_finite_rows(self.label, name, A, start, int(arr.chunks[0]))
         return A
 
+    def chunk_stamps(self, names) -> dict:
+        """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`)."""
+        return chunk_stamps(self.location, self.group, names)
+
+    def identity(self) -> str:
+        """The store's place as a fingerprint names it (a resolved local path, or the URL)."""
+        return identity(self.path)
+
     def read_variable(self, name: str) -> np.ndarray | None:
         """A small whole variable of the store (e.g. ``coef_true``), or None if absent."""
-        g = open_group(self.path, self.group)
+        g = open_group(self.location, self.group)
         if name not in set(g.array_keys()):
             return None
         return np.asarray(g[name][...])
+
+
+def identity(path) -> str:
+    """A store's place in a fingerprint: the resolved local path, or the URL."""
+    text = str(path)
+    return text if "://" in text else str(Path(text).resolve())
 
 
 def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start: int,
@@ -185,18 +240,34 @@ def chunk_files(path: str, group: str | None, name: str, arr: zarr.Array, start:
             yield coords, span, file
 
 
-def chunk_stamps(path: str, group: str | None, names) -> dict[str, list[tuple[int, int, str]]]:
+def chunk_stamps(path, group: str | None, names) -> dict[str, list[tuple[int, int, str]]]:
     """For each variable in ``names``: (first row, end row, stamp) of each stored chunk, the
-    stamp being its file's size and modification time (``""`` if it has no file). A
-    checkpoint keeps them to tell which rows changed since it was written."""
-    g = open_group(path, group)
+    stamp being its file's size and modification time (an object store: its ETag, or size
+    and time; ``""`` if it has no file). A checkpoint keeps them to tell which rows changed
+    since it was written, a stream fit to tell whether the rows it read are still the same
+    (``continue_from``)."""
+    loc = locate(path)
+    g = open_group(loc, group)
+    listed: dict[str, dict[str, str]] = {}
+    if loc.remote:
+        fs, root = loc.filesystem()
+        for name in names:
+            prefix = "/".join(p.strip("/") for p in (root, group or "", name) if p)
+            try:
+                found = fs.find(prefix, detail=True)
+            except (FileNotFoundError, OSError):
+                found = {}
+            listed[name] = {key[len(prefix) + 1:]: object_stamp(info)
+                            for key, info in found.items()}
     out = {}
     for name in names:
         arr = g[name]
         stamps = {}
-        for _coords, rows, file in chunk_files(path, group, name, arr):
+        for coords, rows, file in chunk_files(loc.url, group, name, arr):
             stamp = ""
-            if file is not None:
+            if name in listed:
+                stamp = listed[name].get(arr.metadata.encode_chunk_key(coords), "missing")
+            elif file is not None:
                 try:
                     st = os.stat(file)
                     stamp = f"{st.st_size}-{st.st_mtime_ns}"
@@ -219,15 +290,26 @@ def require_variables(g: zarr.Group, label: str, names, layout: str) -> set[str]
     return members
 
 
-def open_group(path: str, group: str | None) -> zarr.Group:
-    """The store's group, read from the arrays' own metadata (never a consolidated copy,
-    which goes stale when rows are appended without re-consolidating)."""
-    if not Path(path).exists():
-        raise InputError(f"{path}: no such store")
+def open_group(path, group: str | None) -> zarr.Group:
+    """The store's group (a path, URL, zarr store object or :class:`Location`), read from the
+    arrays' own metadata (never a consolidated copy, which goes stale when rows are appended
+    without re-consolidating)."""
+    loc = locate(path)
+    if loc is None:
+        raise InputError(f"{path!r}: not a path, URL or zarr store of a Zarr group")
+    shown = loc.shown or loc.url
     try:
-        return zarr.open_group(path, mode="r", path=group or None, use_consolidated=False)
+        found = loc.exists()
+    except Exception as exc:  # an unreachable object store, missing credentials, ...
+        raise InputError(f"{shown}: cannot be reached ({type(exc).__name__}: "
+                         f"{_first_line(exc)})") from None
+    if not found:
+        raise InputError(f"{shown}: no such store")
+    try:
+        return zarr.open_group(store=loc.zarr_store(read_only=True), mode="r",
+                               path=group or None, use_consolidated=False)
     except Exception as exc:  # zarr raises several types for "not a group here"
-        label = store_label(path, group)
+        label = store_label(shown, group)
         raise InputError(f"{label}: not a readable Zarr group ({_first_line(exc)})") from None
 
 
@@ -337,8 +419,10 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
 
 
 
-def open_dataset(path: str | os.PathLike, group: str | None = None) -> xr.Dataset:
-    """Any streamlsq store as a lazily loaded (dask-backed) xarray Dataset.
+def open_dataset(path: str | os.PathLike, group: str | None = None, *,
+                 storage_options: dict | None = None) -> xr.Dataset:
+    """Any streamlsq store (a path, an fsspec URL or a zarr store object) as a lazily
+    loaded (dask-backed) xarray Dataset.
 
     Examples
     --------
@@ -350,27 +434,23 @@ def open_dataset(path: str | os.PathLike, group: str | None = None) -> xr.Datase
     (('sample', 'feature'), (10000, 3))
     >>> tmp.cleanup()
     """
-    path = str(path)
-    if not Path(path).exists():
-        raise InputError(f"{path}: no such store")
-    return xr.open_zarr(path, group=group, consolidated=None, zarr_format=3)
+    loc = locate(path, storage_options)
+    if loc is None:  # an in-memory zarr store: xarray reads it itself
+        return xr.open_zarr(path, group=group, consolidated=None, zarr_format=3)
+    if not loc.exists():
+        raise InputError(f"{loc.shown or loc.url}: no such store")
+    return xr.open_zarr(loc.zarr_store(read_only=True), group=group, consolidated=None,
+                        zarr_format=3)
 
 
 # -- results -------------------------------------------------------------------
 
 
-def consolidate(path: str | os.PathLike) -> None:
+def consolidate(path) -> None:
     """Consolidate a store's metadata so that xarray opens it in one read and quietly."""
+    loc = locate(path)
     with warnings.catch_warnings():
         # zarr-python supports consolidated metadata for v3 stores but warns that the
         # v3 specification does not define it; xarray relies on it for fast opening
         warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
-        zarr.consolidate_metadata(str(path))
-
-
-
-
-
-
-
-
+        zarr.consolidate_metadata(loc.zarr_store() if loc is not None else path)

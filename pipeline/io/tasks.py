@@ -58,11 +58,11 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from streamlsq.errors import InputError
+from streamlsq.io.location import locate
 from streamlsq.io.stores import (
     StoreSource,
     check_complete,
@@ -143,6 +143,8 @@ class TaskSource(StoreSource):
     token: str = ""
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
     shown: str = ""
+    options_key: str = ""
+    storage_options: dict | None = field(default=None, compare=False, hash=False)
 
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
@@ -174,11 +176,12 @@ class TaskSource(StoreSource):
 
 
 def open_tasks(path: str | os.PathLike, group: str | None = None, *,
-               targets: bool = True) -> TaskSource:
+               targets: bool = True, storage_options: dict | None = None) -> TaskSource:
     """Open and validate a multi-task store's layout; raise :class:`InputError` on any defect.
 
     ``targets=False`` opens a store of new covariates: ``y`` may be missing
-    (``predict(..., new_rows=...)`` reads only ``X`` and ``task_ptr``).
+    (``predict(..., new_rows=...)`` reads only ``X`` and ``task_ptr``). ``path`` may be an
+    fsspec URL (with ``storage_options``) or a zarr store object.
 
     Examples
     --------
@@ -191,9 +194,13 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
     (130, 3, 1060)
     >>> tmp.cleanup()
     """
-    path = str(path)
-    label = store_label(path, group)
-    g = open_group(path, group)
+    loc = locate(path, storage_options)
+    if loc is None:
+        raise InputError(f"{path!r}: a multi-task store is read by path, URL or zarr store "
+                         "object")
+    path = loc.url
+    label = store_label(loc.shown or path, group)
+    g = open_group(loc, group)
     if targets:
         members = require_variables(g, label, ("X", "y", "task_ptr"), "a multi-task store "
                                     "needs X (row, feature), y (row,) and task_ptr (task_edge,)")
@@ -251,8 +258,8 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 "or features"
             )
     return TaskSource(
-        path=os.path.abspath(path),
-        shown=path,
+        path=path,
+        shown=loc.shown or path,
         group=group,
         n_rows=int(X.shape[0]),
         n_features=int(X.shape[1]),
@@ -260,8 +267,10 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
         chunk_rows=int(X.chunks[0]),
         has_role="role" in arrays,
         has_truth=has_truth,
-        token=store_token(path),
+        token=store_token(loc),
         attrs=dict(g.attrs),
+        options_key=loc.options_key,
+        storage_options=loc.storage_options,
     )
 
 
@@ -347,7 +356,7 @@ def decode_roles(values, attrs: dict, label: str) -> np.ndarray:
 def task_input_identity(source: TaskSource) -> list:
     """What identifies a multi-task input in a checkpoint's fingerprint: its place, shape
     and metadata version (a store rewritten since is refused on resume)."""
-    return [str(Path(source.path).resolve()), source.group or "", source.n_rows,
+    return [source.identity(), source.group or "", source.n_rows,
             source.n_features, source.n_tasks, f"token:{source.token}"]
 
 

@@ -39,7 +39,7 @@ from distributed import Client
 
 from streamlsq.errors import InputError, check_int
 from streamlsq.io.provenance import provenance
-from streamlsq.io.results import atomic_store, open_result, prepare_output
+from streamlsq.io.results import atomic_store, for_workers, open_result, prepare_output
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
     TaskChunk,
@@ -222,7 +222,7 @@ def predict(
                 _create_rows(tmp, "new_yhat", "new_row", covariates)
         with dask_client(client, scheduler) as cl:
             futures = map_chunks(cl, _predict_chunk, chunks, source, W, s2, p, estimator,
-                                 int(holdout), None if tmp is None else str(tmp),
+                                 int(holdout), None if tmp is None else for_workers(tmp),
                                  name="predict")
             total = tree_reduce(cl, futures, mlr.combine_stats, leaf=_sums, name="predict-sse")
             wait_progress(cl, futures, [c.n for c in chunks], "predict", enabled=progress)
@@ -233,7 +233,8 @@ def predict(
             for name, store, wanted in (("yhat", source, yhat),
                                         ("new_yhat", covariates, covariates is not None)):
                 if wanted:
-                    rows[name] = _predict_rows(cl, store, coef, None if tmp is None else str(tmp),
+                    rows[name] = _predict_rows(cl, store, coef,
+                                               None if tmp is None else for_workers(tmp),
                                                name, progress)
         if holdout:
             attrs["holdout_mse"] = float(sums["sse"] / sums["rows"])
@@ -243,7 +244,7 @@ def predict(
             for name, values in rows.items():
                 ds[name] = (("row" if name == "yhat" else "new_row",), values)
             return ds
-        zarr.open_group(str(tmp), mode="r+").attrs.update(attrs)
+        zarr.open_group(for_workers(tmp), mode="r+").attrs.update(attrs)
     return open_result(out)
 
 
@@ -252,7 +253,7 @@ def _sums(result):
 
 
 def _create_result(path: Path, n: int, d: int, K: int, chunk_tasks: int, holdout: int) -> None:
-    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    g = zarr.open_group(for_workers(path), mode="w", zarr_format=3)
     c = min(chunk_tasks, n)
     spec = {"coef": ((n, d), (c, d), "float64", ["task", "feature"]),
             "posterior": ((n, K), (c, K), "float64", ["task", "cluster"])}
@@ -266,7 +267,7 @@ def _create_result(path: Path, n: int, d: int, K: int, chunk_tasks: int, holdout
 
 
 def _create_rows(path: Path, name: str, dim: str, source: TaskSource) -> None:
-    g = zarr.open_group(str(path), mode="r+")
+    g = zarr.open_group(for_workers(path), mode="r+")
     g.create_array(name, shape=(source.n_rows,), chunks=(max(1, source.chunk_rows),),
                    dtype="float64", dimension_names=[dim], fill_value=np.nan)
 

@@ -18,7 +18,7 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.results import atomic_store
+from streamlsq.io.results import atomic_store, for_workers, published
 from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.progress import track_futures
 
@@ -50,7 +50,7 @@ def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, a
     """
     n_rows, n_features, n_targets = shape
     with atomic_store(out, overwrite) as tmp:
-        g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
         g.attrs.update(attrs)
         for var, width, dims in (("X", n_features, ["sample", "feature"]),
                                  ("y", n_targets, ["sample", "target"])):
@@ -63,13 +63,13 @@ def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, a
         tag = uuid.uuid4().hex[:6]
         with dask_client(client, scheduler) as cl:
             futures = [
-                cl.submit(_write_rows, str(tmp), rows, args, a, b, pure=False,
+                cl.submit(_write_rows, for_workers(tmp), rows, args, a, b, pure=False,
                           key=f"simulate-{name}-{tag}-{i}")
                 for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
             ]
             track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
                           enabled=progress)
-    return Path(out)
+    return published(out)
 
 
 def simulate_stream(
@@ -207,7 +207,7 @@ def simulate_interleaved(
     settings = {"alpha": params.alpha, "n": n, "q": q, "steps": steps,
                 "mu1": params.mu1, "mu2": params.mu2}
     with atomic_store(out, overwrite) as tmp:
-        root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        root = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
         root.attrs.update({"generator": "streamlsq.simulate_interleaved",
                            "parameters": settings, "seed": seed})
         truth = {"r_b": params.r_b, "r_f": params.r_f, "r_p": params.r_p}
@@ -226,13 +226,13 @@ def simulate_interleaved(
         tag = uuid.uuid4().hex[:6]
         with dask_client(client, scheduler) as cl:
             futures = [
-                cl.submit(_write_interleaved_chunk, str(tmp), seed, params, j0, j1, pure=False,
-                          key=f"simulate-interleaved-{tag}-{i}")
+                cl.submit(_write_interleaved_chunk, for_workers(tmp), seed, params, j0, j1,
+                          pure=False, key=f"simulate-interleaved-{tag}-{i}")
                 for i, (j0, j1) in enumerate(zip(edges[:-1], edges[1:], strict=True))
             ]
             track_futures(cl, futures, total=3 * n_rows, desc="simulate", unit="rows",
                           enabled=progress)
-    return Path(out)
+    return published(out)
 
 
 def _irma_rows(irma_rows, seed, domain, noise, dtype, start, stop):

@@ -23,7 +23,7 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.results import atomic_store
+from streamlsq.io.results import atomic_store, for_workers, published
 from streamlsq.io.tasks import ROLE_ATTRS, ROLE_CODES
 from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.progress import track_futures
@@ -151,7 +151,7 @@ def simulate_mlr(
     if chunk_rows < 1:
         raise InputError(f"simulate mlr: chunk size must be positive, got {chunk_rows}")
     with atomic_store(out, overwrite) as tmp:
-        g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
         g.attrs.update({
             "generator": "streamlsq.simulate_mlr",
             "parameters": {
@@ -182,7 +182,7 @@ def simulate_mlr(
         with dask_client(client, scheduler) as cl:
             tag = uuid.uuid4().hex[:6]
             futures = [
-                cl.submit(_write_rows, str(tmp), a, b, layout, task_seed, W, s, p, features,
+                cl.submit(_write_rows, for_workers(tmp), a, b, layout, task_seed, W, s, p, features,
                           pure=False,
                           key=f"simulate-mlr-{tag}-{i}")
                 for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
@@ -193,7 +193,7 @@ def simulate_mlr(
             for first, comp in comps:
                 component[first : first + comp.size] = comp
         _put(g, "component", component, ["task"])
-    return Path(out)
+    return published(out)
 
 
 def _put(g: zarr.Group, name: str, values: np.ndarray, dims: list[str]) -> zarr.Array:

@@ -258,18 +258,21 @@ def run_sequential(
     checkpoint: Checkpoint | None = None,
     progress: bool | None = None,
     segment_bytes: int | None = None,
+    initial_state: dict | None = None,
 ) -> Trajectory:
     """The in-order engine over the virtual stream of ``plan``; see the module docstring.
 
     ``segment_bytes`` defaults to :data:`SEGMENT_BYTES`, less on small workers
-    (:func:`bytes_per_call`)."""
+    (:func:`bytes_per_call`). ``initial_state``: the state to start from (a continued fit),
+    instead of the recursion's ``init``."""
     segments = None
     if checkpoint is not None and segment_bytes is None:
         segments = checkpoint.saved_segments()  # resume with the cut it was started with
     if segments is None:  # an explicit size is capped by the workers' memory too
         segments = plan_segments(plan, bytes_per_call(client, segment_bytes or SEGMENT_BYTES))
     parts: list[dict] = []
-    state = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
+    state = initial_state if initial_state is not None else \
+        method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
     start = 0
     if checkpoint is not None:
         checkpoint.bind(segments)
@@ -400,6 +403,7 @@ def run_scan(
     progress: bool | None = None,
     piece_bytes: int | None = None,
     checkpoint=None,
+    initial_state: dict | None = None,
 ) -> Trajectory:
     """The parallel engine over the virtual stream of ``plan``: map summaries, prefix in
     order, map solves. ``piece_bytes`` defaults to :data:`PIECE_BYTES`, less on small
@@ -424,7 +428,7 @@ def run_scan(
     ]
     commit = None if checkpoint is None else (lambda j, res: checkpoint.commit(todo[j], res))
     fresh = track_futures(
-        client, futures, plan.n_rows - sum(n for n, _ in done.values()),
+        client, futures, plan.n_new_rows - sum(n for n, _ in done.values()),
         f"fit {method.name} (scan)", enabled=progress, on_result=commit,
     )
     del futures
@@ -434,7 +438,8 @@ def run_scan(
     ends = np.concatenate(
         [k0 + _piece_cuts(k0, k1, record_every) for k0, k1 in pieces]
     )
-    state0 = method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
+    state0 = initial_state if initial_state is not None else \
+        method.init(plan.n_features, plan.n_targets, np.dtype(dtype))
     with np.errstate(all="ignore"):  # the solves of these infos are checked finite
         infos = method.scan(method.to_info(state0), summaries)
     keep = [i for i, e in enumerate(ends) if e % record_every == 0 or e == plan.n_blocks]

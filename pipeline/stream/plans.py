@@ -196,6 +196,10 @@ class StreamPlan:
 
     ``roles`` name the sources (e.g. ``["data"]`` or ``["a", "b"]``); ``remedy`` is
     the advice appended to a singular-block error; ``attrs`` go to the result store.
+    ``step_offset`` and ``row_offset`` are the steps and rows of an earlier fit this plan
+    continues (``fit_stream(..., continue_from=...)``): its blocks are then numbered from
+    ``step_offset + 1`` and its rows counted from ``row_offset``, as in one fit over all
+    rows.
     """
 
     sources: tuple[StreamSource, ...]
@@ -204,12 +208,14 @@ class StreamPlan:
     remedy: str = ("start from a ridge (--ridge DELTA) or use a larger first block "
                    "(--first-block-size)")
     attrs: dict = field(default_factory=dict)
+    step_offset: int = 0
+    row_offset: int = 0
 
     def __post_init__(self):
         self.sources = tuple(self.sources)
         if not self.sections:
             raise ValueError("a stream plan needs at least one section")
-        base, rows = [0], [0]
+        base, rows = [int(self.step_offset)], [int(self.row_offset)]
         for sec in self.sections:
             src = self.sources[sec.source]
             if not (0 <= sec.start < sec.stop <= src.n_rows):
@@ -236,8 +242,14 @@ class StreamPlan:
 
     @property
     def n_rows(self) -> int:
-        """Rows of the virtual stream (over all sections and epochs)."""
+        """Rows of the virtual stream (over all sections and epochs), with the rows of the
+        fit it continues."""
         return self.row_base[-1]
+
+    @property
+    def n_new_rows(self) -> int:
+        """Rows this plan reads (without those of the fit it continues)."""
+        return self.row_base[-1] - self.row_base[0]
 
     @property
     def n_features(self) -> int:
@@ -266,6 +278,8 @@ class StreamPlan:
     def digest(self) -> str:
         """A short hash of the sections (for checkpoint fingerprints)."""
         desc = np.array([s.describe() for s in self.sections], dtype=np.int64)
+        if self.step_offset or self.row_offset:
+            desc = np.append(desc.ravel(), [self.step_offset, self.row_offset])
         return hashlib.sha256(desc.tobytes()).hexdigest()[:16]
 
     def segment(self, K0: int, K1: int) -> Segment:
@@ -292,7 +306,7 @@ def plan_segments(plan: StreamPlan, target_bytes: int) -> list[tuple[int, int]]:
     segment). Returns [(K0, K1), ...] global block edges; every block belongs to
     exactly one segment.
     """
-    cuts = [0]
+    cuts = [plan.step_base[0]]
     total = 0  # bytes of X before the current section
     for i, sec in enumerate(plan.sections):
         src = plan.sources[sec.source]

@@ -16,11 +16,12 @@ kill between publication and clean-up.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
-from pathlib import Path
 
 import numpy as np
 
+from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import (
     Checkpoint,
     EntryCheckpoint,
@@ -30,15 +31,23 @@ from streamlsq.io.checkpoint import (
 )
 from streamlsq.stream.plans import StreamPlan
 
-__all__ = ["ScanPieces", "finished_result", "fit_checkpoint", "remove_finished_checkpoint",
-           "run_fingerprint", "segment_reads"]
+__all__ = ["ScanPieces", "check_rows_unchanged", "continued_plan", "continued_result",
+           "finished_result", "fit_checkpoint", "join_previous", "previous_state",
+           "remove_finished_checkpoint", "rows_fingerprint", "run_fingerprint",
+           "segment_reads"]
+
+
+#: the selection of a plain stream store (kept out of fingerprints, which then stay as before)
+_DEFAULT_SELECTION = {"x": ["X"], "y": ["y"], "sample_dim": "sample", "fit_intercept": False}
 
 
 def run_fingerprint(plan: StreamPlan, rec, record_every: int, dtype, engine: str) -> dict:
     """What identifies a fit: resuming with anything different is refused."""
     fp = {
-        "inputs": [[role, str(Path(s.path).resolve()), s.group or "",
+        "inputs": [[role, s.identity(), s.group or "",
                     s.n_rows, s.n_features, s.n_targets, f"token:{s.token}"]
+                   + ([json.dumps(s.selection(), sort_keys=True)]
+                      if s.selection() != _DEFAULT_SELECTION else [])
                    for role, s in zip(plan.roles, plan.sources, strict=True)],
         "method": rec.name,
         "parameters": json.dumps(rec.get_params(), sort_keys=True, default=str),
@@ -138,3 +147,164 @@ def remove_finished_checkpoint(directory, fingerprint: dict, engine: str, inputs
     else:
         folder = Checkpoint(directory, dict(fingerprint), resume=True, inputs=inputs)
     remove_finished(folder)
+
+
+# -- continuing a fit on a store that grew (``fit_stream(..., continue_from=RESULT)``) ---------
+
+
+def rows_fingerprint(source, n_rows: int) -> dict:
+    """What identifies rows ``0:n_rows`` of a store, for a later ``continue_from``: for each
+    variable read, (first row, end row, stamp) of its chunks, the stamp of a whole chunk
+    being its file's (:func:`~streamlsq.io.stores.chunk_stamps`: size and time, or an
+    object's ETag) and that of a chunk the rows end inside (which an append rewrites) a hash
+    of its rows up to ``n_rows``. Empty for an xarray Dataset (it has no chunk files)."""
+    if getattr(source, "in_memory", False) or not hasattr(source, "x_vars"):
+        return {}
+    out = {}
+    for name in (*source.x_vars, *source.y_vars):
+        rows = int(source.array(name).chunks[0])
+        entries = []
+        for a, b, stamp in source.chunk_stamps([name]).get(name, []):
+            if a >= n_rows:
+                break
+            known = stamp.strip(";") and "missing" not in stamp
+            if b <= n_rows and b - a == rows and known:
+                entries.append([int(a), int(b), stamp])
+                continue
+            stop = min(int(b), int(n_rows))
+            values = np.ascontiguousarray(source.read_rows(name, a, stop, np.float64,
+                                                           check=False))
+            digest = hashlib.sha256(values.tobytes()).hexdigest()[:32]
+            entries.append([int(a), stop, f"sha256:{digest}"])
+        out[name] = entries
+    return out
+
+
+def check_rows_unchanged(saved: dict, source, n_rows: int, result) -> None:
+    """Refuse to continue when a chunk of the rows ``0:n_rows`` that the earlier fit read
+    changed since (by the stamps of :func:`rows_fingerprint`), naming the variable and
+    rows."""
+    now = rows_fingerprint(source, n_rows)
+    for name, entries in saved.items():
+        current = {(int(a), int(b)): stamp for a, b, stamp in now.get(name, [])}
+        for a, b, stamp in entries:
+            if current.get((int(a), int(b))) != stamp:
+                raise InputError(
+                    f"{source.label}: variable '{name}' rows {a}-{int(b) - 1} changed since "
+                    f"{result} was fitted; --continue-from needs the earlier rows as they "
+                    "were: fit again from scratch (without --continue-from)")
+
+
+def _continue_refusal(result, what: str) -> InputError:
+    return InputError(f"--continue-from {result}: {what}; fit again from scratch (without "
+                      "--continue-from) or continue with the same method and options")
+
+
+def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
+                     storage_options=None):
+    """The earlier result to continue from, loaded and checked against this fit: same
+    method and parameters, same variables, intercept, dtype and block size, one epoch in
+    storage order, the earlier rows unchanged (:func:`check_rows_unchanged`)."""
+    from streamlsq.io.results import open_result
+
+    if getattr(source, "in_memory", False):
+        raise InputError("--continue-from reads a store (a path, URL or zarr store) whose "
+                         "chunks can be stamped, not an xarray Dataset: write the Dataset "
+                         "to Zarr (ds.to_zarr) and append to it")
+    prev = open_result(result, storage_options=storage_options).load()
+    a = prev.attrs
+    if a.get("method") != rec.name:
+        raise _continue_refusal(result, f"it was fitted by '{a.get('method')}', not "
+                                f"'{rec.name}'")
+    try:
+        before = json.loads(a.get("parameters", "{}"))
+    except ValueError:
+        before = None
+    now = json.loads(json.dumps(rec.get_params(), sort_keys=True, default=str))
+    if before != now:
+        diff = sorted(k for k in set(before or {}) | set(now)
+                      if (before or {}).get(k) != now.get(k))
+        raise _continue_refusal(result, f"its options differ (in: {', '.join(diff)})")
+    if getattr(rec, "diagnostics", False):
+        raise _continue_refusal(result, "the CUSUM tests (--diagnostics) need every row "
+                                "from the first")
+    selection = source.selection()
+    intercept = bool(selection["fit_intercept"] or getattr(rec, "intercept", False) is True)
+    saved = {"x": json.loads(a.get("x_variables", '["X"]')),
+             "y": json.loads(a.get("y_variables", '["y"]')),
+             "sample_dim": a.get("sample_dim", "sample"),
+             "fit_intercept": bool(a.get("fit_intercept", intercept if rec.name == "lms"
+                                         else False))}
+    wanted = {"x": selection["x"], "y": selection["y"], "sample_dim": selection["sample_dim"],
+              "fit_intercept": intercept}
+    diff = [k for k in wanted if saved[k] != wanted[k]]
+    if diff:
+        raise _continue_refusal(result, f"its variables differ (in: {', '.join(diff)}: "
+                                f"{', '.join(f'{saved[k]} then, {wanted[k]} now' for k in diff)})")
+    if a.get("dtype") != str(np.dtype(dtype)):
+        raise _continue_refusal(result, f"it was computed in {a.get('dtype')}, not "
+                                f"{np.dtype(dtype)}")
+    if int(a.get("epochs", 1)) != 1 or a.get("shuffle") or epochs != 1 or shuffle:
+        raise _continue_refusal(result, "a fit continues only over one epoch in storage "
+                                "order (no --epochs, no --shuffle)")
+    if block_size is not None and int(block_size) != int(a["block_size"]):
+        raise _continue_refusal(result, f"its block size is {a['block_size']}, not "
+                                f"{block_size}")
+    missing = [n for n in rec.state_dims() if f"state_{n}" not in prev]
+    if missing:
+        raise _continue_refusal(result, f"it has no final state (state_{missing[0]})")
+    n_old = int(a["n_rows"])
+    if source.n_rows < n_old:
+        raise InputError(f"{source.label}: has {source.n_rows} rows, fewer than the {n_old} "
+                         f"{result} was fitted on; --continue-from continues on a store that "
+                         "grew")
+    if "rows_fingerprint" not in a:
+        raise _continue_refusal(result, "it keeps no fingerprint of the rows it read "
+                                "(written by an earlier version)")
+    check_rows_unchanged(json.loads(a["rows_fingerprint"]), source, n_old, result)
+    return prev
+
+
+def continued_plan(prev, source, record_every):
+    """The plan of the rows after those of ``prev`` (None when there are none), numbered
+    after its steps and rows, and the record interval (by default ``prev``'s)."""
+    from streamlsq.kernels.recursions.contract import BlockGrid
+    from streamlsq.stream.plans import Section
+
+    a = prev.attrs
+    n_old, size = int(a["n_rows"]), int(a["block_size"])
+    if record_every is None:
+        record_every = int(a["record_every"])
+    if source.n_rows == n_old:
+        return None, record_every
+    grid = BlockGrid(source.n_rows - n_old, size)
+    plan = StreamPlan((source,), [Section(0, n_old, source.n_rows, grid)], attrs={
+        "epochs": 1, "shuffle": False, "seed": int(a.get("seed", 0)),
+        "rows_per_epoch": source.n_rows,
+    }, step_offset=int(a["n_blocks"]), row_offset=n_old)
+    return plan, record_every
+
+
+def previous_state(prev, rec) -> dict:
+    """The final state stored in an earlier result, as the recursion holds it."""
+    state = {}
+    for name in rec.state_dims():
+        value = np.asarray(prev[f"state_{name}"].values)
+        state[name] = value[()] if value.ndim == 0 else value
+    return state
+
+
+def join_previous(prev, ds, result):
+    """The result of a continued fit: the earlier recorded steps followed by the new ones
+    (every variable along ``step``), the final state and attributes of the new run."""
+    import xarray as xr
+
+    along = [n for n, v in ds.data_vars.items() if "step" in v.dims and n in prev]
+    joined = xr.concat([prev[along], ds[along]], dim="step", join="exact",
+                       combine_attrs="drop")
+    out = ds.drop_vars([*along, "step"]).merge(joined, join="exact")
+    out.attrs = dict(ds.attrs)
+    out.attrs.update({"first_block_size": prev.attrs.get("first_block_size"),
+                      "continued_from": str(getattr(result, "url", result)),
+                      "rows_continued": int(prev.attrs["n_rows"])})
+    return out

@@ -1,0 +1,169 @@
+"""Where a store lives: a local folder, an fsspec URL (``s3://``, ``gs://``, ``memory://``, …)
+or a zarr store object, as one small picklable :class:`Location`.
+
+Every function of streamlsq that takes a path also takes a URL or a zarr store object
+(``zarr.storage.LocalStore``, ``zarr.storage.FsspecStore``): :func:`locate` turns any of
+them into a :class:`Location`, which the workers use to open the same store again. Remote
+stores are read and written through fsspec (zarr's ``FsspecStore``); credentials and
+endpoints come from ``storage_options`` (a dict, or those of the store object) or from the
+environment as fsspec and the cloud libraries read it (``AWS_ACCESS_KEY_ID``,
+``FSSPEC_S3_ENDPOINT_URL``, …), so the workers, which inherit that environment or get the
+options with the location, see the same store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from dataclasses import dataclass, field
+
+__all__ = ["Location", "is_url", "locate"]
+
+
+def is_url(path) -> bool:
+    """True for an fsspec URL of a store that is not a local file (``s3://…``)."""
+    if not isinstance(path, str) or "://" not in path:
+        return False
+    return not path.startswith("file://")
+
+
+def _options_key(options: dict | None) -> str:
+    if not options:
+        return ""
+    return json.dumps(options, sort_keys=True, default=repr)
+
+
+@dataclass(frozen=True)
+class Location:
+    """A store's place: ``url`` (an absolute local path, or a URL such as ``s3://b/k.zarr``)
+    and the ``storage_options`` to reach it; ``shown`` is how the user wrote it.
+
+    Examples
+    --------
+    >>> from streamlsq.io.location import locate
+    >>> loc = locate("s3://bucket/data.zarr", {"anon": True})
+    >>> loc.remote, loc.url, loc.storage_options
+    (True, 's3://bucket/data.zarr', {'anon': True})
+    >>> loc.sibling(".data.zarr.partial-1").url
+    's3://bucket/.data.zarr.partial-1'
+    >>> locate("data.zarr").remote
+    False
+    """
+
+    url: str
+    options_key: str = ""
+    shown: str = ""
+    storage_options: dict | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def remote(self) -> bool:
+        return is_url(self.url)
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.url.rstrip("/"))
+
+    def __str__(self) -> str:
+        return self.url
+
+    def __fspath__(self) -> str:  # a local location is usable as a path
+        if self.remote:
+            raise TypeError(f"{self.url} is not a local path")
+        return self.url
+
+    def with_url(self, url: str) -> Location:
+        return Location(url, self.options_key, url, self.storage_options)
+
+    def sibling(self, name: str) -> Location:
+        """The location ``name`` next to this one (same folder or prefix, same options)."""
+        if self.remote:
+            return self.with_url(posixpath.join(posixpath.dirname(self.url.rstrip("/")), name))
+        return self.with_url(os.path.join(os.path.dirname(self.url), name))
+
+    def child(self, *parts: str) -> Location:
+        if self.remote:
+            return self.with_url(posixpath.join(self.url.rstrip("/"), *parts))
+        return self.with_url(os.path.join(self.url, *parts))
+
+    def filesystem(self):
+        """(fsspec filesystem, path inside it) of a remote location."""
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(self.url, **(self.storage_options or {}))
+        return fs, path
+
+    def zarr_store(self, read_only: bool = False):
+        """What ``zarr.open_group`` takes: the path of a local store, an ``FsspecStore`` of a
+        remote one."""
+        if not self.remote:
+            return self.url
+        from zarr.storage import FsspecStore
+
+        options = dict(self.storage_options or {})
+        return FsspecStore.from_url(self.url, storage_options=options or None,
+                                    read_only=read_only)
+
+    def exists(self) -> bool:
+        """Whether anything is stored here (a folder, a file, or objects under the prefix)."""
+        if not self.remote:
+            return os.path.lexists(self.url)
+        fs, path = self.filesystem()
+        try:
+            return bool(fs.exists(path)) or bool(fs.ls(path, detail=False))
+        except FileNotFoundError:
+            return False
+
+    def read_json(self, *parts: str) -> dict | None:
+        """The JSON object stored at ``parts`` under this location, or None."""
+        target = self.child(*parts)
+        try:
+            if target.remote:
+                fs, path = target.filesystem()
+                text = fs.cat_file(path)
+            else:
+                with open(target.url, "rb") as f:
+                    text = f.read()
+            value = json.loads(text)
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+
+def locate(data, storage_options: dict | None = None) -> Location | None:
+    """The :class:`Location` of a path, URL or zarr store object; None for anything else
+    (an in-memory zarr store, an xarray Dataset), which the caller reads its own way."""
+    if isinstance(data, Location):
+        if storage_options and not data.storage_options:
+            return Location(data.url, _options_key(storage_options), data.shown,
+                            dict(storage_options))
+        return data
+    if isinstance(data, str | os.PathLike):
+        text = os.fspath(data)
+        if isinstance(text, bytes):
+            text = os.fsdecode(text)
+        if is_url(text):
+            opts = dict(storage_options) if storage_options else None
+            return Location(text.rstrip("/"), _options_key(opts), text, opts)
+        if text.startswith("file://"):
+            text = text[len("file://"):]
+        return Location(os.path.abspath(text), "", text, None)
+    try:
+        from zarr.storage import FsspecStore, LocalStore
+    except ImportError:  # pragma: no cover - zarr is a dependency
+        return None
+    if isinstance(data, LocalStore):
+        return Location(os.path.abspath(str(data.root)), "", str(data.root), None)
+    if isinstance(data, FsspecStore):
+        fs = data.fs
+        opts = {k: v for k, v in dict(getattr(fs, "storage_options", {}) or {}).items()
+                if k != "asynchronous"}
+        if storage_options:
+            opts.update(storage_options)
+        url = fs.unstrip_protocol(data.path).rstrip("/")
+        if getattr(fs, "protocol", None) in ("file", ("file", "local")) or url.startswith(
+                "file://"):
+            path = url[len("file://"):] if url.startswith("file://") else data.path
+            return Location(os.path.abspath(path), "", path, None)
+        return Location(url, _options_key(opts), url, opts or None)
+    return None

@@ -41,6 +41,7 @@ _PUBLIC = {
     "METHODS": "streamlsq.stream.methods",
     "make_method": "streamlsq.stream.methods",
     "fit_stream": "streamlsq.stream.fit",
+    "predict_stream": "streamlsq.stream.apply",
     "fit_interleaved": "streamlsq.stream.interleaved",
     "stability": "streamlsq.stream.stability",
     "plot_fit": "streamlsq.stream.stability",
@@ -90,6 +91,7 @@ __all__ = [
     "open_tasks",
     "plot_fit",
     "predict",
+    "predict_stream",
     "regressor_for",
     "RLSRegressor",
     "simulate_interleaved",
@@ -141,6 +143,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.runtime.client import dask_client
     from streamlsq.simulate.streams import simulate_interleaved, simulate_irma, simulate_stream
     from streamlsq.simulate.tasks import simulate_mlr
+    from streamlsq.stream.apply import predict_stream
     from streamlsq.stream.fit import fit_stream
     from streamlsq.stream.interleaved import fit_interleaved
     from streamlsq.stream.methods import METHODS, make_method

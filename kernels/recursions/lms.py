@@ -180,10 +180,10 @@ def lms_fold_arrays(
 ) -> tuple[np.ndarray, int, np.ndarray]:
     """LMS over consecutive blocks on plain arrays; returns (W_new, k_new, coefs).
 
-    ``W`` ((q+1)×K, row 0 the intercept; q×K with ``intercept=False``) is not modified. X and Y are cast to W's dtype (float32 or
-    float64): W, predictions and residuals are kept in that dtype, the step
-    size and the increment ρ·e·x are evaluated in float64 and rounded to W's
-    dtype when added. ``record_blocks`` are increasing local block
+    ``W`` ((q+1)×K, row 0 the intercept; q×K with ``intercept=False``) is not modified.
+    X and Y are cast to W's dtype (float32 or float64): W, predictions and residuals
+    are kept in that dtype, the step size and the increment ρ·e·x are evaluated in
+    float64 and rounded to W's dtype when added. ``record_blocks`` are increasing local block
     indices after which W is copied into ``coefs`` (len(record_blocks), q+1, K).
     Raises ValueError when W stops being finite (a step too large for the data
     scale: plain LMS needs ρ‖x̃‖² < 2; use a smaller rate or ``normalized``).

@@ -215,8 +215,9 @@ def recursion_command(name: str) -> click.Command:
     declared = {p.name: p for p in cls.params}
 
     def command(data, out, block_size, first_block_size, record_every, dtype, checkpoint,
-                resume, segment_size, overwrite, epochs, shuffle, seed, group, scheduler,
-                n_workers, memory_limit, engine="sequential", **options):
+                resume, segment_size, overwrite, epochs, shuffle, seed, group, x, y,
+                sample_dim, intercept, continue_from, scheduler, n_workers, memory_limit,
+                engine="sequential", **options):
         from streamlsq.stream.fit import fit_stream
 
         params = {}
@@ -230,7 +231,8 @@ def recursion_command(name: str) -> click.Command:
                 data, name, out=out, group=group, engine=engine, block_size=block_size,
                 first_block_size=first_block_size, record_every=record_every, epochs=epochs,
                 shuffle=shuffle, seed=seed, dtype=dtype, client=client, checkpoint=checkpoint,
-                resume=resume, overwrite=overwrite, segment_bytes=segment_bytes,
+                resume=resume, overwrite=overwrite, segment_bytes=segment_bytes, x=x, y=y,
+                sample_dim=sample_dim, fit_intercept=intercept, continue_from=continue_from,
                 **params,
             )
         done = _done_line(out, ds)
@@ -240,6 +242,9 @@ def recursion_command(name: str) -> click.Command:
         line = ", ".join([_summary(out, name, engine, ds), *cls.result_notes(ds.attrs)])
         if epochs != 1:
             line += f", {epochs} epoch(s)"
+        if continue_from is not None:
+            line += (f", continued from {continue_from} after its {ds.attrs['rows_continued']} "
+                     "rows")
         click.echo(line)
 
     command.__doc__ = HELP.get(name) or _generic_help(cls)
@@ -255,12 +260,41 @@ def recursion_command(name: str) -> click.Command:
                           "order, new in every epoch."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle."),
         click.option("--group", default=None, help="Group of the store holding X and y."),
+        *_layout_options(intercept=cls.intercept_kind in ("column", "kernel"),
+                         default_intercept=cls.default_intercept),
+        click.option("--continue-from", "continue_from", default=None, metavar="RESULT",
+                     help="Continue the fit RESULT (of this method and options) on the rows "
+                          "appended to DATA since: start from its final state, read only the "
+                          "new rows; refused if the earlier rows changed."),
         _scheduler_options,
         _friendly_errors,
     ]
     for decorate in reversed(decorators):
         command = decorate(command)
     return click.command(name, context_settings=CONTEXT, short_help=cls.summary)(command)
+
+
+def _layout_options(intercept: bool = True, default_intercept: bool = False):
+    """--x, --y, --sample-dim and --intercept/--no-intercept: which variables of DATA, along
+    which dimension, and whether to fit an intercept."""
+    opts = [
+        click.option("--x", "x", default=None, metavar="NAMES",
+                     help="Feature variables: one 2-D variable (default X) or several 1-D "
+                          "ones, comma-separated (a,b,c), all along --sample-dim."),
+        click.option("--y", "y", default=None, metavar="NAMES",
+                     help="Target variables (default y), comma-separated."),
+        click.option("--sample-dim", default=None, metavar="DIM",
+                     help="The dimension rows are stored along (default: sample)."),
+    ]
+    if intercept:
+        state = "on" if default_intercept else "off"
+        opts.append(click.option(
+            "--intercept/--no-intercept", "intercept", default=None,
+            help=f"Fit an intercept, labelled 'intercept' (default {state} for this method)."))
+    else:
+        opts.append(click.option("--intercept/--no-intercept", "intercept", default=None,
+                                 hidden=True))
+    return opts
 
 
 def _generic_help(cls) -> str:

@@ -158,6 +158,8 @@ class StreamSource(StoreSource):
         return super().chunk_stamps(names)
 
     def _stack(self, names, start, stop, dtype, check) -> np.ndarray:
+        if not names:  # new rows without targets
+            return np.zeros((stop - start, 0), dtype=dtype)
         parts = [self.read_rows(n, start, stop, dtype, check) for n in names]
         if len(parts) == 1:
             return parts[0]
@@ -197,6 +199,8 @@ class StreamSource(StoreSource):
 def _names(value, default: tuple[str, ...]) -> tuple[str, ...]:
     if value is None:
         return default
+    if isinstance(value, tuple) and not value:  # new rows without targets
+        return ()
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",")] if "," in value else [value]
     else:
@@ -216,7 +220,7 @@ def _label_values(values) -> tuple:
 
 def open_stream(data, group: str | None = None, *, x=None, y=None,
                 sample_dim: str | None = None, fit_intercept: bool = False,
-                storage_options: dict | None = None) -> StreamSource:
+                storage_options: dict | None = None, targets: bool = True) -> StreamSource:
     """Open and validate a stream store's layout; raise :class:`InputError` on any defect.
 
     ``data`` is a path, an fsspec URL (``s3://bucket/data.zarr``; ``storage_options`` for
@@ -224,6 +228,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     feature variables (one 2-D variable, default ``"X"``, or several 1-D ones) and ``y``
     the target variables (default ``"y"``), all along the dimension ``sample_dim`` (default
     ``sample``); ``fit_intercept`` prepends a constant column to the features.
+    ``targets=False`` opens new rows whose targets may be missing (applying a fit: then
+    ``y_vars`` is empty and ``n_targets`` 0).
 
     Examples
     --------
@@ -248,6 +254,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
         raise InputError("pass an xarray Dataset (ds[['a', 'b']] or da.to_dataset()), "
                          "not a DataArray")
     if isinstance(data, xr.Dataset):
+        if not targets:
+            y = _present(_names(y, ("y",)), set(data.variables))
         return _open_dataset(data, x, y, sample_dim, fit_intercept)
     loc = locate(data, storage_options)
     if loc is None:  # e.g. a zarr MemoryStore: read it as a lazy Dataset
@@ -259,9 +267,11 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     shown = loc.shown or loc.url
     label = store_label(shown, group)
     g = open_group(loc, group)
-    strict = x is None and y is None and sample_dim is None
+    strict = x is None and y is None and sample_dim is None and targets
     dim = sample_dim or "sample"
     x_vars, y_vars = _names(x, ("X",)), _names(y, ("y",))
+    if not targets:
+        y_vars = _present(y_vars, set(g.array_keys()))
     if strict:
         require_variables(g, label, ("X", "y"),
                           "a stream store needs X (sample, feature) and y (sample, target)")
@@ -308,8 +318,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
         check_complete(label, name, arr)
     members = set(g.array_keys())
     features = _labels(x_vars, arrays, g, members)
-    targets = _labels(y_vars, arrays, g, members) if len(y_vars) > 1 or \
-        arrays[y_vars[0]].ndim == 2 else ()
+    target_labels = _labels(y_vars, arrays, g, members) if len(y_vars) > 1 or \
+        y_vars and arrays[y_vars[0]].ndim == 2 else ()
     chunk_rows = int(first.chunks[0])
     attrs = dict(g.attrs)
     block_size = int(attrs.get("block_size", chunk_rows))
@@ -333,8 +343,14 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
         sample_dim=dim,
         intercept=bool(fit_intercept),
         features=features,
-        targets=targets,
+        targets=target_labels,
     )
+
+
+def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:
+    """The target variables to read from new rows: all of them, or none when one is
+    missing (the rows are then only predicted)."""
+    return names if all(n in members for n in names) else ()
 
 
 def _labels(names, arrays, g, members) -> tuple:
@@ -450,7 +466,8 @@ def _open_dataset(ds, x, y, sample_dim, fit_intercept) -> StreamSource:
         sample_dim=dim,
         intercept=bool(fit_intercept),
         features=labels(x_vars),
-        targets=labels(y_vars) if len(y_vars) > 1 or arrays[y_vars[0]].ndim == 2 else (),
+        targets=labels(y_vars) if len(y_vars) > 1 or y_vars and arrays[y_vars[0]].ndim == 2
+        else (),
         columns=DatasetColumns(columns, extras),
     )
 

@@ -38,6 +38,7 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.location import locate
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import atomic_store, for_workers, open_result, prepare_output
 from streamlsq.io.tasks import (
@@ -195,7 +196,8 @@ def predict(
                 f"{covariates.n_features} features; {source.label} has {source.n_tasks} tasks "
                 f"and {source.n_features} features"
             )
-    inputs = [source, Path(model)] + ([covariates] if covariates is not None else [])
+    inputs = [source, locate(model) or model] + ([covariates] if covariates is not None
+                                                 else [])
     if out is not None:
         out = prepare_output(out, overwrite, inputs=inputs)
     # uniform task ranges: chunk j of the plan is chunk j of every output array
@@ -207,7 +209,7 @@ def predict(
                        [source])
     attrs.update({
         "estimator": estimator,
-        "model": str(model),
+        "model": str(getattr(locate(model), "shown", "") or model),
         "model_method": str(model_attrs.get("method", "")),
         "holdout": int(holdout),
     })

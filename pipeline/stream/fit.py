@@ -205,8 +205,9 @@ def fit_stream(
     >>> table["d"] = 2 * table.a - table.c + 3
     >>> fit = streamlsq.fit_stream(table, x=["a", "b", "c"], y="d", sample_dim="row",
     ...                            fit_intercept=True)
-    >>> fit.coef.isel(step=-1, target=0).round(6).to_series().to_dict()
-    {'intercept': 3.0, 'a': 2.0, 'b': -0.0, 'c': -1.0}
+    >>> final = fit.coef.isel(step=-1, target=0).round(6) + 0.0  # + 0.0: no -0.0
+    >>> dict(zip(final.feature.values.tolist(), final.values.tolist()))
+    {'intercept': 3.0, 'a': 2.0, 'b': 0.0, 'c': -1.0}
     >>> tmp.cleanup()
     """
     check_run_options(engine, dtype, checkpoint, resume, record_every, segment_bytes)

@@ -152,6 +152,7 @@ def test_a_fit_continued_on_appended_rows_equals_a_fit_from_scratch(client, tmp_
     _append_store(store, X[:5_000], y[:5_000], chunk=700)  # its last chunk is partial
     kw = dict(block_size=250, fit_intercept=True, record_every=2, engine=engine, client=client)
     first = fit_stream(store, "kf4lls", out=tmp_path / "first.zarr", **kw)
+    assert first.attrs["n_rows"] == 5_000
     xr.Dataset({"X": (("sample", "feature"), X[5_000:]),
                 "y": (("sample",), y[5_000:])}).to_zarr(store, append_dim="sample")
     more = fit_stream(store, "kf4lls", continue_from=tmp_path / "first.zarr",

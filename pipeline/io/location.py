@@ -91,6 +91,8 @@ class Location:
         import fsspec
 
         fs, path = fsspec.core.url_to_fs(self.url, **(self.storage_options or {}))
+        # other processes (the workers) write here too: never answer from a stale listing
+        fs.invalidate_cache()
         return fs, path
 
     def zarr_store(self, read_only: bool = False):

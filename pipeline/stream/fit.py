@@ -258,7 +258,7 @@ def fit_stream(
             remove_finished_checkpoint(checkpoint, fingerprint, engine, plan.sources)
             return done
     if out is not None:
-        prepare_output(out, overwrite, inputs=plan.sources)
+        prepare_output(out, overwrite, inputs=plan.sources, storage_options=storage_options)
         if checkpoint is not None:  # the inputs first: they matter most
             check_apart(checkpoint, plan.sources, "--checkpoint")
             check_apart(checkpoint, [out], "--checkpoint", of="output")

@@ -1,0 +1,191 @@
+"""Stores in an object store: a real S3-compatible server (moto's server mode) started by the
+test on 127.0.0.1, never a mock. Simulate into it, fit on both engines, meta-learn, predict
+and apply a stream fit, each reading from it and writing to it; the numbers are those of
+numpy.linalg.lstsq on the rows read back, or of the same run on a local copy. Publication:
+the result is complete when it appears, a concurrent publication is refused by the
+conditional write, and nothing is left under a temporary prefix."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import streamlsq
+from streamlsq import InputError, open_result
+
+from conftest import lstsq
+
+pytest.importorskip("moto.server")
+s3fs = pytest.importorskip("s3fs")
+
+BUCKET = "streamlsq-test"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """An S3 server on loopback, a bucket, and the options that reach it."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    options = {"key": "testing", "secret": "testing",
+               "client_kwargs": {"endpoint_url": endpoint}}
+    s3fs.S3FileSystem(**options).mkdir(BUCKET)
+    yield endpoint, options
+    server.stop()
+
+
+def _fs(options):
+    fs = s3fs.S3FileSystem(**options)
+    fs.invalidate_cache()
+    return fs
+
+
+def _store(url, options):
+    return zarr.storage.FsspecStore.from_url(url, storage_options=options)
+
+
+def _leftovers(options, prefix=""):
+    return [k for k in _fs(options).find(f"{BUCKET}/{prefix}") if ".partial-" in k]
+
+
+def test_fit_on_both_engines_reads_and_writes_s3(s3, client, tmp_path):
+    endpoint, options = s3
+    data = f"s3://{BUCKET}/stream.zarr"
+    streamlsq.simulate_stream(_store(data, options), n_rows=12_000, n_features=4, n_targets=2,
+                              chunk_rows=2_000, seed=3, client=client)
+    g = zarr.open_group(_store(data, options), mode="r")
+    X, Y = np.asarray(g["X"][:]), np.asarray(g["y"][:])
+    for engine in ("sequential", "scan"):
+        out = f"s3://{BUCKET}/fit-{engine}.zarr"
+        ds = streamlsq.fit_stream(data, "kf4lls", engine=engine, block_size=1_500, out=out,
+                                  storage_options=options, client=client)
+        np.testing.assert_allclose(ds.coef.isel(step=-1).values, lstsq(X, Y), rtol=1e-10,
+                                   atol=1e-12)
+        stored = open_result(out, storage_options=options)
+        assert stored.attrs["complete"] is True and stored.attrs["input"] == data
+        np.testing.assert_array_equal(stored.coef.values, ds.coef.values)
+    # an existing result is refused, and --overwrite replaces only streamlsq's own
+    with pytest.raises(InputError, match="already exists"):
+        streamlsq.fit_stream(data, out=f"s3://{BUCKET}/fit-scan.zarr", storage_options=options,
+                             client=client)
+    users = f"s3://{BUCKET}/users.zarr"
+    xr.Dataset({"v": ("i", np.arange(3.0))}).to_zarr(_store(users, options), zarr_format=3)
+    with pytest.raises(InputError, match="was not written by streamlsq"):
+        streamlsq.fit_stream(data, out=users, overwrite=True, storage_options=options,
+                             client=client)
+    again = streamlsq.fit_stream(data, out=f"s3://{BUCKET}/fit-scan.zarr", overwrite=True,
+                                 storage_options=options, client=client, block_size=3_000)
+    assert open_result(f"s3://{BUCKET}/fit-scan.zarr", storage_options=options
+                       ).attrs["block_size"] == again.attrs["block_size"] == 3_000
+    assert _leftovers(options) == []
+    np.testing.assert_array_equal(
+        xr.open_zarr(_store(users, options)).v.values, np.arange(3.0))  # untouched
+
+
+def test_continue_and_predict_on_s3(s3, client):
+    endpoint, options = s3
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((4_400, 3))
+    y = X @ [1.0, 2.0, 3.0] + 0.5 + 0.01 * rng.standard_normal(4_400)
+    data = f"s3://{BUCKET}/grows.zarr"
+    xr.Dataset({"X": (("sample", "feature"), X[:4_000]), "y": (("sample",), y[:4_000])},
+               coords={"feature": ["u", "v", "w"]}).to_zarr(
+        _store(data, options), zarr_format=3,
+        encoding={"X": {"chunks": (700, 3)}, "y": {"chunks": (700,)}})
+    first = f"s3://{BUCKET}/grows-fit.zarr"
+    streamlsq.fit_stream(data, out=first, fit_intercept=True, block_size=500,
+                         storage_options=options, client=client)
+    xr.Dataset({"X": (("sample", "feature"), X[4_000:]), "y": (("sample",), y[4_000:])},
+               coords={"feature": ["u", "v", "w"]}).to_zarr(_store(data, options),
+                                                           append_dim="sample")
+    more = streamlsq.fit_stream(data, continue_from=first, fit_intercept=True, block_size=500,
+                                storage_options=options, client=client)
+    ref = lstsq(np.hstack([np.ones((4_400, 1)), X]), y[:, None])
+    np.testing.assert_allclose(more.coef.isel(step=-1).values, ref, rtol=1e-10)
+    assert list(more.feature.values) == ["intercept", "u", "v", "w"]
+    pred = f"s3://{BUCKET}/grows-pred.zarr"
+    streamlsq.predict_stream(first, data, out=pred, storage_options=options, client=client)
+    got = open_result(pred, storage_options=options)
+    W = open_result(first, storage_options=options).coef.isel(step=-1).values
+    np.testing.assert_allclose(got.yhat.values, np.hstack([np.ones((4_400, 1)), X]) @ W,
+                               rtol=1e-12)
+    assert got.residual.shape == (4_400, 1)
+
+
+def test_metalearn_and_predict_read_and_write_s3(s3, client, tmp_path):
+    endpoint, options = s3
+    tasks = _store(f"s3://{BUCKET}/tasks.zarr", options)
+    kw = dict(k=2, d=4, n_light=2_000, t_light=4, n_heavy=60, t_heavy=40, n_light2=500,
+              t_light2=8, seed=2, client=client)
+    streamlsq.simulate_mlr(tasks, **kw)
+    local = streamlsq.simulate_mlr(tmp_path / "tasks.zarr", **kw)
+    model = _store(f"s3://{BUCKET}/model.zarr", options)
+    remote_model = streamlsq.metalearn(tasks, 2, out=model, client=client)
+    local_model = streamlsq.metalearn(local, 2, client=client)
+    np.testing.assert_array_equal(remote_model.coef.values, local_model.coef.values)
+    assert open_result(model).attrs["complete"] is True
+    out = _store(f"s3://{BUCKET}/pred.zarr", options)
+    streamlsq.predict(model, tasks, out=out, holdout=2, yhat=True, client=client)
+    got = open_result(out)
+    ref = streamlsq.predict(model, local, holdout=2,
+                            yhat=True, client=client)
+    np.testing.assert_array_equal(got.coef.values, ref.coef.values)
+    np.testing.assert_array_equal(got.yhat.values, ref.yhat.values)
+    assert _leftovers(options) == []
+
+
+def test_a_concurrent_publication_is_refused_by_the_conditional_write(s3):
+    from streamlsq.errors import OutputError
+    from streamlsq.io.location import locate
+    from streamlsq.io.outputs import RemoteTemporary, publish_remote
+
+    endpoint, options = s3
+    out = locate(f"s3://{BUCKET}/race.zarr", options)
+    with RemoteTemporary(out) as tmp:
+        g = zarr.open_group(tmp.store, mode="w", zarr_format=3)
+        g.attrs.update({"complete": True, "written_by": "streamlsq test"})
+        g.create_array("a", shape=(3,), dtype="float64")[...] = 1.0
+        # another run claims the destination between this run's check and its publication
+        _fs(options).pipe_file(f"{BUCKET}/race.zarr/zarr.json",
+                               b'{"zarr_format": 3, "node_type": "group", "attributes": {}}')
+        with pytest.raises(OutputError, match="another run published a result here"):
+            publish_remote(tmp, out, overwrite=False)
+    assert _fs(options).find(f"{BUCKET}/race.zarr") == [f"{BUCKET}/race.zarr/zarr.json"]
+    assert _leftovers(options, "race") == []
+
+
+def test_the_command_line_reads_s3_urls_with_credentials_from_the_environment(s3):
+    """A new process, as a user runs it: its embedded cluster's workers inherit the
+    environment, where fsspec finds the endpoint and the credentials."""
+    import os
+    import subprocess
+    import sys
+
+    endpoint, options = s3
+    env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint, "FSSPEC_S3_KEY": "testing",
+           "FSSPEC_S3_SECRET": "testing"}
+    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    data, out = f"s3://{BUCKET}/cli.zarr", f"s3://{BUCKET}/cli-fit.zarr"
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((900, 2))
+    y = X @ [3.0, -1.0] + 2.0
+    xr.Dataset({"p": ("t", X[:, 0]), "q": ("t", X[:, 1]), "r": ("t", y)}).chunk(
+        {"t": 300}).to_zarr(_store(data, options), zarr_format=3)
+    res = subprocess.run([sys.executable, "-m", "streamlsq.cli", "fit", "rls", data, "--out",
+                          out, "--x", "p,q", "--y", "r", "--sample-dim", "t", "--intercept",
+                          "--forgetting", "1", "--workers", "1"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith(f"wrote {out}: rls")
+    fit = open_result(out, storage_options=options)
+    np.testing.assert_allclose(fit.coef.isel(step=-1, target=0).values, [2.0, 3.0, -1.0],
+                               rtol=1e-9)
+    assert list(fit.feature.values) == ["intercept", "p", "q"]

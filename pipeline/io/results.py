@@ -160,7 +160,8 @@ def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
     return loc if loc.remote else Path(loc.url)
 
 
-def open_result(path, *, storage_options: dict | None = None) -> xr.Dataset:
+def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
+                ) -> xr.Dataset:
     """Open a result store (a path, an fsspec URL or a zarr store object); refuse one that an
     interrupted run left incomplete.
 
@@ -175,7 +176,7 @@ def open_result(path, *, storage_options: dict | None = None) -> xr.Dataset:
     (True, 'kf4lls')
     >>> tmp.cleanup()
     """
-    ds = open_dataset(path, storage_options=storage_options)
+    ds = open_dataset(path, storage_options=storage_options, lazy=lazy)
     if ds.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
     return ds

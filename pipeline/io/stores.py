@@ -420,9 +420,10 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
 
 
 def open_dataset(path: str | os.PathLike, group: str | None = None, *,
-                 storage_options: dict | None = None) -> xr.Dataset:
+                 storage_options: dict | None = None, lazy: bool = True) -> xr.Dataset:
     """Any streamlsq store (a path, an fsspec URL or a zarr store object) as a lazily
-    loaded (dask-backed) xarray Dataset.
+    loaded (dask-backed) xarray Dataset; ``lazy=False``: backed by the store itself, each
+    variable read whole when first used, without dask (small results).
 
     Examples
     --------
@@ -434,13 +435,15 @@ def open_dataset(path: str | os.PathLike, group: str | None = None, *,
     (('sample', 'feature'), (10000, 3))
     >>> tmp.cleanup()
     """
+    chunks = "auto" if lazy else None  # lazy=False: NumPy arrays, read without dask
     loc = locate(path, storage_options)
     if loc is None:  # an in-memory zarr store: xarray reads it itself
-        return xr.open_zarr(path, group=group, consolidated=None, zarr_format=3)
+        return xr.open_zarr(path, group=group, consolidated=None, zarr_format=3,
+                            chunks=chunks)
     if not loc.exists():
         raise InputError(f"{loc.shown or loc.url}: no such store")
     return xr.open_zarr(loc.zarr_store(read_only=True), group=group, consolidated=None,
-                        zarr_format=3)
+                        zarr_format=3, chunks=chunks)
 
 
 # -- results -------------------------------------------------------------------

@@ -211,7 +211,7 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
         raise InputError("--continue-from reads a store (a path, URL or zarr store) whose "
                          "chunks can be stamped, not an xarray Dataset: write the Dataset "
                          "to Zarr (ds.to_zarr) and append to it")
-    prev = open_result(result, storage_options=storage_options).load()
+    prev = open_result(result, storage_options=storage_options, lazy=False).load()
     a = prev.attrs
     if a.get("method") != rec.name:
         raise _continue_refusal(result, f"it was fitted by '{a.get('method')}', not "

@@ -97,6 +97,22 @@ def _rss(yty: float, xty: np.ndarray, xtx: np.ndarray, w: np.ndarray) -> float:
     return float(yty - 2.0 * (w @ xty) + w @ xtx @ w)
 
 
+def _unpack_stats(stats: dict, n_tasks_total: int):
+    """(XᵀX, Xᵀy, yᵀy, rows, tasks, n_total) of combined statistics, checked."""
+    missing = [key for key in _STAT_KEYS if key not in stats]
+    if missing:
+        raise ValueError(f"stats lacks {missing}; expected the keys {list(_STAT_KEYS)}")
+    tasks = np.asarray(stats["tasks"])
+    n_total = int(n_tasks_total)
+    if n_total < int(tasks.sum()) or n_total < 1:
+        raise ValueError(
+            f"n_tasks_total = {n_total} is smaller than the {int(tasks.sum())} tasks in stats"
+        )
+    return (np.asarray(stats["xtx"], dtype=np.float64), np.asarray(stats["xty"], np.float64),
+            np.asarray(stats["yty"], dtype=np.float64), np.asarray(stats["rows"]), tasks,
+            n_total)
+
+
 def refine_from_stats(stats: dict, n_tasks_total: int):
     """Per-cluster least squares from combined statistics: (W (k, d), s2 (k,), p (k,)).
 
@@ -104,20 +120,8 @@ def refine_from_stats(stats: dict, n_tasks_total: int):
     RSS_ℓ/(rows_ℓ − d); p̂_ℓ = tasks_ℓ/n_tasks_total. Refuses a cluster with
     rows ≤ d or a singular XᵀX, naming the cluster.
     """
-    missing = [key for key in _STAT_KEYS if key not in stats]
-    if missing:
-        raise ValueError(f"stats lacks {missing}; expected the keys {list(_STAT_KEYS)}")
-    xtx = np.asarray(stats["xtx"], dtype=np.float64)
-    xty = np.asarray(stats["xty"], dtype=np.float64)
-    yty = np.asarray(stats["yty"], dtype=np.float64)
-    rows = np.asarray(stats["rows"])
-    tasks = np.asarray(stats["tasks"])
+    xtx, xty, yty, rows, tasks, n_total = _unpack_stats(stats, n_tasks_total)
     k, d = xty.shape
-    n_total = int(n_tasks_total)
-    if n_total < int(tasks.sum()) or n_total < 1:
-        raise ValueError(
-            f"n_tasks_total = {n_total} is smaller than the {int(tasks.sum())} tasks in stats"
-        )
     W = np.zeros((k, d))
     s2 = np.zeros(k)
     for ell in range(k):
@@ -164,24 +168,12 @@ def refine_with_fallback(stats: dict, n_tasks_total: int, W0, r2):
     >>> W.round(6).tolist(), s2.tolist(), status.tolist()  # the second feature keeps its prior
     ([[2.0, 5.0]], [0.5], [2])
     """
-    missing = [key for key in _STAT_KEYS if key not in stats]
-    if missing:
-        raise ValueError(f"stats lacks {missing}; expected the keys {list(_STAT_KEYS)}")
-    xtx = np.asarray(stats["xtx"], dtype=np.float64)
-    xty = np.asarray(stats["xty"], dtype=np.float64)
-    yty = np.asarray(stats["yty"], dtype=np.float64)
-    rows = np.asarray(stats["rows"])
-    tasks = np.asarray(stats["tasks"])
+    xtx, xty, yty, rows, tasks, n_total = _unpack_stats(stats, n_tasks_total)
     k, d = xty.shape
     W0 = np.asarray(W0, dtype=np.float64)
     r2 = np.asarray(r2, dtype=np.float64)
     if W0.shape != (k, d) or r2.shape != (k,):
         raise ValueError(f"W0 must be ({k}, {d}) and r2 ({k},), got {W0.shape} and {r2.shape}")
-    n_total = int(n_tasks_total)
-    if n_total < int(tasks.sum()) or n_total < 1:
-        raise ValueError(
-            f"n_tasks_total = {n_total} is smaller than the {int(tasks.sum())} tasks in stats"
-        )
     W = np.zeros((k, d))
     s2 = np.zeros(k)
     status = np.zeros(k, dtype=np.int8)

@@ -480,6 +480,27 @@ def finished_result(out, fingerprint: dict):
     return ds
 
 
+def prepare_run(out, overwrite: bool, checkpoint, resume: bool, fingerprint: dict, inputs,
+                remove_checkpoint, storage_options=None):
+    """What every checkpointable command does before its work: with ``resume``, the run's
+    result when it was published before a kill (``remove_checkpoint()`` then clears what
+    the kill left behind), else None; and ``out`` and ``checkpoint`` checked usable and
+    apart from the inputs (which matter most) and from each other."""
+    from streamlsq.io.results import prepare_output
+
+    if resume:  # the run being resumed may have published its result before it was killed
+        done = finished_result(out, fingerprint)
+        if done is not None:
+            remove_checkpoint()
+            return done
+    if out is not None:
+        prepare_output(out, overwrite, inputs=inputs, storage_options=storage_options)
+        if checkpoint is not None:
+            check_apart(checkpoint, inputs, "--checkpoint")
+            check_apart(checkpoint, [out], "--checkpoint", of="output")
+    return None
+
+
 def remove_finished(folder: CheckpointFolder) -> None:
     """After a resumed run found its result published, remove the checkpoint a kill between
     publication and clean-up left behind: only a streamlsq checkpoint of this very run

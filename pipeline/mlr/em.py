@@ -32,12 +32,11 @@ from streamlsq.io.checkpoint import (
     EntryCheckpoint,
     entry_checkpoint,
     fingerprint_digest,
-    finished_result,
+    prepare_run,
     remove_finished,
 )
-from streamlsq.io.outputs import check_apart
 from streamlsq.io.provenance import provenance
-from streamlsq.io.results import prepare_output, write_result
+from streamlsq.io.results import write_result
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
     TaskChunk,
@@ -161,16 +160,10 @@ def fit_em(
                    "seed": int(seed), "chunk_tasks": chunk_tasks}
     folder = dict(fingerprint=fingerprint, inputs=[source], kind="em",
                   variables=("X", "y", "task_ptr", "role"))
-    if resume:  # the run being resumed may have published its result before it was killed
-        done = finished_result(out, fingerprint)
-        if done is not None:
-            remove_finished(EntryCheckpoint(checkpoint, **folder))
-            return done
-    if out is not None:
-        prepare_output(out, overwrite, inputs=[source])
-        if checkpoint is not None:  # the input first: it matters most
-            check_apart(checkpoint, [source], "--checkpoint")
-            check_apart(checkpoint, [out], "--checkpoint", of="output")
+    done = prepare_run(out, overwrite, checkpoint, resume, fingerprint, [source],
+                       lambda: remove_finished(EntryCheckpoint(checkpoint, **folder)))
+    if done is not None:
+        return done
     ptr = source.task_ptr()
     chunks = plan_chunks(ptr, np.diff(ptr) > 0, chunk_tasks)
     n_used = sum(c.n for c in chunks)

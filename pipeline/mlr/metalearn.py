@@ -49,11 +49,10 @@ from streamlsq.io.checkpoint import (
     EntryCheckpoint,
     entry_checkpoint,
     fingerprint_digest,
-    finished_result,
     merge_spans,
+    prepare_run,
     remove_finished,
 )
-from streamlsq.io.outputs import check_apart
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.tasks import (
@@ -341,16 +340,10 @@ def metalearn(
                    "holdout": holdout, "chunk_tasks": chunk_tasks, "tile": tile}
     folder = dict(fingerprint=fingerprint, inputs=[source], kind="metalearn",
                   variables=("X", "y", "task_ptr", "role"))
-    if resume:  # the run being resumed may have published its model before it was killed
-        done = finished_result(out, fingerprint)
-        if done is not None:
-            remove_finished(EntryCheckpoint(checkpoint, **folder))
-            return done
-    if out is not None:
-        prepare_output(out, overwrite, inputs=[source])
-        if checkpoint is not None:  # the input first: it matters most
-            check_apart(checkpoint, [source], "--checkpoint")
-            check_apart(checkpoint, [out], "--checkpoint", of="output")
+    done = prepare_run(out, overwrite, checkpoint, resume, fingerprint, [source],
+                       lambda: remove_finished(EntryCheckpoint(checkpoint, **folder)))
+    if done is not None:
+        return done
     started = time.perf_counter()
     with entry_checkpoint(checkpoint, resume=resume, **folder) as ckpt, \
             dask_client(client, scheduler) as cl:

@@ -12,10 +12,9 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
-from streamlsq.io.checkpoint import Checkpoint, fingerprint_digest
-from streamlsq.io.outputs import check_apart
+from streamlsq.io.checkpoint import Checkpoint, fingerprint_digest, prepare_run
 from streamlsq.io.provenance import provenance
-from streamlsq.io.results import prepare_output, write_result
+from streamlsq.io.results import write_result
 from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion, ScanRecursion
@@ -26,7 +25,6 @@ from streamlsq.stream.plans import Section, StreamPlan
 from streamlsq.stream.resume import (
     continued_plan,
     continued_result,
-    finished_result,
     fit_checkpoint,
     join_previous,
     previous_state,
@@ -252,16 +250,12 @@ def fit_stream(
         })
     record_every = resolve_record_every(plan, record_every)
     fingerprint = run_fingerprint(plan, rec, record_every, dtype, engine)
-    if resume:  # the run being resumed may have published its result before it was killed
-        done = finished_result(out, fingerprint)
-        if done is not None:
-            remove_finished_checkpoint(checkpoint, fingerprint, engine, plan.sources)
-            return done
-    if out is not None:
-        prepare_output(out, overwrite, inputs=plan.sources, storage_options=storage_options)
-        if checkpoint is not None:  # the inputs first: they matter most
-            check_apart(checkpoint, plan.sources, "--checkpoint")
-            check_apart(checkpoint, [out], "--checkpoint", of="output")
+    done = prepare_run(out, overwrite, checkpoint, resume, fingerprint, plan.sources,
+                       lambda: remove_finished_checkpoint(checkpoint, fingerprint, engine,
+                                                          plan.sources),
+                       storage_options=storage_options)
+    if done is not None:
+        return done
     with fit_checkpoint(checkpoint, resume, plan, rec, record_every, dtype, engine,
                         Checkpoint) as ckpt:
         traj, seconds, record_every = run_plan(

@@ -260,3 +260,17 @@ def test_the_accessor_fits_like_fit_stream(table, client):
     ref = fit_stream(ds, x=["a", "b", "c"], y="d", fit_intercept=True, client=client)
     np.testing.assert_array_equal(fit.coef.values, ref.coef.values)
     np.testing.assert_allclose(_final(fit), lstsq(_with_ones(X), y[:, None]), rtol=1e-10)
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_lms_estimator_and_pipeline_agree_with_and_without_the_intercept(table, client,
+                                                                        intercept):
+    from streamlsq import LMSRegressor
+
+    X, y, ds = table
+    est = LMSRegressor(rate=0.02, block_size=500, fit_intercept=intercept).fit(X, y)
+    fit = fit_stream(ds, "lms", x=["a", "b", "c"], y="d", rate=0.02, block_size=500,
+                     fit_intercept=intercept, client=client)
+    W = _final(fit)[:, 0]
+    np.testing.assert_array_equal(W[int(intercept):], est.coef_)
+    assert est.intercept_ == (W[0] if intercept else 0.0)

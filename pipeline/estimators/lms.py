@@ -62,6 +62,9 @@ class LMSRegressor(RecursionRegressor, recursion="lms"):
     block_size : int or None, default None
         Rows per step (and per shuffled chunk); the numbers do not depend on it
         without shuffling. None: one block per call and epoch.
+    fit_intercept : bool, default True
+        The kernel's constant term x̃ = [1, x] (``intercept_``); False: x̃ = x and
+        ``intercept_`` is 0, as ``fit_stream(..., "lms", fit_intercept=False)``.
 
     Attributes
     ----------
@@ -88,10 +91,16 @@ class LMSRegressor(RecursionRegressor, recursion="lms"):
               type=int, optional=True),
         Param("block_size", None, "Rows per step (and per shuffled chunk).", type=int,
               optional=True),
+        Param("fit_intercept", True, "The kernel's constant term (intercept_); False: none.",
+              type=bool),
     )
 
     def _has_intercept_row(self) -> bool:
-        return True
+        return bool(self.fit_intercept)
+
+    def _kernel_values(self, X, first_call: bool) -> dict:
+        return {**super()._kernel_values(X, first_call),
+                "intercept": check_bool(self.fit_intercept, "fit_intercept")}
 
     def _n_kernel_features(self, n_features: int) -> int:
         return n_features

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import numpy as np
 import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
+from streamlsq.io.location import locate
 from streamlsq.io.stores import (
     array_names,
     dimension_names,
@@ -95,7 +95,8 @@ def check_values(path: str, client: Client) -> int:
     """Read every chunk of a stream store in parallel and refuse NaN/Inf, unreadable chunks and
     values so large that the solvers' sums would overflow
     (:func:`~streamlsq.kernels.limits.largest_safe_magnitude`); returns rows checked."""
-    if not Path(path).exists():
+    loc = locate(path)
+    if loc is None or not loc.exists():
         raise InputError(f"{path}: no such store")
     source = open_stream(path)
     edges = source.chunk_edges()

@@ -435,15 +435,15 @@ def open_dataset(path: str | os.PathLike, group: str | None = None, *,
     (('sample', 'feature'), (10000, 3))
     >>> tmp.cleanup()
     """
-    chunks = "auto" if lazy else None  # lazy=False: NumPy arrays, read without dask
+    # lazy=False: NumPy arrays, read without dask; else xarray's default (dask)
+    chunks = {} if lazy else {"chunks": None}
     loc = locate(path, storage_options)
     if loc is None:  # an in-memory zarr store: xarray reads it itself
-        return xr.open_zarr(path, group=group, consolidated=None, zarr_format=3,
-                            chunks=chunks)
+        return xr.open_zarr(path, group=group, consolidated=None, zarr_format=3, **chunks)
     if not loc.exists():
         raise InputError(f"{loc.shown or loc.url}: no such store")
     return xr.open_zarr(loc.zarr_store(read_only=True), group=group, consolidated=None,
-                        zarr_format=3, chunks=chunks)
+                        zarr_format=3, **chunks)
 
 
 # -- results -------------------------------------------------------------------

@@ -21,12 +21,15 @@ import json
 import os
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError
+
+if TYPE_CHECKING:  # xarray is imported where a Dataset is made: opening a store stays light
+    import xarray as xr
 
 __all__ = [
     "consolidate",
@@ -350,6 +353,8 @@ def open_dataset(path: str | os.PathLike, group: str | None = None) -> xr.Datase
     (('sample', 'feature'), (10000, 3))
     >>> tmp.cleanup()
     """
+    import xarray as xr
+
     path = str(path)
     if not Path(path).exists():
         raise InputError(f"{path}: no such store")

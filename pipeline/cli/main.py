@@ -100,7 +100,7 @@ class _OneLineErrors(click.Group):
         rows = []
         for name in self.list_commands(ctx):
             if name in COMMANDS and not self.commands.loaded(name):
-                help_text = click.utils.make_default_short_help(COMMANDS[name][2], limit)
+                help_text = click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)
             else:
                 help_text = self.commands[name].get_short_help_str(limit)
             rows.append((name, help_text))

@@ -132,7 +132,7 @@ def main() -> None:
             f"{'in order rows/s':>17}{'spread':>19}{'parallel rows/s':>17}{'spread':>19}"
             f"{'vs zstd (order/par)':>21}")
     print(head)
-    for (ds, _codec), r in stores.items():
+    for r in stores.values():
         r.pop("source")
         for kind in ("in_order", "parallel"):
             rates = r["rows"] / np.array(r[kind])

@@ -201,12 +201,29 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, dat
                        ("memory_limit", memory_limit)):
         if value is not None:
             kwargs[key] = value
-    with LocalCluster(**kwargs) as cluster, Client(cluster, set_as_default=False) as c:
+    with contextlib.ExitStack() as stack:
+        if kind == "threads":
+            # the worker threads are the parallelism: one BLAS thread each, as distributed
+            # gives worker processes (OMP/OPENBLAS/MKL_NUM_THREADS=1), not one per core each
+            stack.enter_context(_one_blas_thread())
+        cluster = stack.enter_context(LocalCluster(**kwargs))
+        c = stack.enter_context(Client(cluster, set_as_default=False))
         try:
             yield c, True
         finally:
             if kind == "threads":  # the reads kept their pages in this very process
                 release_pages()
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - scikit-learn brings it
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def embedded_workers(data_bytes: int | None = None, *, n_workers: int | None = None,

@@ -34,7 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-EXE = [sys.executable, "-m", "streamlsq.cli"]
+#: the console script a user runs (``python -m streamlsq.cli`` when it is not on PATH)
+EXE = [shutil.which("streamlsq")] if shutil.which("streamlsq") else [sys.executable, "-m",
+                                                                     "streamlsq.cli"]
 
 
 def timed(cmd, env=None, cwd=None) -> float:

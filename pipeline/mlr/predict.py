@@ -59,7 +59,7 @@ ESTIMATORS = ("bayes", "map", "lstsq")
 
 def _predict_chunk(chunk: TaskChunk, source: TaskSource, W, s2, p, estimator, holdout, path):
     with reading_chunk(source, chunk):
-        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
+        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi, ptr=chunk.ptr)
         held = None
         if holdout:
             (X, y, ptr), held = mlr.holdout_split(X, y, ptr, holdout)

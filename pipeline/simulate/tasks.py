@@ -207,7 +207,10 @@ def simulate_mlr(
 
 def _put(g: zarr.Group, name: str, values: np.ndarray, dims: list[str]) -> zarr.Array:
     chunks = (min(TASK_CHUNK, max(1, values.shape[0])),) if values.ndim == 1 else values.shape
+    # every chunk written, even one equal to the fill value (all light tasks: role code 0),
+    # or the store would read as incomplete
     a = g.create_array(name, shape=values.shape, chunks=chunks, dtype=values.dtype,
-                       dimension_names=dims)
+                       dimension_names=dims, compressors=compressors(None, values.itemsize),
+                       config={"write_empty_chunks": True})
     a[...] = values
     return a

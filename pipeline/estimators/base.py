@@ -67,6 +67,7 @@ from streamlsq.kernels import (
 )
 from streamlsq.kernels.recursions.contract import Param
 from streamlsq.kernels.recursions.registry import RECURSIONS
+from streamlsq.runtime.memory import fast_large_allocations
 
 __all__ = [
     "BlocksMixin",
@@ -316,8 +317,12 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
     def _fold_pass(self, kernel, state, p: Pass, n_steps: int, rows_seen: int):
         """Fold one pass, in pieces of whole blocks of about ``_PIECE_BYTES`` of X; only
         the final state is kept (nothing recorded). The same numbers as one fold."""
-        edges = p.edges
         target = max(1, self._PIECE_BYTES // (8 * max(1, p.X.shape[1])))
+        with fast_large_allocations():  # each piece's design reuses the last one's pages
+            return self._fold_pieces(kernel, state, p, n_steps, rows_seen, target)
+
+    def _fold_pieces(self, kernel, state, p: Pass, n_steps, rows_seen, target):
+        edges = p.edges
         j, n_blocks = 0, edges.size - 1
         while j < n_blocks:
             k = max(j + 1, int(np.searchsorted(edges, edges[j] + target, side="right")) - 1)

@@ -5,7 +5,8 @@ For each size in ``--gb`` (gigabytes of X and y on disk, uncompressed float64 wr
 with the default codec), simulates (or reuses, in ``--dir``) a stream store, and on one
 LocalCluster whose workers are limited to ``--memory-limit`` each (distributed pauses,
 then restarts, a worker that goes past its limit, so finishing at all shows the bound)
-fits it with both engines (KF4LLS, ``--repeat`` round-robin rounds), printing for each
+fits it with both engines (KF4LLS; ``--repeat`` rounds, round-robin over the sizes and
+the engines, so that the machine's load falls on every size alike), printing for each
 run the seconds (median, spread), rows/s, the peak RSS of the largest single worker
 (psutil, every 0.05 s) and of the cluster (distributed's MemorySampler: the sum over
 workers, every 0.1 s). Then, between the smallest and the largest size, the growth of
@@ -55,7 +56,8 @@ def main() -> None:
     with LocalCluster(n_workers=args.workers, threads_per_worker=1,
                       memory_limit=args.memory_limit, dashboard_address=":0",
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
-        for gb in sizes:
+        stores = {}
+        for gb in sizes:  # every store first, so that the fits can run round-robin
             store = args.dir / f"bench-memory-{gb:g}gb.zarr"
             rows = int(gb * 1e9 / (8 * (args.features + 1)))
             if not store.exists():
@@ -64,33 +66,39 @@ def main() -> None:
                                 progress=False)
                 print(f"simulated {rows} x {args.features} ({gb:g} GB) in "
                       f"{time.perf_counter() - t:.0f} s", flush=True)
-            src = open_stream(store)
-            disk = sum(f.stat().st_size for f in store.rglob("*") if f.is_file()) / 1e9
-            sampler = MemorySampler()
-            runs = {"sequential": [], "scan": []}
-            for i in range(args.repeat):
-                for engine in runs:
-                    name = f"{engine}-{i}"
+            stores[gb] = store
+        sampler = MemorySampler()
+        runs = {gb: {"sequential": [], "scan": []} for gb in sizes}
+        last = {}
+        for i in range(args.repeat):  # round-robin over sizes and engines: the same load
+            for gb, store in stores.items():
+                for engine in runs[gb]:
+                    name = f"{gb}-{engine}-{i}"
                     with sampler.sample(name, interval=0.1), WorkerPeak(client) as wp:
                         t = time.perf_counter()
                         ds = fit_stream(store, "kf4lls", engine=engine, client=client,
                                         progress=False)
-                        runs[engine].append({"seconds": time.perf_counter() - t,
-                                             "worker_peak": wp.peak})
-            cluster_peak = sampler.to_pandas().max()
-            for engine, rs in runs.items():
+                        runs[gb][engine].append({"seconds": time.perf_counter() - t,
+                                                 "worker_peak": wp.peak})
+                    last[gb] = ds
+        cluster_peak = sampler.to_pandas().max()
+        for gb, store in stores.items():
+            for engine, rs in runs[gb].items():
                 for i, r in enumerate(rs):
-                    r["cluster_peak"] = float(cluster_peak[f"{engine}-{i}"])
-            entry = {"gb": gb, "rows": src.n_rows, "disk_gb": disk, "runs": runs}
+                    r["cluster_peak"] = float(cluster_peak[f"{gb}-{engine}-{i}"])
+            src = open_stream(store)
+            disk = sum(f.stat().st_size for f in store.rglob("*") if f.is_file()) / 1e9
+            entry = {"gb": gb, "rows": src.n_rows, "disk_gb": disk, "runs": runs[gb]}
             if gb == sizes[0]:
                 X = da.from_zarr(str(store), component="X")
                 y = da.from_zarr(str(store), component="y")
                 ref = client.compute(da.linalg.lstsq(X, y)[0]).result()
-                coef = ds.coef.isel(step=-1).values
+                coef = last[gb].coef.isel(step=-1).values
                 entry["rel_err_vs_tsqr"] = float(np.abs(coef - ref).max() / np.abs(ref).max())
             results[gb] = entry
             print_size(entry, args.memory_limit, args.workers)
-            if not args.keep:
+        if not args.keep:
+            for store in stores.values():
                 shutil.rmtree(store, ignore_errors=True)
     growth = summary(results, sizes)
     load = os.getloadavg()

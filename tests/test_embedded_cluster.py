@@ -40,7 +40,11 @@ def test_the_config_forces_either_kind():
         embedded_workers(1)
 
 
-def test_a_small_input_gets_an_in_process_cluster(auto):
+def test_a_small_input_gets_an_in_process_cluster(auto, monkeypatch):
+    import streamlsq.runtime.client as runtime_client
+
+    monkeypatch.setattr(runtime_client, "_default_client", lambda: None)  # another test's
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     with dask_client(data_bytes=10**6) as client:
         workers = client.scheduler_info()["workers"]
         assert all(a.startswith("inproc://") for a in workers)

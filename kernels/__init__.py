@@ -17,9 +17,20 @@ Subpackages, by concern:
 - :mod:`~streamlsq.kernels.linalg`: the small dense solves every kernel shares
 """
 
-from streamlsq.kernels import linalg, mlr, recursions
-from streamlsq.kernels.linalg import SingularMatrixError, spd_solve, symmetrize
-from streamlsq.kernels.recursions import *  # noqa: F403 - the recursions' public names
+import importlib
+from typing import TYPE_CHECKING
+
+from streamlsq.kernels import recursions  # light: its names are imported on first use
+
+#: public name -> module that defines it; subpackages and modules are imported on first
+#: use, so that importing one kernel does not load SciPy, numba and every other kernel
+_PUBLIC = {
+    "SingularMatrixError": "streamlsq.kernels.linalg",
+    "spd_solve": "streamlsq.kernels.linalg",
+    "symmetrize": "streamlsq.kernels.linalg",
+    **recursions._PUBLIC,
+}
+_MODULES = ("linalg", "mlr")
 
 __all__ = [
     *recursions.__all__,
@@ -30,3 +41,24 @@ __all__ = [
     "spd_solve",
     "symmetrize",
 ]
+
+
+def __getattr__(name: str):
+    if name in _MODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    elif name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC) | set(_MODULES))
+
+
+if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time see __getattr__
+    from streamlsq.kernels import linalg, mlr
+    from streamlsq.kernels.linalg import SingularMatrixError, spd_solve, symmetrize
+    from streamlsq.kernels.recursions import *  # noqa: F403 - the recursions' public names

@@ -36,7 +36,7 @@ def loopback_address():
 
 @pytest.fixture(scope="session")
 def stream_200k(tmp_path_factory, client):
-    """The issue's reference store: 200,000 x 20, several chunks, one target."""
+    """The reference store: 200,000 x 20, several chunks, one target."""
     from streamlsq import simulate_stream
 
     path = tmp_path_factory.mktemp("stores") / "stream200k.zarr"

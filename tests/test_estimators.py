@@ -105,7 +105,7 @@ _MULTI_COLUMN_CHECKS = [
     "check_regressors_train",
     "check_supervised_y_2d",
 ]
-#: class name -> {check name: why it cannot apply}; listed in the issue note.
+#: class name -> {check name: why it cannot apply}; documented in docs/algorithms.md (IRMA).
 #: The same properties are tested on one-column data in the IRMA section below.
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     cls.__name__: dict.fromkeys(_MULTI_COLUMN_CHECKS, _FIXED_INPUT_DIMENSION)

@@ -254,7 +254,7 @@ def _largest(store):
 
 
 def test_bfgs_never_publishes_nan_coefficients(tmp_path, run):
-    """The store of the issue: BFGS's state goes NaN on finite values near 1e120; the
+    """A store that broke BFGS before: BFGS's state goes NaN on finite values near 1e120; the
     result used to be published complete with 195 of 200 NaN steps."""
     data = _huge(tmp_path, 1e120)
     out = tmp_path / "o.zarr"

@@ -52,7 +52,7 @@ def test_200k_by_10_store_is_exact_to_eps_kappa(kappa_stores, client, engine, ka
     err = _rel(ds.coef.values[-1], ref)
     assert err <= 1e3 * EPS * kappa
     if kappa == 1e6:
-        assert err <= 1e-9  # the issue's figure for κ = 1e6
+        assert err <= 1e-9  # the bound we promise for κ = 1e6
     assert ds.attrs["condition_number"] == pytest.approx(kappa, rel=1e-3)
     assert ds.attrs["digits_trusted"] == pytest.approx(-np.log10(EPS * kappa), abs=0.1)
     # and every recorded step against lstsq on the rows seen by then
@@ -69,7 +69,7 @@ def test_normal_solver_refuses_what_the_qr_solver_fits(kappa_stores, client):
 
 
 def test_columns_scaled_over_ten_decades_are_fitted(tmp_path, client):
-    """The issue's store: 200,000 x 6, columns scaled from 1e-5 to 1e5 (refused by the
+    """A user's store: 200,000 x 6, columns scaled from 1e-5 to 1e5 (refused by the
     normal equations as numerical rank 4 of 6)."""
     rng = np.random.default_rng(2)
     A = rng.standard_normal((200_000, 6))

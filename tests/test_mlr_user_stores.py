@@ -1,4 +1,4 @@
-"""Meta-learning on task stores as users write them (issue 11): roles as strings or CF
+"""Meta-learning on task stores as users write them: roles as strings or CF
 codes, no roles at all, thin clusters, k chosen from the data, predicted targets.
 
 References: the in-memory kernels (``mlr.meta_learn``, ``mlr.select_k``) on the

@@ -8,7 +8,7 @@ order for data whose residual is noise (the noise is then also what makes ψ lar
 the weak directions); numpy.linalg.lstsq has the same bound, so two exact methods differ
 by a few ε·κ. A streaming QR adds the rounding of each merge: c grows like √(merges)
 for a chain (per-sample RLS), like √(log merges) for the fixed tree of slices and of
-the scan prefix. The tests ask for 1e3·ε·κ, the issue's bound, which covers c for
+the scan prefix. The tests ask for 1e3·ε·κ, the bound we promise, which covers c for
 every configuration here (measured: 0.1–10 ε·κ). The normal equations lose ε·κ²
 instead (and are refused from κ ≈ 1e8 on): the contrast is checked too.
 """
@@ -288,7 +288,7 @@ def test_recursive_residuals_and_cusum_equal_statsmodels_recursive_ls():
     lo2, hi2 = sm_res._cusum_squares_significance_bounds(0.05, points=points)
 
     # statsmodels' Kalman filter works on the covariance form (rounding ~ε·κ² with
-    # κ(X) ≈ 27 here, ~1e-13), ours on the square-root form (~ε·κ): 1e-8 is the issue's
+    # κ(X) ≈ 27 here, ~1e-13), ours on the square-root form (~ε·κ): 1e-8 is the promised
     def close(ours, theirs, name):
         np.testing.assert_allclose(ours, theirs, rtol=1e-8, atol=1e-8 * np.abs(theirs).max(),
                                    err_msg=name)

@@ -10,33 +10,40 @@
 - :mod:`.irma`, :mod:`.basis`: IRMA and its baselines on a basis of raw inputs
 """
 
-from streamlsq.kernels.recursions.basis import (
-    Basis,
-    LegendreBasis,
-    MonomialBasis,
-    QuadratureBasis,
-    TensorBasis,
-    make_basis,
-)
-from streamlsq.kernels.recursions.bfgs import IncrementalBFGS
-from streamlsq.kernels.recursions.contract import (
-    BadRowError,
-    BlockGrid,
-    FoldResult,
-    Recursion,
-    State,
-    block_edges,
-)
-from streamlsq.kernels.recursions.interleaved import InterleavedKF4LLS
-from streamlsq.kernels.recursions.irma import (
-    IRMA,
-    IRMARLS,
-    IRMAGradientDescent,
-    StiffnessSchedule,
-)
-from streamlsq.kernels.recursions.kf4lls import KF4LLS, RLS, block_sums, kf4lls_update
-from streamlsq.kernels.recursions.lms import LMS, StepSchedule, lms_fold_arrays
-from streamlsq.kernels.recursions.shuffle import chunk_row_permutation, epoch_chunk_order
+import importlib
+from typing import TYPE_CHECKING
+
+#: public name -> module that defines it (imported on first use: numba and SciPy load
+#: only with the recursions that need them)
+_PUBLIC = {
+    "Basis": "streamlsq.kernels.recursions.basis",
+    "LegendreBasis": "streamlsq.kernels.recursions.basis",
+    "MonomialBasis": "streamlsq.kernels.recursions.basis",
+    "QuadratureBasis": "streamlsq.kernels.recursions.basis",
+    "TensorBasis": "streamlsq.kernels.recursions.basis",
+    "make_basis": "streamlsq.kernels.recursions.basis",
+    "IncrementalBFGS": "streamlsq.kernels.recursions.bfgs",
+    "BadRowError": "streamlsq.kernels.recursions.contract",
+    "BlockGrid": "streamlsq.kernels.recursions.contract",
+    "FoldResult": "streamlsq.kernels.recursions.contract",
+    "Recursion": "streamlsq.kernels.recursions.contract",
+    "State": "streamlsq.kernels.recursions.contract",
+    "block_edges": "streamlsq.kernels.recursions.contract",
+    "InterleavedKF4LLS": "streamlsq.kernels.recursions.interleaved",
+    "IRMA": "streamlsq.kernels.recursions.irma",
+    "IRMARLS": "streamlsq.kernels.recursions.irma",
+    "IRMAGradientDescent": "streamlsq.kernels.recursions.irma",
+    "StiffnessSchedule": "streamlsq.kernels.recursions.irma",
+    "KF4LLS": "streamlsq.kernels.recursions.kf4lls",
+    "RLS": "streamlsq.kernels.recursions.kf4lls",
+    "block_sums": "streamlsq.kernels.recursions.kf4lls",
+    "kf4lls_update": "streamlsq.kernels.recursions.kf4lls",
+    "LMS": "streamlsq.kernels.recursions.lms",
+    "StepSchedule": "streamlsq.kernels.recursions.lms",
+    "lms_fold_arrays": "streamlsq.kernels.recursions.lms",
+    "chunk_row_permutation": "streamlsq.kernels.recursions.shuffle",
+    "epoch_chunk_order": "streamlsq.kernels.recursions.shuffle",
+}
 
 __all__ = [
     "IRMA",
@@ -67,3 +74,47 @@ __all__ = [
     "lms_fold_arrays",
     "make_basis",
 ]
+
+
+def __getattr__(name: str):
+    try:
+        module = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time see __getattr__
+    from streamlsq.kernels.recursions.basis import (
+        Basis,
+        LegendreBasis,
+        MonomialBasis,
+        QuadratureBasis,
+        TensorBasis,
+        make_basis,
+    )
+    from streamlsq.kernels.recursions.bfgs import IncrementalBFGS
+    from streamlsq.kernels.recursions.contract import (
+        BadRowError,
+        BlockGrid,
+        FoldResult,
+        Recursion,
+        State,
+        block_edges,
+    )
+    from streamlsq.kernels.recursions.interleaved import InterleavedKF4LLS
+    from streamlsq.kernels.recursions.irma import (
+        IRMA,
+        IRMARLS,
+        IRMAGradientDescent,
+        StiffnessSchedule,
+    )
+    from streamlsq.kernels.recursions.kf4lls import KF4LLS, RLS, block_sums, kf4lls_update
+    from streamlsq.kernels.recursions.lms import LMS, StepSchedule, lms_fold_arrays
+    from streamlsq.kernels.recursions.shuffle import chunk_row_permutation, epoch_chunk_order

@@ -200,8 +200,9 @@ def lms_fold_arrays(
     """
     W = np.array(W, copy=True, order="C")
     dtype = W.dtype
+    X_in, Y_in = X, as_2d(Y)
     X = np.ascontiguousarray(X, dtype=dtype)
-    Y = np.ascontiguousarray(as_2d(Y), dtype=dtype)
+    Y = np.ascontiguousarray(Y_in, dtype=dtype)
     edges = np.ascontiguousarray(edges, dtype=np.int64)
     record_blocks = np.ascontiguousarray(record_blocks, dtype=np.int64)
     coefs = np.empty((record_blocks.size, *W.shape), dtype=dtype)
@@ -224,6 +225,11 @@ def lms_fold_arrays(
         bool(intercept),
     )
     if bad >= 0:
+        # a NaN or Inf in the rows makes W non-finite at once, so the rows are checked
+        # here, on the error path, rather than in a separate pass over every row first
+        stop = int(edges[bad + 1])
+        check_finite("X", np.asarray(X_in)[:stop])
+        check_finite("Y", np.asarray(Y_in)[:stop])
         raise ValueError(
             f"LMS diverged (non-finite coefficients) in local block {bad}, by sample {k}: "
             f"the rate {schedule.rate!r} is too large for the data scale "
@@ -370,8 +376,8 @@ class LMS(Recursion):
             raise ValueError(f"X must have shape (rows, {q}), got {X.shape}")
         if Y.shape != (X.shape[0], K):
             raise ValueError(f"Y must have shape ({X.shape[0]}, {K}), got {Y.shape}")
-        check_finite("X", X)
-        check_finite("Y", Y)
+        # NaN and Inf are refused by lms_fold_arrays: a non-finite value makes W
+        # non-finite at once, and its rows are checked then (no extra pass over the rows)
         return X, Y
 
     def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:

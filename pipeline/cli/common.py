@@ -109,6 +109,16 @@ def _scheduler_options(fn):
     return fn
 
 
+def _codec_option(fn):
+    """--codec for every command that writes a data store."""
+    from streamlsq.io.codecs import CODECS, DEFAULT_CODEC
+
+    return click.option(
+        "--codec", type=click.Choice(list(CODECS)), default=DEFAULT_CODEC, show_default=True,
+        help="Compression of the store's arrays (docs/performance.md#codecs: blosc-lz4 "
+             "decodes fastest for its size; any codec zarr reads can be read).")(fn)
+
+
 def _checkpoint_options(fn):
     """--checkpoint DIR and --resume, for every long command."""
     fn = click.option("--resume", is_flag=True,
@@ -120,7 +130,10 @@ def _checkpoint_options(fn):
     return fn
 
 
-def _client(scheduler, n_workers, memory_limit):
+def _client(scheduler, n_workers, memory_limit, data=None):
+    """The command's Dask client. ``data``: the store(s) the command reads, or the bytes
+    it will write; an embedded cluster for small data runs its workers as threads of
+    this process (``streamlsq.runtime.client.embedded_workers``)."""
     from streamlsq.runtime.client import dask_client
 
     if n_workers is not None and n_workers < 1:
@@ -129,7 +142,40 @@ def _client(scheduler, n_workers, memory_limit):
         from streamlsq.runtime.client import check_memory_limit
 
         check_memory_limit(memory_limit)
-    return dask_client(None, scheduler, n_workers=n_workers, memory_limit=memory_limit)
+    data_bytes = data if isinstance(data, int) or data is None else _stores_bytes(data)
+    return dask_client(None, scheduler, n_workers=n_workers, memory_limit=memory_limit,
+                       data_bytes=data_bytes)
+
+
+def _stores_bytes(paths) -> int | None:
+    """Uncompressed bytes of the arrays of the local Zarr store(s) ``paths`` (``PATH#GROUP``
+    names a group), from their metadata alone; None when any cannot be told cheaply."""
+    import json
+    from pathlib import Path
+
+    total = 0
+    for path in [paths] if isinstance(paths, str | os.PathLike) else paths:
+        if path is None:
+            continue
+        root = Path(str(path).split("#", 1)[0])
+        if not root.is_dir():
+            return None
+        try:
+            metas = [m for depth in range(1, 4)
+                     for m in root.glob("/".join(["*"] * depth + ["zarr.json"]))]
+            for meta in metas:
+                info = json.loads(meta.read_text())
+                if info.get("node_type") != "array":
+                    continue
+                n = 1
+                for size in info.get("shape", []):
+                    n *= int(size)
+                dtype = str(info.get("data_type", "float64"))
+                digits = "".join(c for c in dtype if c.isdigit())
+                total += n * (int(digits) // 8 if digits else 8)
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None
+    return total
 
 
 def _done_line(out, ds) -> str | None:

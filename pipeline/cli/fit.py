@@ -226,7 +226,7 @@ def recursion_command(name: str) -> click.Command:
             if value is not None:
                 params[key] = value
         segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
-        with _client(scheduler, n_workers, memory_limit) as client:
+        with _client(scheduler, n_workers, memory_limit, data=data) as client:
             ds = fit_stream(
                 data, name, out=out, group=group, engine=engine, block_size=block_size,
                 first_block_size=first_block_size, record_every=record_every, epochs=epochs,
@@ -378,7 +378,7 @@ def fit_interleaved_command(a, b, out, engine, block_size, record_every, dtype, 
     from streamlsq.stream.interleaved import fit_interleaved
 
     segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
-    with _client(scheduler, n_workers, memory_limit) as client:
+    with _client(scheduler, n_workers, memory_limit, data=[a, b, test]) as client:
         ds = fit_interleaved(
             a, b, alpha=alpha, estimate_alpha=estimate_alpha, test=test, start=start,
             ridge=ridge, solver=solver, out=out, engine=engine, block_size=block_size,

@@ -39,7 +39,7 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     if plot is not None:
         _plot_result(store, plot, target)
     if check:
-        with _client(scheduler, n_workers, memory_limit) as client:
+        with _client(scheduler, n_workers, memory_limit, data=store) as client:
             n = check_values(store, client)
         click.echo(f"checked: every value finite in {n} rows, none so large that the "
                    "least-squares sums overflow")
@@ -86,7 +86,8 @@ def demo(out, rows, features, seed, tasks, scheduler, n_workers, memory_limit):
     """
     from streamlsq.studies.demo import run_demo
 
-    with _client(scheduler, n_workers, memory_limit) as client:
+    size = max(0, rows * (features + 1) * 8 + tasks * 80 * 9)  # the stream and the tasks
+    with _client(scheduler, n_workers, memory_limit, data=size) as client:
         run_demo(out, rows, features, seed, client=client, echo=click.echo, tasks=tasks)
 
 

@@ -7,6 +7,7 @@ names the store, variable and chunk or row at fault.
 from __future__ import annotations
 
 import sys
+from collections.abc import MutableMapping
 
 import click
 
@@ -17,10 +18,94 @@ __all__ = [
 ]
 
 
+#: command -> (module, attribute, the short help ``streamlsq --help`` lists). A command's
+#: module is imported when the command runs (or its own --help is asked for), so that
+#: ``streamlsq --help`` and each command start without importing the others
+#: (tests/test_cli.py checks that each short help is the command's own).
+COMMANDS = {
+    "simulate": ("streamlsq.cli.simulate", "simulate",
+                 "Write a synthetic dataset for a study, chunk by chunk in parallel."),
+    "fit": ("streamlsq.cli.fit", "fit",
+            "Fit a recursive estimator to stream stores, block after block, in order."),
+    "info": ("streamlsq.cli.info", "info",
+             "Describe STORE (stream, multi-task or result store) and validate it."),
+    "metalearn": ("streamlsq.cli.mlr", "metalearn", "Meta-learn a mixture of K linear "
+                  "regressions (Algorithm 1) from the task store DATA."),
+    "predict": ("streamlsq.cli.mlr", "predict",
+                "Estimate every task of TASKS under the meta-learned MODEL."),
+    "example": ("streamlsq.cli.mlr", "example", "Convert a real multilevel dataset (needs "
+                "the 'examples' extra) to a multi-task store."),
+    "study": ("streamlsq.cli.study", "study",
+              "Reproduce one paper's study: tidy CSV tables, PNG figures and summary.md in DIR."),
+    "demo": ("streamlsq.cli.info", "demo", "The whole pipeline: stream fits, meta-learning, "
+             "prediction, with a summary and figures."),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """The command ``name`` of the ``streamlsq`` group, imported on first use."""
+    import importlib
+
+    module, attr, _ = COMMANDS[name]
+    command = getattr(importlib.import_module(module), attr)
+    if name in ("simulate", "fit"):  # their subcommands that live in the mlr module
+        from streamlsq.cli.mlr import em, simulate_mlr
+
+        extra = ("mlr", simulate_mlr) if name == "simulate" else ("em", em)
+        if extra[0] not in command.commands:
+            command.add_command(extra[1], extra[0])
+    return command
+
+
+class _LazyCommands(MutableMapping):
+    """The ``streamlsq`` group's commands: every name of :data:`COMMANDS` is there, its
+    module imported when the command is first looked up."""
+
+    def __init__(self):
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name):
+        if name not in self._loaded and name in COMMANDS:
+            self._loaded[name] = load_command(name)
+        return self._loaded[name]
+
+    def __setitem__(self, name, command):
+        self._loaded[name] = command
+
+    def __delitem__(self, name):
+        del self._loaded[name]
+
+    def __iter__(self):
+        return iter(dict.fromkeys([*COMMANDS, *self._loaded]))
+
+    def __len__(self):
+        return len(set(COMMANDS) | set(self._loaded))
+
+    def loaded(self, name) -> bool:
+        return name in self._loaded
+
+
 class _OneLineErrors(click.Group):
     """The ``streamlsq`` group: a mistyped command line (unknown option, invalid value) is
     one line on stderr with exit code 2, like every other failure, instead of click's
-    usage block."""
+    usage block. Its commands are imported when used (:data:`COMMANDS`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands = _LazyCommands()
+
+    def format_commands(self, ctx, formatter):
+        """The command list of ``--help`` from :data:`COMMANDS`, importing nothing."""
+        limit = formatter.width - 6 - max(len(n) for n in self.commands)
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in COMMANDS and not self.commands.loaded(name):
+                help_text = click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)
+            else:
+                help_text = self.commands[name].get_short_help_str(limit)
+            rows.append((name, help_text))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):
@@ -60,22 +145,6 @@ def main(debug):
     """
 
 
-
-def _register() -> None:
-    # every command group lives in a module of its own
-    from streamlsq.cli.fit import fit
-    from streamlsq.cli.info import demo, info
-    from streamlsq.cli.mlr import em, example, metalearn, predict, simulate_mlr
-    from streamlsq.cli.simulate import simulate
-    from streamlsq.cli.study import study
-
-    simulate.add_command(simulate_mlr, "mlr")
-    fit.add_command(em, "em")
-    for command in (simulate, fit, info, metalearn, predict, example, study, demo):
-        main.add_command(command)
-
-
-_register()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -16,6 +16,7 @@ from streamlsq.cli.common import (
     CONTEXT,
     _checkpoint_options,
     _client,
+    _codec_option,
     _done_line,
     _friendly_errors,
     _scheduler_options,
@@ -82,7 +83,7 @@ def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, he
     """
     from streamlsq.mlr.metalearn import metalearn as run
 
-    with _client(scheduler, n_workers, memory_limit) as client:
+    with _client(scheduler, n_workers, memory_limit, data=data) as client:
         ds = run(data, k, out=out, k_max=k_max, linkage=linkage, threshold=threshold,
                  splits=splits, whiten=whiten, roles=roles, heavy_rows=heavy_rows,
                  holdout=holdout, chunk_tasks=chunk_tasks, tile=tile, overwrite=overwrite,
@@ -173,7 +174,7 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
         click.echo(line)
         return
 
-    with _client(scheduler, n_workers, memory_limit) as client:
+    with _client(scheduler, n_workers, memory_limit, data=tasks) as client:
         ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout, yhat=yhat,
                  new_rows=new_rows, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
     line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {estimator}"
@@ -216,7 +217,7 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
     """
     from streamlsq.mlr.em import fit_em
 
-    with _client(scheduler, n_workers, memory_limit) as client:
+    with _client(scheduler, n_workers, memory_limit, data=data) as client:
         ds = fit_em(data, k, out=out, init=init, scale=scale, iterations=iterations, tol=tol,
                     seed=seed, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client,
                     checkpoint=checkpoint, resume=resume)
@@ -260,11 +261,12 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
               "the same mixture, e.g. a test set.")
 @click.option("--chunk-size", type=int, default=None, help="Rows per Zarr chunk.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@_codec_option
 @_scheduler_options
 @_friendly_errors
 def simulate_mlr(out, k, d, weights, noise, separation, kind, features, n_light, t_light, n_heavy,
-                 t_heavy, n_light2, t_light2, seed, task_seed, chunk_size, overwrite, scheduler,
-                 n_workers, memory_limit):
+                 t_heavy, n_light2, t_light2, seed, task_seed, chunk_size, overwrite, codec,
+                 scheduler, n_workers, memory_limit):
     """Write a multi-task store of the mixed-linear-regression model, in parallel.
 
     \b
@@ -282,14 +284,15 @@ def simulate_mlr(out, k, d, weights, noise, separation, kind, features, n_light,
             raise InputError(f"--{name} must be comma-separated numbers, got {text!r}") from None
 
     noise_values = numbers(noise, "noise")
-    with _client(scheduler, n_workers, memory_limit) as client:
+    rows = max(0, n_light * t_light + n_heavy * t_heavy + n_light2 * t_light2)
+    with _client(scheduler, n_workers, memory_limit, data=rows * (d + 1) * 8) as client:
         path = run(out, k=k, d=d, weights=None if weights is None else numbers(weights, "weights"),
                    noise=noise_values[0] if len(noise_values) == 1 else noise_values,
                    separation=separation, kind=kind, features=features, n_light=n_light,
                    t_light=t_light,
                    n_heavy=n_heavy, t_heavy=t_heavy, n_light2=n_light2, t_light2=t_light2,
                    seed=seed, task_seed=task_seed, chunk_rows=chunk_size, overwrite=overwrite,
-                   client=client)
+                   client=client, codec=codec)
     click.echo(f"wrote {path}: {n_light} light, {n_heavy} heavy, {n_light2} light2 tasks "
                f"(k = {k}, d = {d})")
 

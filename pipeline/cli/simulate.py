@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
+from streamlsq.cli.common import (
+    CONTEXT,
+    _client,
+    _codec_option,
+    _friendly_errors,
+    _scheduler_options,
+)
 
 __all__ = [
     "simulate",
@@ -42,10 +48,11 @@ def simulate():
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
               show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@_codec_option
 @_scheduler_options
 @_friendly_errors
 def simulate_stream_command(out, rows, features, targets, noise, condition, chunk_size,
-                            block_size, seed, dtype, overwrite, scheduler, n_workers,
+                            block_size, seed, dtype, overwrite, codec, scheduler, n_workers,
                             memory_limit):
     """A regression stream: correlated Gaussian features, y = X·coef_true + noise.
 
@@ -56,11 +63,12 @@ def simulate_stream_command(out, rows, features, targets, noise, condition, chun
     """
     from streamlsq.simulate.streams import simulate_stream
 
-    with _client(scheduler, n_workers, memory_limit) as client:
+    size = rows * (features + targets) * (4 if dtype == "float32" else 8)
+    with _client(scheduler, n_workers, memory_limit, data=max(0, size)) as client:
         path = simulate_stream(
             out, rows, features, targets, noise=noise, condition=condition,
             chunk_rows=chunk_size, block_size=block_size, seed=seed, dtype=dtype,
-            overwrite=overwrite, client=client,
+            overwrite=overwrite, client=client, codec=codec,
         )
     click.echo(f"wrote {path} ({rows} rows x {features} features, {targets} target(s))")
 
@@ -76,9 +84,10 @@ def simulate_stream_command(out, rows, features, targets, noise, condition, chun
 @click.option("--chunk-blocks", type=int, default=None,
               help="Whole blocks per Zarr chunk (default: about 25 MB of X).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@_codec_option
 @_scheduler_options
 @_friendly_errors
-def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, overwrite,
+def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, overwrite, codec,
                                  scheduler, n_workers, memory_limit):
     """The three populations of the interleaved KF4LLS study (Figure 1 process).
 
@@ -95,10 +104,11 @@ def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, ov
     """
     from streamlsq.simulate.streams import simulate_interleaved
 
-    with _client(scheduler, n_workers, memory_limit) as client:
+    size = max(0, 3 * n * steps * (q + 1) * 8)
+    with _client(scheduler, n_workers, memory_limit, data=size) as client:
         path = simulate_interleaved(out, alpha=alpha, n=n, q=q, steps=steps, seed=seed,
                                     chunk_blocks=chunk_blocks, overwrite=overwrite,
-                                    client=client)
+                                    client=client, codec=codec)
     click.echo(f"wrote {path}: groups a, b, c, each {steps} blocks of {n} rows x {q} features")
 
 
@@ -118,10 +128,11 @@ def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, ov
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
               show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@_codec_option
 @_scheduler_options
 @_friendly_errors
 def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed, dtype,
-                          overwrite, scheduler, n_workers, memory_limit):
+                          overwrite, codec, scheduler, n_workers, memory_limit):
     """The IRMA study's data: y = x*exp(-x^2) + uniform noise, x uniform on the domain.
 
     X (sample, feature) holds the raw inputs x (one column), y one target; the store's
@@ -136,10 +147,10 @@ def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed
     """
     from streamlsq.simulate.streams import simulate_irma
 
-    with _client(scheduler, n_workers, memory_limit) as client:
+    with _client(scheduler, n_workers, memory_limit, data=max(0, rows * 16)) as client:
         path = simulate_irma(out, rows, noise=noise, domain=domain, chunk_rows=chunk_size,
                              block_size=block_size, seed=seed, dtype=dtype, overwrite=overwrite,
-                             client=client)
+                             client=client, codec=codec)
     click.echo(f"wrote {path} ({rows} examples x in [{domain[0]:g}, {domain[1]:g}], "
                f"y = x*exp(-x^2) + U(-{noise:g}, {noise:g}))")
 

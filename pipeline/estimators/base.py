@@ -67,6 +67,7 @@ from streamlsq.kernels import (
 )
 from streamlsq.kernels.recursions.contract import Param
 from streamlsq.kernels.recursions.registry import RECURSIONS
+from streamlsq.runtime.memory import fast_large_allocations
 
 __all__ = [
     "BlocksMixin",
@@ -289,16 +290,11 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
             n_steps, rows_seen = self.n_steps_, self.rows_seen_
         passes = self._passes(kernel, state, X, Y, first_call, is_fit, **fit_params)
         for p in passes:
-            D = self._design(p.X)
             n_blocks = p.edges.size - 1
             if n_blocks == 0:
                 continue
             try:
-                res = kernel.fold(
-                    state, D, p.Y, p.edges, n_steps + 1,
-                    # record nothing: only the final state is kept
-                    record_every=n_steps + n_blocks + 1, rows_before=rows_seen,
-                )
+                state = self._fold_pass(kernel, state, p, n_steps, rows_seen)
             except SingularMatrixError as exc:
                 raise ValueError(
                     f"{type(self).__name__}: the recursion's H became singular while folding "
@@ -306,13 +302,40 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
                     f"block_size={self.block_size!r} ({exc}): a rank-deficient first block "
                     f"or collinear columns; {self._singular_hint}"
                 ) from exc
-            state = res.state
             n_steps += n_blocks
             rows_seen += int(p.edges[-1])
         if first_call and n_steps == 0:
             raise ValueError(f"{type(self).__name__}: no block to fold: none of the rows was used")
         self._set_fitted(kernel, state, n_steps, rows_seen, y.ndim == 1 if first_call else None)
         return self
+
+    #: rows of X handed to the kernel at a time, in whole blocks (when blocks are smaller):
+    #: the design (e.g. X with a column of ones) is then built piece by piece in cache
+    #: instead of as one copy of X through memory (tests/benchmarks/bench_estimators.py)
+    _PIECE_BYTES = 1 << 22
+
+    def _fold_pass(self, kernel, state, p: Pass, n_steps: int, rows_seen: int):
+        """Fold one pass, in pieces of whole blocks of about ``_PIECE_BYTES`` of X; only
+        the final state is kept (nothing recorded). The same numbers as one fold."""
+        target = max(1, self._PIECE_BYTES // (8 * max(1, p.X.shape[1])))
+        with fast_large_allocations():  # each piece's design reuses the last one's pages
+            return self._fold_pieces(kernel, state, p, n_steps, rows_seen, target)
+
+    def _fold_pieces(self, kernel, state, p: Pass, n_steps, rows_seen, target):
+        edges = p.edges
+        j, n_blocks = 0, edges.size - 1
+        while j < n_blocks:
+            k = max(j + 1, int(np.searchsorted(edges, edges[j] + target, side="right")) - 1)
+            k = min(k, n_blocks)
+            a, b = int(edges[j]), int(edges[k])
+            res = kernel.fold(
+                state, self._design(p.X[a:b]), p.Y[a:b], edges[j:k + 1] - a,
+                n_steps + j + 1, record_every=n_steps + n_blocks + 1,  # record nothing
+                rows_before=rows_seen + a,
+            )
+            state = res.state
+            j = k
+        return state
 
     def _make_kernel_checked(self, X: np.ndarray, first_call: bool) -> Recursion:
         try:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 import numpy as np
 import zarr
-from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
@@ -20,7 +20,9 @@ from streamlsq.io.stores import (
 from streamlsq.io.stream import open_stream
 from streamlsq.kernels.limits import largest_safe_magnitude
 from streamlsq.runtime.memory import fast_large_allocations
-from streamlsq.runtime.progress import track_futures
+
+if TYPE_CHECKING:  # distributed is imported by --check only: `streamlsq info` starts fast
+    from distributed import Client
 
 __all__ = ["check_values", "describe", "store_kind"]
 
@@ -95,6 +97,8 @@ def check_values(path: str, client: Client) -> int:
     """Read every chunk of a stream store in parallel and refuse NaN/Inf, unreadable chunks and
     values so large that the solvers' sums would overflow
     (:func:`~streamlsq.kernels.limits.largest_safe_magnitude`); returns rows checked."""
+    from streamlsq.runtime.progress import track_futures
+
     loc = locate(path)
     if loc is None or not loc.exists():
         raise InputError(f"{path}: no such store")

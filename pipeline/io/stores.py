@@ -21,13 +21,16 @@ import json
 import os
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import Location, locate
+
+if TYPE_CHECKING:  # xarray is imported where a Dataset is made: opening a store stays light
+    import xarray as xr
 
 __all__ = [
     "consolidate",
@@ -435,6 +438,8 @@ def open_dataset(path: str | os.PathLike, group: str | None = None, *,
     (('sample', 'feature'), (10000, 3))
     >>> tmp.cleanup()
     """
+    import xarray as xr
+
     # lazy=False: NumPy arrays, read without dask; else xarray's default (dask)
     chunks = {} if lazy else {"chunks": None}
     loc = locate(path, storage_options)

@@ -166,9 +166,10 @@ class TaskSource(StoreSource):
             return None
         return {name: np.asarray(self.array(name)[:]) for name in TRUTH}
 
-    def read_tasks(self, lo: int, hi: int, dtype=np.float64):
-        """Tasks ``lo:hi`` as (X (n, d), y (n,), local task_ptr from 0); refuses NaN/Inf."""
-        ptr = self.task_ptr(lo, hi)
+    def read_tasks(self, lo: int, hi: int, dtype=np.float64, ptr: np.ndarray | None = None):
+        """Tasks ``lo:hi`` as (X (n, d), y (n,), local task_ptr from 0); refuses NaN/Inf.
+        ``ptr``: their offsets ``task_ptr[lo:hi+1]`` when known (not read again)."""
+        ptr = self.task_ptr(lo, hi) if ptr is None else np.asarray(ptr, np.int64)
         r0, r1 = int(ptr[0]), int(ptr[-1])
         X = self.read_rows("X", r0, r1, dtype)
         y = self.read_rows("y", r0, r1, dtype)
@@ -442,7 +443,9 @@ class TaskChunk:
     """Tasks ``lo:hi`` of the store, of which those with ``select`` (None: all) are used.
 
     ``first`` is the number of used tasks before ``lo`` (this chunk's offset in
-    its task set), ``n`` the number used here.
+    its task set), ``n`` the number used here. ``ptr``: the offsets
+    ``task_ptr[lo:hi+1]`` when the plan knows them, so that the Dask task reading the
+    chunk does not read (and decode a whole storage chunk of) ``task_ptr`` again.
     """
 
     lo: int
@@ -450,6 +453,7 @@ class TaskChunk:
     first: int
     n: int
     select: np.ndarray | None = None
+    ptr: np.ndarray | None = None
 
 
 def plan_chunks(
@@ -482,7 +486,7 @@ def plan_chunks(
         if hi - lo != j - i:
             select = np.zeros(hi - lo, dtype=bool)
             select[sel[i:j] - lo] = True
-        out.append(TaskChunk(lo, hi, i, j - i, select))
+        out.append(TaskChunk(lo, hi, i, j - i, select, np.array(ptr[lo:hi + 1], np.int64)))
         i = j
     return out
 
@@ -495,7 +499,7 @@ def load_chunk(source: TaskSource, chunk: TaskChunk, transform=None, holdout: in
     held out for evaluation). Kernel refusals become :class:`InputError`
     naming the store and the task range.
     """
-    X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
+    X, y, ptr = source.read_tasks(chunk.lo, chunk.hi, ptr=chunk.ptr)
     try:
         if chunk.select is not None:
             X, y, ptr = mlr.select_tasks(X, y, ptr, chunk.select)

@@ -57,7 +57,7 @@ INITS = ("truth", "perturbed", "random")
 
 def _stats(chunk: TaskChunk, source: TaskSource):
     with reading_chunk(source, chunk):
-        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
+        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi, ptr=chunk.ptr)
         if chunk.select is not None:
             X, y, ptr = mlr.select_tasks(X, y, ptr, chunk.select)
         return mlr.task_stats(X, y, ptr)

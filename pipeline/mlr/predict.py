@@ -38,6 +38,7 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError, check_int
+from streamlsq.io.codecs import compressors
 from streamlsq.io.location import locate
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import atomic_store, for_workers, open_result, prepare_output
@@ -60,7 +61,7 @@ ESTIMATORS = ("bayes", "map", "lstsq")
 
 def _predict_chunk(chunk: TaskChunk, source: TaskSource, W, s2, p, estimator, holdout, path):
     with reading_chunk(source, chunk):
-        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi)
+        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi, ptr=chunk.ptr)
         held = None
         if holdout:
             (X, y, ptr), held = mlr.holdout_split(X, y, ptr, holdout)
@@ -264,14 +265,16 @@ def _create_result(path: Path, n: int, d: int, K: int, chunk_tasks: int, holdout
         spec["holdout_rows"] = ((n,), (c,), "int64", ["task"])
     for name, (shape, chunks, dtype, dims) in spec.items():
         g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, dimension_names=dims,
-                       fill_value=np.nan if dtype == "float64" else 0)
+                       fill_value=np.nan if dtype == "float64" else 0,
+                       compressors=compressors(None, np.dtype(dtype).itemsize))
     g.attrs["complete"] = False
 
 
 def _create_rows(path: Path, name: str, dim: str, source: TaskSource) -> None:
     g = zarr.open_group(for_workers(path), mode="r+")
     g.create_array(name, shape=(source.n_rows,), chunks=(max(1, source.chunk_rows),),
-                   dtype="float64", dimension_names=[dim], fill_value=np.nan)
+                   dtype="float64", dimension_names=[dim], fill_value=np.nan,
+                   compressors=compressors())
 
 
 def _in_memory(parts, attrs) -> xr.Dataset:

@@ -29,13 +29,29 @@ Reading tasks keep the memory pages of their reads for the next read, unless
 their worker is short of memory (see :mod:`streamlsq.runtime.memory`). When the block ends
 on a cluster that lives on, one small task per worker gives them back, so the
 workers end where they started.
+
+The embedded cluster's workers (:func:`embedded_workers`, dask config
+``streamlsq.embedded-workers``: ``auto``, ``processes`` or ``threads``) are, in ``auto``:
+
+- threads of this process when worker processes would re-run the caller's code: a
+  plain script without an ``if __name__ == "__main__":`` guard around the call (spawned
+  processes re-import the ``__main__`` module, which would start a cluster of its own
+  and fail: "Nanny failed to start");
+- processes when ``n_workers`` or ``memory_limit`` is given (a memory limit is per
+  process);
+- threads when the caller says how many bytes it will read (``data_bytes``) and they
+  are at most ``streamlsq.in-process-bytes`` (default 1 GiB): starting worker processes
+  and importing the kernels in each costs 3–4 s, more than such data take to compute;
+- processes otherwise (large or unknown inputs): no shared GIL, one memory limit each.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 import uuid
@@ -47,8 +63,8 @@ from distributed import Client, Future, LocalCluster
 from streamlsq.errors import ClusterError, InputError, RunError, WorkersPausedError
 from streamlsq.runtime.memory import release_pages
 
-__all__ = ["check_memory_limit", "cluster_failure", "dask_client", "paused_watch",
-           "release_worker_pages"]
+__all__ = ["check_memory_limit", "cluster_failure", "dask_client", "embedded_workers",
+           "paused_watch", "release_worker_pages", "spawn_would_rerun_caller"]
 
 #: seconds every worker may stay paused with nothing executing before a run is stopped
 PAUSED_TIMEOUT = 120.0
@@ -59,6 +75,9 @@ CONNECT_TIMEOUT = 30.0
 #: a worker counts as alive once it has been seen for this long (workers in a restart
 #: loop appear and vanish within a few seconds)
 STABLE_WORKER = 5.0
+#: bytes of input up to which the embedded cluster runs its workers as threads of this
+#: process (dask config ``streamlsq.in-process-bytes``)
+IN_PROCESS_BYTES = 2**30
 
 
 @contextlib.contextmanager
@@ -69,9 +88,13 @@ def dask_client(
     n_workers: int | None = None,
     threads_per_worker: int | None = None,
     memory_limit: str | float | None = None,
+    data_bytes: int | None = None,
 ) -> Iterator[Client]:
     """Yield a connected :class:`distributed.Client` watched by :func:`paused_watch`; close
     only what this call opened.
+
+    ``data_bytes``: how many bytes the block will read, when known; an embedded cluster
+    for small inputs runs its workers as threads of this process (:func:`embedded_workers`).
 
     Examples
     --------
@@ -81,7 +104,8 @@ def dask_client(
     >>> n >= 1
     True
     """
-    with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit) as (c, own):
+    with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit,
+                  data_bytes) as (c, own):
         try:
             with paused_watch(c):
                 yield c
@@ -141,7 +165,7 @@ def release_worker_pages(client: Client, timeout: float = 10.0) -> None:
 
 
 @contextlib.contextmanager
-def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit):
+def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, data_bytes=None):
     """Yield (client, whether this call started the cluster)."""
     if client is not None:
         yield client, False
@@ -164,18 +188,139 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit):
     if existing is not None:
         yield existing, False
         return
-    # workers' own log lines would bury the one-line error a user should see
-    kwargs = {"processes": True, "dashboard_address": ":0", "silence_logs": logging.CRITICAL}
     if n_workers is not None:
         if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
             raise InputError(f"--workers must be a positive integer, got {n_workers!r}")
-        kwargs["n_workers"] = n_workers
-    if threads_per_worker is not None:
-        kwargs["threads_per_worker"] = threads_per_worker
     if memory_limit is not None:
-        kwargs["memory_limit"] = check_memory_limit(memory_limit)
-    with LocalCluster(**kwargs) as cluster, Client(cluster, set_as_default=False) as c:
-        yield c, True
+        check_memory_limit(memory_limit)
+    kind = embedded_workers(data_bytes, n_workers=n_workers, memory_limit=memory_limit)
+    # workers' own log lines would bury the one-line error a user should see
+    kwargs = {"processes": kind == "processes", "dashboard_address": ":0",
+              "silence_logs": logging.CRITICAL}
+    for key, value in (("n_workers", n_workers), ("threads_per_worker", threads_per_worker),
+                       ("memory_limit", memory_limit)):
+        if value is not None:
+            kwargs[key] = value
+    with contextlib.ExitStack() as stack:
+        if kind == "threads":
+            # the worker threads are the parallelism: one BLAS thread each, as distributed
+            # gives worker processes (OMP/OPENBLAS/MKL_NUM_THREADS=1), not one per core each
+            stack.enter_context(_one_blas_thread())
+        cluster = stack.enter_context(LocalCluster(**kwargs))
+        c = stack.enter_context(Client(cluster, set_as_default=False))
+        try:
+            yield c, True
+        finally:
+            if kind == "threads":  # the reads kept their pages in this very process
+                release_pages()
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - scikit-learn brings it
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def embedded_workers(data_bytes: int | None = None, *, n_workers: int | None = None,
+                     memory_limit=None) -> str:
+    """``"threads"`` or ``"processes"``: the workers an embedded LocalCluster gets.
+
+    The dask config ``streamlsq.embedded-workers`` (``auto``, ``processes``, ``threads``)
+    decides when it is not ``auto``. In ``auto``: threads when worker processes would
+    re-run the caller's code (:func:`spawn_would_rerun_caller`); processes when
+    ``n_workers`` or ``memory_limit`` is given; threads when ``data_bytes`` is known and
+    at most ``streamlsq.in-process-bytes`` (default 1 GiB); processes otherwise.
+
+    Examples
+    --------
+    >>> import dask
+    >>> from streamlsq.runtime.client import embedded_workers
+    >>> with dask.config.set({"streamlsq.embedded-workers": "auto"}):
+    ...     embedded_workers(10**6), embedded_workers(10**6, n_workers=2)
+    ('threads', 'processes')
+    """
+    setting = str(dask.config.get("streamlsq.embedded-workers", "auto") or "auto").lower()
+    if setting in ("threads", "processes"):
+        return setting
+    if setting != "auto":
+        raise InputError("the dask config streamlsq.embedded-workers must be auto, processes "
+                         f"or threads, got {setting!r}")
+    if spawn_would_rerun_caller():
+        return "threads"
+    if n_workers is not None or memory_limit is not None:
+        return "processes"
+    limit = float(dask.config.get("streamlsq.in-process-bytes", IN_PROCESS_BYTES))
+    if data_bytes is not None and data_bytes <= limit:
+        return "threads"
+    return "processes"
+
+
+def spawn_would_rerun_caller() -> bool:
+    """Would a worker process started now re-run the code that is running this call?
+
+    distributed starts worker processes with multiprocessing's ``spawn`` (or
+    ``forkserver``), which re-imports the ``__main__`` module in each new process. A
+    script whose top level calls streamlsq outside an ``if __name__ == "__main__":``
+    block would then call it again in every worker, start a cluster there and fail.
+    True when ``__main__`` is a file that would be re-imported (not an interactive
+    session, a notebook or ``python -c``; not a ``package.__main__`` module, which
+    multiprocessing does not re-import) and the line of its top level being executed
+    by the main thread is not inside such a guard (or cannot be read)."""
+    if dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork":
+        return False
+    main = sys.modules.get("__main__")
+    if main is None:
+        return False
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None and (name == "__main__" or name.endswith(".__main__")):
+        return False
+    path = getattr(main, "__file__", None)
+    if path is None:
+        return name is not None  # a module run by name without a file: assume re-run
+    line = _main_top_level_line(main)
+    return line is None or not _inside_main_guard(path, line)
+
+
+def _main_top_level_line(main) -> int | None:
+    """The line of ``main``'s top level that the main thread is executing, if it is."""
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    namespace = vars(main)
+    found = None
+    while frame is not None:
+        if frame.f_globals is namespace and frame.f_code.co_name == "<module>":
+            found = frame.f_lineno  # the outermost one wins
+        frame = frame.f_back
+    return found
+
+
+def _inside_main_guard(path: str, line: int) -> bool:
+    """Is ``line`` of the file ``path`` in the body of a top-level
+    ``if __name__ == "__main__":``?"""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.If) and _is_main_test(node.test) and node.body:
+            if node.body[0].lineno <= line <= (node.body[-1].end_lineno or line):
+                return True
+    return False
+
+
+def _is_main_test(test) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    mains = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(mains) == 1
 
 
 def check_memory_limit(value):

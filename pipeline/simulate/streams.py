@@ -18,6 +18,7 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
+from streamlsq.io.codecs import check_codec, compressors
 from streamlsq.io.results import atomic_store, for_workers, published
 from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.progress import track_futures
@@ -41,27 +42,37 @@ def _write_rows(path, rows, args, start, stop) -> int:
     return stop - start
 
 
+def _codec(codec: str | None, command: str) -> str:
+    try:
+        return check_codec(codec)
+    except ValueError as exc:
+        raise InputError(f"{command}: {exc}") from None
+
+
 def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, args, *,
-                        extra=None, name, client, scheduler, progress) -> Path:
+                        extra=None, name, client, scheduler, progress, codec=None) -> Path:
     """Lay out a stream store (X, y and ``extra`` small arrays) and fill it chunk-parallel.
 
     ``rows(*args, start, stop) -> (X, Y)`` is a pure generator from the kernels whose
     numbers depend on the row index only; one Dask task generates and writes one chunk.
     """
     n_rows, n_features, n_targets = shape
+    itemsize = np.dtype(dtype).itemsize
     with atomic_store(out, overwrite) as tmp:
         g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
         g.attrs.update(attrs)
         for var, width, dims in (("X", n_features, ["sample", "feature"]),
                                  ("y", n_targets, ["sample", "target"])):
             g.create_array(var, shape=(n_rows, width), chunks=(chunk_rows, width), dtype=dtype,
-                           dimension_names=dims, fill_value=np.nan)
+                           dimension_names=dims, fill_value=np.nan,
+                           compressors=compressors(codec, itemsize))
         for var, (values, dims) in (extra or {}).items():
             g.create_array(var, shape=values.shape, dtype=values.dtype,
                            dimension_names=dims)[...] = values
         edges = list(range(0, n_rows, chunk_rows)) + [n_rows]
         tag = uuid.uuid4().hex[:6]
-        with dask_client(client, scheduler) as cl:
+        with dask_client(client, scheduler,
+                         data_bytes=n_rows * (n_features + n_targets) * itemsize) as cl:
             futures = [
                 cl.submit(_write_rows, for_workers(tmp), rows, args, a, b, pure=False,
                           key=f"simulate-{name}-{tag}-{i}")
@@ -88,13 +99,15 @@ def simulate_stream(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
+    codec: str | None = None,
 ) -> Path:
     """Write a synthetic stream store (``docs/stores.md#stream-store``) and return its path.
 
     X has ``n_rows`` rows of ``n_features`` correlated Gaussian features with
     condition number about ``condition``; y = X·coef_true + noise·N(0, 1) with
     ``n_targets`` columns. Chunks of ``chunk_rows`` rows (default ≈ 25 MB of X)
-    are generated and written in parallel on the cluster.
+    are generated and written in parallel on the cluster, compressed with ``codec``
+    (:data:`streamlsq.io.codecs.CODECS`; default Blosc-LZ4 with shuffle).
 
     Examples
     --------
@@ -120,6 +133,7 @@ def simulate_stream(
     chunk_rows = chunk_rows or default_chunk_rows(n_features, n_rows)
     if chunk_rows < 1:
         raise InputError(f"simulate: chunk size must be positive, got {chunk_rows}")
+    codec = _codec(codec, "simulate")
     from streamlsq.kernels.synthetic.streams import stream_rows
 
     attrs = {
@@ -133,7 +147,7 @@ def simulate_stream(
         out, overwrite, (n_rows, n_features, n_targets), chunk_rows, dtype, attrs,
         _stream_rows, (stream_rows, seed, design, dtype),
         extra={"coef_true": (np.asarray(design["coef"], np.float64), ["feature", "target"])},
-        name="stream", client=client, scheduler=scheduler, progress=progress,
+        name="stream", client=client, scheduler=scheduler, progress=progress, codec=codec,
     )
 
 
@@ -171,6 +185,7 @@ def simulate_interleaved(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
+    codec: str | None = None,
 ) -> Path:
     """Write the three populations of the interleaved KF4LLS study (``docs/studies.md``).
 
@@ -203,6 +218,7 @@ def simulate_interleaved(
     if chunk_blocks < 1:
         raise InputError(f"simulate interleaved: chunk size must be positive, got {chunk_blocks}")
     chunk_blocks = min(chunk_blocks, steps)
+    codec = _codec(codec, "simulate interleaved")
     n_rows = n * steps
     settings = {"alpha": params.alpha, "n": n, "q": q, "steps": steps,
                 "mu1": params.mu1, "mu2": params.mu2}
@@ -218,13 +234,14 @@ def simulate_interleaved(
             for var, shape, dims in (("X", (n_rows, q), ["sample", "feature"]),
                                      ("y", (n_rows, 1), ["sample", "target"])):
                 g.create_array(var, shape=shape, chunks=(chunk_blocks * n, shape[1]),
-                               dtype="float64", dimension_names=dims, fill_value=np.nan)
+                               dtype="float64", dimension_names=dims, fill_value=np.nan,
+                               compressors=compressors(codec))
             c = g.create_array("coef_true", shape=(q, 1), dtype="float64",
                                dimension_names=["feature", "target"])
             c[...] = truth[coef][:, None]
         edges = list(range(0, steps, chunk_blocks)) + [steps]
         tag = uuid.uuid4().hex[:6]
-        with dask_client(client, scheduler) as cl:
+        with dask_client(client, scheduler, data_bytes=3 * n_rows * (q + 1) * 8) as cl:
             futures = [
                 cl.submit(_write_interleaved_chunk, for_workers(tmp), seed, params, j0, j1,
                           pure=False, key=f"simulate-interleaved-{tag}-{i}")
@@ -253,6 +270,7 @@ def simulate_irma(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
+    codec: str | None = None,
 ) -> Path:
     """Write the IRMA study's data (``docs/studies.md#irma``) as a stream store; return its path.
 
@@ -289,6 +307,7 @@ def simulate_irma(
     chunk_rows = chunk_rows or default_chunk_rows(1, n_rows)
     if chunk_rows < 1:
         raise InputError(f"simulate irma: chunk size must be positive, got {chunk_rows}")
+    codec = _codec(codec, "simulate irma")
     attrs = {
         "generator": "streamlsq.simulate_irma",
         "parameters": {"n_rows": n_rows, "target": "x*exp(-x^2)",
@@ -301,5 +320,5 @@ def simulate_irma(
     return _write_stream_store(
         out, overwrite, (n_rows, 1, 1), chunk_rows, dtype, attrs,
         _irma_rows, (irma_rows, seed, (a, b), noise, dtype),
-        name="irma", client=client, scheduler=scheduler, progress=progress,
+        name="irma", client=client, scheduler=scheduler, progress=progress, codec=codec,
     )

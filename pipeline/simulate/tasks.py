@@ -23,6 +23,7 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
+from streamlsq.io.codecs import check_codec, compressors
 from streamlsq.io.results import atomic_store, for_workers, published
 from streamlsq.io.tasks import ROLE_ATTRS, ROLE_CODES
 from streamlsq.runtime.client import dask_client
@@ -102,6 +103,7 @@ def simulate_mlr(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
+    codec: str | None = None,
 ) -> Path:
     """Write a synthetic multi-task store of the paper's model; return its path.
 
@@ -115,7 +117,8 @@ def simulate_mlr(
     ``n_heavy`` of ``t_heavy`` (D_H), ``n_light2`` of ``t_light2`` (D_L2).
     ``task_seed`` (default ``seed``) draws the tasks: the same ``seed`` with
     another ``task_seed`` gives new tasks from the same mixture (a test set).
-    Also stores the truth: ``component``, ``w_true``, ``s_true``, ``p_true``.
+    Also stores the truth: ``component``, ``w_true``, ``s_true``, ``p_true``. X and y
+    are compressed with ``codec`` (:data:`streamlsq.io.codecs.CODECS`).
 
     Examples
     --------
@@ -150,6 +153,10 @@ def simulate_mlr(
     chunk_rows = int(chunk_rows or default_task_chunk_rows(d))
     if chunk_rows < 1:
         raise InputError(f"simulate mlr: chunk size must be positive, got {chunk_rows}")
+    try:
+        codec = check_codec(codec)
+    except ValueError as exc:
+        raise InputError(f"simulate mlr: {exc}") from None
     with atomic_store(out, overwrite) as tmp:
         g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
         g.attrs.update({
@@ -164,9 +171,11 @@ def simulate_mlr(
             "seed": seed,
         })
         g.create_array("X", shape=(n_rows, d), chunks=(chunk_rows, d), dtype="float64",
-                       dimension_names=["row", "feature"], fill_value=np.nan)
+                       dimension_names=["row", "feature"], fill_value=np.nan,
+                       compressors=compressors(codec))
         g.create_array("y", shape=(n_rows,), chunks=(chunk_rows,), dtype="float64",
-                       dimension_names=["row"], fill_value=np.nan)
+                       dimension_names=["row"], fill_value=np.nan,
+                       compressors=compressors(codec))
         ptr = np.zeros(n_tasks + 1, dtype=np.int64)
         role = np.zeros(n_tasks, dtype=np.int8)
         for r, off, task0, n, t in layout:
@@ -179,7 +188,7 @@ def simulate_mlr(
         _put(g, "p_true", p, ["component"])
         edges = list(range(0, n_rows, chunk_rows)) + [n_rows]
         component = np.full(n_tasks, -1, dtype=np.int16)
-        with dask_client(client, scheduler) as cl:
+        with dask_client(client, scheduler, data_bytes=n_rows * (d + 1) * 8) as cl:
             tag = uuid.uuid4().hex[:6]
             futures = [
                 cl.submit(_write_rows, for_workers(tmp), a, b, layout, task_seed, W, s, p, features,
@@ -198,7 +207,10 @@ def simulate_mlr(
 
 def _put(g: zarr.Group, name: str, values: np.ndarray, dims: list[str]) -> zarr.Array:
     chunks = (min(TASK_CHUNK, max(1, values.shape[0])),) if values.ndim == 1 else values.shape
+    # every chunk written, even one equal to the fill value (all light tasks: role code 0),
+    # or the store would read as incomplete
     a = g.create_array(name, shape=values.shape, chunks=chunks, dtype=values.dtype,
-                       dimension_names=dims)
+                       dimension_names=dims, compressors=compressors(None, values.itemsize),
+                       config={"write_empty_chunks": True})
     a[...] = values
     return a

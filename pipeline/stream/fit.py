@@ -375,7 +375,7 @@ def run_plan(
             checkpoint = stack.enter_context(fit_checkpoint(
                 checkpoint, resume, plan, rec, record_every, dtype, engine, Checkpoint))
         started = datetime.now(UTC)
-        with dask_client(client, scheduler) as cl:
+        with dask_client(client, scheduler, data_bytes=plan.nbytes) as cl:
             if engine == "scan":
                 traj = run_scan(cl, plan, rec, record_every, dtype, progress, segment_bytes,
                                 checkpoint=checkpoint, initial_state=initial_state)

@@ -351,7 +351,7 @@ def fit_interleaved(
         record_every = max(1, -(-plan.n_blocks // DEFAULT_RECORDED_STEPS))
     steps = _recorded_steps(plan.n_blocks, record_every)
 
-    with dask_client(client, scheduler) as cl:
+    with dask_client(client, scheduler, data_bytes=plan.nbytes) as cl:
         estimate = None
         if estimate_alpha is not None:
             estimate = _estimate_alpha(cl, estimate_alpha, src_a, src_b, src_c, progress)

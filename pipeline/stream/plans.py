@@ -252,6 +252,14 @@ class StreamPlan:
         return self.row_base[-1] - self.row_base[0]
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of float64 the virtual stream reads (X and y, over all sections and
+        epochs): how large the run is, e.g. to choose the embedded cluster's workers."""
+        return sum(sec.n_rows * (self.sources[sec.source].n_features
+                                 + self.sources[sec.source].n_targets) * 8
+                   for sec in self.sections)
+
+    @property
     def n_features(self) -> int:
         return self.sources[0].n_features
 

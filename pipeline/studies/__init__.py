@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from streamlsq.studies.common import StudyResult
+if TYPE_CHECKING:  # imported on first use (pandas, the kernels): the command line starts fast
+    from streamlsq.studies.common import StudyResult
 
 __all__ = [
     "STUDIES",
@@ -111,6 +113,10 @@ def run_study(name: str, out, quick: bool = False, seed: int = 0, client=None, *
 
 
 def __getattr__(attr):  # run_<name> imported lazily: a study's module loads on first use
+    if attr == "StudyResult":
+        from streamlsq.studies.common import StudyResult
+
+        return StudyResult
     for spec in STUDIES.values():
         if attr == spec.runner.split(":")[1]:
             return spec.load()

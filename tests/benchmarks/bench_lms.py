@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""LMS throughput, side by side, in one run on the same data (the issue's LMS benchmark).
+"""LMS throughput, side by side, in one run on the same data (LMS against its peers).
 
 On one in-memory data set (default 1,000,000 rows x 20 features, one target) with the
 same constant step size rho for everyone (plain LMS with an intercept, one pass, rows
 in order), prints rows/s and the ratio to a compiled reference loop for:
 
 - streamlsq kernel: ``streamlsq.kernels.LMS.fold`` (the numba loop the pipeline runs);
-- compiled reference: a minimal ``numba.njit`` LMS loop written here (the issue's target:
+- compiled reference: a minimal ``numba.njit`` LMS loop written here (the target:
   the kernel within 2x of a compiled loop over in-memory data);
 - plain Python: a per-sample loop over lists, and a per-sample loop with NumPy vector
   operations, timed on the first ``--subset`` rows and extrapolated (rows/s);
@@ -33,7 +33,9 @@ suite; run it by hand:
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import tempfile
 import time
 import uuid
@@ -45,6 +47,7 @@ import zarr
 from distributed import Client, LocalCluster
 
 from streamlsq import fit_stream, open_stream
+from streamlsq.io.codecs import DEFAULT_CODEC, compressors
 from streamlsq.kernels import LMS, block_edges
 from streamlsq.runtime.memory import fast_large_allocations
 
@@ -91,14 +94,19 @@ def python_numpy_lms(X, y, rate):
     return np.concatenate([[w0], w])
 
 
+#: every run's seconds, by the order of the calls to best_of (for the JSON)
+TIMES: list[list[float]] = []
+
+
 def best_of(repeat, fn):
-    """(best seconds, last result) of ``repeat`` runs of ``fn``."""
+    """(median seconds, last result) of ``repeat`` runs of ``fn`` (all kept in TIMES)."""
     times, out = [], None
     for _ in range(repeat):
         t = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t)
-    return min(times), out
+    TIMES.append(times)
+    return float(np.median(times)), out
 
 
 def _read_chunks(source, a, b):
@@ -122,7 +130,8 @@ def main() -> None:
     p.add_argument("--chunk-rows", type=int, default=None,
                    help="rows per Zarr chunk of the store (default: about 25 MB of X)")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--repeat", type=int, default=3, help="best of N runs of each")
+    p.add_argument("--repeat", type=int, default=5, help="median of N runs of each")
+    p.add_argument("--json", default="bench_lms.json")
     args = p.parse_args()
 
     n, q, rate = args.rows, args.features, args.rate
@@ -132,7 +141,7 @@ def main() -> None:
     y = 0.5 + X @ w_true + 0.1 * rng.standard_normal(n)
     Y = y[:, None]
     print(f"data: {n} rows x {q} features, one target, float64 in memory "
-          f"({X.nbytes / 1e6:.0f} MB); constant rate rho = {rate}; best of {args.repeat}")
+          f"({X.nbytes / 1e6:.0f} MB); constant rate rho = {rate}; median of {args.repeat}")
 
     results = {}  # name -> (rows/s, max |w - w_ref|, note)
 
@@ -150,6 +159,23 @@ def main() -> None:
     w_kernel = res.state["W"][:, 0]
     results["streamlsq kernel LMS.fold"] = (n / sec, np.abs(w_kernel - w_ref).max(),
                                             f"all rows, {len(edges) - 1} recorded steps")
+
+    # the scikit-learn estimator: partial_fit on all rows at once, and per block
+    from streamlsq import LMSRegressor
+
+    def estimator(block):
+        est = LMSRegressor(rate=rate)
+        for a in range(0, n, block):
+            est.partial_fit(X[a : a + block], y[a : a + block])
+        return np.concatenate([[est.intercept_], est.coef_])
+
+    estimator(1000)  # the compiled loop's cache
+    sec, w = best_of(args.repeat, lambda: estimator(n))
+    results["streamlsq LMSRegressor.partial_fit (one call)"] = (
+        n / sec, np.abs(w - w_ref).max(), "all rows")
+    sec, w = best_of(args.repeat, lambda: estimator(10 * args.block_size))
+    results[f"streamlsq LMSRegressor.partial_fit ({10 * args.block_size}-row calls)"] = (
+        n / sec, np.abs(w - w_ref).max(), "all rows")
 
     # plain Python on a subset, extrapolated
     m = min(args.subset, n)
@@ -179,6 +205,23 @@ def main() -> None:
     sec, w = best_of(args.repeat, lambda: sgd(args.block_size))
     results[f"sklearn SGDRegressor.partial_fit ({args.block_size}-row calls)"] = (
         n / sec, np.abs(w - w_ref).max(), "all rows")
+
+    # padasip, if installed (the bench extra): its LMS has no intercept, so x~ = [1, x]
+    try:
+        import padasip as pa
+    except ImportError:
+        print("padasip is not installed: its row is left out (pip install padasip)")
+    else:
+        X1 = np.hstack([np.ones((m, 1)), X[:m]])
+
+        def padasip_run():
+            f = pa.filters.FilterLMS(q + 1, mu=rate, w="zeros")
+            f.run(y[:m], X1)
+            return f.w
+
+        sec, w = best_of(1, padasip_run)
+        results["padasip FilterLMS"] = (m / sec, np.abs(w - w_sub).max(),
+                                        f"first {m} rows, extrapolated")
 
     # river, if installed (not a dependency of streamlsq)
     try:
@@ -211,7 +254,8 @@ def main() -> None:
         g.attrs["block_size"] = args.block_size
         for name, arr, dims in (("X", X, ["sample", "feature"]), ("y", Y, ["sample", "target"])):
             a = g.create_array(name, shape=arr.shape, dtype=arr.dtype,
-                               chunks=(chunk, arr.shape[1]), dimension_names=dims)
+                               chunks=(chunk, arr.shape[1]), dimension_names=dims,
+                               compressors=compressors())
             a[...] = arr
         source = open_stream(store)
         tag = uuid.uuid4().hex[:6]
@@ -236,7 +280,7 @@ def main() -> None:
         sec_pipe, ds = best_of(args.repeat, pipeline)
         w_pipe = ds.coef.values[-1, :, 0]
         same = np.array_equal(ds.coef.values, res.coefs)
-        print(f"store: chunks of {chunk} rows ({len(edges_c) - 1} chunks), Zstd (zarr default),"
+        print(f"store: chunks of {chunk} rows ({len(edges_c) - 1} chunks), {DEFAULT_CODEC},"
               f" {args.workers} workers x 1 thread; the pipeline's recorded coefficients "
               f"{'equal' if same else 'DIFFER FROM'} the in-memory kernel's bit for bit")
         results["pipeline fit_stream lms (sequential, on disk)"] = (
@@ -249,9 +293,27 @@ def main() -> None:
             n / sec_ord, float("nan"), "no arithmetic")
 
     ref_rate = results["compiled reference loop (numba, here)"][0]
+    load = os.getloadavg()
+    print(f"\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"\n{'method':<52}{'rows/s':>12}{'vs compiled':>13}{'max|w-w_ref|':>14}  note")
     for name, (rps, diff, note) in results.items():
         print(f"{name:<52}{rps:>12.3e}{rps / ref_rate:>13.3f}{diff:>14.1e}  {note}")
+    est = results["streamlsq LMSRegressor.partial_fit (one call)"][0]
+    summary = {"estimator / compiled loop": est / ref_rate,
+               "estimator / kernel": est / results["streamlsq kernel LMS.fold"][0]}
+    for peer in ("river LinearRegression.learn_one", "padasip FilterLMS",
+                 "sklearn SGDRegressor.partial_fit (one call)", "plain Python loop (lists)"):
+        if peer in results:
+            summary[f"estimator / {peer}"] = est / results[peer][0]
+    print()
+    for k, v in summary.items():
+        print(f"  {k:<60}{v:>10.2f}")
+    with open(args.json, "w") as f:
+        json.dump({"settings": vars(args), "load_average": load, "summary": summary,
+                   "results": {k: {"rows_per_s": r, "max_abs_diff": d, "note": note}
+                               for k, (r, d, note) in results.items()},
+                   "seconds": TIMES}, f, indent=1, default=str)
+    print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

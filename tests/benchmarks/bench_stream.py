@@ -1,36 +1,48 @@
 #!/usr/bin/env python
-"""Throughput of the stream engines against the floor: reading and decoding every chunk.
+"""Exact streaming least squares: streamlsq against every peer and the floors, in one run.
 
-In one run, on one store and one LocalCluster, prints rows/s and the ratio to the
-raw read for:
+On one stream store written by ``simulate`` (default 4,000,000 × 20, the default codec,
+``--codec`` for another) and on the same rows in memory, round-robin over ``--repeat``
+rounds (so the machine's load falls on every row alike), prints rows/s (median and
+spread min–max), ratios, and the relative error of the final coefficients against
+``numpy.linalg.lstsq`` of the same rows (the error floor):
 
-- raw read: every chunk of X and y read and decoded by a parallel map, nothing else
-  (the ratios are to this floor);
-- raw read, in order: one task reading every chunk in turn (the floor of an in-order
-  consumer when the codec's decoder holds the GIL, as numcodecs' Zstd does);
-- the sequential engine (KF4LLS);
-- the scan engine (KF4LLS);
-- numpy.linalg.lstsq on the same rows in memory (when they fit), compute only;
+- the floors: read and decode every chunk of X and y, **in parallel** (one Dask task per
+  chunk over the workers: the scan engine's floor) and **in order** (one Dask task
+  reading every chunk in turn: the sequential engine's floor); XᵀX of the rows in memory;
+- streamlsq KF4LLS from the store: ``sequential`` and ``scan`` engines × ``qr`` and
+  ``normal`` solvers (``fit_stream``), each against both floors;
+- the scan engine and the parallel floor on a second cluster of **one** worker
+  (``--one-worker``): the speed-up of two workers over one;
+- ``dask.array.linalg.lstsq`` (tall-and-skinny QR) on the same Zarr store, and dask-ml's
+  ``Incremental(SGDRegressor)`` over its chunks (one pass; approximate by design);
+- in memory: ``numpy.linalg.lstsq``; the per-row peers on the first ``--peer-rows`` rows
+  (their rows/s extrapolate; the error is against lstsq of those rows):
+  statsmodels ``RecursiveLS``, polars-ols ``rls`` (no forgetting), padasip
+  ``FilterRLS`` (mu = 1), river ``BayesianLinearRegression``; a peer that is not
+  installed (the ``bench`` extra) is left out with a note.
 
-plus the peak memory of the cluster's processes during each run (sampled by
-distributed's MemorySampler). Not part of the test suite: run it by hand.
+Writes everything (every run's seconds) as JSON. Not part of the test suite:
 
-    python tests/benchmarks/bench_stream.py --rows 4000000 --features 20
+    python tests/benchmarks/bench_stream.py --rows 4000000 --features 20 --repeat 5
     python tests/benchmarks/bench_stream.py --store existing.zarr --memory-limit 1GB
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import math
+import os
 import tempfile
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
 from distributed import Client, LocalCluster
-from distributed.diagnostics import MemorySampler
 
 from streamlsq import fit_stream, open_stream, simulate_stream
 from streamlsq.io.stores import cached_array
@@ -62,6 +74,7 @@ def raw_read_in_order(client, source) -> float:
 
 
 def raw_read(client, source) -> float:
+    """The parallel floor: one task per chunk, over every worker."""
     edges = source.chunk_edges()
     tag = uuid.uuid4().hex[:6]
     t = time.perf_counter()
@@ -71,69 +84,265 @@ def raw_read(client, source) -> float:
     return time.perf_counter() - t
 
 
+def rel_error(coef, ref) -> float:
+    coef, ref = np.ravel(coef), np.ravel(ref)
+    return float(np.linalg.norm(coef - ref) / np.linalg.norm(ref))
+
+
+class Bench:
+    """Named runs, timed round-robin; each returns its coefficients (or None)."""
+
+    def __init__(self):
+        self.runs: dict[str, dict] = {}
+
+    def add(self, name, rows, fn, ref=None, note="", group="streamlsq"):
+        self.runs[name] = {"rows": rows, "fn": fn, "ref": ref, "note": note, "group": group,
+                           "seconds": [], "coef_rel_error": None}
+
+    def run(self, repeat):
+        for name, r in self.runs.items():  # warm up: numba caches, first opens
+            try:
+                r["fn"]()
+            except Exception as exc:  # a peer that fails: say so, keep the others
+                r["failed"] = f"{type(exc).__name__}: {exc}"[:200]
+                print(f"{name}: failed ({r['failed']})")
+        for _ in range(repeat):
+            for r in self.runs.values():
+                if "failed" in r:
+                    continue
+                t = time.perf_counter()
+                coef = r["fn"]()
+                r["seconds"].append(time.perf_counter() - t)
+                if coef is not None and r["ref"] is not None:
+                    r["coef_rel_error"] = rel_error(coef, r["ref"])
+
+    def rate(self, name):
+        r = self.runs[name]
+        return r["rows"] / float(np.median(r["seconds"]))
+
+
+def fit_coef(ds):
+    return ds.coef.values[-1, :, 0]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--store", type=Path, default=None, help="existing stream store")
     p.add_argument("--rows", type=int, default=4_000_000)
     p.add_argument("--features", type=int, default=20)
     p.add_argument("--chunk-rows", type=int, default=None)
+    p.add_argument("--codec", default=None, help="codec of the simulated store")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--memory-limit", default="auto")
-    p.add_argument("--repeat", type=int, default=2, help="best of N runs of each")
-    p.add_argument("--max-lstsq-gb", type=float, default=4.0)
-    p.add_argument("--segment-mb", type=float, default=None,
-                   help="MB of X per sequential task (default: the engine's)")
+    p.add_argument("--repeat", type=int, default=5, help="round-robin rounds")
+    p.add_argument("--peer-rows", type=int, default=100_000,
+                   help="rows for the per-row peers (statsmodels, padasip, river, polars-ols)")
+    p.add_argument("--no-peers", action="store_true")
+    p.add_argument("--one-worker", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run the scan engine and the parallel floor on one worker")
+    p.add_argument("--max-memory-gb", type=float, default=4.0,
+                   help="in-memory runs only when X fits in this")
+    p.add_argument("--json", default="bench_stream.json")
     args = p.parse_args()
+    warnings.filterwarnings("ignore")
 
-    with tempfile.TemporaryDirectory(dir=".") as tmp, LocalCluster(
-        n_workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit,
-        dashboard_address=":0", silence_logs=logging.ERROR,
-    ) as cluster, Client(cluster) as client:
+    kw = dict(threads_per_worker=1, memory_limit=args.memory_limit, dashboard_address=":0",
+              silence_logs=logging.ERROR)
+    with tempfile.TemporaryDirectory(dir=".") as tmp, \
+            LocalCluster(n_workers=args.workers, **kw) as cluster, Client(cluster) as client:
+        one = None
+        if args.one_worker:
+            one_cluster = LocalCluster(n_workers=1, **kw)
+            one = Client(one_cluster, set_as_default=False)
         store = args.store
         if store is None:
             store = Path(tmp) / "bench.zarr"
             t = time.perf_counter()
             simulate_stream(store, args.rows, args.features, 1, chunk_rows=args.chunk_rows,
-                            seed=0, client=client)
+                            seed=0, client=client, codec=args.codec)
             print(f"simulated {args.rows} x {args.features} in {time.perf_counter() - t:.1f} s")
         source = open_stream(store)
-        gb = source.n_rows * (source.n_features + source.n_targets) * 8 / 1e9
-        print(f"store {store}: {source.n_rows} rows x {source.n_features} features, "
-              f"{gb:.2f} GB in float64, chunks of {source.chunk_rows} rows, "
-              f"{args.workers} workers x 1 thread, memory limit {args.memory_limit}")
-        sampler = MemorySampler()
-        timings = {}
+        n, q = source.n_rows, source.n_features
+        gb = n * (q + source.n_targets) * 8 / 1e9
+        codec = str(cached_array(str(store), None, "X").compressors)
+        print(f"store {store}: {n} rows x {q} features, {gb:.2f} GB in float64, chunks of "
+              f"{source.chunk_rows} rows, codec {codec}; {args.workers} workers x 1 thread, "
+              f"memory limit {args.memory_limit}")
 
-        def best(name, fn):
-            runs = []
-            for _ in range(args.repeat):
-                with sampler.sample(name, interval=0.1):
-                    t = time.perf_counter()
-                    fn()
-                    runs.append(time.perf_counter() - t)
-            timings[name] = min(runs)
-
-        best("raw read", lambda: raw_read(client, source))
-        best("raw read, in order", lambda: raw_read_in_order(client, source))
-        seg = {"segment_bytes": int(args.segment_mb * 2**20)} if args.segment_mb else {}
-        best("sequential", lambda: fit_stream(store, "kf4lls", engine="sequential",
-                                              client=client, progress=False, **seg))
-        best("scan", lambda: fit_stream(store, "kf4lls", engine="scan", client=client,
-                                        progress=False))
-        if gb <= args.max_lstsq_gb:
+        ref = None
+        X = y = None
+        in_memory = n * q * 8 / 1e9 <= args.max_memory_gb
+        if in_memory:
             X = np.asarray(cached_array(str(store), None, "X")[:])
-            y = np.asarray(cached_array(str(store), None, "y")[:])
-            t = time.perf_counter()
-            np.linalg.lstsq(X, y, rcond=None)
-            timings["numpy lstsq (in memory)"] = time.perf_counter() - t
-            del X, y
-        peaks = sampler.to_pandas().max() / 2**20 if timings else {}
-        floor = source.n_rows / timings["raw read"]
-        print(f"\n{'run':<26}{'seconds':>9}{'rows/s':>14}{'vs raw read':>13}{'peak MiB':>10}")
-        for name, sec in timings.items():
-            rate = source.n_rows / sec
-            peak = f"{peaks[name]:.0f}" if name in peaks else "-"
-            print(f"{name:<26}{sec:>9.2f}{rate:>14.3e}{rate / floor:>13.2f}{peak:>10}")
+            y = np.asarray(cached_array(str(store), None, "y")[:])[:, 0]
+            ref = np.linalg.lstsq(X, y, rcond=None)[0]
+
+        b = Bench()
+        b.add("read floor, parallel", n, lambda: raw_read(client, source), group="floor")
+        b.add("read floor, in order", n, lambda: raw_read_in_order(client, source),
+              group="floor")
+        for engine in ("sequential", "scan"):
+            for solver in ("qr", "normal"):
+                b.add(f"KF4LLS {engine} {solver}", n,
+                      lambda e=engine, s=solver: fit_coef(fit_stream(
+                          store, "kf4lls", engine=e, solver=s, client=client, progress=False)),
+                      ref)
+        if one is not None:
+            b.add("read floor, parallel, 1 worker", n, lambda: raw_read(one, source),
+                  group="floor")
+            b.add("KF4LLS scan qr, 1 worker", n, lambda: fit_coef(fit_stream(
+                store, "kf4lls", engine="scan", client=one, progress=False)), ref)
+        if in_memory:
+            b.add("XᵀX in memory", n, lambda: X.T @ X, group="floor")
+            b.add("numpy lstsq (in memory)", n,
+                  lambda: np.linalg.lstsq(X, y, rcond=None)[0], ref, group="peer")
+        if not args.no_peers:
+            add_dask_peers(b, store, client, ref)
+            if in_memory:
+                add_row_peers(b, X, y, min(args.peer_rows, n))
+        b.run(args.repeat)
+        load = os.getloadavg()
+        if one is not None:
+            one.close()
+            one_cluster.close()
+
+    report(b, n, args, load, gb, codec)
+
+
+def add_dask_peers(b, store, client, ref):
+    import dask.array as da
+
+    def dask_lstsq():
+        Xd = da.from_zarr(str(store), component="X")
+        yd = da.from_zarr(str(store), component="y")
+        return client.compute(da.linalg.lstsq(Xd, yd)[0]).result()[:, 0]
+
+    b.add("dask.array.linalg.lstsq (same store)", None, dask_lstsq, ref, group="peer")
+    try:
+        from dask_ml.wrappers import Incremental
+        from sklearn.linear_model import SGDRegressor
+
+        def dask_ml_sgd():
+            Xd = da.from_zarr(str(store), component="X")
+            yd = da.from_zarr(str(store), component="y")[:, 0]
+            model = Incremental(SGDRegressor(penalty=None, fit_intercept=False, tol=None,
+                                             max_iter=1, random_state=0))
+            model.fit(Xd, yd)
+            return model.estimator_.coef_
+
+        b.add("dask-ml Incremental(SGDRegressor), 1 pass", None, dask_ml_sgd, ref,
+              "approximate (SGD)", group="peer")
+    except ImportError as exc:
+        print(f"dask-ml: not installed ({exc})")
+
+
+def add_row_peers(b, X, y, m):
+    Xm, ym = X[:m], y[:m]
+    ref_m = np.linalg.lstsq(Xm, ym, rcond=None)[0]
+    q = X.shape[1]
+    note = f"first {m} rows"
+    try:
+        import statsmodels.api as sm
+
+        b.add("statsmodels RecursiveLS", m, lambda: sm.RecursiveLS(ym, Xm).fit().params,
+              ref_m, note, group="peer")
+    except ImportError as exc:
+        print(f"statsmodels: not installed ({exc})")
+    try:
+        import polars as pl
+        from polars_ols.least_squares import RLSKwargs, compute_recursive_least_squares
+
+        cols = [f"x{j}" for j in range(q)]
+        frame = pl.DataFrame({**{c: Xm[:, j] for j, c in enumerate(cols)}, "y": ym})
+        kwargs = RLSKwargs(half_life=None, initial_state_covariance=1e6)
+
+        def polars_rls():
+            out = frame.select(compute_recursive_least_squares(
+                "y", *cols, mode="coefficients", rls_kwargs=kwargs).alias("c"))
+            last = out["c"][-1]
+            return np.array(list(last.values()) if isinstance(last, dict) else last)
+
+        b.add("polars-ols rls", m, polars_rls, ref_m, note + ", P0 = 1e6 I", group="peer")
+    except ImportError as exc:
+        print(f"polars-ols: not installed ({exc})")
+    try:
+        import padasip as pa
+
+        def padasip_rls():
+            f = pa.filters.FilterRLS(q, mu=1.0, eps=1e-6, w="zeros")
+            f.run(ym, Xm)
+            return f.w
+
+        b.add("padasip FilterRLS", m, padasip_rls, ref_m, note + ", mu = 1", group="peer")
+    except ImportError as exc:
+        print(f"padasip: not installed ({exc})")
+    try:
+        from river import linear_model
+
+        k = min(m, 20_000)  # river is slow: fewer rows still
+        rows = [dict(enumerate(r)) for r in Xm[:k].tolist()]
+        ref_k = np.linalg.lstsq(Xm[:k], ym[:k], rcond=None)[0]
+
+        def river_blr():
+            model = linear_model.BayesianLinearRegression(alpha=1e-9, beta=1.0)
+            for xi, yi in zip(rows, ym[:k].tolist(), strict=True):
+                model.learn_one(xi, yi)
+            return np.array([model.predict_one({j: 1.0}) for j in range(q)])
+
+        b.add("river BayesianLinearRegression", k, river_blr, ref_k, f"first {k} rows",
+              group="peer")
+    except ImportError as exc:
+        print(f"river: not installed ({exc})")
+
+
+def report(b, n, args, load, gb, codec):
+    for r in b.runs.values():
+        if r["rows"] is None:
+            r["rows"] = n
+    par = b.rate("read floor, parallel")
+    order = b.rate("read floor, in order")
+    print(f"\n{args.repeat} round-robin rounds; load average {load[0]:.2f} {load[1]:.2f} "
+          f"{load[2]:.2f}; rows/s median (spread min-max)\n")
+    print(f"{'run':<44}{'rows':>9}{'rows/s':>11}{'spread':>21}{'/par floor':>11}"
+          f"{'/in-order':>10}{'rel err':>10}  note")
+    out = {}
+    for name, r in b.runs.items():
+        if "failed" in r or not r["seconds"]:
+            print(f"{name:<44} failed: {r.get('failed')}")
+            out[name] = {k: v for k, v in r.items() if k not in ("fn", "ref")}
+            continue
+        rates = r["rows"] / np.array(r["seconds"])
+        rate = float(np.median(rates))
+        err = "-" if r["coef_rel_error"] is None else f"{r['coef_rel_error']:.1e}"
+        spread = f"{rates.min():.3g}-{rates.max():.3g}"
+        print(f"{name:<44}{r['rows']:>9}{rate:>11.3e}{spread:>21}{rate / par:>11.2f}"
+              f"{rate / order:>10.2f}{err:>10}  {r['note']}")
+        out[name] = {k: v for k, v in r.items() if k not in ("fn", "ref")}
+        out[name].update(rows_per_s=rate, rows_per_s_min=float(rates.min()),
+                         rows_per_s_max=float(rates.max()), vs_parallel_floor=rate / par,
+                         vs_in_order_floor=rate / order)
+    summary = {}
+    ours = max((b.rate(k) for k in b.runs if k.startswith("KF4LLS scan")), default=math.nan)
+    for peer in ("statsmodels RecursiveLS", "polars-ols rls"):
+        if peer in b.runs and b.runs[peer]["seconds"]:
+            summary[f"scan qr / {peer}"] = b.rate("KF4LLS scan qr") / b.rate(peer)
+    summary["scan qr / parallel floor"] = b.rate("KF4LLS scan qr") / par
+    summary["sequential qr / in-order floor"] = b.rate("KF4LLS sequential qr") / order
+    summary["sequential qr / parallel floor"] = b.rate("KF4LLS sequential qr") / par
+    if "KF4LLS scan qr, 1 worker" in b.runs:
+        summary["scan qr: 2 workers / 1 worker"] = (b.rate("KF4LLS scan qr")
+                                                    / b.rate("KF4LLS scan qr, 1 worker"))
+        summary["parallel floor: 2 workers / 1 worker"] = (
+            par / b.rate("read floor, parallel, 1 worker"))
+    print("\nratios (medians of the same run):")
+    for k, v in summary.items():
+        print(f"  {k:<44}{v:>8.2f}")
+    del ours
+    with open(args.json, "w") as f:
+        json.dump({"settings": {k: str(v) for k, v in vars(args).items()}, "gb": gb,
+                   "codec": codec, "load_average": load, "results": out,
+                   "summary": summary}, f, indent=1, default=str)
+    print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,44 @@
+"""The command line starts without importing what it does not use (no timing here: what
+is imported is checked; tests/benchmarks/bench_startup.py measures the seconds)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+from streamlsq.cli.main import COMMANDS, load_command
+
+HEAVY = ("sklearn", "scipy", "numba", "distributed", "xarray", "pandas", "dask")
+
+
+def _imported_after(code: str) -> set[str]:
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    return set(run.stdout.strip().split("\n")[-1].split())
+
+
+@pytest.mark.parametrize("command", ["--help", "info"])
+def test_help_and_info_import_no_heavy_package(command, tmp_path):
+    import zarr
+
+    store = tmp_path / "s.zarr"
+    g = zarr.open_group(store, mode="w", zarr_format=3)
+    g.create_array("X", shape=(10, 2), dtype="float64", dimension_names=["sample", "feature"])
+    g.create_array("y", shape=(10, 1), dtype="float64", dimension_names=["sample", "target"])
+    args = ["--help"] if command == "--help" else ["info", str(store)]
+    code = (f"import sys; sys.argv = ['streamlsq', *{args!r}]\n"
+            "from streamlsq.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass")
+    modules = _imported_after(code)
+    assert not {m.split(".")[0] for m in modules} & set(HEAVY)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_the_listed_short_help_is_the_commands_own(name):
+    command = load_command(name)
+    listed = click.Command(name, help=COMMANDS[name][2])
+    assert listed.get_short_help_str(60) == command.get_short_help_str(60)

@@ -1,0 +1,95 @@
+"""Which workers the embedded cluster gets: threads of this process for small inputs and
+for scripts that worker processes would re-run, processes otherwise."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import dask
+import pytest
+
+from streamlsq.cli.common import _stores_bytes
+from streamlsq.errors import InputError
+from streamlsq.runtime.client import dask_client, embedded_workers
+
+
+@pytest.fixture
+def auto():
+    with dask.config.set({"streamlsq.embedded-workers": "auto"}):
+        yield
+
+
+def test_auto_decides_from_the_size_and_the_options(auto):
+    assert embedded_workers(10**6) == "threads"
+    assert embedded_workers(2**30 + 1) == "processes"
+    assert embedded_workers(None) == "processes"  # unknown size: as before
+    assert embedded_workers(10**6, n_workers=2) == "processes"
+    assert embedded_workers(10**6, memory_limit="1GB") == "processes"
+    with dask.config.set({"streamlsq.in-process-bytes": 100}):
+        assert embedded_workers(10**6) == "processes"
+
+
+def test_the_config_forces_either_kind():
+    for kind in ("threads", "processes"):
+        with dask.config.set({"streamlsq.embedded-workers": kind}):
+            assert embedded_workers(10**12) == kind == embedded_workers(1)
+    with dask.config.set({"streamlsq.embedded-workers": "gpus"}), \
+            pytest.raises(InputError, match="embedded-workers"):
+        embedded_workers(1)
+
+
+def test_a_small_input_gets_an_in_process_cluster(auto, monkeypatch):
+    import streamlsq.runtime.client as runtime_client
+
+    monkeypatch.setattr(runtime_client, "_default_client", lambda: None)  # another test's
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    with dask_client(data_bytes=10**6) as client:
+        workers = client.scheduler_info()["workers"]
+        assert all(a.startswith("inproc://") for a in workers)
+        assert client.submit(sum, [1, 2]).result() == 3
+
+
+SCRIPT = """
+from streamlsq.runtime.client import embedded_workers
+print("top", embedded_workers(None))
+
+def from_a_function():
+    return embedded_workers(None)
+
+if __name__ == "__main__":
+    print("guarded", from_a_function(), embedded_workers(10**12))
+else:
+    print("re-imported")
+"""
+
+
+def test_a_script_without_a_main_guard_gets_threads(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    # outside the guard, worker processes would re-run the script: threads; inside it,
+    # large or unknown inputs get processes
+    assert run.stdout.split("\n")[:2] == ["top threads", "guarded processes processes"]
+    code = "from streamlsq.runtime.client import embedded_workers; print(embedded_workers())"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.stdout.strip() == "processes"  # python -c is never re-run by a worker
+    run = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True,
+                         timeout=120)
+    assert run.stdout.strip() == "threads"  # '<stdin>' cannot be re-imported
+
+
+def test_store_bytes_come_from_the_metadata(tmp_path):
+    import numpy as np
+    import zarr
+
+    g = zarr.open_group(tmp_path / "s.zarr", mode="w", zarr_format=3)
+    g.create_array("X", shape=(1000, 4), chunks=(100, 4), dtype="float64")
+    g.create_group("a").create_array("y", shape=(1000,), dtype="float32")[...] = np.ones(1000)
+    assert _stores_bytes(str(tmp_path / "s.zarr")) == 1000 * 4 * 8 + 1000 * 4
+    assert _stores_bytes([str(tmp_path / "s.zarr") + "#a", None]) == 1000 * 4 * 8 + 1000 * 4
+    assert _stores_bytes(str(tmp_path / "missing.zarr")) is None

@@ -32,7 +32,8 @@ COMMANDS = {
     "metalearn": ("streamlsq.cli.mlr", "metalearn", "Meta-learn a mixture of K linear "
                   "regressions (Algorithm 1) from the task store DATA."),
     "predict": ("streamlsq.cli.mlr", "predict",
-                "Estimate every task of TASKS under the meta-learned MODEL."),
+                "Estimate every task of TASKS under the meta-learned MODEL, or apply the "
+                "stream fit MODEL to the rows of the stream store TASKS."),
     "example": ("streamlsq.cli.mlr", "example", "Convert a real multilevel dataset (needs "
                 "the 'examples' extra) to a multi-task store."),
     "study": ("streamlsq.cli.study", "study",

@@ -26,6 +26,7 @@ temporary copy of the data is ever written.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -248,17 +249,20 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     (('a', 'b'), [[0.0, 1.0], [1.0, 1.0]])
     >>> tmp.cleanup()
     """
-    import xarray as xr
-
-    if isinstance(data, xr.DataArray):
+    # a Dataset exists only if xarray was imported: a store opens without importing it
+    # (`streamlsq info` starts fast)
+    xr = sys.modules.get("xarray")
+    if xr is not None and isinstance(data, xr.DataArray):
         raise InputError("pass an xarray Dataset (ds[['a', 'b']] or da.to_dataset()), "
                          "not a DataArray")
-    if isinstance(data, xr.Dataset):
+    if xr is not None and isinstance(data, xr.Dataset):
         if not targets:
             y = _present(_names(y, ("y",)), set(data.variables))
         return _open_dataset(data, x, y, sample_dim, fit_intercept)
     loc = locate(data, storage_options)
     if loc is None:  # e.g. a zarr MemoryStore: read it as a lazy Dataset
+        import xarray as xr
+
         try:
             ds = xr.open_zarr(data, group=group, consolidated=None)
         except Exception as exc:

@@ -131,9 +131,11 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
         lines.append(text)
 
     with dask_client(client, scheduler) as cl:
-        n_workers = len(cl.scheduler_info()["workers"])
+        workers = cl.scheduler_info()["workers"].values()
+        n_threads = sum(w.get("nthreads", 1) for w in workers)
         link = cl.dashboard_link
-        say(f"streamlsq demo: Dask cluster at {cl.scheduler.address} with {n_workers} workers"
+        say(f"streamlsq demo: Dask cluster at {cl.scheduler.address} with "
+            f"{len(workers)} worker{'s' * (len(workers) != 1)} ({n_threads} threads)"
             f"{'' if not link else f', dashboard {link}'}")
         data = out / "stream.zarr"
         t = time.perf_counter()

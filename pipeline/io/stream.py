@@ -308,35 +308,24 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
                     f"{label}: variable '{name}' has dims {dims or arr.shape}, expected "
                     f"('{dim}',) or ('{dim}', ...): the sample dimension first"
                     + ("" if sample_dim else "; name it with --sample-dim"))
-    first = arrays[x_vars[0]]
-    n = first.shape[0]
-    for name, arr in arrays.items():
-        if arr.shape[0] != n:
-            raise InputError(
-                f"{label}: variable '{name}' has {arr.shape[0]} samples but "
-                f"'{x_vars[0]}' has {n}")
-    width = sum(1 if arrays[v].ndim == 1 else arrays[v].shape[1] for v in x_vars)
-    if n == 0 or width == 0:
-        raise InputError(f"{label}: variable '{x_vars[0]}' is empty (shape {first.shape})")
+    n, width, n_targets, y_is_vector = _column_counts(label, arrays, x_vars, y_vars)
     for name, arr in arrays.items():
         check_complete(label, name, arr)
     members = set(g.array_keys())
     features = _labels(x_vars, arrays, g, members)
-    target_labels = _labels(y_vars, arrays, g, members) if len(y_vars) > 1 or \
-        y_vars and arrays[y_vars[0]].ndim == 2 else ()
-    chunk_rows = int(first.chunks[0])
+    target_labels = () if y_is_vector or not y_vars else _labels(y_vars, arrays, g, members)
+    chunk_rows = int(arrays[x_vars[0]].chunks[0])
     attrs = dict(g.attrs)
     block_size = int(attrs.get("block_size", chunk_rows))
-    n_targets = sum(1 if arrays[v].ndim == 1 else arrays[v].shape[1] for v in y_vars)
     return StreamSource(
         path=loc.url,
         shown=shown,
         group=group,
-        n_rows=int(n),
-        n_features=int(width) + int(bool(fit_intercept)),
-        n_targets=int(n_targets),
+        n_rows=n,
+        n_features=width + int(bool(fit_intercept)),
+        n_targets=n_targets,
         chunk_rows=chunk_rows,
-        y_is_vector=len(y_vars) == 1 and arrays[y_vars[0]].ndim == 1,
+        y_is_vector=y_is_vector,
         block_size=block_size,
         attrs=attrs,
         token=store_token(loc),
@@ -417,15 +406,7 @@ def _open_dataset(ds, x, y, sample_dim, fit_intercept) -> StreamSource:
         var = var.transpose(dim, ...)
         arrays[name] = var
         columns[name] = var.data
-    n = arrays[x_vars[0]].shape[0]
-    for name, var in arrays.items():
-        if var.shape[0] != n:
-            raise InputError(f"{label}: variable '{name}' has {var.shape[0]} samples but "
-                             f"'{x_vars[0]}' has {n}")
-    width = sum(1 if arrays[v].ndim == 1 else arrays[v].shape[1] for v in x_vars)
-    if n == 0 or width == 0:
-        raise InputError(f"{label}: variable '{x_vars[0]}' is empty (shape "
-                         f"{arrays[x_vars[0]].shape})")
+    n, width, n_targets, y_is_vector = _column_counts(label, arrays, x_vars, y_vars)
 
     def labels(names):
         out: list = []
@@ -452,16 +433,15 @@ def _open_dataset(ds, x, y, sample_dim, fit_intercept) -> StreamSource:
         extras["coef_true"] = np.asarray(ds["coef_true"].values)
     attrs = dict(ds.attrs)
     block_size = int(attrs.get("block_size", chunk_rows))
-    n_targets = sum(1 if arrays[v].ndim == 1 else arrays[v].shape[1] for v in y_vars)
     return StreamSource(
         path=str(source) if source else "<xarray.Dataset>",
         shown=shown,
         group=None,
-        n_rows=int(n),
-        n_features=int(width) + int(bool(fit_intercept)),
-        n_targets=int(n_targets),
+        n_rows=n,
+        n_features=width + int(bool(fit_intercept)),
+        n_targets=n_targets,
         chunk_rows=chunk_rows,
-        y_is_vector=len(y_vars) == 1 and arrays[y_vars[0]].ndim == 1,
+        y_is_vector=y_is_vector,
         block_size=block_size,
         attrs=attrs,
         token=tokenize(*columns.values()),
@@ -470,10 +450,29 @@ def _open_dataset(ds, x, y, sample_dim, fit_intercept) -> StreamSource:
         sample_dim=dim,
         intercept=bool(fit_intercept),
         features=labels(x_vars),
-        targets=labels(y_vars) if len(y_vars) > 1 or y_vars and arrays[y_vars[0]].ndim == 2
-        else (),
+        targets=() if y_is_vector or not y_vars else labels(y_vars),
         columns=DatasetColumns(columns, extras),
     )
+
+
+def _column_counts(label: str, arrays: dict, x_vars, y_vars) -> tuple[int, int, int, bool]:
+    """Rows, feature columns and target columns of the variables ``arrays`` (1-D: one
+    column, 2-D: its second axis), and whether y is one 1-D variable; refuses variables of
+    different lengths and a stream without rows or features."""
+    first = arrays[x_vars[0]]
+    n = int(first.shape[0])
+    for name, arr in arrays.items():
+        if arr.shape[0] != n:
+            raise InputError(f"{label}: variable '{name}' has {arr.shape[0]} samples but "
+                             f"'{x_vars[0]}' has {n}")
+
+    def width(names) -> int:
+        return int(sum(1 if arrays[v].ndim == 1 else arrays[v].shape[1] for v in names))
+
+    if n == 0 or width(x_vars) == 0:
+        raise InputError(f"{label}: variable '{x_vars[0]}' is empty (shape {first.shape})")
+    y_is_vector = len(y_vars) == 1 and arrays[y_vars[0]].ndim == 1
+    return n, width(x_vars), width(y_vars), y_is_vector
 
 
 def is_path_like(data) -> bool:

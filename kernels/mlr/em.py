@@ -23,9 +23,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
 from streamlsq.kernels.mlr.classify import check_weights, positive_vector
-from streamlsq.kernels.mlr.refine import _rss
+from streamlsq.kernels.mlr.refine import solve_from_sums
 from streamlsq.kernels.mlr.tasks import as_task_rows, padded_task_stacks, segment_sum, task_sizes
 
 __all__ = [
@@ -149,15 +148,9 @@ def em_m_step(sums: dict):
                 f"EM component {ell} has no responsibility left (sum of gamma = "
                 f"{weight[ell]:.3g}); the run collapsed it"
             )
-        try:
-            W[ell] = spd_solve(xtx[ell], xty[ell])
-        except SingularMatrixError as err:
-            raise SingularMatrixError(
-                f"EM component {ell}: weighted X^T X is singular ({err})",
-                rank=err.rank,
-                size=err.size,
-            ) from err
-        s2[ell] = max(_rss(yty[ell], xty[ell], xtx[ell], W[ell]), 0.0) / rows[ell]
+        W[ell], rss = solve_from_sums(xtx[ell], xty[ell], yty[ell],
+                                      f"EM component {ell}: weighted X^T X")
+        s2[ell] = rss / rows[ell]
         if not s2[ell] > 0:
             raise ValueError(f"EM component {ell} fits its tasks exactly (s2 = 0)")
     return W, s2, weight / n

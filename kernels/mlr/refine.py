@@ -93,8 +93,18 @@ def combine_stats(*stats: dict) -> dict:
     return out
 
 
-def _rss(yty: float, xty: np.ndarray, xtx: np.ndarray, w: np.ndarray) -> float:
-    return float(yty - 2.0 * (w @ xty) + w @ xtx @ w)
+def solve_from_sums(xtx: np.ndarray, xty: np.ndarray, yty: float,
+                    what: str) -> tuple[np.ndarray, float]:
+    """Least squares from the sums of some rows: ŵ solving XᵀX w = Xᵀy (Cholesky, never an
+    inverse) and the residual sum of squares yᵀy − 2ŵᵀXᵀy + ŵᵀXᵀXŵ, clipped at 0 against
+    rounding. A singular XᵀX raises :class:`~.linalg.SingularMatrixError` naming ``what``
+    (e.g. ``"cluster 2: X^T X of its rows"``)."""
+    try:
+        w = spd_solve(xtx, xty)
+    except SingularMatrixError as err:
+        raise SingularMatrixError(f"{what} is singular ({err})", rank=err.rank,
+                                  size=err.size) from err
+    return w, max(float(yty - 2.0 * (w @ xty) + w @ xtx @ w), 0.0)
 
 
 def _unpack_stats(stats: dict, n_tasks_total: int):
@@ -130,15 +140,9 @@ def refine_from_stats(stats: dict, n_tasks_total: int):
                 f"cluster {ell} has {int(rows[ell])} rows; refinement needs more than "
                 f"d = {d} rows (rows - d residual degrees of freedom)"
             )
-        try:
-            W[ell] = spd_solve(xtx[ell], xty[ell])
-        except SingularMatrixError as err:
-            raise SingularMatrixError(
-                f"cluster {ell}: X^T X of its rows is singular ({err})",
-                rank=err.rank,
-                size=err.size,
-            ) from err
-        s2[ell] = max(_rss(yty[ell], xty[ell], xtx[ell], W[ell]), 0.0) / (rows[ell] - d)
+        W[ell], rss = solve_from_sums(xtx[ell], xty[ell], yty[ell],
+                                      f"cluster {ell}: X^T X of its rows")
+        s2[ell] = rss / (rows[ell] - d)
     return W, s2, tasks / n_total
 
 
@@ -183,11 +187,10 @@ def refine_with_fallback(stats: dict, n_tasks_total: int, W0, r2):
             continue
         if rows[ell] > d:
             try:
-                W[ell] = spd_solve(xtx[ell], xty[ell])
+                W[ell], rss = solve_from_sums(xtx[ell], xty[ell], yty[ell], f"cluster {ell}")
             except SingularMatrixError:
                 status[ell] = 2
             else:
-                rss = max(_rss(yty[ell], xty[ell], xtx[ell], W[ell]), 0.0)
                 s2[ell] = rss / (rows[ell] - d)
                 if s2[ell] > 0:
                     continue

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from streamlsq.kernels.mlr.classify import check_weights, positive_vector, task_cluster_sse
+from streamlsq.kernels.mlr.predict import component_log_scores
 
 __all__ = [
     "choose_k",
@@ -62,14 +62,8 @@ def mixture_log_likelihood(X, y, task_ptr, W, s2, p) -> np.ndarray:
     >>> bool(np.isclose(ll[0], -np.log(2 * np.pi)))  # two rows of N(0, 1) at 0
     True
     """
-    sse, t = task_cluster_sse(X, y, task_ptr, W)
-    k = sse.shape[1]
-    s2 = positive_vector(s2, k, "s2")
-    p = check_weights(p, k)
-    with np.errstate(divide="ignore"):
-        log_p = np.log(p)
-    score = log_p - 0.5 * t[:, None] * np.log(2.0 * np.pi * s2) - sse / (2.0 * s2)
-    return logsumexp(score, axis=1)
+    score, t = component_log_scores(X, y, task_ptr, W, s2, p)
+    return logsumexp(score, axis=1) - 0.5 * t * np.log(2.0 * np.pi)
 
 
 def heldout_loglik_sums(X, y, task_ptr, models) -> dict[str, np.ndarray]:

@@ -27,11 +27,12 @@ __all__ = [
 
 
 # -- prediction (step 6) -------------------------------------------------------------
-def posterior_log_probs(X, y, task_ptr, W, s2, p) -> np.ndarray:
-    """log P(ℓ | Dᵢ) (n_tasks, k) for new tasks, normalised with log-sum-exp.
+def component_log_scores(X, y, task_ptr, W, s2, p) -> tuple[np.ndarray, np.ndarray]:
+    """log p̂_ℓ − (τᵢ/2) log ŝ²_ℓ − SSE_iℓ/(2ŝ²_ℓ) (n_tasks, k) and the rows τᵢ (n_tasks,).
 
-    log p̂_ℓ − (τᵢ/2) log ŝ²_ℓ − SSE_iℓ/(2ŝ²_ℓ), minus its log-sum-exp over ℓ.
-    A task with no rows gets the prior log p̂. A cluster with p̂_ℓ = 0 gets −inf.
+    The joint log-density log p̂_ℓ + log N(yᵢ; Xᵢŵ_ℓ, ŝ²_ℓ I) of each task and
+    component up to −(τᵢ/2) log 2π, which is the same for every component. A cluster with
+    p̂_ℓ = 0 gets −inf.
     """
     sse, t = task_cluster_sse(X, y, task_ptr, W)
     k = sse.shape[1]
@@ -39,7 +40,13 @@ def posterior_log_probs(X, y, task_ptr, W, s2, p) -> np.ndarray:
     p = check_weights(p, k)
     with np.errstate(divide="ignore"):
         log_p = np.log(p)
-    score = log_p - 0.5 * t[:, None] * np.log(s2) - sse / (2.0 * s2)
+    return log_p - 0.5 * t[:, None] * np.log(s2) - sse / (2.0 * s2), t
+
+
+def posterior_log_probs(X, y, task_ptr, W, s2, p) -> np.ndarray:
+    """log P(ℓ | Dᵢ) (n_tasks, k) for new tasks: :func:`component_log_scores` minus their
+    log-sum-exp over ℓ. A task with no rows gets the prior log p̂."""
+    score, _ = component_log_scores(X, y, task_ptr, W, s2, p)
     return score - logsumexp(score, axis=1, keepdims=True)
 
 

@@ -100,17 +100,3 @@ def classify(log_likelihood) -> np.ndarray:
     return np.argmax(L, axis=1).astype(np.int64)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-

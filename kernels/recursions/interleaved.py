@@ -710,37 +710,3 @@ def residual_factor_mse(psi, R: np.ndarray, rows: int) -> float:
     return float(np.sum((R @ V) ** 2) / (int(rows) * K))
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -702,15 +702,3 @@ class IRMARLS(_BasisRecursion):
         return {"theta": theta[:, None], "H": symmetrize(H)}, errors, snaps
 
 
-
-
-
-
-
-
-
-
-
-
-
-

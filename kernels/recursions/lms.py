@@ -439,9 +439,3 @@ class LMS(Recursion):
         )
 
 
-
-
-
-
-
-

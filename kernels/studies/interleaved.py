@@ -121,8 +121,6 @@ def figure1_findings(curves: Figure1Curves, params: Figure1Parameters) -> dict:
     return out
 
 
-
-
 # ---------------------------------------------------------------------------
 # Figure 1: vectorised Monte Carlo
 # ---------------------------------------------------------------------------

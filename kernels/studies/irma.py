@@ -254,10 +254,6 @@ def table1_records(
     return rows
 
 
-
-
-
-
 # ---------------------------------------------------------------------------
 # vectorised: many independent sequences at once (Monte-Carlo studies)
 # ---------------------------------------------------------------------------

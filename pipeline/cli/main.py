@@ -146,6 +146,5 @@ def main(debug):
     """
 
 
-
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -409,19 +409,3 @@ class BlocksMixin:
         return RecursionRegressor._edges(n_rows, block_size, first)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -418,10 +418,6 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
     )
 
 
-
-
-
-
 def open_dataset(path: str | os.PathLike, group: str | None = None, *,
                  storage_options: dict | None = None, lazy: bool = True) -> xr.Dataset:
     """Any streamlsq store (a path, an fsspec URL or a zarr store object) as a lazily

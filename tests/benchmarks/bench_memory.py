@@ -48,7 +48,7 @@ def main() -> None:
     p.add_argument("--memory-limit", default="1GB")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--keep", action="store_true", help="keep the stores afterwards")
+    p.add_argument("--keep", action="store_true", help="keep the stores it simulated")
     p.add_argument("--json", default="bench_memory.json")
     args = p.parse_args()
     sizes = [float(v) for v in args.gb.split(",")]
@@ -56,7 +56,7 @@ def main() -> None:
     with LocalCluster(n_workers=args.workers, threads_per_worker=1,
                       memory_limit=args.memory_limit, dashboard_address=":0",
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
-        stores = {}
+        stores, created = {}, []
         for gb in sizes:  # every store first, so that the fits can run round-robin
             store = args.dir / f"bench-memory-{gb:g}gb.zarr"
             rows = int(gb * 1e9 / (8 * (args.features + 1)))
@@ -64,6 +64,7 @@ def main() -> None:
                 t = time.perf_counter()
                 simulate_stream(store, rows, args.features, 1, seed=0, client=client,
                                 progress=False)
+                created.append(store)
                 print(f"simulated {rows} x {args.features} ({gb:g} GB) in "
                       f"{time.perf_counter() - t:.0f} s", flush=True)
             stores[gb] = store
@@ -97,8 +98,8 @@ def main() -> None:
                 entry["rel_err_vs_tsqr"] = float(np.abs(coef - ref).max() / np.abs(ref).max())
             results[gb] = entry
             print_size(entry, args.memory_limit, args.workers)
-        if not args.keep:
-            for store in stores.values():
+        if not args.keep:  # only the stores this run simulated, never one it reused
+            for store in created:
                 shutil.rmtree(store, ignore_errors=True)
     growth = summary(results, sizes)
     load = os.getloadavg()

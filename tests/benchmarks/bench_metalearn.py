@@ -104,14 +104,14 @@ def main() -> None:
             LocalCluster(n_workers=1, **kw) as c1, Client(c1, set_as_default=False) as one:
         for n_light in (int(v) for v in args.n_light.split(",")):
             data = args.out / f"tasks-{n_light}.zarr"
-            shutil.rmtree(data, ignore_errors=True)
             rows = (n_light * args.t_light + args.n_heavy * args.t_heavy
                     + args.n_light2 * args.t_light2)
             gb = rows * (args.d + 1) * 8 / 1e9
             t = time.perf_counter()
             simulate_mlr(data, k=args.k, d=args.d, n_light=n_light, t_light=args.t_light,
                          n_heavy=args.n_heavy, t_heavy=args.t_heavy, n_light2=args.n_light2,
-                         t_light2=args.t_light2, seed=1, client=two, progress=False)
+                         t_light2=args.t_light2, seed=1, client=two, progress=False,
+                         overwrite=True)  # replaces only a store streamlsq wrote
             print(f"{n_light} light tasks: {rows} rows, {gb:.2f} GB of X and y, simulated in "
                   f"{time.perf_counter() - t:.1f} s", flush=True)
             sets = task_sets(data) if rows * args.d * 8 / 1e9 <= args.max_memory_gb else None
@@ -144,7 +144,7 @@ def main() -> None:
                 r["coef_max_diff_vs_numpy"] = float(np.max(np.abs(a - b)))
             results.append(r)
             report(r)
-            shutil.rmtree(data, ignore_errors=True)
+            shutil.rmtree(data, ignore_errors=True)  # the store this run wrote
     load = os.getloadavg()
     print(f"\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     with open(args.json, "w") as f:

@@ -38,7 +38,7 @@ _PUBLIC = {
     "open_tasks": "streamlsq.io.tasks",
     "open_dataset": "streamlsq.io.stores",
     "open_result": "streamlsq.io.results",
-    "METHODS": "streamlsq.stream.methods",
+    "RECURSIONS": "streamlsq.stream.methods",
     "make_method": "streamlsq.stream.methods",
     "fit_stream": "streamlsq.stream.fit",
     "predict_stream": "streamlsq.stream.apply",
@@ -84,7 +84,7 @@ __all__ = [
     "LMSRegressor",
     "make_method",
     "metalearn",
-    "METHODS",
+    "RECURSIONS",
     "open_dataset",
     "open_result",
     "open_stream",
@@ -106,6 +106,12 @@ __all__ = [
 
 
 def __getattr__(name: str):
+    if name == "METHODS":  # the registry's earlier name
+        import warnings
+
+        warnings.warn("streamlsq.METHODS is streamlsq.RECURSIONS (the registry of "
+                      "recursions); use that name", DeprecationWarning, stacklevel=2)
+        name = "RECURSIONS"
     try:
         module = _PUBLIC[name]
     except KeyError:
@@ -146,5 +152,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.stream.apply import predict_stream
     from streamlsq.stream.fit import fit_stream
     from streamlsq.stream.interleaved import fit_interleaved
-    from streamlsq.stream.methods import METHODS, make_method
+    from streamlsq.stream.methods import RECURSIONS, make_method
     from streamlsq.stream.stability import plot_fit, stability

@@ -260,9 +260,9 @@ class Recursion:
     summary: ClassVar[str] = ""
     #: what a user may set, in the order the CLI and the estimators show it
     params: ClassVar[tuple[Param, ...]] = ()
-    #: how many stores the recursion reads at once (2: interleaved populations,
-    #: which have a fit function and a command of their own)
-    n_inputs: ClassVar[int] = 1
+    #: the roles of the stores the recursion reads, in the order they are given
+    #: (interleaved KF4LLS reads two populations, ``("a", "b")``)
+    inputs: ClassVar[tuple[str, ...]] = ("data",)
     #: how an intercept is fitted (``fit_intercept`` of ``fit_stream``, ``--intercept``):
     #: ``"column"`` — a constant column prepended to X before the recursion reads it;
     #: ``"kernel"`` — the recursion's own constant, switched by its ``intercept`` argument
@@ -299,6 +299,14 @@ class Recursion:
         X = rng.standard_normal((n_rows, 3))
         Y = X @ rng.standard_normal((3, 2)) + 0.1 * rng.standard_normal((n_rows, 2))
         return cls.from_params(), X, Y
+
+    def block_order(self, n_blocks) -> list[tuple[int, int]]:
+        """The stream of a recursion that reads several stores: [(store index, block index),
+        ...] for stores of ``n_blocks`` blocks each; one store is read in storage order."""
+        if len(n_blocks) != 1:
+            raise NotImplementedError(f"{self.name} reads one store; it has no order of "
+                                      f"{len(n_blocks)} stores' blocks")
+        return [(0, k) for k in range(int(n_blocks[0]))]
 
     # -- the contract ------------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:

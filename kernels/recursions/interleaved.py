@@ -230,7 +230,7 @@ class InterleavedKF4LLS(ScanRecursion):
 
     name = "interleaved-kf4lls"
     summary = "interleaved KF4LLS over two populations A B"
-    n_inputs = 2
+    inputs = ("a", "b")
     intercept_kind = "centred"
     params = (
         Param("alpha", 0.5, "Mixing weight in [0, 1]: the target population is "
@@ -267,6 +267,12 @@ class InterleavedKF4LLS(ScanRecursion):
 
     def state_dims(self) -> dict[str, tuple[str, ...]]:
         return self._kf.state_dims()
+
+    def block_order(self, n_blocks) -> list[tuple[int, int]]:
+        """Whole blocks of A (store 0) and B (store 1) alternately, from ``start``, until
+        the population due next has none left (:func:`interleaved_block_order`)."""
+        n_a, n_b = (int(n) for n in n_blocks)
+        return [("ab".index(p), k) for p, k in interleaved_block_order(n_a, n_b, self.start)]
 
     # -- parity ------------------------------------------------------------
     def next_population(self, state: State) -> str:

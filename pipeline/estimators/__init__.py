@@ -60,8 +60,8 @@ def regressor_for(name: str) -> type[RecursionRegressor]:
         if cls._recursion == name:
             return cls
     kernel = RECURSIONS[name]  # KeyError: not registered
-    if kernel.n_inputs != 1:
-        raise ValueError(f"recursion {name!r} reads {kernel.n_inputs} inputs; it has no "
+    if len(kernel.inputs) != 1:
+        raise ValueError(f"recursion {name!r} reads {len(kernel.inputs)} inputs; it has no "
                          "generic estimator")
     class_name = "".join(w[:1].upper() + w[1:] for w in re.split(r"[^0-9A-Za-z]+", name))
     class_name += "Regressor"

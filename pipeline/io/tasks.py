@@ -81,6 +81,7 @@ from streamlsq.runtime.memory import fast_large_allocations
 __all__ = [
     "MAX_DEFAULT_HEAVY",
     "ROLE_CODES",
+    "TASK_VARIABLES",
     "TaskChunk",
     "TaskSets",
     "TaskSource",
@@ -91,6 +92,8 @@ __all__ = [
     "task_sets",
 ]
 
+#: the variables of a multi-task store whose chunks a run reads (a checkpoint stamps them)
+TASK_VARIABLES = ("X", "y", "task_ptr", "role")
 #: role name -> code stored in ``role``
 ROLE_CODES = {"light": 0, "heavy": 1, "light2": 2}
 ROLE_ATTRS = {"flag_values": [0, 1, 2], "flag_meanings": "light heavy light2"}

@@ -30,6 +30,7 @@ from streamlsq.kernels.recursions.shuffle import chunk_row_permutation, epoch_ch
 
 __all__ = [
     "Piece",
+    "plan_fit",
     "Section",
     "Segment",
     "StreamPlan",
@@ -303,6 +304,47 @@ class StreamPlan:
                 pieces.append(Piece(sec, k0, k1, base, self.row_base[i]))
             i += 1
         return Segment(self.sources, tuple(pieces), K0, K1, self.remedy)
+
+
+def plan_fit(sources, block_order, *, block_size: int | None = None,
+             first_block_size: int | None = None, epochs: int = 1, shuffle: bool = False,
+             seed: int = 0, roles: tuple[str, ...] = ("data",)) -> StreamPlan:
+    """The stream a fit reads: one source over ``epochs`` passes (each in a seeded shuffled
+    order with ``shuffle``), or several sources whose whole blocks are taken in the
+    recursion's ``block_order(n_blocks of each source) -> [(source, block), ...]``.
+
+    Blocks: ``block_size`` rows (default: each store's ``block_size`` attribute, else its
+    chunk size); ``first_block_size`` for the very first block of a single source. A grid
+    that cannot be cut raises ``ValueError`` naming the source.
+    """
+    grids = []
+    for s in sources:
+        size = s.block_size if block_size is None else int(block_size)
+        try:
+            grids.append(BlockGrid(s.n_rows, size, first_block_size if len(sources) == 1
+                                   else None))
+        except ValueError as exc:
+            raise ValueError(f"{s.label}: {exc}") from None
+    if len(sources) == 1:
+        sections = [Section(0, 0, sources[0].n_rows, grids[0] if e == 0 else
+                            BlockGrid(sources[0].n_rows, grids[0].block_size), epoch=e,
+                            shuffle=bool(shuffle), seed=seed) for e in range(epochs)]
+        return StreamPlan(tuple(sources), sections, roles=roles, attrs={
+            "epochs": epochs, "shuffle": bool(shuffle), "seed": seed,
+            "rows_per_epoch": sources[0].n_rows})
+    order = block_order([g.n_blocks for g in grids])
+    sections = []
+    for i, k in order:
+        r0, r1 = grids[i].edge(k), grids[i].edge(k + 1)
+        sections.append(Section(i, r0, r1, BlockGrid(r1 - r0, r1 - r0)))
+    attrs = {}
+    for i, (role, s, g) in enumerate(zip(roles, sources, grids, strict=True)):
+        used = sum(1 for j, _ in order if j == i)
+        attrs.update({f"block_size_{role}": g.block_size, f"blocks_{role}": g.n_blocks,
+                      f"blocks_used_{role}": used, f"rows_unused_{role}": s.n_rows - g.edge(used)})
+    return StreamPlan(tuple(sources), sections, roles=roles, attrs=attrs,
+                      remedy="start from a ridge (--ridge DELTA) or use larger blocks "
+                             "(--block-size)")
 
 
 def plan_segments(plan: StreamPlan, target_bytes: int) -> list[tuple[int, int]]:

@@ -41,7 +41,7 @@ from streamlsq.kernels.recursions.interleaved import (
     validate_alpha,
 )
 from streamlsq.runtime.progress import track_futures
-from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call, read_segment
+from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call, read_span
 from streamlsq.stream.fit import StreamFit, check_layout
 from streamlsq.stream.plans import StreamPlan, plan_segments
 
@@ -125,10 +125,10 @@ def _estimate_alpha(client, how, a, b, c, progress):
 # -- the test population: QR factors of C's blocks 1..t -----------------------------------
 
 
-def _test_factor_piece(task, cuts):
+def _test_factor_piece(span, cuts):
     """Dask task: residual factors of the test blocks of one piece, per interval between cuts."""
-    X, Y, edges = read_segment(task, np.float64)
-    return task.n_rows, residual_factor_summaries(X, Y, edges, cuts)
+    X, Y, edges = read_span(span, np.float64)
+    return span.n_rows, residual_factor_summaries(X, Y, edges, cuts)
 
 
 def _submit_test_factors(client, source: StreamSource, grid: BlockGrid, prefixes) -> tuple:
@@ -138,7 +138,7 @@ def _submit_test_factors(client, source: StreamSource, grid: BlockGrid, prefixes
     futures = []
     for K0, K1 in pieces:
         cuts = sorted({int(j) - K0 for j in prefixes if K0 < j <= K1} | {K1 - K0})
-        futures.append(client.submit(_test_factor_piece, plan.segment(K0, K1), cuts, pure=False))
+        futures.append(client.submit(_test_factor_piece, plan.span(K0, K1), cuts, pure=False))
     return pieces, futures
 
 

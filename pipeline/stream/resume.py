@@ -61,7 +61,7 @@ def run_fingerprint(plan: StreamPlan | None, rec, record_every: int, dtype, engi
 
 def segment_reads(plan: StreamPlan, K0: int, K1: int) -> list[tuple[int, int, int]]:
     """(input index, first row, end row) of the chunk reads of global blocks K0+1..K1."""
-    loads, _ = plan.segment(K0, K1).loads()
+    loads, _ = plan.span(K0, K1).loads()
     spans = []
     for si, chunk, lo, hi, _sec in loads:
         base = chunk * plan.sources[si].chunk_rows

@@ -47,7 +47,7 @@ from streamlsq.stream.guards import (
     overflow_in_rows,
     overflow_in_span,
 )
-from streamlsq.stream.plans import Section, BlockSpan, StreamPlan, plan_segments
+from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
 
 __all__ = [
     "Trajectory", "plan_segments", "read_span", "run_scan", "run_sequential", "bytes_per_call",

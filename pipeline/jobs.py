@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, TypedDict
 
 import xarray as xr
 import zarr
@@ -47,7 +47,20 @@ from streamlsq.io.results import (
 )
 from streamlsq.runtime.client import dask_client
 
-__all__ = ["Context", "Job", "Run"]
+__all__ = ["Context", "Job", "Run", "RunOptions"]
+
+
+class RunOptions(TypedDict, total=False):
+    """The keywords every job function takes besides ``out`` (:class:`Run`'s fields): what
+    a run does around the job, not what the job computes."""
+
+    overwrite: bool
+    checkpoint: str | os.PathLike | None
+    resume: bool
+    client: Client | None
+    scheduler: str | None
+    progress: bool | None
+    storage_options: dict | None
 
 
 @dataclass
@@ -138,6 +151,14 @@ class Run:
     progress: bool | None = None
     storage_options: dict | None = None
     seconds: float = field(default=0.0, init=False)
+
+    @classmethod
+    def split(cls, out, options: dict) -> tuple[Run, dict]:
+        """A run to ``out`` with the run options among ``options``, and the other options
+        (a fit's recursion parameters)."""
+        names = {f.name for f in fields(cls) if f.init}
+        run = cls(out, **{k: v for k, v in options.items() if k in names})
+        return run, {k: v for k, v in options.items() if k not in names}
 
     def execute(self, job: Job) -> xr.Dataset:
         """Run ``job`` in the one order of every job; returns its result (the published

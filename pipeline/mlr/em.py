@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import xarray as xr
@@ -39,7 +39,7 @@ from streamlsq.io.tasks import (
     reading_chunk,
     task_input_identity,
 )
-from streamlsq.jobs import Context, Job, Run
+from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
@@ -87,12 +87,7 @@ def fit_em(
     chunk_tasks: int = CHUNK_TASKS,
     cache_bytes: int | None = None,
     group: str | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    resume: bool = False,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Fit a mixture of k linear regressions to every task of ``data`` by task-level EM.
 
@@ -114,6 +109,10 @@ def fit_em(
     ("converged", "max_iterations" or "collapsed"), ``failure`` and, when the
     store has the truth, the parameter errors after matching.
 
+    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
+    ``overwrite``, ``checkpoint`` and ``resume``, the Dask ``client`` or ``scheduler``
+    address, ``progress`` bars and the ``storage_options`` of URLs.
+
     Examples
     --------
     >>> import tempfile, streamlsq
@@ -127,7 +126,7 @@ def fit_em(
     """
     job = EMFit(data, k, group=group, init=init, scale=scale, iterations=iterations, tol=tol,
                 seed=seed, chunk_tasks=chunk_tasks, cache_bytes=cache_bytes)
-    return Run(out, overwrite, checkpoint, resume, client, scheduler, progress).execute(job)
+    return Run(out, **run).execute(job)
 
 
 @dataclass(eq=False)

@@ -40,11 +40,10 @@ import operator
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import xarray as xr
-from distributed import Client
 
 from streamlsq.errors import InputError, check_int
 from streamlsq.io.checkpoint import merge_spans
@@ -61,7 +60,7 @@ from streamlsq.io.tasks import (
     task_input_identity,
     task_sets,
 )
-from streamlsq.jobs import Context, Job, Run
+from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
@@ -254,12 +253,7 @@ def metalearn(
     chunk_tasks: int = CHUNK_TASKS,
     tile: int = TILE,
     group: str | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    resume: bool = False,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Meta-learn a mixture of k linear regressions from the multi-task store ``data``.
 
@@ -305,6 +299,10 @@ def metalearn(
     flagged in ``refinement (cluster)`` and the ``fallback_clusters`` attribute,
     and the run completes.
 
+    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
+    ``overwrite``, ``checkpoint`` and ``resume``, the Dask ``client`` or ``scheduler``
+    address, ``progress`` bars and the ``storage_options`` of URLs.
+
     Examples
     --------
     >>> import tempfile, streamlsq
@@ -325,7 +323,7 @@ def metalearn(
                        threshold=threshold, splits=splits, whiten=whiten, roles=roles,
                        heavy_rows=heavy_rows, holdout=holdout, chunk_tasks=chunk_tasks,
                        tile=tile)
-    return Run(out, overwrite, checkpoint, resume, client, scheduler, progress).execute(job)
+    return Run(out, **run).execute(job)
 
 
 @dataclass(eq=False)
@@ -735,10 +733,7 @@ def fit_pooled(
     holdout: int = 0,
     chunk_tasks: int = CHUNK_TASKS,
     group: str | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """One least-squares regression on the rows of all tasks (the pooled baseline).
 
@@ -746,6 +741,10 @@ def fit_pooled(
     cluster (``cluster_sufficient_stats`` + ``refine_from_stats``), leaving out
     the last ``holdout`` rows of every task. Written as a one-cluster model
     store, so ``predict`` scores it like any meta-learned model.
+
+    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
+    ``overwrite``, the Dask ``client`` or ``scheduler`` address, ``progress`` bars and
+    the ``storage_options`` of URLs.
 
     Examples
     --------
@@ -759,8 +758,7 @@ def fit_pooled(
     >>> tmp.cleanup()
     """
     job = PooledFit(data, group=group, holdout=holdout, chunk_tasks=chunk_tasks)
-    return Run(out, overwrite, client=client, scheduler=scheduler,
-               progress=progress).execute(job)
+    return Run(out, **run).execute(job)
 
 
 @dataclass(eq=False)

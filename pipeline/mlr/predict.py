@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import xarray as xr
 import zarr
-from distributed import Client
 
 from streamlsq.errors import InputError, check_int
 from streamlsq.io.codecs import compressors
@@ -49,7 +48,7 @@ from streamlsq.io.tasks import (
     plan_chunks,
     reading_chunk,
 )
-from streamlsq.jobs import Context, Job, Run
+from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
@@ -135,10 +134,7 @@ def predict(
     new_rows: str | os.PathLike | None = None,
     chunk_tasks: int = CHUNK_TASKS,
     group: str | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Per-task regression vectors for the tasks of ``tasks`` under the model store ``model``.
 
@@ -150,6 +146,10 @@ def predict(
     predicted target of every row of ``tasks`` (held-out rows included);
     ``new_rows`` (a store with ``X (row, feature)`` and a ``task_ptr`` over the
     same tasks) adds ``new_yhat (new_row,)`` for its rows.
+
+    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
+    ``overwrite``, the Dask ``client`` or ``scheduler`` address, ``progress`` bars and
+    the ``storage_options`` of URLs.
 
     Examples
     --------
@@ -171,8 +171,7 @@ def predict(
     """
     job = TaskPrediction(model, tasks, group=group, estimator=estimator, holdout=holdout,
                          yhat=yhat, new_rows=new_rows, chunk_tasks=chunk_tasks)
-    return Run(out, overwrite, client=client, scheduler=scheduler,
-               progress=progress).execute(job)
+    return Run(out, **run).execute(job)
 
 
 @dataclass(eq=False)

@@ -14,18 +14,17 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import xarray as xr
 import zarr
-from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
 from streamlsq.io.results import open_result
 from streamlsq.io.stream import StreamSource, open_stream
-from streamlsq.jobs import Context, Job, Run
+from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.runtime.progress import track_futures
 
@@ -64,11 +63,7 @@ def predict_stream(
     y=None,
     sample_dim: str | None = None,
     step: int | None = None,
-    storage_options: dict | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Apply the stream fit ``result`` to the rows of ``data``: ŷ and, with targets, residuals.
 
@@ -79,6 +74,10 @@ def predict_stream(
     where ``data`` has the targets, ``residual (sample, target)`` with the pooled
     ``mse`` per target as an attribute. The IRMA family's coefficients belong to basis
     functions, not to the columns of X: it is refused.
+
+    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
+    ``overwrite``, the Dask ``client`` or ``scheduler`` address, ``progress`` bars and
+    the ``storage_options`` of URLs.
 
     Examples
     --------
@@ -93,9 +92,7 @@ def predict_stream(
     >>> tmp.cleanup()
     """
     job = StreamPrediction(result, data, group=group, x=x, y=y, sample_dim=sample_dim, step=step)
-    run = Run(out, overwrite, client=client, scheduler=scheduler, progress=progress,
-              storage_options=storage_options)
-    return run.execute(job)
+    return Run(out, **run).execute(job)
 
 
 @dataclass(eq=False)

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
-from distributed import Client
 
 from streamlsq.errors import InputError, check_int
 from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
@@ -63,7 +61,6 @@ def fit_stream(
     sample_dim: str | None = None,
     fit_intercept: bool | None = None,
     continue_from=None,
-    storage_options: dict | None = None,
     engine: str = "sequential",
     block_size: int | None = None,
     first_block_size: int | None = None,
@@ -72,14 +69,8 @@ def fit_stream(
     shuffle: bool = False,
     seed: int = 0,
     dtype: str = "float64",
-    client: Client | None = None,
-    scheduler: str | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
     segment_bytes: int | None = None,
-    **params,
+    **options,
 ) -> xr.Dataset:
     """Run a recursive estimator over the stream store ``data`` in order.
 
@@ -219,12 +210,12 @@ def fit_stream(
     {'intercept': 3.0, 'a': 2.0, 'b': 0.0, 'c': -1.0}
     >>> tmp.cleanup()
     """
+    run, params = Run.split(out, options)
     job = job_class(method)(
         data, method, params, group=group, x=x, y=y, sample_dim=sample_dim,
         fit_intercept=fit_intercept, continue_from=continue_from, engine=engine,
         block_size=block_size, first_block_size=first_block_size, record_every=record_every,
         epochs=epochs, shuffle=shuffle, seed=seed, dtype=dtype, segment_bytes=segment_bytes)
-    run = Run(out, overwrite, checkpoint, resume, client, scheduler, progress, storage_options)
     return run.execute(job)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Unpack
 
 import numpy as np
 import xarray as xr
@@ -26,7 +26,7 @@ from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.stream import StreamSource, open_stream
-from streamlsq.jobs import Context, Run
+from streamlsq.jobs import Context, Run, RunOptions
 from streamlsq.kernels.recursions.contract import BlockGrid, Param
 from streamlsq.kernels.recursions.interleaved import (
     InterleavedKF4LLS,
@@ -176,13 +176,8 @@ def fit_interleaved(
     block_size: int | None = None,
     record_every: int | None = None,
     dtype: str = "float64",
-    client: Client | None = None,
-    scheduler: str | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
     segment_bytes: int | None = None,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Interleaved KF4LLS on populations ``a`` and ``b`` (paths, or ``path#group``).
 
@@ -253,7 +248,7 @@ def fit_interleaved(
     job = InterleavedFit([a, b], "interleaved-kf4lls", params, engine=engine,
                          block_size=block_size, record_every=record_every, dtype=dtype,
                          segment_bytes=segment_bytes)
-    return Run(out, overwrite, checkpoint, resume, client, scheduler, progress).execute(job)
+    return Run(out, **run).execute(job)
 
 
 @dataclass(eq=False)

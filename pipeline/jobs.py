@@ -51,8 +51,30 @@ __all__ = ["Context", "Job", "Run", "RunOptions"]
 
 
 class RunOptions(TypedDict, total=False):
-    """The keywords every job function takes besides ``out`` (:class:`Run`'s fields): what
-    a run does around the job, not what the job computes."""
+    """The keywords every job function takes besides ``out`` (the fields of :class:`Run`):
+    what a run does around the job, not what the job computes.
+
+    Attributes
+    ----------
+    overwrite : bool
+        Replace an existing result at ``out`` (only a store streamlsq wrote).
+    checkpoint : str or os.PathLike or None
+        Commit progress to this folder (a new or empty folder, or a streamlsq checkpoint);
+        removed once the result is published. Jobs that cannot resume refuse it.
+    resume : bool
+        Continue a killed run from ``checkpoint``; after the result was published, return
+        it (attribute ``already_complete``).
+    client : distributed.Client or None
+        The Dask client to run on (default: the current client).
+    scheduler : str or None
+        The address of a running Dask scheduler (or ``DASK_SCHEDULER_ADDRESS``); without a
+        client or scheduler an embedded LocalCluster is started for the call.
+    progress : bool or None
+        Show progress bars (default: when standard error is a terminal).
+    storage_options : dict or None
+        Options of the fsspec filesystem of URLs given as inputs or output (credentials,
+        ``endpoint_url``, …).
+    """
 
     overwrite: bool
     checkpoint: str | os.PathLike | None

@@ -109,9 +109,7 @@ def fit_em(
     ("converged", "max_iterations" or "collapsed"), ``failure`` and, when the
     store has the truth, the parameter errors after matching.
 
-    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
-    ``overwrite``, ``checkpoint`` and ``resume``, the Dask ``client`` or ``scheduler``
-    address, ``progress`` bars and the ``storage_options`` of URLs.
+    ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
 
     Examples
     --------

@@ -277,9 +277,9 @@ def metalearn(
         with ``predict(..., holdout=...)``).
     chunk_tasks : tasks per chunk of work; tile : heavy tasks per tile side.
     out : write the model store here (atomically, ``complete=True`` last).
-    checkpoint, resume : commit each step's result to this folder and, with ``resume``,
-        continue a killed run from its last finished step (same model as an
-        uninterrupted run); the folder is removed once the model is written to ``out``.
+    **run : the options of the run (:class:`streamlsq.jobs.RunOptions`); with
+        ``checkpoint`` each step's result is committed, and ``resume`` continues a killed
+        run from its last finished step (the same model as an uninterrupted run).
 
     Returns
     -------
@@ -298,10 +298,6 @@ def metalearn(
     initial one (:func:`streamlsq.kernels.mlr.refine_with_fallback`); it is
     flagged in ``refinement (cluster)`` and the ``fallback_clusters`` attribute,
     and the run completes.
-
-    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
-    ``overwrite``, ``checkpoint`` and ``resume``, the Dask ``client`` or ``scheduler``
-    address, ``progress`` bars and the ``storage_options`` of URLs.
 
     Examples
     --------
@@ -742,9 +738,7 @@ def fit_pooled(
     the last ``holdout`` rows of every task. Written as a one-cluster model
     store, so ``predict`` scores it like any meta-learned model.
 
-    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
-    ``overwrite``, the Dask ``client`` or ``scheduler`` address, ``progress`` bars and
-    the ``storage_options`` of URLs.
+    ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
 
     Examples
     --------

@@ -147,9 +147,7 @@ def predict(
     ``new_rows`` (a store with ``X (row, feature)`` and a ``task_ptr`` over the
     same tasks) adds ``new_yhat (new_row,)`` for its rows.
 
-    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
-    ``overwrite``, the Dask ``client`` or ``scheduler`` address, ``progress`` bars and
-    the ``storage_options`` of URLs.
+    ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
 
     Examples
     --------

@@ -75,9 +75,7 @@ def predict_stream(
     ``mse`` per target as an attribute. The IRMA family's coefficients belong to basis
     functions, not to the columns of X: it is refused.
 
-    ``**run`` are the options of the run around the job (:class:`streamlsq.jobs.Run`):
-    ``overwrite``, the Dask ``client`` or ``scheduler`` address, ``progress`` bars and
-    the ``storage_options`` of URLs.
+    ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
 
     Examples
     --------

@@ -114,10 +114,6 @@ def fit_stream(
         differ. The blocks of the new rows start at the earlier run's last row: the
         result equals a fit from scratch to rounding when that row was a block edge (always
         for least squares with KF4LLS and for the per-sample recursions).
-    storage_options : dict or None
-        Options of the fsspec filesystem of a URL given as ``data``, ``out`` or
-        ``continue_from`` (credentials, ``endpoint_url``, …); by default fsspec's and the
-        cloud libraries' own configuration (environment variables).
     engine : {"sequential", "scan"}
         ``"sequential"`` (in-order fold, any recursion) or ``"scan"`` (parallel sums
         + prefix, for KF4LLS/RLS); both give the same numbers.
@@ -143,26 +139,17 @@ def fit_stream(
         not on the workers).
     dtype : str
         Floating-point type of the arithmetic (``"float64"`` or ``"float32"``).
-    client, scheduler : distributed.Client or None, str or None
-        A Dask client or scheduler address; by default the ``DASK_SCHEDULER_ADDRESS``
-        variable, the current default client, or an embedded LocalCluster.
-    checkpoint, resume : str or os.PathLike or None, bool
-        Commit progress to this folder (a new or empty folder, or a streamlsq
-        checkpoint) and, with ``resume``, continue a killed run from it; the folder is
-        removed once the result is published to ``out``. Both engines (the scan engine
-        commits each piece's summaries). ``resume`` after the result was published
-        returns it (attribute ``already_complete``).
-    overwrite : bool
-        Replace an existing result store at ``out``.
-    progress : bool or None
-        Show a progress bar (default: only when standard error is a terminal).
     segment_bytes : int or None
         Bytes of X one sequential task folds (default 256 MiB), or one scan task
         summarises (default 96 MiB); the defaults are cut to a sixteenth of the
         smallest worker memory limit. A resumed run keeps the segments of its
         checkpoint.
-    **params
-        The recursion's parameters, given to its constructor (e.g. ``ridge=1e-3``,
+    **options
+        The options of the run around the fit (:class:`streamlsq.jobs.RunOptions`:
+        ``overwrite``, ``checkpoint`` and ``resume`` — both engines checkpoint, the scan
+        engine each piece's summaries —, ``client``, ``scheduler``, ``progress``,
+        ``storage_options`` of URLs given as ``data``, ``out`` or ``continue_from``), and
+        the recursion's parameters, given to its constructor (e.g. ``ridge=1e-3``,
         ``forgetting=0.99``, ``schedule="inverse", rate=0.05, tau=1e4``,
         ``rate="exact"``). The IRMA family takes ``order``, ``domain`` ((a, b), or
         one interval per column of X for a box; default: the store's ``domain``

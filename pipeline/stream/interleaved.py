@@ -208,10 +208,10 @@ def fit_interleaved(
     solver : {"qr", "normal"}
         ``"qr"`` (square-root information form, the default) or ``"normal"`` (normal
         equations), as for :class:`~streamlsq.kernels.KF4LLS`.
-    out, engine, block_size, record_every, dtype, client, scheduler
+    out, engine, block_size, record_every, dtype, segment_bytes
         As for :func:`streamlsq.fit_stream`. Both engines apply.
-    checkpoint, resume, overwrite, progress, segment_bytes
-        As for :func:`streamlsq.fit_stream`.
+    **run
+        The options of the run around the fit (:class:`streamlsq.jobs.RunOptions`).
 
     Returns
     -------

@@ -27,7 +27,6 @@ from streamlsq.kernels.linalg import as_2d, check_finite
 from streamlsq.kernels.recursions.lms import StepSchedule, lms_fold_arrays
 
 __all__ = [
-    "PAPER_CURVATURE",
     "PAPER_NOISE",
     "PAPER_N_SAMPLES",
     "excess_mse",
@@ -40,7 +39,6 @@ __all__ = [
 
 PAPER_N_SAMPLES = 100
 PAPER_NOISE = 0.1
-PAPER_CURVATURE = 0.05
 
 
 def paper_cloud(

@@ -215,6 +215,8 @@ def plot_convergence(conv: pd.DataFrame) -> Figure:
 
 
 def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
+    """``summary.md``: the paper's demonstration and claims, then the demonstration and the
+    convergence of this run."""
     lines = [
         "# Study `lms`: sample-by-sample linear regression (LMS)",
         "",
@@ -226,6 +228,16 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
         f"least-squares line. Seed {seed}; step sizes {', '.join(f'{r:g}' for r in rates)}; "
         f"convergence over {clouds} clouds and {epochs} epochs.",
         "",
+        *_demonstration_section(fits),
+        "",
+        *_convergence_section(conv),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _demonstration_section(fits) -> list[str]:
+    """The fits of the demonstration beside the least-squares line, after 1 and 20 epochs."""
+    lines = [
         "## The demonstration (one cloud)",
         "",
         "| cloud | ρ | epochs | w0 | w1 | ‖W − W_LS‖ | excess training MSE |",
@@ -255,7 +267,14 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
         + ": the paper's picture of LMS settling on the line.",
         "- On the curved cloud LMS approaches the least-squares *line* — the best line, "
         "not the curve; its residuals are larger, so the step-size floor below is higher.",
-        "",
+    ]
+    return lines
+
+
+def _convergence_section(conv) -> list[str]:
+    """The distance to least squares at the end of a few epochs, for every schedule, and
+    how the constant and the decreasing steps differ."""
+    lines = [
         "## Convergence to least squares (end of epoch, median over clouds)",
         "",
     ]
@@ -287,7 +306,7 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
     if last < 100:
         lines.append(f"- Only {last} epochs here (e.g. --quick): too few to reach the "
                      "constant-step floors; run the full study to see them.")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def run_lms(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,

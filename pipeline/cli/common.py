@@ -133,21 +133,29 @@ def _friendly_errors(fn):
     return wrapper
 
 
+_scheduler_option = click.option(
+    "--scheduler", default=None, envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
+    help="Address of a running Dask scheduler (or DASK_SCHEDULER_ADDRESS); "
+    "default: an embedded LocalCluster.",
+)
+_workers_option = click.option(
+    "--workers", "n_workers", type=int, default=None,
+    help="Workers of the embedded LocalCluster (default: dask's choice for this machine).",
+)
+
+
 def _scheduler_options(fn):
+    """--scheduler, --workers and --memory-limit: the Dask cluster a command runs on."""
     fn = click.option(
         "--memory-limit", default=None,
         help="Memory limit per worker of the embedded LocalCluster (e.g. 1GB).",
     )(fn)
-    fn = click.option(
-        "--workers", "n_workers", type=int, default=None,
-        help="Workers of the embedded LocalCluster (default: dask's choice for this machine).",
-    )(fn)
-    fn = click.option(
-        "--scheduler", default=None, envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
-        help="Address of a running Dask scheduler (or DASK_SCHEDULER_ADDRESS); "
-        "default: an embedded LocalCluster.",
-    )(fn)
-    return fn
+    return _scheduler_option(_workers_option(fn))
+
+
+#: --chunk-tasks, for the commands that map a kernel over the chunks of work of a task store
+_chunk_tasks_option = click.option("--chunk-tasks", default=10_000, show_default=True,
+                                   help="Tasks per Dask task.")
 
 
 def _codec_option(fn):

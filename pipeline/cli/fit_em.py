@@ -8,6 +8,7 @@ import click
 from streamlsq.cli.common import (
     CONTEXT,
     _checkpoint_options,
+    _chunk_tasks_option,
     _client,
     _done_line,
     _friendly_errors,
@@ -30,7 +31,7 @@ __all__ = ["em"]
 @click.option("--tol", default=1e-8, show_default=True,
               help="Stop when the log-likelihood changes by at most tol*|log-likelihood|.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the initialisation.")
-@click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
+@_chunk_tasks_option
 @click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
 @_checkpoint_options
 @_scheduler_options

@@ -9,6 +9,7 @@ import click
 from streamlsq.cli.common import (
     CONTEXT,
     _checkpoint_options,
+    _chunk_tasks_option,
     _client,
     _done_line,
     _friendly_errors,
@@ -53,7 +54,7 @@ def _k_option(value):
               "rule on the task sizes, reported in the summary).")
 @click.option("--holdout", default=0, show_default=True,
               help="Leave out the last N rows of every task (evaluate them with predict).")
-@click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
+@_chunk_tasks_option
 @click.option("--tile", default=1024, show_default=True,
               help="Heavy tasks per side of a distance tile.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model store.")

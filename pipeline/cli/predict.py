@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
+from streamlsq.cli.common import (
+    CONTEXT,
+    _chunk_tasks_option,
+    _client,
+    _friendly_errors,
+    _scheduler_options,
+)
 
 __all__ = ["predict"]
 
@@ -24,7 +30,7 @@ __all__ = ["predict"]
 @click.option("--new-rows", type=click.Path(), default=None,
               help="A store of new covariates (X, task_ptr over the same tasks): write "
               "new_yhat (new_row,) for its rows.")
-@click.option("--chunk-tasks", default=10_000, show_default=True, help="Tasks per Dask task.")
+@_chunk_tasks_option
 @click.option("--x", "x", default=None, metavar="NAMES",
               help="A stream fit: the feature variables of TASKS (default: the fit's).")
 @click.option("--y", "y", default=None, metavar="NAMES",

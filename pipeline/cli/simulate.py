@@ -21,6 +21,22 @@ __all__ = [
 ]
 
 
+_seed_option = click.option("--seed", default=0, show_default=True, help="Random seed.")
+_dtype_option = click.option("--dtype", type=click.Choice(["float64", "float32"]),
+                             default="float64", show_default=True)
+
+
+def _store_options(fn):
+    """The options every simulate command ends with: --overwrite, --codec and the Dask
+    cluster's; and its failures as one line."""
+    for decorate in reversed([
+        click.option("--overwrite", is_flag=True, help="Replace an existing store."),
+        _codec_option, _scheduler_options, _friendly_errors,
+    ]):
+        fn = decorate(fn)
+    return fn
+
+
 @click.group(context_settings=CONTEXT)
 def simulate():
     """Write a synthetic dataset for a study, chunk by chunk in parallel.
@@ -45,13 +61,9 @@ def simulate():
               help="Rows per Zarr chunk (default: about 25 MB of X).")
 @click.option("--block-size", type=int, default=None,
               help="Rows per recursion block, stored as the block_size attribute.")
-@click.option("--seed", default=0, show_default=True, help="Random seed.")
-@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
-              show_default=True)
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_codec_option
-@_scheduler_options
-@_friendly_errors
+@_seed_option
+@_dtype_option
+@_store_options
 def simulate_stream_command(out, rows, features, targets, noise, condition, chunk_size,
                             block_size, seed, dtype, overwrite, codec, scheduler, n_workers,
                             memory_limit):
@@ -81,13 +93,10 @@ def simulate_stream_command(out, rows, features, targets, noise, condition, chun
 @click.option("--n", "n", default=100, show_default=True, help="Rows per block (paper: n).")
 @click.option("--q", "q", default=6, show_default=True, help="Features (paper: q).")
 @click.option("--steps", default=6, show_default=True, help="Blocks per population.")
-@click.option("--seed", default=0, show_default=True, help="Random seed.")
+@_seed_option
 @click.option("--chunk-blocks", type=int, default=None,
               help="Whole blocks per Zarr chunk (default: about 25 MB of X).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_codec_option
-@_scheduler_options
-@_friendly_errors
+@_store_options
 def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, overwrite, codec,
                                  scheduler, n_workers, memory_limit):
     """The three populations of the interleaved KF4LLS study (Figure 1 process).
@@ -125,13 +134,9 @@ def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, ov
               help="Rows per Zarr chunk (default: about 25 MB).")
 @click.option("--block-size", type=int, default=1, show_default=True,
               help="Rows per recursion step, stored as the block_size attribute.")
-@click.option("--seed", default=0, show_default=True, help="Random seed.")
-@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
-              show_default=True)
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_codec_option
-@_scheduler_options
-@_friendly_errors
+@_seed_option
+@_dtype_option
+@_store_options
 def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed, dtype,
                           overwrite, codec, scheduler, n_workers, memory_limit):
     """The IRMA study's data: y = x*exp(-x^2) + uniform noise, x uniform on the domain.
@@ -182,10 +187,7 @@ def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed
               help="Seed of the tasks (default --seed): another value draws new tasks from "
               "the same mixture, e.g. a test set.")
 @click.option("--chunk-size", type=int, default=None, help="Rows per Zarr chunk.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_codec_option
-@_scheduler_options
-@_friendly_errors
+@_store_options
 def simulate_mlr_command(out, k, d, weights, noise, separation, kind, features, n_light,
                          t_light, n_heavy, t_heavy, n_light2, t_light2, seed, task_seed,
                          chunk_size, overwrite, codec, scheduler, n_workers, memory_limit):

@@ -199,7 +199,7 @@ def _at(table, metric, method, block, stat="median"):
 
 def _summary(reg, binary, streams, rate, seed) -> str:
     """``summary.md``: what the paper describes, then the regression and the binary case."""
-    lines = [
+    intro = [
         "# Study `bfgs`: incremental BFGS against exact least squares and LMS",
         "",
         "The paper (De Melo, 2019; full reference in streamlsq's docs/references.md) describes "
@@ -209,12 +209,8 @@ def _summary(reg, binary, streams, rate, seed) -> str:
         "class-balanced rates for binary targets; it reports no experiment, so there is no "
         f"published number to compare with. This run: {streams} streams per case, seed "
         f"{seed}.",
-        "",
-        *_regression_section(reg),
-        "",
-        *_binary_section(binary, rate),
     ]
-    return "\n".join(lines) + "\n"
+    return common.markdown(intro, _regression_section(reg), _binary_section(binary, rate))
 
 
 def _regression_section(reg) -> list[str]:

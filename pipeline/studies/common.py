@@ -48,6 +48,7 @@ __all__ = [
     "check_count",
     "check_seed",
     "map_batches",
+    "markdown",
     "run_study_into",
     "summary_frame",
 ]
@@ -360,6 +361,12 @@ def _jsonable(v):
 
 def n_workers_of(client) -> int:
     return len(client.scheduler_info()["workers"])
+
+
+def markdown(*sections: Sequence[str]) -> str:
+    """The text of a ``summary.md``: its sections (each a list of lines) one after the other,
+    a blank line between two."""
+    return "\n\n".join("\n".join(section) for section in sections) + "\n"
 
 
 def fmt(x: float, digits: int = 3) -> str:

@@ -151,8 +151,8 @@ def _summary(params, curves, table, iterations, seed) -> str:
                         ("penguins", "penguins only")):
         lines.append(f"| {label} | {f[name]['expected']:.3g} | {f[name]['bias_over_D']:.4f} | "
                      f"{f[name]['max_se_over_D']:.4f} |")
-    lines += ["", *_interleaved_bias_table(f, params.steps), "", *_findings(f, params, table)]
-    return "\n".join(lines) + "\n"
+    return common.markdown(lines, _interleaved_bias_table(f, params.steps),
+                           _findings(f, params, table))
 
 
 def _interleaved_bias_table(f: dict, steps: int) -> list[str]:

@@ -39,18 +39,39 @@ _LABELS = {"gd": "GD (normalised, Tikhonov)", "rls": "RLS (g = 0.9, Tikhonov)", 
 _COLORS = {"gd": "tab:orange", "rls": "tab:blue", "irma": "tab:green"}
 
 
-def _figure1_batch(seed: int, index: int, n_seq: int):
-    from streamlsq.kernels.studies.irma import figure1_cumulative_losses, paper_sequences
+def _paper_sequences(seed: int, tag: int, index: int, n_seq: int):
+    """Batch ``index``'s ``n_seq`` sequences of the paper: inputs x and targets y."""
+    from streamlsq.kernels.studies.irma import paper_sequences
 
-    x, y = paper_sequences(np.random.default_rng([seed, _TAG_FIGURE1, index]), n_seq, LENGTH)
+    return paper_sequences(np.random.default_rng([seed, tag, index]), n_seq, LENGTH)
+
+
+def _figure1_batch(seed: int, index: int, n_seq: int):
+    from streamlsq.kernels.studies.irma import figure1_cumulative_losses
+
+    x, y = _paper_sequences(seed, _TAG_FIGURE1, index, n_seq)
     return n_seq, figure1_cumulative_losses(x, y, order=FIGURE1_ORDER)
 
 
 def _table1_batch(seed: int, index: int, n_seq: int):
-    from streamlsq.kernels.studies.irma import paper_sequences, table1_mse
+    from streamlsq.kernels.studies.irma import table1_mse
 
-    x, y = paper_sequences(np.random.default_rng([seed, _TAG_TABLE1, index]), n_seq, LENGTH)
+    x, y = _paper_sequences(seed, _TAG_TABLE1, index, n_seq)
     return n_seq, table1_mse(x, y, n_test=N_TEST)
+
+
+def _map_sequence_batches(batch, seed, sequences, option, desc, client, scheduler,
+                          progress) -> list:
+    """``batch(seed, i, n)`` for the batches of :data:`BATCH_SEQUENCES` of ``sequences``
+    sequences, mapped over the Dask cluster; their results in batch order. ``option``: the
+    option ``sequences`` comes from, named when it is refused."""
+    seed = common.check_seed(seed)
+    sequences = common.check_count(option, sequences, 2)
+    sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
+    batches = [(seed, i, n) for i, n in enumerate(sizes)]
+    with dask_client(client, scheduler) as cl:
+        return common.map_batches(cl, batch, batches, sizes, desc=desc, unit="sequences",
+                                  progress=progress)
 
 
 def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=None,
@@ -62,13 +83,8 @@ def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=Non
     from streamlsq.kernels.studies.common import distribution_summary
     from streamlsq.kernels.studies.irma import FIGURE1_METHODS
 
-    seed = common.check_seed(seed)
-    sequences = common.check_count("--fig-sequences", sequences, 2)
-    sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
-    batches = [(seed, i, n) for i, n in enumerate(sizes)]
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(cl, _figure1_batch, batches, sizes, desc="irma-figure1",
-                                   unit="sequences", progress=progress)
+    parts = _map_sequence_batches(_figure1_batch, seed, sequences, "--fig-sequences",
+                                  "irma-figure1", client, scheduler, progress)
     frames = []
     for method in FIGURE1_METHODS:
         s = distribution_summary(np.concatenate([p[method] for p in parts]), axis=0)
@@ -84,13 +100,8 @@ def irma_table1(seed: int = 0, sequences: int = 1000, client=None, scheduler=Non
     """Table I over ``sequences`` sequences: one row per (order, examples, method)."""
     from streamlsq.kernels.studies.irma import table1_records
 
-    seed = common.check_seed(seed)
-    sequences = common.check_count("--table-sequences", sequences, 2)
-    sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
-    batches = [(seed, i, n) for i, n in enumerate(sizes)]
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(cl, _table1_batch, batches, sizes, desc="irma-table1",
-                                   unit="sequences", progress=progress)
+    parts = _map_sequence_batches(_table1_batch, seed, sequences, "--table-sequences",
+                                  "irma-table1", client, scheduler, progress)
     return pd.DataFrame(table1_records(np.concatenate(parts)))
 
 
@@ -135,7 +146,7 @@ def plot_table1(table: pd.DataFrame) -> Figure:
 
 def _summary(fig1, table, fig_sequences, table_sequences, seed) -> str:
     """``summary.md``: the settings, then Table I and Figure 1 beside the paper's."""
-    lines = [
+    intro = [
         "# Study `irma`: Figure 1 and Table I of the IRMA paper",
         "",
         f"Settings: f(x) = x·exp(−x²) on [0, 3], inputs uniform, noise uniform ±0.05, "
@@ -145,12 +156,8 @@ def _summary(fig1, table, fig_sequences, table_sequences, seed) -> str:
         "orthonormal on [0, 3] (the same function as monomial IRMA); GD (normalised) and "
         "RLS (P₀ = I, g = 0.9), both with Tikhonov μ = 0.05, on monomials as in the paper; "
         "batch: least squares on the Vandermonde matrix (minimum-norm when under-determined).",
-        "",
-        *_table1_section(table),
-        "",
-        *_figure1_section(fig1),
     ]
-    return "\n".join(lines) + "\n"
+    return common.markdown(intro, _table1_section(table), _figure1_section(fig1))
 
 
 def _table1_section(table) -> list[str]:

@@ -217,7 +217,7 @@ def plot_convergence(conv: pd.DataFrame) -> Figure:
 def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
     """``summary.md``: the paper's demonstration and claims, then the demonstration and the
     convergence of this run."""
-    lines = [
+    intro = [
         "# Study `lms`: sample-by-sample linear regression (LMS)",
         "",
         "The paper (the sample-by-sample lecture notes; full reference in streamlsq's "
@@ -227,12 +227,8 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
         "It prints no numbers: the comparison below is with its claims and with the "
         f"least-squares line. Seed {seed}; step sizes {', '.join(f'{r:g}' for r in rates)}; "
         f"convergence over {clouds} clouds and {epochs} epochs.",
-        "",
-        *_demonstration_section(fits),
-        "",
-        *_convergence_section(conv),
     ]
-    return "\n".join(lines) + "\n"
+    return common.markdown(intro, _demonstration_section(fits), _convergence_section(conv))
 
 
 def _demonstration_section(fits) -> list[str]:

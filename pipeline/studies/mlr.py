@@ -251,17 +251,15 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
     """``summary.md``: the paper's claims beside this run, one row per experiment of
     Appendix E, then the pipeline run's tables and notes."""
     pm = out["prediction"].pivot(index="tau", columns="estimator", values="holdout_mse")
-    lines = [
+    claims = [
         *_summary_intro(params, mode),
         _subspace_row(sub),
         _clustering_row(clus),
         _classification_row(clas),
         _prediction_row(pm),
         _em_row(out["em"]),
-        *_pipeline_tables(out["parameters"], pm),
-        *_summary_notes(),
     ]
-    return "\n".join(lines) + "\n"
+    return common.markdown(claims, *_pipeline_tables(out["parameters"], pm), _summary_notes())
 
 
 def _summary_intro(params, mode) -> list[str]:
@@ -363,30 +361,28 @@ def _em_row(em) -> str:
            if len(failed) else "") + ") |")
 
 
-def _pipeline_tables(parameters, pm) -> list[str]:
-    """The pipeline run's parameter errors and its held-out MSE against τ, as tables."""
-    return [
-        "",
+def _pipeline_tables(parameters, pm) -> list[list[str]]:
+    """The pipeline run's parameter errors and its held-out MSE against τ: two sections."""
+    return [[
         "## One pipeline run (metalearn on the training store)",
         "",
         "| metric | value |",
         "|---|---|",
         *[f"| {r.metric} | {fmt(r.value)} |" for r in parameters.itertuples()],
-        "",
+    ], [
         "## Held-out prediction MSE against τ",
         "",
         "| τ | posterior mean | MAP | per-task least squares |",
         "|---|---|---|---|",
         *[f"| {tau} | {fmt(r['bayes'])} | {fmt(r['map'])} | {fmt(r['lstsq'])} |"
           for tau, r in pm.iterrows()],
-    ]
+    ]]
 
 
 def _summary_notes() -> list[str]:
     """What explains the numbers: least squares below τ = d, the floor of the weight error,
     the subspace error at t = 2."""
     return [
-        "",
         f"- For τ < d = {D} per-task least squares is the minimum-norm interpolant and "
         "predicts badly; the mixture estimators use the k learned components instead.",
         f"- The weight error max |p̂ − p| stays near √(p(1 − p)/n_L2) ≈ "

@@ -58,14 +58,17 @@ def task_stats(X, y, task_ptr) -> dict[str, np.ndarray]:
     }
 
 
+def _float_arrays(sums: dict, keys: tuple[str, ...], what: str) -> list[np.ndarray]:
+    """``sums[key]`` for every key as float64 arrays, in the order of ``keys``; a missing key
+    is refused naming ``what``."""
+    for key in keys:
+        if key not in sums:
+            raise ValueError(f"{what} lacks '{key}'")
+    return [np.asarray(sums[key], dtype=np.float64) for key in keys]
+
+
 def _check_task_stats(stats: dict) -> tuple[np.ndarray, ...]:
-    for key in ("xtx", "xty", "yty", "rows"):
-        if key not in stats:
-            raise ValueError(f"task_stats lacks '{key}'")
-    xtx = np.asarray(stats["xtx"], dtype=np.float64)
-    xty = np.asarray(stats["xty"], dtype=np.float64)
-    yty = np.asarray(stats["yty"], dtype=np.float64)
-    rows = np.asarray(stats["rows"], dtype=np.float64)
+    xtx, xty, yty, rows = _float_arrays(stats, ("xtx", "xty", "yty", "rows"), "task_stats")
     n, d = xty.shape
     if xtx.shape != (n, d, d) or yty.shape != (n,) or rows.shape != (n,):
         raise ValueError(
@@ -129,15 +132,9 @@ def em_m_step(sums: dict):
     whose responsibilities have vanished (EM collapsed it) or whose weighted
     XᵀX is singular is refused by name rather than turned into NaN.
     """
-    for key in ("xtx", "xty", "yty", "rows", "weight", "tasks"):
-        if key not in sums:
-            raise ValueError(f"sums lacks '{key}'")
-    xtx = np.asarray(sums["xtx"], dtype=np.float64)
-    xty = np.asarray(sums["xty"], dtype=np.float64)
-    yty = np.asarray(sums["yty"], dtype=np.float64)
-    rows = np.asarray(sums["rows"], dtype=np.float64)
-    weight = np.asarray(sums["weight"], dtype=np.float64)
-    n = float(sums["tasks"])
+    xtx, xty, yty, rows, weight, tasks = _float_arrays(
+        sums, ("xtx", "xty", "yty", "rows", "weight", "tasks"), "sums")
+    n = float(tasks)
     k, d = xty.shape
     tiny = 1e-12 * max(n, 1.0)
     W = np.zeros((k, d))

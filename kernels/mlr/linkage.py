@@ -72,13 +72,20 @@ __all__ = [
 
 
 # -- projected estimates and distances -----------------------------------------
+def _finite_matrix(A, name: str, d: int, axis: int, layout: str) -> np.ndarray:
+    """``A`` as a float64 matrix with ``d`` entries along ``axis``, every one finite; else a
+    ValueError naming ``name`` and its expected ``layout``."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or A.shape[axis] != d:
+        raise ValueError(f"{name} must be {layout}, got shape {A.shape}")
+    if not np.isfinite(A).all():
+        raise ValueError(f"{name} has a non-finite value")
+    return A
+
+
 def _check_basis(U, d: int) -> np.ndarray:
-    U = np.asarray(U, dtype=np.float64)
-    if U.ndim != 2 or U.shape[0] != d:
-        raise ValueError(f"U must be (d, k) with d = {d} features, got shape {U.shape}")
-    if not np.isfinite(U).all():
-        raise ValueError("U has a non-finite value")
-    return U
+    """The subspace basis U (d, k)."""
+    return _finite_matrix(U, "U", d, 0, f"(d, k) with d = {d} features")
 
 
 def projected_split_estimates(X, y, task_ptr, U, n_splits: int):
@@ -567,9 +574,5 @@ def residual_variance(sse, rows) -> np.ndarray:
 
 
 def _check_coef(W, d: int) -> np.ndarray:
-    W = np.asarray(W, dtype=np.float64)
-    if W.ndim != 2 or W.shape[1] != d:
-        raise ValueError(f"W must be (n_clusters, d) with d = {d}, got shape {W.shape}")
-    if not np.isfinite(W).all():
-        raise ValueError("W has a non-finite value")
-    return W
+    """The per-cluster coefficients W (n_clusters, d)."""
+    return _finite_matrix(W, "W", d, 1, f"(n_clusters, d) with d = {d}")

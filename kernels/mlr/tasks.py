@@ -128,18 +128,23 @@ def segment_sum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check_groups(task_ptr: np.ndarray, n_groups: int, what: str = "groups") -> np.ndarray:
-    if isinstance(n_groups, bool) or not isinstance(n_groups, int | np.integer) or n_groups < 1:
-        raise ValueError(f"n_{what} must be a positive integer, got {n_groups!r}")
+def _sizes_at_least(task_ptr, minimum: int, what: str) -> np.ndarray:
+    """The tasks' sizes, refusing the first task with fewer than ``minimum`` rows (``what``:
+    what those rows are for, as the message says it)."""
     sizes = task_sizes(task_ptr)
-    short = sizes < n_groups
+    short = sizes < minimum
     if short.any():
         i = int(np.flatnonzero(short)[0])
         raise ValueError(
-            f"task {i} has {int(sizes[i])} rows, fewer than the {int(n_groups)} groups "
-            f"it must be split into"
+            f"task {i} has {int(sizes[i])} rows, fewer than the {int(minimum)} {what}"
         )
     return sizes
+
+
+def _check_groups(task_ptr: np.ndarray, n_groups: int) -> np.ndarray:
+    if isinstance(n_groups, bool) or not isinstance(n_groups, int | np.integer) or n_groups < 1:
+        raise ValueError(f"n_groups must be a positive integer, got {n_groups!r}")
+    return _sizes_at_least(task_ptr, n_groups, "groups it must be split into")
 
 
 def group_ptr(task_ptr, n_groups: int) -> np.ndarray:
@@ -273,13 +278,7 @@ def holdout_split(X, y, task_ptr, n_holdout: int):
     ptr = np.asarray(task_ptr, dtype=np.int64)
     if isinstance(n_holdout, bool) or not isinstance(n_holdout, int | np.integer) or n_holdout < 0:
         raise ValueError(f"n_holdout must be an integer >= 0, got {n_holdout!r}")
-    sizes = task_sizes(ptr)
-    short = sizes < n_holdout
-    if short.any():
-        i = int(np.flatnonzero(short)[0])
-        raise ValueError(
-            f"task {i} has {int(sizes[i])} rows, fewer than the {int(n_holdout)} rows to hold out"
-        )
+    sizes = _sizes_at_least(ptr, n_holdout, "rows to hold out")
     tid = task_ids(ptr)
     j = np.arange(ptr[-1], dtype=np.int64) - ptr[:-1][tid]
     held = j >= (sizes - n_holdout)[tid]

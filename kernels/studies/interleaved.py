@@ -351,28 +351,19 @@ class Figure1Result:
 
 
 def interleaved_figure1(
-    rng: np.random.Generator,
-    n_iter: int,
-    alpha: float = 0.25,
-    n: int = 100,
-    q: int = 6,
-    steps: int = 6,
-    r_b=None,
-    r_f=None,
-    mu1=None,
-    mu2=None,
-    batch_size: int = 256,
+    rng: np.random.Generator, n_iter: int, *, batch_size: int = 256, **settings
 ) -> Figure1Result:
     """The Figure 1 study of the paper (``docs/studies.md#interleaved``), vectorised over runs.
 
-    Draws the settings once from ``rng`` (:func:`figure1_parameters`), then
-    ``n_iter`` iterations from the same generator (:func:`figure1_sums`), and
-    returns the sums, the curves and the second-order theoretical bias
-    (:func:`figure1_expected_bias` × D). To split iterations over workers, call
-    :func:`figure1_parameters` once, :func:`figure1_sums` per worker with its
-    own generator, then :func:`combine_figure1_sums` and :func:`figure1_curves`.
+    Draws the settings once from ``rng`` (:func:`figure1_parameters`, whose keywords
+    ``alpha, n, q, steps, r_b, r_f, mu1, mu2`` are the ``settings``), then ``n_iter``
+    iterations from the same generator (:func:`figure1_sums`), and returns the sums, the
+    curves and the second-order theoretical bias (:func:`figure1_expected_bias` × D). To
+    split iterations over workers, call :func:`figure1_parameters` once,
+    :func:`figure1_sums` per worker with its own generator, then
+    :func:`combine_figure1_sums` and :func:`figure1_curves`.
     """
-    params = figure1_parameters(rng, alpha, n, q, steps, r_b, r_f, mu1, mu2)
+    params = figure1_parameters(rng, **settings)
     sums = figure1_sums(rng, n_iter, params, batch_size=batch_size)
     expected = figure1_expected_bias(params.alpha, params.q, params.n, params.steps) * params.D
     return Figure1Result(params, sums, figure1_curves(sums, params), expected)

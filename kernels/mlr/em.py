@@ -14,7 +14,7 @@ and the M-step is a weighted least squares per component:
 The residual ‖yᵢ − Xᵢw‖² = yᵢᵀyᵢ − 2wᵀXᵢᵀyᵢ + wᵀXᵢᵀXᵢw needs only the per-task
 statistics (XᵢᵀXᵢ, Xᵢᵀyᵢ, yᵢᵀyᵢ, tᵢ), so one pass over the rows (:func:`task_stats`,
 cacheable: n·d² numbers) serves every EM iteration. An iteration is a map over
-task chunks (:func:`em_e_step` then :func:`em_accumulate`), a sum of the
+chunks of work (:func:`em_e_step` then :func:`em_accumulate`), a sum of the
 partial sums (``combine_stats``), and :func:`em_m_step` on the total.
 """
 
@@ -25,7 +25,7 @@ from scipy.special import logsumexp
 
 from streamlsq.kernels.mlr.classify import check_weights, positive_vector
 from streamlsq.kernels.mlr.refine import solve_from_sums
-from streamlsq.kernels.mlr.tasks import as_task_rows, padded_task_stacks, segment_sum, task_sizes
+from streamlsq.kernels.mlr.tasks import as_task_rows, padded_task_stacks, range_sums, task_sizes
 
 __all__ = [
     "em_accumulate",
@@ -39,7 +39,7 @@ __all__ = [
 
 
 def task_stats(X, y, task_ptr) -> dict[str, np.ndarray]:
-    """Per-task sufficient statistics of one chunk.
+    """Per-task sufficient statistics of one chunk of work.
 
     {"xtx": (n, d, d), "xty": (n, d), "yty": (n,), "rows": (n,) int64}. XᵢᵀXᵢ is
     a batched product over zero-padded size buckets (no Python loop over tasks).
@@ -52,8 +52,8 @@ def task_stats(X, y, task_ptr) -> dict[str, np.ndarray]:
             xtx[idx] = np.einsum("mtd,mte->mde", Xs, Xs)
     return {
         "xtx": xtx,
-        "xty": segment_sum(y[:, None] * X, ptr),
-        "yty": segment_sum(y * y, ptr),
+        "xty": range_sums(y[:, None] * X, ptr),
+        "yty": range_sums(y * y, ptr),
         "rows": task_sizes(ptr),
     }
 
@@ -79,10 +79,10 @@ def _check_task_stats(stats: dict) -> tuple[np.ndarray, ...]:
 
 
 def em_e_step(task_stats: dict, W, s2, p):
-    """E-step: responsibilities γ (n_tasks, k) and this chunk's log-likelihood.
+    """E-step: responsibilities γ (n_tasks, k) and the log-likelihood of these tasks.
 
     log-likelihood = Σᵢ log Σℓ pℓ N(yᵢ | Xᵢwℓ, s²ℓ I) with all constants, so it
-    is additive over chunks and comparable across iterations (it never
+    is additive over chunks of work and comparable across iterations (it never
     decreases under exact EM). Residuals come from the statistics and are
     clipped at 0 against rounding.
     """
@@ -103,7 +103,7 @@ def em_e_step(task_stats: dict, W, s2, p):
 
 
 def em_accumulate(task_stats: dict, gamma) -> dict[str, np.ndarray]:
-    """Additive M-step sums of one chunk under responsibilities γ (n_tasks, k).
+    """Additive M-step sums of one chunk of work under responsibilities γ (n_tasks, k).
 
     {"xtx": Σγ XᵢᵀXᵢ (k, d, d), "xty": Σγ Xᵢᵀyᵢ (k, d), "yty": Σγ yᵢᵀyᵢ (k,),
     "rows": Σγ tᵢ (k,), "weight": Σγ (k,), "tasks": n (int64)}.

@@ -50,7 +50,7 @@ from streamlsq.kernels.mlr.tasks import (
     canonical_labels,
     check_labels,
     group_ptr,
-    segment_sum,
+    range_sums,
 )
 from streamlsq.kernels.mlr.tasks import task_ids as _task_ids
 
@@ -104,7 +104,7 @@ def projected_split_estimates(X, y, task_ptr, U, n_splits: int):
     n_tasks = ptr.size - 1
     gptr = group_ptr(ptr, 2 * n_splits)
     XU = X @ U
-    B = segment_sum(y[:, None] * XU, gptr) / np.diff(gptr).astype(np.float64)[:, None]
+    B = range_sums(y[:, None] * XU, gptr) / np.diff(gptr).astype(np.float64)[:, None]
     B = B.reshape(n_tasks, 2 * n_splits, U.shape[1])
     return B[:, 0::2, :].copy(), B[:, 1::2, :].copy()
 
@@ -538,10 +538,10 @@ def initial_cluster_estimates(a, c, labels, U, n_clusters: int | None = None):
 
 
 def cluster_residual_sums(X, y, task_ptr, labels, W):
-    """Residual sums of one chunk of labelled tasks under the per-cluster ŵ.
+    """Residual sums of the labelled tasks of one chunk of work under the per-cluster ŵ.
 
     sse_ℓ = Σ over rows of tasks in cluster ℓ of (yⱼ − ŵ_ℓᵀxⱼ)², rows_ℓ their
-    number. Returns (sse (k,), rows (k,) int64); additive over chunks, then
+    number. Returns (sse (k,), rows (k,) int64); additive over chunks of work, then
     r̂²_ℓ = sse_ℓ / rows_ℓ (:func:`residual_variance`).
     """
     X, y, ptr = as_task_rows(X, y, task_ptr)

@@ -8,7 +8,7 @@ in ±0.05.
   loss Σ_{i≤t}(ŷ_i − y_i)² (prediction before the update, eq. 1) of GD, RLS and
   IRMA per step; the paper plots the mean and "its upper and lower standard
   deviation" on a log scale (:func:`figure1_cumulative_losses`,
-  :func:`~streamlsq.kernels.study_common.distribution_summary`).
+  :func:`~streamlsq.kernels.studies.common.distribution_summary`).
 * Table I: MSE to the ground truth on 1000 test points after 10, 80 and 150
   examples, orders 4, 6, 10, IRMA (incremental) against batch least squares on
   the Vandermonde matrix (:func:`table1_mse`, :func:`table1_records`).
@@ -178,7 +178,7 @@ def table1_mse(
 
     The last axis is :data:`TABLE1_METHODS`: IRMA after the first ``examples[j]``
     examples of each sequence (θ recorded during one pass), and batch least
-    squares (:func:`~streamlsq.kernels.irma.batch_polynomial_fit`, the
+    squares (:func:`batch_polynomial_fit`, the
     minimum-norm solution when there are fewer examples than coefficients) on
     the same examples. MSE = mean over ``n_test`` equispaced test points of
     (f̂ − f)².
@@ -212,7 +212,7 @@ def table1_records(
 
     One row per (order, examples, method) with ``mse_mean, mse_std, mse_var,
     mse_median, mse_max_share`` (see
-    :func:`~streamlsq.kernels.study_common.distribution_summary`),
+    :func:`~streamlsq.kernels.studies.common.distribution_summary`),
     ``published_mean``, ``published_pm`` (the printed "±" value, a variance),
     ``ratio_to_published`` = mse_mean / published_mean and
     ``factor_to_published`` = max(ratio, 1/ratio), how many times apart the two

@@ -13,7 +13,7 @@ least-squares line of the cloud, W_LS = argmin Σ(t − x̃ᵀW)². With a const
 W_LS only when ρ decreases (Σρ = ∞, Σρ² < ∞). The error measures here are
 ‖W_k − W_LS‖₂ and the excess training MSE, MSE(W_k) − MSE(W_LS) ≥ 0.
 
-Every LMS run uses the compiled loop :func:`~streamlsq.kernels.lms.lms_fold_arrays`
+Every LMS run uses the compiled loop :func:`~streamlsq.kernels.recursions.lms.lms_fold_arrays`
 with blocks of one row, so the weights after every update are available.
 """
 

@@ -1,5 +1,5 @@
-"""Pieces shared by every ``streamlsq`` command module: error handling, cluster options and
-groups whose commands are imported when used."""
+"""What the ``streamlsq`` command modules share: error handling, options (the Dask cluster's
+among them) and groups whose commands are imported when used."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ def simulate_stream(
     X has ``n_rows`` rows of ``n_features`` correlated Gaussian features with
     condition number about ``condition``; y = X·coef_true + noise·N(0, 1) with
     ``n_targets`` columns. Chunks of ``chunk_rows`` rows (default ≈ 25 MB of X)
-    are generated and written in parallel on the cluster, compressed with ``codec``
+    are generated and written in parallel on the Dask cluster, compressed with ``codec``
     (:data:`streamlsq.io.codecs.CODECS`; default Blosc-LZ4 with shuffle).
 
     Examples
@@ -261,7 +261,7 @@ def simulate_irma(
 
     X (sample, feature) holds the raw inputs x ~ U[a, b) on ``domain`` (one column),
     y (sample, target) = x·exp(−x²) + u with u ~ U[−noise, noise) (the paper: [0, 3],
-    ±0.05), from :func:`streamlsq.kernels.synthetic.irma_rows` (reproducible by row
+    ±0.05), from :func:`streamlsq.kernels.synthetic.streams.irma_rows` (reproducible by row
     index). The attrs hold ``domain`` (the default domain of ``fit irma``) and
     ``block_size`` (default 1: one example per step, as the paper records it).
     Chunks of ``chunk_rows`` rows (default ≈ 25 MB) are written in parallel.

@@ -2,8 +2,8 @@
 
 De Melo (2019), ``docs/studies.md#bfgs`` (the paper publishes no experiment:
 this study measures what the method does). The math is in
-:mod:`streamlsq.kernels.study_bfgs`; streams are simulated and learned in
-batches of :data:`BATCH_STREAMS` mapped over the cluster.
+:mod:`streamlsq.kernels.studies.bfgs`; streams are simulated and learned in
+batches of :data:`BATCH_STREAMS` mapped over the Dask cluster.
 
 1. Regression: streams of 60 blocks of 50 rows, 10 features plus an intercept,
    unit noise; KF4LLS (the exact least-squares fit of all blocks so far), BFGS
@@ -35,7 +35,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_STREAMS", "bfgs_binary_table", "bfgs_regression_table", "plot_binary",
            "plot_regression", "run_bfgs"]
 
-#: streams per cluster task (fixed: the tables must not depend on the worker count)
+#: streams per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_STREAMS = 25
 FULL = {"streams": 200, "reg_blocks": 60, "bin_blocks": 40}
 QUICK = {"streams": 20, "reg_blocks": 20, "bin_blocks": 15}

@@ -1,4 +1,4 @@
-"""``streamlsq demo``: the whole pipeline on an embedded cluster, in a few minutes.
+"""``streamlsq demo``: the whole pipeline on an embedded Dask cluster, in a few minutes.
 
 1. simulates a stream store;
 2. fits it with KF4LLS (both engines), RLS with a forgetting factor and LMS

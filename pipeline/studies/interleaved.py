@@ -2,8 +2,8 @@
 
 The settings (r_b, r_f, μ₁, μ₂) are drawn once from the seed; the Monte-Carlo
 iterations are simulated in batches of :data:`BATCH_ITERATIONS` by the kernel's
-vectorised :func:`~streamlsq.kernels.interleaved.figure1_sums`, mapped over the
-cluster, and their additive sums combined in batch order.
+vectorised :func:`~streamlsq.kernels.studies.interleaved.figure1_sums`, mapped over the
+Dask cluster, and their additive sums combined in batch order.
 
 Outputs: ``figure1.csv`` (``scheme, step, bias, bias_se, mse, mse_se``, bias in
 units of D and the expected shape), ``figure1.png`` and ``summary.md``.
@@ -25,7 +25,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_ITERATIONS", "figure1_table", "interleaved_curves", "plot_figure1",
            "run_interleaved"]
 
-#: iterations per cluster task (fixed: the tables must not depend on the worker count)
+#: iterations per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_ITERATIONS = 250
 #: the paper's block size n and number of features q
 BLOCK_ROWS, FEATURES = 100, 6
@@ -65,7 +65,7 @@ def interleaved_curves(
     scheduler: str | None = None,
     progress: bool | None = None,
 ):
-    """Simulate Figure 1 on the cluster; returns (Figure1Parameters, Figure1Curves).
+    """Simulate Figure 1 on the Dask cluster; returns (Figure1Parameters, Figure1Curves).
 
     The parameters come from ``default_rng([seed, tag])``; batch i of
     :data:`BATCH_ITERATIONS` iterations from ``default_rng([seed, tag', i])``.

@@ -1,8 +1,8 @@
 """Study ``irma``: Figure 1 and Table I of the IRMA paper (``docs/studies.md#irma``).
 
 Sequences are drawn and learned in batches of :data:`BATCH_SEQUENCES` by the
-vectorised kernels of :mod:`streamlsq.kernels.study_irma`, mapped over the
-cluster; the per-sequence results (cumulative losses, MSEs) are concatenated
+vectorised kernels of :mod:`streamlsq.kernels.studies.irma`, mapped over the
+Dask cluster; the per-sequence results (cumulative losses, MSEs) are concatenated
 in batch order and summarised.
 
 Outputs: ``figure1.csv`` (``method, examples, loss_mean, loss_std,
@@ -26,7 +26,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_SEQUENCES", "irma_figure1", "irma_table1", "plot_figure1", "plot_table1",
            "run_irma"]
 
-#: sequences per cluster task (fixed: the tables must not depend on the worker count)
+#: sequences per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_SEQUENCES = 100
 FULL = {"fig_sequences": 500, "table_sequences": 1000}
 QUICK = {"fig_sequences": 100, "table_sequences": 200}

@@ -1,7 +1,7 @@
 """Study ``lms``: the sample-by-sample paper's demonstration and convergence to least squares.
 
 The sample-by-sample lecture notes, ``docs/studies.md#lms``; the math is in
-:mod:`streamlsq.kernels.study_lms` (data, LMS runs, least squares, errors).
+:mod:`streamlsq.kernels.studies.lms` (data, LMS runs, least squares, errors).
 
 1. Demonstration (one cloud per seed, as the paper): 100 samples, a line
    (curvature 0) and the curved cloud (curvature 0.05) sharing x and noise;
@@ -10,7 +10,7 @@ The sample-by-sample lecture notes, ``docs/studies.md#lms``; the math is in
 2. Convergence (Monte Carlo): on many fresh clouds, the distance of W to that
    cloud's least-squares W_LS at the end of every epoch, for the constant
    step sizes and one decreasing schedule ρ₀/(1 + k/τ). Clouds are drawn in
-   batches of :data:`BATCH_CLOUDS` mapped over the cluster.
+   batches of :data:`BATCH_CLOUDS` mapped over the Dask cluster.
 
 Outputs: ``demonstration.csv`` (``curvature, rate, update, epoch, w0, w1``),
 ``fits.csv``, ``convergence.csv`` (``curvature, schedule, epoch, metric, mean,
@@ -35,7 +35,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_CLOUDS", "lms_convergence_table", "lms_demonstration", "plot_convergence",
            "plot_demonstration", "run_lms"]
 
-#: clouds per cluster task (fixed: the tables must not depend on the worker count)
+#: clouds per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_CLOUDS = 25
 FULL = {"clouds": 200, "epochs": 200}
 QUICK = {"clouds": 20, "epochs": 20}

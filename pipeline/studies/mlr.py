@@ -1,13 +1,13 @@
 """Study ``mlr``: Appendix E of the meta-learning paper in kind (``docs/studies.md#mlr``).
 
 Model: d = 8, k = 4 orthonormal components wₕ, noise s = 1, uniform weights p
-(``kernels.synthetic_mlr.mlr_components``). Two kinds of runs:
+(``kernels.synthetic.mlr.mlr_components``). Two kinds of runs:
 
 - **grids** (subspace error against (n_L1, t_L1), clustering accuracy against
   (n_H, t_H), classification accuracy and parameter errors against t_L2): many
   small trials, each drawn in memory and run through the in-memory reference of
   Algorithm 1 (the kernels of ``kernels.mlr.meta_learn``, see
-  ``kernels.study_mlr``), mapped over the Dask cluster in batches of
+  ``kernels.studies.mlr``), mapped over the Dask cluster in batches of
   :data:`BATCH_TRIALS` trials. A trial's numbers come from seed words naming the
   trial, so the tables do not depend on the batches or the workers;
 - **pipeline** (parameter errors of one full run, prediction error against τ,
@@ -33,7 +33,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_TRIALS", "D", "K", "run_mlr"]
 
 D, K = 8, 4
-#: trials per cluster task (fixed: the tables must not depend on the worker count)
+#: trials per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_TRIALS = 10
 #: the D_L1 set that gives the basis U in the clustering grid, and the baseline run
 BASE = {"n_light": 20_000, "t_light": 4, "n_heavy": 200, "t_heavy": 200,

@@ -95,7 +95,7 @@ def fold_path(model: Recursion, X, Y, block_rows: int, return_state: bool = Fals
     """Coefficients of ``model`` after every block of ``block_rows`` rows: (n_blocks, q+1, K).
 
     ``X`` is X̃ = [1, X] (leading column of ones). The stream is folded in one
-    call of ``model.fold`` from ``model.init``. An :class:`~streamlsq.kernels.lms.LMS`
+    call of ``model.fold`` from ``model.init``. An :class:`~streamlsq.kernels.recursions.lms.LMS`
     model prepends its own constant column, so it gets X without the ones; its
     W (intercept first) lines up with the other models' coefficients. With
     ``return_state``: (coefs, final state).

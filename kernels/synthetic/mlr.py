@@ -13,13 +13,13 @@ meta-learning benchmarks use (a curve per task):
   (better conditioned, still far from I: E T_j² ≠ E T_0² = 1).
 
 They replace the Gaussian features in the same random stream position (the
-block draws B·t uniforms instead of the (B, t, d) normals), so a setting is
+draw takes B·t uniforms instead of the (B, t, d) normals), so a setting is
 still a function of (seed, task index, t, d, features).
 
-Chunk invariance: tasks are generated in fixed blocks of B tasks (B depends only
-on rows_per_task and d); block b draws, from ``default_rng([*seed, 2, b])`` and
+Chunk invariance: tasks are generated in fixed draws of B tasks (B depends only
+on rows_per_task and d); draw b takes, from ``default_rng([*seed, 2, b])`` and
 in this order, B uniforms for the components, the (B, t, d) features and the
-(B, t) noise. A chunk of tasks regenerates the blocks it overlaps and slices
+(B, t) noise. A range of tasks regenerates the draws it overlaps and slices
 them, so task i's numbers depend only on (seed, i) (and t, d): any chunking of
 the task range gives identical data. Components use ``default_rng([*seed, 1])``.
 (Seed words are tagged 1 and 2 because NumPy's SeedSequence ignores trailing
@@ -30,15 +30,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FEATURES", "feature_rows", "mlr_components", "simulate_tasks", "tasks_per_block"]
+__all__ = ["FEATURES", "feature_rows", "mlr_components", "simulate_tasks", "tasks_per_draw"]
 
 #: kinds of features: isotropic Gaussian, or functions of a scalar input u ~ U(-1, 1)
 FEATURES = ("gaussian", "polynomial", "chebyshev")
 
 _TAG_COMPONENTS = 1
 _TAG_TASKS = 2
-_MAX_TASKS_PER_BLOCK = 1024
-_NUMBERS_PER_BLOCK = 1 << 18
+_MAX_TASKS_PER_DRAW = 1024
+_NUMBERS_PER_DRAW = 1 << 18
 
 
 def _seed_words(seed) -> list[int]:
@@ -121,9 +121,9 @@ def mlr_components(
     return W, s, p
 
 
-def tasks_per_block(rows_per_task: int, d: int) -> int:
-    """B, the tasks per random-number block: ≤ 1024 and ≤ 2¹⁸ numbers per block."""
-    return max(1, min(_MAX_TASKS_PER_BLOCK, _NUMBERS_PER_BLOCK // (rows_per_task * (d + 1))))
+def tasks_per_draw(rows_per_task: int, d: int) -> int:
+    """B, the tasks drawn from one seeded generator: ≤ 1024 and ≤ 2¹⁸ numbers per draw."""
+    return max(1, min(_MAX_TASKS_PER_DRAW, _NUMBERS_PER_DRAW // (rows_per_task * (d + 1))))
 
 
 def feature_rows(u, d: int, features: str) -> np.ndarray:
@@ -155,7 +155,7 @@ def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s
     (seed, role) for the light, heavy and second light task sets).
     ``features``: "gaussian" (x ~ N(0, I)), "polynomial" or "chebyshev"
     (functions of u ~ U(−1, 1), module docstring).
-    Vectorised within each block: a loop over blocks, not tasks.
+    Vectorised within each draw: a loop over draws, not tasks.
     """
     if features not in FEATURES:
         raise ValueError(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
@@ -180,7 +180,7 @@ def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s
     y = np.empty((n, t))
     comp = np.empty(n, dtype=np.int64)
     if n:
-        B = tasks_per_block(t, d)
+        B = tasks_per_draw(t, d)
         cdf = np.cumsum(p)
         cdf[-1] = 1.0
         for b in range(first // B, (first + n - 1) // B + 1):

@@ -13,6 +13,8 @@ import click
 
 from streamlsq.cli.common import (
     CONTEXT,
+    LazyCommands,
+    _checkpoint_options,
     _client,
     _done_line,
     _friendly_errors,
@@ -46,11 +48,7 @@ def _fit_options(*, engine: bool = True, first_block: bool = True):
                      help="Record coefficients every N steps (default: ~1000 steps in all)."),
         click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
                      show_default=True, help="Precision of the computation."),
-        click.option("--checkpoint", type=click.Path(), default=None,
-                     help="Folder for checkpoints (a new or empty folder, or a streamlsq "
-                     "checkpoint; removed once the result is written)."),
-        click.option("--resume", is_flag=True, help="Continue from --checkpoint (exits 0 at "
-                     "once if the result is already written)."),
+        _checkpoint_options,
         click.option("--segment-size", type=float, default=None, metavar="MB",
                      help="MB of X per Dask task (sequential default 256, scan default 96, at "
                      "most a sixteenth of the smallest worker memory limit)."),
@@ -302,8 +300,18 @@ def _generic_help(cls) -> str:
     return f"{cls.summary[:1].upper()}{cls.summary[1:]} on the stream store DATA.\n\n    {doc}"
 
 
+#: the subcommands of ``fit`` written in modules of their own: name -> (module, attribute),
+#: imported when asked for
+FIT_COMMANDS = {"em": ("streamlsq.cli.fit_em", "em")}
+
+
 class _RecursionGroup(click.Group):
-    """``fit``: a subcommand per registered recursion, built when it is asked for."""
+    """``fit``: a subcommand per registered recursion, built when it is asked for, and those
+    of :data:`FIT_COMMANDS`, imported when asked for."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(FIT_COMMANDS, self.commands)
 
     def list_commands(self, ctx):
         return [*RECURSIONS.stream_methods(), *sorted(super().list_commands(ctx))]

@@ -1,4 +1,4 @@
-"""What every study shares: the result object, the output folder, batches on the cluster.
+"""What every study shares: the result object, the output folder, batches on the Dask cluster.
 
 A study's Monte-Carlo work is cut into batches of a FIXED size (a constant of
 the study, never derived from the number of workers); batch ``i`` draws its
@@ -48,6 +48,7 @@ __all__ = [
     "check_count",
     "check_seed",
     "map_batches",
+    "markdown",
     "run_study_into",
     "summary_frame",
 ]
@@ -65,7 +66,7 @@ class StudyResult:
     ``tables``: name → tidy DataFrame (also written as ``<name>.csv``);
     ``figures``: name → path of the PNG; ``summary``: the markdown of
     ``summary.md``; ``params``: the settings used (sizes, seed, options);
-    ``seconds``: wall time; ``n_workers``: workers of the cluster it ran on.
+    ``seconds``: wall time; ``n_workers``: workers of the Dask cluster it ran on.
     """
 
     name: str
@@ -107,7 +108,7 @@ def map_batches(
     unit: str,
     progress: bool | None = None,
 ) -> list:
-    """Run ``fn(*batches[i])`` on the cluster for every batch; results in batch order.
+    """Run ``fn(*batches[i])`` on the Dask cluster for every batch; results in batch order.
 
     ``fn`` returns ``(n_items, value)``; ``sizes`` are the items per batch (for
     the progress bar, shown on a terminal only). The first failure cancels the
@@ -150,7 +151,7 @@ def summary_frame(
 
     ``arrays`` maps a metric to values (runs, len(labels), len(steps)); the
     statistics over runs come from the kernel's
-    :func:`~streamlsq.kernels.study_common.distribution_summary` (columns
+    :func:`~streamlsq.kernels.studies.common.distribution_summary` (columns
     ``mean, std, median, p05, p95``). ``extra`` adds per-step columns (e.g.
     rows seen).
     """
@@ -360,6 +361,12 @@ def _jsonable(v):
 
 def n_workers_of(client) -> int:
     return len(client.scheduler_info()["workers"])
+
+
+def markdown(*sections: Sequence[str]) -> str:
+    """The text of a ``summary.md``: its sections (each a list of lines) one after the other,
+    a blank line between two."""
+    return "\n\n".join("\n".join(section) for section in sections) + "\n"
 
 
 def fmt(x: float, digits: int = 3) -> str:

@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,32 +113,35 @@ def _remote_token(loc: Location) -> str:
     return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:24] if parts else ""
 
 
-class StoreSource:
-    """What every validated input store shares: its place, version and how to read it.
+@dataclass(frozen=True)
+class StoreRows:
+    """Where the rows of a validated store come from: its place (a local folder or an
+    object-store URL with its options), group and version (:func:`store_token`).
 
-    Subclasses are frozen dataclasses with the fields ``path`` (absolute: the workers'
-    working folder is not the client's), ``group``, ``token`` (the store's version,
-    :func:`store_token`), ``chunk_rows`` and ``shown`` (the path as the user gave it, for
-    messages); they travel to the workers, which open each array once per process
-    (:func:`cached_array`).
+    Small and picklable: it travels with every task, and the workers open each array once
+    per process (:func:`cached_array`).
     """
 
-    path: str
+    location: Location
     group: str | None
-    token: str
-    chunk_rows: int
-    shown: str
-    options_key: str = ""
-    storage_options: dict | None = None
+    token: str = ""
+
+    #: the rows are a store's (not an xarray Dataset's): they have chunk files and stamps
+    in_memory = False
+
+    @property
+    def path(self) -> str:
+        """The store's absolute path or URL (the workers' working folder is not the client's)."""
+        return self.location.url
+
+    @property
+    def shown(self) -> str:
+        """The store as the user wrote it, for messages."""
+        return self.location.shown or self.location.url
 
     @property
     def label(self) -> str:
-        return store_label(self.shown or self.path, self.group)
-
-    @property
-    def location(self) -> Location:
-        """Where the store is (a local folder or an object-store URL, with its options)."""
-        return Location(self.path, self.options_key, self.shown, self.storage_options)
+        return store_label(self.shown, self.group)
 
     def array(self, name: str) -> zarr.Array:
         """The store's array ``name``, opened once per process and store version."""
@@ -149,25 +153,20 @@ class StoreSource:
                 f"({type(exc).__name__}: {_first_line(exc)}); every worker must see the "
                 f"store at {self.path}") from None
 
-    def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
-                  check: bool = True) -> np.ndarray:
-        """Rows ``start:stop`` of variable ``name`` in ``dtype``; NaN/Inf refused by chunk
-        and row unless ``check=False``. A chunk file that vanished, or that cannot be
-        decoded (truncated, corrupt), is refused naming the variable, chunk and rows."""
-        arr = self.array(name)
-        A = np.asarray(read_checked(self.path, self.group, name, arr, start, stop,
-                                    self.label), dtype=dtype)
-        if check:
-            check_finite_rows(self.label, name, A, start, int(arr.chunks[0]))
-        return A
+    def rows_per_chunk(self, name: str) -> int:
+        """Rows of one storage chunk of variable ``name`` (chunks are named in messages)."""
+        return int(self.array(name).chunks[0])
+
+    def read(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of variable ``name``. A chunk file that vanished, or that
+        cannot be decoded (truncated, corrupt), is refused naming the variable, chunk and rows
+        (:func:`read_checked`)."""
+        return read_checked(self.path, self.group, name, self.array(name), start, stop,
+                            self.label)
 
     def chunk_stamps(self, names) -> dict:
         """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`)."""
         return chunk_stamps(self.location, self.group, names)
-
-    def identity(self) -> str:
-        """The store's place as a fingerprint names it (a resolved local path, or the URL)."""
-        return identity(self.path)
 
     def read_variable(self, name: str) -> np.ndarray | None:
         """A small whole variable of the store (e.g. ``coef_true``), or None if absent."""
@@ -175,6 +174,60 @@ class StoreSource:
         if name not in set(g.array_keys()):
             return None
         return np.asarray(g[name][...])
+
+
+def forwarded(part: str, name: str, doc: str) -> property:
+    """A read-only attribute ``name`` of a source that is its part ``part``'s own (a source
+    groups what belongs together and keeps the names callers use)."""
+    return property(lambda self: getattr(getattr(self, part), name), doc=doc)
+
+
+class StoreSource:
+    """What every validated input shares: where its rows come from (``rows``: a
+    :class:`StoreRows`, or for a stream the arrays of an xarray Dataset) and how a row range
+    of one variable is read and its values checked.
+
+    Subclasses are frozen dataclasses with the fields ``rows`` and ``chunk_rows``; they
+    travel to the workers.
+    """
+
+    rows: StoreRows
+    chunk_rows: int
+
+    path = forwarded("rows", "path", "The store's absolute path or URL (a Dataset's source).")
+    group = forwarded("rows", "group", "The group inside the store (None: its root).")
+    token = forwarded("rows", "token", "The input's version (:func:`store_token`; a "
+                      "Dataset's: a hash of its arrays).")
+    shown = forwarded("rows", "shown", "The input as the user gave it, for messages.")
+    label = forwarded("rows", "label", "The input (and group) as messages name it.")
+    in_memory = forwarded("rows", "in_memory",
+                          "Whether the data come from an xarray Dataset rather than a store.")
+
+    def array(self, name: str) -> zarr.Array:
+        """The store's array ``name``, opened once per process and store version."""
+        return self.rows.array(name)
+
+    def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
+                  check: bool = True) -> np.ndarray:
+        """Rows ``start:stop`` of variable ``name`` in ``dtype``; NaN/Inf refused by chunk
+        and row unless ``check=False``."""
+        values = np.asarray(self.rows.read(name, start, stop), dtype=dtype)
+        if check:
+            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name))
+        return values
+
+    def chunk_stamps(self, names) -> dict:
+        """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`; none for a
+        Dataset)."""
+        return self.rows.chunk_stamps(names)
+
+    def identity(self) -> str:
+        """The store's place as a fingerprint names it (a resolved local path, or the URL)."""
+        return identity(self.path)
+
+    def read_variable(self, name: str) -> np.ndarray | None:
+        """A small whole variable (e.g. ``coef_true``), or None if absent."""
+        return self.rows.read_variable(name)
 
 
 def identity(path) -> str:
@@ -352,16 +405,16 @@ def _bad_member(g: zarr.Group, exc: Exception) -> str:
     return f"metadata cannot be read ({type(exc).__name__}: {_first_line(exc)})"
 
 
-def check_numeric(label: str, name: str, arr: zarr.Array) -> None:
+def check_numeric(label: str, name: str, dtype) -> None:
     """Refuse a dtype the kernels cannot compute in: complex, float16 (too few digits and a
     range that overflows at 65504), strings, booleans, objects."""
     try:
-        dt = np.dtype(arr.dtype)
+        dt = np.dtype(dtype)
     except TypeError:
         dt = None
     if dt is None or dt.kind not in "fiu" or (dt.kind == "f" and dt.itemsize < 4):
         raise InputError(
-            f"{label}: variable '{name}' has dtype {dt if dt is not None else arr.dtype}, "
+            f"{label}: variable '{name}' has dtype {dt if dt is not None else dtype}, "
             "expected a real numeric dtype (float64, float32 or an integer type)"
         )
 

@@ -22,6 +22,12 @@ read), the same checks run on the selected variables of either, and one
 (:class:`~streamlsq.io.stores.StoreRows` or :class:`DatasetRows`), which variables along
 which dimension (:class:`StreamVariables`) and their labels (:class:`ColumnLabels`).
 
+Values are those xarray gives: a store streamlsq opens itself is read as ``xr.open_zarr``
+would decode it with its defaults (CF ``scale_factor``/``add_offset``, ``_FillValue`` and
+``missing_value`` masked to NaN, ``_Unsigned``, ``dtype: bool``; see
+:class:`~streamlsq.io.stores.CFDecoding`), and a Dataset is taken as its user decoded it. A
+decoded fill value is a missing value, refused like any NaN.
+
 How the workers read a Dataset: a dask-backed variable is read through its own dask
 array, each Dask task computing the rows it needs with the synchronous scheduler (the
 files behind it, NetCDF or Zarr, are opened by the worker itself, as a store path is);
@@ -33,7 +39,7 @@ temporary copy of the data is ever written.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -43,6 +49,7 @@ from streamlsq.io.stores import (
     StoreRows,
     StoreSource,
     array_names,
+    cf_decodings,
     check_complete,
     check_numeric,
     dimension_names,
@@ -260,7 +267,7 @@ def _label_values(values) -> tuple:
 class _Column:
     """A selected variable as found when the input is opened: its dims and shape (a
     Dataset's with the sample dimension moved first, as it is read) and the dtype its values
-    are read in."""
+    are read in (a store's: as xarray decodes them)."""
 
     dims: tuple[str, ...]
     shape: tuple[int, ...]
@@ -278,8 +285,8 @@ class _Column:
 
 class _StoreTable:
     """A Zarr group opened to be read as a stream: variables are its arrays, their sample
-    dimension must come first (the one they are chunked along), and every chunk must be
-    written."""
+    dimension must come first (the one they are chunked along), the values are read as
+    xarray decodes them, and every chunk must be written."""
 
     sample_first = True
 
@@ -291,6 +298,7 @@ class _StoreTable:
         self.found = sorted(self.members)
         self.attrs = dict(self.g.attrs)
         self.arrays: dict = {}
+        self.decodings: dict = {}
 
     def default_sample_dim(self, names) -> str:
         return "sample"
@@ -302,10 +310,12 @@ class _StoreTable:
                 for name, a in self.arrays.items()}
 
     def as_read(self, columns: dict[str, _Column]) -> dict[str, _Column]:
-        """The columns as they are stored, refused unless real numbers."""
+        """The columns with the dtypes xarray decodes them to, refused unless real numbers."""
+        self.decodings = cf_decodings(self.loc, self.group, self.arrays, self.label)
         for name, column in columns.items():
-            check_numeric(self.label, name, column.dtype)
-        return columns
+            check_numeric(self.label, name, column.dtype, self.decodings.get(name))
+        return {name: replace(c, dtype=self.decodings[name].dtype)
+                if name in self.decodings else c for name, c in columns.items()}
 
     def check_complete(self) -> None:
         for name, arr in self.arrays.items():
@@ -322,7 +332,7 @@ class _StoreTable:
         return int(self.arrays[first].chunks[0])
 
     def rows(self, chunk_rows: int) -> StoreRows:
-        return StoreRows(self.loc, self.group, store_token(self.loc))
+        return StoreRows(self.loc, self.group, store_token(self.loc), self.decodings)
 
 
 class _DatasetTable:
@@ -426,7 +436,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     the target variables (default ``"y"``), all along the dimension ``sample_dim`` (default
     ``sample``); ``fit_intercept`` prepends a constant column to the features.
     ``targets=False`` opens new rows whose targets may be missing (applying a fit: then
-    ``y_vars`` is empty and ``n_targets`` 0).
+    ``y_vars`` is empty and ``n_targets`` 0). A store is read as ``xr.open_zarr`` decodes it;
+    a Dataset as it is.
 
     Examples
     --------

@@ -66,6 +66,7 @@ from streamlsq.io.location import locate
 from streamlsq.io.stores import (
     StoreRows,
     StoreSource,
+    cf_decodings,
     check_complete,
     check_numeric,
     dimension_names,
@@ -211,9 +212,12 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 f"{label}: variable '{name}' has dims {dimension_names(arr) or arr.shape}, "
                 f"expected {TASK_DIMS[name]}"
             )
+    # the rows are read as xarray decodes them (as a stream store's are); the truth as stored
+    decodings = cf_decodings(loc, group, {n: arrays[n] for n in ("X", "y") if n in arrays},
+                             label)
     for name in ("X", "y", "w_true", "s_true", "p_true"):
         if name in arrays:
-            check_numeric(label, name, arrays[name].dtype)
+            check_numeric(label, name, arrays[name].dtype, decodings.get(name))
     for name in ("task_ptr", "component"):
         if name in arrays and np.dtype(arrays[name].dtype).kind not in "iu":
             raise InputError(
@@ -255,7 +259,7 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 "or features"
             )
     return TaskSource(
-        rows=StoreRows(loc, group, store_token(loc)),
+        rows=StoreRows(loc, group, store_token(loc), decodings),
         n_rows=int(X.shape[0]),
         n_features=int(X.shape[1]),
         n_tasks=int(n_tasks),

@@ -153,8 +153,8 @@ class StreamSource(StoreSource):
 
     ``rows`` says where the rows come from (a store, or an xarray Dataset's arrays),
     ``variables`` which variables hold the features and targets along which dimension,
-    ``columns`` their labels. ``n_features`` counts the columns the recursion reads (with the
-    constant column of ``intercept``).
+    ``column_labels`` their labels. ``n_features`` counts the columns the recursion reads
+    (with the constant column of ``intercept``).
 
     Examples
     --------
@@ -170,7 +170,7 @@ class StreamSource(StoreSource):
 
     rows: StoreRows | DatasetRows
     variables: StreamVariables
-    columns: ColumnLabels
+    column_labels: ColumnLabels
     n_rows: int
     n_features: int
     n_targets: int
@@ -183,8 +183,8 @@ class StreamSource(StoreSource):
     sample_dim = forwarded("variables", "sample_dim", "The dimension rows are read along.")
     intercept = forwarded("variables", "intercept",
                           "Whether a constant column is prepended to the features.")
-    features = forwarded("columns", "features", "Labels of the data's feature columns.")
-    targets = forwarded("columns", "targets", "Labels of the data's target columns.")
+    features = forwarded("column_labels", "features", "Labels of the data's feature columns.")
+    targets = forwarded("column_labels", "targets", "Labels of the data's target columns.")
 
     @property
     def n_data_features(self) -> int:
@@ -481,7 +481,7 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     return StreamSource(
         rows=table.rows(chunk_rows),
         variables=StreamVariables(x_vars, y_vars, dim, bool(fit_intercept)),
-        columns=labels,
+        column_labels=labels,
         n_rows=n,
         n_features=width + int(bool(fit_intercept)),
         n_targets=n_targets,

@@ -64,7 +64,9 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
 from streamlsq.io.stores import (
+    StoreRows,
     StoreSource,
+    cf_decodings,
     check_complete,
     check_numeric,
     dimension_names,
@@ -135,19 +137,14 @@ class TaskSource(StoreSource):
     >>> tmp.cleanup()
     """
 
-    path: str
-    group: str | None
+    rows: StoreRows
     n_rows: int
     n_features: int
     n_tasks: int
     chunk_rows: int
     has_role: bool
     has_truth: bool
-    token: str = ""
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
-    shown: str = ""
-    options_key: str = ""
-    storage_options: dict | None = field(default=None, compare=False, hash=False)
 
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
@@ -218,9 +215,12 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 f"{label}: variable '{name}' has dims {dimension_names(arr) or arr.shape}, "
                 f"expected {TASK_DIMS[name]}"
             )
+    # the rows are read as xarray decodes them (as a stream store's are); the truth as stored
+    decodings = cf_decodings(loc, group, {n: arrays[n] for n in ("X", "y") if n in arrays},
+                             label)
     for name in ("X", "y", "w_true", "s_true", "p_true"):
         if name in arrays:
-            check_numeric(label, name, arrays[name])
+            check_numeric(label, name, arrays[name].dtype, decodings.get(name))
     for name in ("task_ptr", "component"):
         if name in arrays and np.dtype(arrays[name].dtype).kind not in "iu":
             raise InputError(
@@ -262,19 +262,14 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 "or features"
             )
     return TaskSource(
-        path=path,
-        shown=loc.shown or path,
-        group=group,
+        rows=StoreRows(loc, group, store_token(loc), decodings),
         n_rows=int(X.shape[0]),
         n_features=int(X.shape[1]),
         n_tasks=int(n_tasks),
         chunk_rows=int(X.chunks[0]),
         has_role="role" in arrays,
         has_truth=has_truth,
-        token=store_token(loc),
         attrs=dict(g.attrs),
-        options_key=loc.options_key,
-        storage_options=loc.storage_options,
     )
 
 

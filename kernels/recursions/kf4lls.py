@@ -54,7 +54,8 @@ DIAGNOSTICS_PARAM = Param(
 RIDGE_PARAM = Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 = 0, which "
                     "needs a full-rank first block).", ge=0)
 
-__all__ = ["KF4LLS", "NormalEquationsLS", "RLS", "block_sums", "kf4lls_update", "make_form"]
+__all__ = ["FormRecursion", "KF4LLS", "NormalEquationsLS", "RLS", "accuracy_attrs", "block_sums",
+           "kf4lls_update", "make_form"]
 
 
 def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None):
@@ -113,12 +114,11 @@ class NormalEquationsLS:
     --------
     >>> import numpy as np
     >>> from streamlsq.kernels.recursions.kf4lls import NormalEquationsLS
-    >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.standard_normal((50, 3)), rng.standard_normal((50, 1))
-    >>> form = NormalEquationsLS(ridge=0.0, forgetting=1.0)
-    >>> state = form.update(form.init(3, 1), X, Y)
-    >>> bool(np.allclose(form.coef(state), np.linalg.lstsq(X, Y, rcond=None)[0]))
-    True
+    >>> form = NormalEquationsLS(ridge=1.0, forgetting=1.0)  # H0 = I
+    >>> X, Y = np.array([[1.0, 0.0], [0.0, 2.0]]), np.array([[2.0], [6.0]])
+    >>> state = form.update(form.init(2, 1), X, Y)  # (I + XᵀX) ψ = XᵀY
+    >>> state["H"].tolist(), np.round(form.coef(state).ravel(), 12).tolist()
+    ([[2.0, 0.0], [0.0, 5.0]], [1.0, 2.4])
     """
 
     #: the rounding error of ψ grows like ε·κ(X)^error_power
@@ -187,8 +187,7 @@ class NormalEquationsLS:
             return None
         return decay_weights(edges, start, stop, self.forgetting, dtype)
 
-    @staticmethod
-    def rows_summary(X, Y, weights=None) -> State:
+    def rows_summary(self, X, Y, weights=None) -> State:
         """What the scan form keeps of some rows: G = XᵀWX and b = XᵀWY."""
         G, b = block_sums(X, Y, weights)
         return {"G": G, "b": b}

@@ -218,17 +218,18 @@ class Param:
         """A value of ``nargs`` numbers (or, with ``multiple``, one or more of them) as a
         tuple (of tuples)."""
         try:
-            array = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError):
+            array = np.asarray(value, dtype=object)  # each number checked as given
+        except ValueError:
             raise self.error(value) from None
         one = array.shape == (self.nargs,)
         several = self.multiple and array.ndim == 2 and array.shape[1:] == (self.nargs,) \
             and array.shape[0] >= 1
-        if not (one or several) or any(self._check_scalar(v) is None for v in array.flat):
+        numbers = [self._check_scalar(v) for v in array.flat] if one or several else [None]
+        if any(v is None for v in numbers):
             raise self.error(value)
         if one:
-            return tuple(self._check_scalar(v) for v in array)
-        return tuple(tuple(self._check_scalar(v) for v in row) for row in array)
+            return tuple(numbers)
+        return tuple(tuple(numbers[i:i + self.nargs]) for i in range(0, len(numbers), self.nargs))
 
     # -- the command line ----------------------------------------------------------------
     def from_command_line(self, value):

@@ -528,12 +528,12 @@ class SqrtInfoLS:
     --------
     >>> import numpy as np
     >>> from streamlsq.kernels.recursions.sqrtinfo import SqrtInfoLS
-    >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.standard_normal((50, 3)), rng.standard_normal((50, 1))
-    >>> form = SqrtInfoLS(ridge=0.0, forgetting=1.0)
-    >>> state = form.update(form.init(3, 1), X, Y)
-    >>> bool(np.allclose(form.coef(state), np.linalg.lstsq(X, Y, rcond=None)[0]))
-    True
+    >>> form = SqrtInfoLS(ridge=0.0, forgetting=0.5)  # at step 2 the first row weighs ½
+    >>> state = form.init(1, 1)
+    >>> for y in (1.0, 4.0):
+    ...     state = form.update(state, np.ones((1, 1)), np.array([[y]]))
+    >>> round(float(state["R"][0, 0]) ** 2, 12), round(float(form.coef(state)[0, 0]), 12)
+    (1.5, 3.0)
     """
 
     #: the rounding error of ψ grows like ε·κ(X)^error_power

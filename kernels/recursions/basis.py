@@ -80,6 +80,10 @@ def _check_interval(domain, name: str = "domain") -> tuple[float, float]:
 #: the degree of a polynomial basis (per input dimension)
 ORDER = Param("order", 6, "Polynomial degree of the basis (per input dimension).", type=int,
               ge=0)
+#: the quadrature of a Gramian: nodes per dimension, or the tolerance that chooses them
+_N_NODES = Param("n_nodes", None, "Gauss-Legendre nodes per dimension.", type=int, gt=0,
+                 optional=True)
+_RTOL = Param("rtol", 1e-10, "Relative change of the Gramian that stops refining.", gt=0)
 
 
 class Basis:
@@ -357,11 +361,9 @@ def quadrature_gramian(
         return symmetrize((Phi * weights[:, None]).T @ Phi)
 
     if n_nodes is not None:
-        if isinstance(n_nodes, bool) or not isinstance(n_nodes, int | np.integer) or n_nodes < 1:
-            raise ValueError(f"n_nodes must be a positive integer, got {n_nodes!r}")
-        return gram(int(n_nodes)), int(n_nodes)
-    if not (np.isfinite(rtol) and rtol > 0):
-        raise ValueError(f"rtol must be a positive number, got {rtol!r}")
+        n_nodes = _N_NODES.check(n_nodes)
+        return gram(n_nodes), n_nodes
+    rtol = _RTOL.check(rtol)
     mid = bounds.mean(axis=1)[None, :]
     p = call(mid).shape[1]
     n = p + 1

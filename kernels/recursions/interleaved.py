@@ -70,6 +70,8 @@ START = Param("start", "a", "Population of the first block.", type=str, choices=
 _POPULATION = Param("population", "a", "Population of a block.", type=str,
                     choices=POPULATIONS)
 _STEP = Param("step", 1, "Global 1-based step of the stream.", type=int, gt=0)
+_GRID_SIZE = Param("grid_size", 1001, "Points of the grid of alpha on [0, 1].", type=int, ge=2)
+_ROWS = Param("rows", 1, "Test rows a residual factor summarises.", type=int, gt=0)
 
 
 # ---------------------------------------------------------------------------
@@ -469,9 +471,7 @@ def estimate_alpha_grid(
     Needs ≥ 2 rows per population. Raises ValueError naming the column when Qⱼ
     is flat on the grid (that column carries no information about α).
     """
-    grid_size = int(grid_size)
-    if grid_size < 2:
-        raise ValueError(f"grid_size must be at least 2, got {grid_size}")
+    grid_size = _GRID_SIZE.check(grid_size)
     names = ("moments_U", "moments_V", "moments_Z")
     mom = (moments_U, moments_V, moments_Z)
     for name, m in zip(names, mom, strict=True):
@@ -642,8 +642,7 @@ def residual_factor_mse(psi, R: np.ndarray, rows: int) -> float:
     q, K = psi.shape
     if R.shape != (q + K, q + K):
         raise ValueError(f"R has shape {R.shape}, expected ({q + K}, {q + K}) for psi {psi.shape}")
-    if int(rows) < 1:
-        raise ValueError(f"rows must be a positive integer, got {rows}")
+    rows = _ROWS.check(rows)
     check_finite("psi", psi)
     V = np.vstack([psi, -np.eye(K)])
     return float(np.sum((R @ V) ** 2) / (int(rows) * K))

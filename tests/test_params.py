@@ -19,7 +19,7 @@ def _refusal(param: Param, value) -> str:
     (Param("g", 1.0, "h", gt=0, le=1), "in (0, 1]"),
     (Param("a", 0.5, "h", ge=0, le=1), "in [0, 1]"),
     (Param("r", 0.0, "h", ge=0), "a finite number >= 0"),
-    (Param("r", 1.0, "h", gt=0), "a positive number"),
+    (Param("r", 1.0, "h", gt=0), "a finite number > 0"),
     (Param("r", 1.0, "h", gt=0.5), "a finite number > 0.5"),
     (Param("r", 1.0, "h", le=2), "a finite number <= 2"),
     (Param("r", 1.0, "h"), "a finite number"),
@@ -33,7 +33,7 @@ def _refusal(param: Param, value) -> str:
     (Param("s", "a", "h", type=str, choices=("a", "b")), "'a' or 'b'"),
     (Param("s", "a", "h", type=str, choices=("a", "b", "c")), "one of 'a', 'b', 'c'"),
     (Param("s", "x", "h", type=str), "a string"),
-    (Param("rate", "exact", "h", choices=("exact",), gt=0), "'exact' or a positive number"),
+    (Param("rate", "exact", "h", choices=("exact",), gt=0), "'exact' or a finite number > 0"),
     (Param("basis", "legendre", "h", type=Basis, choices=("legendre", "monomial")),
      "'legendre', 'monomial' or a Basis"),
     (Param("domain", None, "h", nargs=2, multiple=True, optional=True),
@@ -74,7 +74,7 @@ def test_choices_strings_and_instances():
     rate = Param("rate", "exact", "h", choices=("exact",), gt=0)
     assert rate.check("exact") == "exact" and rate.check(2) == 2.0
     for value in ("fast", -1.0, 0.0, True):
-        assert _refusal(rate, value).startswith("rate must be 'exact' or a positive number")
+        assert _refusal(rate, value).startswith("rate must be 'exact' or a finite number > 0")
     kind = Param("basis", "legendre", "h", type=Basis, choices=("legendre", "monomial"))
     basis = LegendreBasis(2, (0.0, 1.0))
     assert kind.check(basis) is basis and kind.check("monomial") == "monomial"
@@ -104,7 +104,7 @@ def test_command_line_text_is_converted_by_the_declaration():
     rate = Param("rate", "exact", "h", choices=("exact",), gt=0)
     assert rate.from_command_line("exact") == "exact"
     assert rate.from_command_line("0.25") == 0.25
-    with pytest.raises(ValueError, match=r"^rate must be 'exact' or a positive number, got"):
+    with pytest.raises(ValueError, match=r"^rate must be 'exact' or a finite number > 0, got"):
         rate.from_command_line("fast")
     count = Param("n", 1, "h", type=int, gt=0)
     assert count.from_command_line("7") == 7

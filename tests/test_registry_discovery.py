@@ -184,7 +184,7 @@ def test_a_plugin_recursion_keeps_the_contract_and_its_numbers(plugin_run):
     # the generated estimator folds the same rows as one block: the same W, pickled too
     assert_allclose(plugin_run["estimator_coef"], expected[-1][:, 0], rtol=1e-14, atol=1e-15)
     assert plugin_run["unpickled_coef"] == plugin_run["estimator_coef"]
-    assert plugin_run["rate_refused"] == "rate must be a positive number, got 0.0"
+    assert plugin_run["rate_refused"] == "rate must be a finite number > 0, got 0.0"
 
 
 def test_a_plugin_recursion_is_public_everywhere(plugin_run):
@@ -193,4 +193,4 @@ def test_a_plugin_recursion_is_public_everywhere(plugin_run):
     assert plugin_run["in_all"] == [True, True, False, True]
     assert plugin_run["estimator"] == ["SignLmsRegressor", True]
     assert "Sign-error LMS (a plugin) on the stream store DATA." in plugin_run["help"]
-    assert "--rate FLOAT" in plugin_run["help"]
+    assert "--rate FLOAT" in plugin_run["help"] and "Step size rate > 0." in plugin_run["help"]

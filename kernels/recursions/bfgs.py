@@ -155,7 +155,8 @@ def balanced_rates(Y, rate: float, n_positive=None, n_negative=None) -> np.ndarr
 
 #: the step: exact line search, or a fixed rate (the reference rate of balanced rates)
 RATE = Param("rate", "exact", "Step: exact line search on each block's loss, or a fixed rate "
-             "alpha_r > 0.", choices=("exact",), gt=0, metavar="exact|FLOAT")
+             "alpha_r > 0.", choices=("exact",), gt=0, metavar="exact|FLOAT",
+             requirement="'exact' or a positive number")
 
 
 class IncrementalBFGS(Recursion):

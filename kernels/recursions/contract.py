@@ -364,7 +364,7 @@ class Recursion:
     >>> RunningMean(scale=-1.0)
     Traceback (most recent call last):
     ...
-    ValueError: scale must be a positive number, got -1.0
+    ValueError: scale must be a finite number > 0, got -1.0
     """
 
     #: short name used by the CLI and in result attrs

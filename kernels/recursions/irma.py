@@ -116,11 +116,11 @@ class StiffnessSchedule:
         STIFFNESS_INITIAL.check(self.initial)
         rate = STIFFNESS_RATE.check(self.rate)
         if self.kind == "multiplicative" and not rate > 0:
-            raise STIFFNESS_RATE.error(self.rate, "a positive number for stiffness="
-                                       "'multiplicative'")
+            raise STIFFNESS_RATE.error(self.rate, "a finite number > 0 for stiffness="
+                                       "'multiplicative' (the factor per example)")
         if self.kind == "additive" and not rate >= 0:
             raise STIFFNESS_RATE.error(self.rate, "a finite number >= 0 for stiffness="
-                                       "'additive'")
+                                       "'additive' (the increment per example)")
 
     @classmethod
     def paper(cls) -> StiffnessSchedule:
@@ -341,6 +341,8 @@ BASIS_PARAMS = (
     Param("basis", "legendre", "Legendre polynomials orthonormal on the domain, or monomials.",
           type=Basis, choices=("legendre", "monomial")),
 )
+#: what the constructors take: the basis itself
+_BASIS_OBJECT = BASIS_PARAMS[2].replace(choices=None)
 #: the Tikhonov weight μ of the baselines, and the initial covariance scale of RLS
 MU = Param("mu", 0.05, "Tikhonov weight mu >= 0 (the paper's 0.05).", ge=0,
            label="Tikhonov weight mu", requirement=">= 0")
@@ -365,9 +367,7 @@ class _BasisRecursion(Recursion):
     intercept_kind = "basis"
 
     def __init__(self, basis: Basis, *args, **kwargs):
-        if not isinstance(basis, Basis):
-            raise ValueError(f"basis must be a streamlsq.kernels.basis.Basis, got {basis!r}")
-        self.basis = basis
+        self.basis = _BASIS_OBJECT.check(basis)
         super().__init__(*args, **kwargs)
 
     @classmethod

@@ -8,7 +8,8 @@ other value with one message format,
     {name} must be {requirement}, got {value!r}
 
 the requirement phrased from the declaration ("in (0, 1]", "a finite number >= 0",
-"a positive integer", "'qr' or 'normal'", "True or False", …), and returns the value
+"a finite number > 0", "a positive integer", "an integer >= 1", "'qr' or 'normal'",
+"True or False", …), and returns the value
 converted (an ``int`` for ``type=int``, a ``float`` for ``type=float``). Booleans are
 never numbers, and NaN and ±inf are refused wherever a number is asked for. A rule
 between parameters words its refusal in the same format with :func:`must_be`.
@@ -164,8 +165,8 @@ class Param:
         if low[1] is not None and high[1] is not None:
             interval = f"{low[0]}{_bound(low[1])}, {_bound(high[1])}{high[0]}"
             return f"an integer in {interval}" if self.type is int else f"in {interval}"
-        if self.gt == 0 and high[1] is None:
-            return f"a positive {'integer' if self.type is int else 'number'}"
+        if self.gt == 0 and high[1] is None and self.type is int:
+            return "a positive integer"
         if low[1] is not None:
             return f"{article} {noun} {'>' if self.gt is not None else '>='} {_bound(low[1])}"
         if high[1] is not None:

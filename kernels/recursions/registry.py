@@ -160,7 +160,7 @@ class Registry(Mapping):
 
     def stream_methods(self) -> list[str]:
         """Names of the recursions that read one stream store (``fit_stream``, ``fit NAME``)."""
-        return [n for n in self if self[n].n_inputs == 1]
+        return [n for n in self if len(self[n].inputs) == 1]
 
     def engines(self, name: str) -> tuple[str, ...]:
         """The engines that can run ``name``: sequential always, scan for a ScanRecursion."""

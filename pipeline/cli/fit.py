@@ -94,8 +94,8 @@ def _param_option(p: Param):
     kwargs = {"help": p.help, "metavar": p.metavar}
     if p.choices is not None and p.type not in (int, float):
         kwargs["type"] = click.Choice(list(p.choices))
-    elif p.choices is not None or p.parse is not None:
-        kwargs["type"] = str  # a choice or a number, or text to parse: the Param converts it
+    elif p.choices is not None:
+        kwargs["type"] = str  # a choice or a number: the Param converts the text
     else:
         kwargs["type"] = p.type
     if p.multiple:

@@ -64,9 +64,9 @@ def regressor_for(name: str) -> type[RecursionRegressor]:
     written = written_regressor(name)
     if written is not None:
         return written
-    if kernel.n_inputs != 1:
-        raise ValueError(f"recursion {name!r} reads {kernel.n_inputs} inputs; it has no "
-                         "generic estimator")
+    if len(kernel.inputs) != 1:
+        raise ValueError(f"recursion {name!r} reads {len(kernel.inputs)} inputs "
+                         f"({', '.join(kernel.inputs)}); it has no generic estimator")
     class_name = _generated_name(name)
 
     def body(ns):
@@ -89,7 +89,7 @@ def _public_names() -> list[str]:
         written = written_regressor(name)
         if written is not None:
             names.add(written.__name__)
-        elif kernel.n_inputs == 1:
+        elif len(kernel.inputs) == 1:
             names.add(_generated_name(name))
     return sorted(names)
 

@@ -23,7 +23,7 @@ from streamlsq.estimators.base import (
     BlocksMixin,
     InterceptColumnMixin,
     RecursionRegressor,
-    written_regressor,
+    recorded_regressor,
 )
 from streamlsq.estimators.bfgs import IncrementalBFGSRegressor
 from streamlsq.estimators.irma import (
@@ -61,9 +61,9 @@ def regressor_for(name: str) -> type[RecursionRegressor]:
     'KF4LLSRegressor'
     """
     kernel = RECURSIONS[name]  # KeyError: not registered
-    written = written_regressor(name)
-    if written is not None:
-        return written
+    recorded = recorded_regressor(name)  # written, or made by an earlier call
+    if recorded is not None:
+        return recorded
     if len(kernel.inputs) != 1:
         raise ValueError(f"recursion {name!r} reads {len(kernel.inputs)} inputs "
                          f"({', '.join(kernel.inputs)}); it has no generic estimator")
@@ -86,9 +86,9 @@ def _public_names() -> list[str]:
     :func:`regressor_for`) and :func:`regressor_for`."""
     names = {"regressor_for"}
     for name, kernel in RECURSIONS.items():
-        written = written_regressor(name)
-        if written is not None:
-            names.add(written.__name__)
+        recorded = recorded_regressor(name)
+        if recorded is not None:
+            names.add(recorded.__name__)
         elif len(kernel.inputs) == 1:
             names.add(_generated_name(name))
     return sorted(names)
@@ -97,9 +97,10 @@ def _public_names() -> list[str]:
 def __getattr__(name: str):
     if name == "__all__":
         return _public_names()
-    for recursion in RECURSIONS:  # a made estimator, by its class name
-        if not name.startswith("_") and _generated_name(recursion) == name:
-            return regressor_for(recursion)
+    if not name.startswith("_"):
+        for recursion in RECURSIONS:  # a made estimator, by its class name
+            if _generated_name(recursion) == name and len(RECURSIONS[recursion].inputs) == 1:
+                return regressor_for(recursion)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

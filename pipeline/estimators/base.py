@@ -74,7 +74,7 @@ __all__ = [
     "InterceptColumnMixin",
     "Pass",
     "RecursionRegressor",
-    "written_regressor",
+    "recorded_regressor",
 ]
 
 _BLOCK_SIZE = BLOCK_SIZE.replace(optional=True, help="Rows per step of the recursion (None: "
@@ -87,9 +87,10 @@ FIT_INTERCEPT = Param("fit_intercept", True, "Prepend a constant column inside t
 _BY_RECURSION: dict[str, type] = {}
 
 
-def written_regressor(name: str) -> type | None:
-    """The estimator class of this package that drives the registered recursion ``name``
-    (None when there is none for the recursion registered now under that name)."""
+def recorded_regressor(name: str) -> type | None:
+    """The estimator class of this package (written, or made by ``regressor_for``) that
+    drives the registered recursion ``name``; None when there is none for the recursion
+    registered now under that name."""
     cls = _BY_RECURSION.get(name)
     if cls is None or RECURSIONS.get(name) is not cls._kernel_class:
         return None

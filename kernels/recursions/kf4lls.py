@@ -18,6 +18,13 @@ of additions, then one independent solve per recorded step. With g = 1 and
 H_0 = 0, ψ_i is the batch least-squares fit on blocks 1..i (and does not depend
 on ψ_0); with g < 1 it is the exponentially weighted least-squares fit.
 Per-sample RLS is the special case of blocks of one row.
+
+The arithmetic lives in two *forms* with the same methods, chosen by ``solver`` when a
+recursion is built (:func:`make_form`): :class:`NormalEquationsLS` (the equations above)
+and the square-root information form
+:class:`~streamlsq.kernels.recursions.sqrtinfo.SqrtInfoLS` (a QR factor of the rows
+instead of H). :class:`KF4LLS`, :class:`RLS` and interleaved KF4LLS hand every step to
+their form (:class:`FormRecursion`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The registry of recursions: every recursion streamlsq can run, by name.
 
-The registry finds the recursions by itself, on first use: every module of the package
+The registry finds the recursions by itself: every module of the package
 :mod:`streamlsq.kernels.recursions`, and every module or class named by an entry point
 of the group ``streamlsq.recursions`` of an installed distribution (a plugin). A
 module contributes each :class:`~.contract.Recursion` subclass it defines that declares
@@ -51,8 +51,8 @@ class Registry(Mapping):
     """Recursion classes by ``name``, listed in order of name (a read-only mapping).
 
     ``Registry()`` finds the recursions of ``package`` and of the installed plugins of
-    the entry-point ``group`` when it is first used (see the module docstring);
-    :meth:`register` adds one more by hand (tests, experiments).
+    the entry-point ``group`` when it is first used, or by :meth:`find` (see the module
+    docstring); :meth:`register` adds one more by hand (tests, experiments).
 
     Examples
     --------
@@ -73,6 +73,10 @@ class Registry(Mapping):
         self._lock = threading.RLock()
 
     # -- discovery -------------------------------------------------------------------
+    def find(self) -> None:
+        """Find the recursions now (the first use of the registry does it anyway)."""
+        self._discover()
+
     def _discover(self) -> None:
         with self._lock:
             if self._found or self._finding:
@@ -172,4 +176,10 @@ class Registry(Mapping):
         return next((cls for cls in self.values() if cls.__name__ == class_name), None)
 
 
+#: the recursions of this package and of the installed plugins. This one finds them as
+#: soon as its module is imported, as the imports of every recursion module here always
+#: did: a process that imports the registry runs recursions (a fit, a command, a Dask
+#: worker), and loads their libraries (Numba, SciPy) then rather than in the middle of a
+#: run. The package's public names (:mod:`streamlsq.kernels`) import it on first use.
 RECURSIONS = Registry()
+RECURSIONS.find()

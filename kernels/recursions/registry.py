@@ -4,8 +4,8 @@ The registry finds the recursions by itself: every module of the package
 :mod:`streamlsq.kernels.recursions`, and every module or class named by an entry point
 of the group ``streamlsq.recursions`` of an installed distribution (a plugin). A
 module contributes each :class:`~.contract.Recursion` subclass it defines that declares
-its own ``name`` in its class body (a helper base class without one, or a class
-imported from elsewhere, is not registered twice). There is no list to edit.
+its own ``name`` in its class body: not a helper base class without one, nor a class it
+imports from another module. There is no list to edit.
 
 Everything a user reaches a recursion through is derived from this table and from the
 recursion's own declarations (``name``, ``summary``, ``description``, ``examples``,

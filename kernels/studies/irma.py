@@ -33,8 +33,14 @@ import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import check_finite
-from streamlsq.kernels.recursions.basis import LegendreBasis, MonomialBasis, cholesky_gramian
-from streamlsq.kernels.recursions.irma import StiffnessSchedule, as_stiffness_schedule
+from streamlsq.kernels.recursions.basis import (
+    ORDER,
+    LegendreBasis,
+    MonomialBasis,
+    cholesky_gramian,
+)
+from streamlsq.kernels.recursions.irma import MU, P0, StiffnessSchedule, as_stiffness_schedule
+from streamlsq.kernels.recursions.params import FORGETTING
 from streamlsq.kernels.studies.common import distribution_summary
 
 __all__ = [
@@ -358,8 +364,7 @@ def irma_sequences(
 def gd_sequences(Phi, y, mu: float = 0.05, record_at=()) -> SequenceResult:
     """The GD baseline (:class:`IRMAGradientDescent`) on S sequences at once."""
     Phi, y, rec = _check_sequences(Phi, y, record_at)
-    if not (np.isfinite(mu) and mu >= 0):
-        raise ValueError(f"Tikhonov weight mu must be >= 0, got {mu!r}")
+    mu = MU.check(mu)
 
     def update(t, phi, e, theta):
         g = -phi * e[:, None] + mu * theta
@@ -378,12 +383,7 @@ def rls_sequences(
 ) -> SequenceResult:
     """The RLS baseline (:class:`IRMARLS`) on S sequences at once (batched solves)."""
     Phi, y, rec = _check_sequences(Phi, y, record_at)
-    if not (0.0 < forgetting <= 1.0):
-        raise ValueError(f"forgetting factor must be in (0, 1], got {forgetting!r}")
-    if not (np.isfinite(mu) and mu >= 0):
-        raise ValueError(f"Tikhonov weight mu must be >= 0, got {mu!r}")
-    if not (np.isfinite(p0) and p0 > 0):
-        raise ValueError(f"initial covariance scale p0 must be > 0, got {p0!r}")
+    forgetting, mu, p0 = FORGETTING.check(forgetting), MU.check(mu), P0.check(p0)
     S, T, p = Phi.shape
     leak = (1.0 - forgetting) * mu
     H = np.broadcast_to((1.0 / p0 + mu) * np.eye(p), (S, p, p)).copy()
@@ -414,8 +414,7 @@ def batch_polynomial_fit(x, y, order: int) -> np.ndarray:
     tool, returns a basic solution with a rank warning instead; the two differ
     there). Evaluate with ``numpy.polynomial.polynomial.polyval(x, c)``.
     """
-    if isinstance(order, bool) or not isinstance(order, int | np.integer) or order < 0:
-        raise ValueError(f"order must be an integer >= 0, got {order!r}")
+    order = ORDER.check(order)
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.ndim != 1:

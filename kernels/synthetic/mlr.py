@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from streamlsq.kernels.recursions.params import Param
+
 __all__ = ["FEATURES", "feature_rows", "mlr_components", "simulate_tasks", "tasks_per_draw"]
 
 #: kinds of features: isotropic Gaussian, or functions of a scalar input u ~ U(-1, 1)
@@ -41,28 +43,25 @@ _MAX_TASKS_PER_DRAW = 1024
 _NUMBERS_PER_DRAW = 1 << 18
 
 
+#: a seed: one integer >= 0 or a sequence of them
+_SEED = Param("seed", 0, "Seed of the generator.", type=int, ge=0,
+              requirement="a non-negative integer or a sequence of them")
+#: the sizes of a mixture and of a set of tasks
+_SIZES = {name: Param(name, 1, help, type=int, gt=0) for name, help in (
+    ("d", "Features."), ("k", "Components."), ("rows_per_task", "Rows of each task."))}
+_FIRST_TASK = Param("first_task", 0, "Index of the first task.", type=int, ge=0)
+_N_TASKS = Param("n_tasks", 0, "Tasks.", type=int, ge=0)
+
+
 def _seed_words(seed) -> list[int]:
     words = [seed] if np.isscalar(seed) else list(seed)
-    out = []
-    for w in words:
-        if not _is_int(w) or w < 0:
-            raise ValueError(
-                f"seed must be a non-negative integer or a sequence of them, got {seed!r}"
-            )
-        out.append(int(w))
+    try:
+        out = [_SEED.check(w) for w in words]
+    except ValueError:
+        raise _SEED.error(seed) from None
     if not out:
         raise ValueError("seed must not be empty")
     return out
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-
-def _positive_int(value, name: str) -> int:
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def mlr_components(
@@ -84,8 +83,8 @@ def mlr_components(
     p (k,), non-negative and summing to 1 (default uniform).
     """
     words = _seed_words(seed)
-    d = _positive_int(d, "d")
-    k = _positive_int(k, "k")
+    d = _SIZES["d"].check(d)
+    k = _SIZES["k"].check(k)
     rng = np.random.default_rng([*words, _TAG_COMPONENTS])
     if kind == "orthonormal":
         if k > d:
@@ -160,11 +159,8 @@ def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s
     if features not in FEATURES:
         raise ValueError(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
     words = _seed_words(seed)
-    t = _positive_int(rows_per_task, "rows_per_task")
-    if not _is_int(first_task) or first_task < 0:
-        raise ValueError(f"first_task must be an integer >= 0, got {first_task!r}")
-    if not _is_int(n_tasks) or n_tasks < 0:
-        raise ValueError(f"n_tasks must be an integer >= 0, got {n_tasks!r}")
+    t = _SIZES["rows_per_task"].check(rows_per_task)
+    first_task, n_tasks = _FIRST_TASK.check(first_task), _N_TASKS.check(n_tasks)
     W = np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or not np.isfinite(W).all():
         raise ValueError(f"W must be a finite (k, d) array, got shape {W.shape}")

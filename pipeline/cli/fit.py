@@ -9,6 +9,8 @@ store) are written out by hand.
 
 from __future__ import annotations
 
+import inspect
+
 import click
 
 from streamlsq.cli.common import (
@@ -21,7 +23,6 @@ from streamlsq.cli.common import (
     _scheduler_options,
 )
 from streamlsq.errors import InputError
-from streamlsq.kernels.recursions.basis import domain_from_intervals
 from streamlsq.kernels.recursions.contract import Param
 from streamlsq.kernels.recursions.kf4lls import SOLVER_PARAM
 from streamlsq.kernels.recursions.registry import RECURSIONS
@@ -79,98 +80,6 @@ def _summary(out, name, engine, ds) -> str:
 
 # -- commands derived from the registry -----------------------------------------------
 
-#: longer help and examples of the registered recursions (a new recursion needs none:
-#: its command then shows its summary and the kernel's docstring)
-HELP = {
-    "kf4lls": """KF4LLS (block least squares) on the stream store DATA.
-
-    \b
-    Examples:
-      streamlsq fit kf4lls data.zarr --out fit.zarr
-      streamlsq fit kf4lls data.zarr --out fit.zarr --engine scan --block-size 1000
-      streamlsq fit kf4lls big.zarr --out fit.zarr --checkpoint ckpt/ --resume
-    """,
-    "rls": """RLS with a forgetting factor on the stream store DATA.
-
-    With --block-size 1 this is per-sample RLS.
-
-    \b
-    Examples:
-      streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --ridge 1e-3 --block-size 1
-      streamlsq fit rls data.zarr --out rls.zarr --engine scan --block-size 1000
-    """,
-    "lms": """LMS (Widrow-Hoff, per-sample SGD with an intercept) on the stream store DATA.
-
-    Sequential engine only (LMS has no scan form). Blocks (--block-size) are the steps at
-    which the coefficients may be recorded; the update is per sample. The coefficient
-    rows of the result are labelled intercept, x0, x1, ...; steps count on over epochs
-    and epoch(step) says which pass a step belongs to.
-
-    \b
-    Examples:
-      streamlsq fit lms data.zarr --out lms.zarr --rate 0.001
-      streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4
-      streamlsq fit lms data.zarr --out lms.zarr --normalized --rate 0.5 --epochs 3 --shuffle
-      streamlsq fit lms data.zarr --out lms.zarr --schedule power --rate 0.1 --power 0.75
-      streamlsq fit lms big.zarr --out lms.zarr --epochs 5 --checkpoint ckpt/ --resume
-    """,
-    "bfgs": """Incremental BFGS on the stream store DATA, block after block.
-
-    The first block is solved by least squares (W0, B0 = H0^-1); every later block steps
-    along B X'(Y - XW) and updates B by the BFGS formula, skipping the update when the
-    curvature is not positive (counted: n_skipped(step) and the attr n_skipped). Several
-    targets use the K x K form. Sequential engine only (BFGS has no scan form).
-
-    \b
-    Examples:
-      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 1000
-      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 500 --rate 0.5
-      streamlsq fit bfgs labels.zarr --out b.zarr --block-size 200 --rate 1 --balanced
-      streamlsq fit bfgs data.zarr --out bfgs.zarr --first-block-size 5 --ridge 1e-3
-      streamlsq fit bfgs big.zarr --out bfgs.zarr --checkpoint ckpt/ --resume
-    """,
-    "irma": """IRMA (incremental risk minimisation) on the stream store DATA, one example at a time.
-
-    theta += A^-1 phi(x) e / (lambda_t + phi' A^-1 phi), e = y - phi(x)' theta, with A the
-    Gramian of the basis on the domain (A = I for Legendre). X holds the raw inputs x
-    (one column per input dimension), y one target; the basis expands x per block and
-    x outside the domain is refused. Blocks (--block-size) are the steps at which theta
-    and cumulative_loss(step) (sum of the squared errors before each update) are
-    recorded. Coefficient rows are the basis functions; the attr basis rebuilds the
-    basis (streamlsq.kernels.make_basis). Sequential engine only.
-
-    \b
-    Examples:
-      streamlsq simulate irma --out irma.zarr --rows 150
-      streamlsq fit irma irma.zarr --out fit.zarr --order 10 --domain 0 3
-      streamlsq fit irma irma.zarr --out fit.zarr --stiffness additive --stiffness-rate 0.1
-      streamlsq fit irma box.zarr --out fit.zarr --order 3 --domain 0 1 --domain -1 1
-    """,
-    "irma-gd": """The IRMA study's GD baseline on DATA: normalised gradient descent, Tikhonov mu.
-
-    Per example one gradient step on (y - phi' theta)^2 + mu theta' theta with the
-    exactly minimising rate. Store, blocks and results as for streamlsq fit irma (the
-    paper runs its baselines on --basis monomial). Sequential engine only.
-
-    \b
-    Examples:
-      streamlsq fit irma-gd irma.zarr --out gd.zarr --order 6 --domain 0 3 --mu 0.05
-      streamlsq fit irma-gd irma.zarr --out gd.zarr --basis monomial --mu 0
-    """,
-    "irma-rls": """The IRMA study's RLS baseline on DATA: forgetting factor, Tikhonov mu.
-
-    theta_t minimises sum g^(t-i) (y_i - phi_i' theta)^2 + g^t theta' theta / p0
-    + mu theta' theta. Store, blocks and results as for streamlsq fit irma (the paper:
-    --basis monomial --forgetting 0.9 --mu 0.05 --p0 1). Sequential engine only.
-
-    \b
-    Examples:
-      streamlsq fit irma-rls irma.zarr --out rls.zarr --order 6 --domain 0 3
-      streamlsq fit irma-rls irma.zarr --out rls.zarr --forgetting 0.99 --mu 0 --p0 100
-    """,
-}
-
-
 def _option_name(p: Param) -> str:
     return "--" + p.name.replace("_", "-")
 
@@ -181,10 +90,10 @@ def _param_option(p: Param):
     if p.type is bool:
         return click.option(name, p.name, is_flag=True, default=p.default, help=p.help)
     kwargs = {"help": p.help, "metavar": p.metavar}
-    if p.choices is not None:
+    if p.choices is not None and p.type not in (int, float):
         kwargs["type"] = click.Choice(list(p.choices))
-    elif p.parse is not None:
-        kwargs["type"] = str
+    elif p.choices is not None:
+        kwargs["type"] = str  # a choice or a number: the Param converts the text
     else:
         kwargs["type"] = p.type
     if p.multiple:
@@ -196,14 +105,25 @@ def _param_option(p: Param):
 
 def _param_value(p: Param, value):
     """The value of one option as the recursion takes it (``None``: not given)."""
-    if p.multiple:
-        return domain_from_intervals(value) if p.nargs == 2 else (tuple(value) or None)
-    if p.parse is not None and value is not None:
-        try:
-            return p.parse(value)
-        except ValueError as exc:
-            raise InputError(f"{_option_name(p)}: {exc}") from None
-    return value
+    if value is None:
+        return None
+    try:
+        return p.from_command_line(value)
+    except ValueError as exc:
+        raise InputError(f"{_option_name(p)}: {exc}") from None
+
+
+def _command_help(cls) -> str:
+    """The help of ``fit NAME``: the recursion's own description and examples, or its
+    summary and the first paragraph of its docstring."""
+    description = vars(cls).get("description")
+    if not description:
+        return _generic_help(cls)
+    text = inspect.cleandoc(description)
+    examples = vars(cls).get("examples", ())
+    if examples:
+        text += "\n\n\b\nExamples:\n" + "\n".join(f"  {line}" for line in examples)
+    return text
 
 
 def recursion_command(name: str) -> click.Command:
@@ -245,7 +165,7 @@ def recursion_command(name: str) -> click.Command:
                      "rows")
         click.echo(line)
 
-    command.__doc__ = HELP.get(name) or _generic_help(cls)
+    command.__doc__ = _command_help(cls)
     decorators = [
         click.argument("data", type=click.Path()),
         _fit_options(engine=scan),

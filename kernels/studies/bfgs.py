@@ -28,6 +28,7 @@ from streamlsq.kernels.linalg import as_2d, check_finite, spd_solve
 from streamlsq.kernels.recursions.contract import Recursion, block_edges
 from streamlsq.kernels.recursions.kf4lls import block_sums
 from streamlsq.kernels.recursions.lms import LMS
+from streamlsq.kernels.recursions.params import Param
 
 __all__ = [
     "binary_study",
@@ -44,10 +45,7 @@ __all__ = [
 
 
 def _positive_int(name: str, v) -> int:
-    v = int(v)
-    if v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v}")
-    return v
+    return Param(name, 1, "A count of the study.", type=int, gt=0).check(v)
 
 
 def regression_stream(

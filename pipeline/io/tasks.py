@@ -78,10 +78,12 @@ from streamlsq.io.stores import (
     store_token,
 )
 from streamlsq.kernels import mlr
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.memory import fast_large_allocations
 
 __all__ = [
     "MAX_DEFAULT_HEAVY",
+    "HOLDOUT",
     "ROLE_CODES",
     "TASK_VARIABLES",
     "TaskChunk",
@@ -94,6 +96,8 @@ __all__ = [
     "task_sets",
 ]
 
+#: leave out the last rows of every task (for evaluation: ``predict(..., holdout=N)``)
+HOLDOUT = Param("holdout", 0, "Rows held out at the end of every task.", type=int, ge=0)
 #: the variables of a multi-task store whose chunks a run reads (a checkpoint stamps them)
 TASK_VARIABLES = ("X", "y", "task_ptr", "role")
 #: role name -> code stored in ``role``

@@ -28,7 +28,7 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
-from streamlsq.errors import InputError, check_int
+from streamlsq.errors import InputError, checked
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
     TASK_VARIABLES,
@@ -41,11 +41,13 @@ from streamlsq.io.tasks import (
 )
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["EMFit", "INITS", "fit_em"]
 
 INITS = ("truth", "perturbed", "random")
+ITERATIONS = Param("iterations", 100, "Most EM iterations.", type=int, gt=0)
 
 
 def _stats(chunk: TaskChunk, source: TaskSource):
@@ -151,7 +153,7 @@ class EMFit(Job):
     def check(self) -> None:
         if self.init not in INITS:
             raise InputError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
-        self.iterations = check_int("iterations", self.iterations, 1, "a positive integer")
+        self.iterations = checked(ITERATIONS, self.iterations)
         if not (np.isfinite(self.tol) and self.tol >= 0):
             raise InputError(f"tol must be a finite number >= 0, got {self.tol!r}")
 

@@ -45,10 +45,11 @@ from typing import Any, Unpack
 import numpy as np
 import xarray as xr
 
-from streamlsq.errors import InputError, check_int
+from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import merge_spans
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
+    HOLDOUT,
     TASK_VARIABLES,
     TaskChunk,
     TaskSets,
@@ -62,6 +63,7 @@ from streamlsq.io.tasks import (
 )
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["DEFAULT_LINKAGE", "DEFAULT_SPLITS", "K_MAX", "MAX_FULL_HEAVY", "TILE", "MetaLearning",
@@ -79,6 +81,11 @@ DEFAULT_SPLITS = 1
 K_MAX = 8
 #: k="auto" holds out every VALIDATION_EVERY-th light2 task to score each k
 VALIDATION_EVERY = 4
+K = Param("k", 2, "Components of the mixture (the subspace rank and the clustering cut).",
+          type=int, gt=0)
+SPLITS = Param("splits", DEFAULT_SPLITS, "L, the split pairs per heavy task.", type=int, gt=0)
+TILE_SIDE = Param("tile", TILE, "Heavy tasks per side of a distance tile.", type=int, ge=2)
+
 
 
 # -- tasks run on the workers (each reads its own chunk) --------------------------------
@@ -193,7 +200,7 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
                   holdout):
     d = source.n_features
     label = source.label
-    k = check_int("k", k, 1, "a positive integer")
+    k = checked(K, k)
     if k > d:
         raise InputError(
             f"{label}: k = {k} is larger than the number of features d = {d}; the subspace "
@@ -201,10 +208,10 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
         )
     if linkage not in LINKAGES:
         raise InputError(f"linkage must be 'single', 'average' or 'auto', got {linkage!r}")
-    check_int("splits", splits, 1, "a positive integer")
+    checked(SPLITS, splits)
     if threshold is not None and not np.isfinite(threshold):
         raise InputError(f"threshold must be a finite number, got {threshold!r}")
-    holdout = check_int("holdout", holdout, 0)
+    holdout = checked(HOLDOUT, holdout)
     sizes = np.diff(ptr) - holdout
     for role, need, why in (
         ("light", 2, "its rows are split in halves"),
@@ -347,13 +354,13 @@ class MetaLearning(Job):
     checkpoint_variables = TASK_VARIABLES
 
     def check(self) -> None:
-        self.tile = check_int("tile", self.tile, 2)
+        self.tile = checked(TILE_SIDE, self.tile)
         self.auto = isinstance(self.k, str)
         if self.auto and self.k != "auto":
             raise InputError(f"k must be a positive integer or 'auto', got {self.k!r}")
         if self.auto and self.threshold is not None:
             raise InputError("k='auto' chooses the cut itself: give no threshold")
-        self.splits = check_int("splits", self.splits, 1, "a positive integer")
+        self.splits = checked(SPLITS, self.splits)
 
     def open(self, run: Run) -> list:
         self.source = open_tasks(self.data, self.group)
@@ -768,7 +775,7 @@ class PooledFit(Job):
     name = "pooled"
 
     def check(self) -> None:
-        self.holdout = check_int("holdout", self.holdout, 0)
+        self.holdout = checked(HOLDOUT, self.holdout)
 
     def open(self, run: Run) -> list:
         self.source = open_tasks(self.data, self.group)

@@ -36,12 +36,13 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from streamlsq.errors import InputError, check_int
+from streamlsq.errors import InputError, checked
 from streamlsq.io.codecs import compressors
 from streamlsq.io.location import locate
 from streamlsq.io.results import open_result
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
+    HOLDOUT,
     TaskChunk,
     TaskSource,
     open_tasks,
@@ -194,7 +195,7 @@ class TaskPrediction(Job):
         if self.estimator not in ESTIMATORS:
             raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got "
                              f"{self.estimator!r}")
-        self.holdout = check_int("holdout", self.holdout, 0)
+        self.holdout = checked(HOLDOUT, self.holdout)
 
     def open(self, run: Run) -> list:
         self.W, self.s2, self.p, self.model_attrs = _load_model(self.model)

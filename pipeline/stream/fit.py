@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from streamlsq.errors import InputError, check_int
+from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
 from streamlsq.io.stream import open_stream
 from streamlsq.jobs import Context, Job, Run
@@ -46,6 +46,13 @@ __all__ = ["StreamFit", "check_trajectory", "fit_stream", "DEFAULT_RECORDED_STEP
 #: with ``record_every=None`` about this many steps are recorded
 DEFAULT_RECORDED_STEPS = 1000
 ENGINES = ("sequential", "scan")
+EPOCHS = Param("epochs", 1, "Passes over the store (the state carries over from one to the "
+               "next).", type=int, gt=0)
+SEED = Param("seed", 0, "Seed of the shuffled order of epochs.", type=int, ge=0)
+RECORD_EVERY = Param("record_every", None, "Record the coefficients every this many steps.",
+                     type=int, gt=0, optional=True)
+SEGMENT_BYTES = Param("segment size (bytes)", None, "Bytes of X per Dask task.", type=int,
+                      gt=0, optional=True, requirement="a positive number of bytes")
 #: recursions whose fit is more than a fit of their rows: name -> "module:job class"
 OWN_JOBS = {"interleaved-kf4lls": "streamlsq.stream.interleaved:InterleavedFit"}
 
@@ -252,8 +259,8 @@ class StreamFit(Job):
 
     def check(self) -> None:
         check_run_options(self.engine, self.dtype, self.record_every, self.segment_bytes)
-        self.epochs = check_int("epochs", self.epochs, 1, "a positive integer")
-        self.seed = check_int("seed", self.seed, 0, "a non-negative integer")
+        self.epochs = checked(EPOCHS, self.epochs)
+        self.seed = checked(SEED, self.seed)
 
     def open(self, run: Run) -> list:
         column, params = intercept_options(self.method, self.fit_intercept, self.params)
@@ -421,7 +428,5 @@ def check_run_options(engine, dtype, record_every, segment_bytes=None) -> None:
         ok = False
     if not ok:
         raise InputError(f"dtype must be float64 or float32, got {dtype}")
-    if record_every is not None:
-        check_int("record_every", record_every, 1, "a positive integer")
-    if segment_bytes is not None:
-        check_int("segment size (bytes)", segment_bytes, 1, "a positive number of bytes")
+    checked(RECORD_EVERY, record_every)
+    checked(SEGMENT_BYTES, segment_bytes)

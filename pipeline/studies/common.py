@@ -35,9 +35,10 @@ import numpy as np
 import pandas as pd
 
 from streamlsq import __version__
-from streamlsq.errors import InputError, check_int
+from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import EntryCheckpoint, fingerprint_digest, remove_finished
 from streamlsq.io.outputs import OwnedTemporary, check_apart, publish, reclaim_leftovers
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.progress import track_futures
 
 __all__ = [
@@ -85,12 +86,12 @@ class StudyResult:
 
 def check_seed(seed) -> int:
     """The seed as a non-negative int (InputError otherwise)."""
-    return check_int("--seed", seed, 0)
+    return checked(Param("--seed", 0, "Seed of the study.", type=int, ge=0), seed)
 
 
 def check_count(option: str, value, minimum: int = 1) -> int:
     """An integer option ≥ ``minimum`` (InputError naming ``option`` otherwise)."""
-    return check_int(option, value, minimum)
+    return checked(Param(option, minimum, "A count of the study.", type=int, ge=minimum), value)
 
 
 def batch_sizes(total: int, batch_size: int) -> list[int]:

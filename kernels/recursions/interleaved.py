@@ -238,6 +238,22 @@ class InterleavedKF4LLS(FormRecursion):
 
     name = "interleaved-kf4lls"
     summary = "interleaved KF4LLS over two populations A B"
+    description = """Interleaved KF4LLS: blocks of populations A and B alternately, centred and
+    weighted.
+
+    A, B (and C) are stream stores or groups of one, written PATH#GROUP. Blocks: each
+    store's block_size attribute (else its chunk size), or --block-size for all. The
+    stream alternates A1, B1, A2, B2, ... (--start b: B1, A1, ...) and stops when the
+    population due next has no block left: the longer population's extra blocks are not
+    used (the result's attrs blocks_used_a/b and rows_unused_a/b say how many). Give
+    --alpha, or --estimate-alpha with --test. Also: streamlsq fit interleaved."""
+    examples = (
+        "streamlsq simulate interleaved --out p.zarr",
+        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --out fit.zarr",
+        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr",
+        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --start b --out fit.zarr",
+        "streamlsq fit interleaved b.zarr f.zarr --test p.zarr --estimate-alpha grid --out r.zarr",
+    )
     inputs = POPULATIONS
     intercept_kind = "centred"
     params = (ALPHA, START, RIDGE_PARAM.replace(help="Ridge start H0 = ridge*I (0: the "

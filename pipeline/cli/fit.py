@@ -3,8 +3,8 @@
 The subcommands ``fit NAME`` are derived from the registry of recursions
 (:mod:`streamlsq.kernels.recursions.registry`): each gets the options every fit
 shares, ``--engine`` when the recursion has the scan form, and one option per
-declared parameter. ``fit interleaved`` (two stores) and ``fit em`` (a multi-task
-store) are written out by hand.
+declared parameter (and per option of the recursion's own job), one argument per store
+it reads. ``fit em`` (a multi-task store) is written out in its own module.
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from streamlsq.cli.common import (
 )
 from streamlsq.errors import InputError
 from streamlsq.kernels.recursions.contract import Param
-from streamlsq.kernels.recursions.kf4lls import SOLVER_PARAM
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
-__all__ = ["fit", "fit_interleaved_command", "recursion_command"]
+__all__ = ["fit", "recursion_command"]
 
 
 def _fit_options(*, engine: bool = True, first_block: bool = True):
@@ -98,9 +97,9 @@ def _param_option(p: Param):
         kwargs["type"] = p.type
     if p.multiple:
         return click.option(name, p.name, nargs=p.nargs, multiple=True, **kwargs)
-    if p.default is not None:
-        kwargs["show_default"] = True
-    return click.option(name, p.name, default=p.default, nargs=p.nargs, **kwargs)
+    if p.default is not None:  # not given: the recursion's default applies (or a store's)
+        kwargs["help"] = f"{p.help}  [default: {p.default}]"
+    return click.option(name, p.name, default=None, nargs=p.nargs, **kwargs)
 
 
 def _param_value(p: Param, value):
@@ -126,50 +125,41 @@ def _command_help(cls) -> str:
     return text
 
 
-def recursion_command(name: str) -> click.Command:
-    """The ``fit NAME`` command of a registered recursion."""
+def recursion_command(name: str, command_name: str | None = None) -> click.Command:
+    """The ``fit NAME`` command of a registered recursion: one argument per store it reads
+    (its declared ``inputs``), the options every fit shares, one option per declared
+    parameter and per option of its job (interleaved KF4LLS: ``--test``,
+    ``--estimate-alpha``)."""
     cls = RECURSIONS[name]
-    scan = "scan" in RECURSIONS.engines(name)
-    declared = {p.name: p for p in cls.params}
+    single = len(cls.inputs) == 1
+    # the job's options come last and take the place of a parameter of the same name
+    declared = {p.name: p for p in (*cls.params, *_job_options(name))}
 
-    def command(data, out, block_size, first_block_size, record_every, dtype, checkpoint,
-                resume, segment_size, overwrite, epochs, shuffle, seed, group, x, y,
-                sample_dim, intercept, continue_from, scheduler, n_workers, memory_limit,
-                engine="sequential", **options):
+    def command(out, segment_size, scheduler, n_workers, memory_limit, engine="sequential",
+                intercept=None, **options):
         from streamlsq.stream.fit import fit_stream
 
-        params = {}
-        for key, value in options.items():
-            value = _param_value(declared[key], value)
-            if value is not None:
-                params[key] = value
+        stores = [options.pop(role) for role in cls.inputs]
+        params = {key: value for key in declared
+                  if (value := _param_value(declared[key], options.pop(key))) is not None}
         segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
-        with _client(scheduler, n_workers, memory_limit, data=data) as client:
-            ds = fit_stream(
-                data, name, out=out, group=group, engine=engine, block_size=block_size,
-                first_block_size=first_block_size, record_every=record_every, epochs=epochs,
-                shuffle=shuffle, seed=seed, dtype=dtype, client=client, checkpoint=checkpoint,
-                resume=resume, overwrite=overwrite, segment_bytes=segment_bytes, x=x, y=y,
-                sample_dim=sample_dim, fit_intercept=intercept, continue_from=continue_from,
-                **params,
-            )
+        with _client(scheduler, n_workers, memory_limit, data=stores) as client:
+            ds = fit_stream(stores[0] if single else stores, name, out=out, engine=engine,
+                            client=client, segment_bytes=segment_bytes,
+                            fit_intercept=intercept, **options, **params)
         done = _done_line(out, ds)
         if done:
             click.echo(done)
             return
-        line = ", ".join([_summary(out, name, engine, ds), *cls.result_notes(ds.attrs)])
-        if epochs != 1:
-            line += f", {epochs} epoch(s)"
-        if continue_from is not None:
-            line += (f", continued from {continue_from} after its {ds.attrs['rows_continued']} "
-                     "rows")
-        click.echo(line)
+        from streamlsq.stream.methods import job_class
+
+        notes = job_class(name).notes(ds)
+        click.echo(", ".join([_summary(out, command_name or name, engine, ds), *notes]))
 
     command.__doc__ = _command_help(cls)
-    decorators = [
-        click.argument("data", type=click.Path()),
-        _fit_options(engine=scan),
-        *[_param_option(p) for p in cls.params],
+    arguments = [click.argument(role, type=click.Path(), metavar=role.upper())
+                 for role in cls.inputs]
+    per_store = [] if not single else [
         click.option("--epochs", type=int, default=1, show_default=True,
                      help="Passes over the store (the state carries over from one to the "
                           "next)."),
@@ -184,12 +174,22 @@ def recursion_command(name: str) -> click.Command:
                      help="Continue the fit RESULT (of this method and options) on the rows "
                           "appended to DATA since: start from its final state, read only the "
                           "new rows; refused if the earlier rows changed."),
-        _scheduler_options,
-        _friendly_errors,
     ]
+    decorators = [*arguments,
+                  _fit_options(engine="scan" in RECURSIONS.engines(name), first_block=single),
+                  *[_param_option(p) for p in declared.values()], *per_store,
+                  _scheduler_options, _friendly_errors]
     for decorate in reversed(decorators):
         command = decorate(command)
-    return click.command(name, context_settings=CONTEXT, short_help=cls.summary)(command)
+    return click.command(command_name or name, context_settings=CONTEXT,
+                         short_help=cls.summary)(command)
+
+
+def _job_options(name: str) -> tuple[Param, ...]:
+    """The options of a recursion's own job (imported only for those that have one)."""
+    from streamlsq.stream.methods import OWN_JOBS, job_class
+
+    return job_class(name).options if name in OWN_JOBS else ()
 
 
 def _layout_options(intercept: bool = True, default_intercept: bool = False):
@@ -217,12 +217,16 @@ def _layout_options(intercept: bool = True, default_intercept: bool = False):
 
 def _generic_help(cls) -> str:
     doc = (cls.__doc__ or "").strip().split("\n\n")[0]
-    return f"{cls.summary[:1].upper()}{cls.summary[1:]} on the stream store DATA.\n\n    {doc}"
+    stores = ("the stream store DATA" if len(cls.inputs) == 1 else
+              f"the stream stores {' '.join(role.upper() for role in cls.inputs)}")
+    return f"{cls.summary[:1].upper()}{cls.summary[1:]} on {stores}.\n\n    {doc}"
 
 
 #: the subcommands of ``fit`` written in modules of their own: name -> (module, attribute),
 #: imported when asked for
 FIT_COMMANDS = {"em": ("streamlsq.cli.fit_em", "em")}
+#: other names of recursions' commands (``fit interleaved`` is ``fit interleaved-kf4lls``)
+ALIASES = {"interleaved": "interleaved-kf4lls"}
 
 
 class _RecursionGroup(click.Group):
@@ -234,12 +238,12 @@ class _RecursionGroup(click.Group):
         self.commands = LazyCommands(FIT_COMMANDS, self.commands)
 
     def list_commands(self, ctx):
-        return [*RECURSIONS.stream_methods(), *sorted(super().list_commands(ctx))]
+        return [*RECURSIONS, *sorted(super().list_commands(ctx))]
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
-        if command is None and name in RECURSIONS.stream_methods():
-            command = recursion_command(name)
+        if command is None and ALIASES.get(name, name) in RECURSIONS:
+            command = recursion_command(ALIASES.get(name, name), name)
         return command
 
 
@@ -249,8 +253,8 @@ def fit():
 
     Each method is a subcommand with its own options: streamlsq fit METHOD --help.
     The methods are the registered recursions (engines sequential and, for the
-    least-squares ones, scan), interleaved KF4LLS over two stores and EM over a
-    multi-task store.
+    least-squares ones, scan), among them interleaved KF4LLS over two stores
+    (fit interleaved-kf4lls, or fit interleaved), and EM over a multi-task store.
 
     \b
     Examples:
@@ -262,65 +266,3 @@ def fit():
       streamlsq fit irma irma.zarr --out irma-fit.zarr --order 10 --domain 0 3
       streamlsq fit irma-rls irma.zarr --out rls-fit.zarr --basis monomial --forgetting 0.9
     """
-
-
-@fit.command("interleaved", context_settings=CONTEXT)
-@click.argument("a", type=click.Path(), metavar="A")
-@click.argument("b", type=click.Path(), metavar="B")
-@_fit_options(first_block=False)
-@click.option("--alpha", type=float, default=None,
-              help="Mixing weight in [0, 1]: the test population is alpha*A + (1-alpha)*B.")
-@click.option("--estimate-alpha", type=click.Choice(["means", "grid"]), default=None,
-              help="Estimate alpha from the column moments of A, B and --test C instead.")
-@click.option("--test", "test", type=click.Path(), default=None, metavar="C",
-              help="Test population: records test_mse(step), and bias(step) if C has "
-                   "coef_true.")
-@click.option("--start", type=click.Choice(["a", "b"]), default="a", show_default=True,
-              help="Population of the first block.")
-@click.option("--ridge", type=float, default=0.0, show_default=True,
-              help="Ridge start H0 = ridge*I (0: the paper's H0 = 0).")
-@click.option("--solver", type=click.Choice(list(SOLVER_PARAM.choices)),
-              default=SOLVER_PARAM.default, show_default=True, help=SOLVER_PARAM.help)
-@_scheduler_options
-@_friendly_errors
-def fit_interleaved_command(a, b, out, engine, block_size, record_every, dtype, checkpoint,
-                            resume, segment_size, overwrite, alpha, estimate_alpha, test, start,
-                            ridge, solver, scheduler, n_workers, memory_limit):
-    """Interleaved KF4LLS: blocks of populations A and B alternately, centred and weighted.
-
-    A, B (and C) are stream stores or groups of one, written PATH#GROUP. Blocks: each
-    store's block_size attribute (else its chunk size), or --block-size for all. The
-    stream alternates A1, B1, A2, B2, ... (--start b: B1, A1, ...) and stops when the
-    population due next has no block left: the longer population's extra blocks are not
-    used (the result's attrs blocks_used_a/b and rows_unused_a/b say how many). Give
-    --alpha, or --estimate-alpha with --test.
-
-    \b
-    Examples:
-      streamlsq simulate interleaved --out p.zarr
-      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --out fit.zarr
-      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr
-      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --start b --out fit.zarr
-      streamlsq fit interleaved b.zarr f.zarr --test p.zarr --estimate-alpha grid --out r.zarr
-    """
-    from streamlsq.stream.interleaved import fit_interleaved
-
-    segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
-    with _client(scheduler, n_workers, memory_limit, data=[a, b, test]) as client:
-        ds = fit_interleaved(
-            a, b, alpha=alpha, estimate_alpha=estimate_alpha, test=test, start=start,
-            ridge=ridge, solver=solver, out=out, engine=engine, block_size=block_size,
-            record_every=record_every, dtype=dtype, client=client, checkpoint=checkpoint,
-            resume=resume, overwrite=overwrite, segment_bytes=segment_bytes,
-        )
-    done = _done_line(out, ds)
-    if done:
-        click.echo(done)
-        return
-    line = _summary(out, "interleaved", engine, ds) + f", alpha {ds.attrs['alpha']:.4g}"
-    line = ", ".join([line, *RECURSIONS["interleaved-kf4lls"].result_notes(ds.attrs)])
-    if "test_mse" in ds:
-        line += f", final test MSE {float(ds.test_mse[-1]):.4g}"
-    click.echo(line)
-
-

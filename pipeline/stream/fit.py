@@ -11,7 +11,6 @@ KF4LLS and its test population: :mod:`streamlsq.stream.interleaved`).
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from streamlsq.jobs import Context, Job, Run
 from streamlsq.kernels.recursions.contract import Param, Recursion, ScanRecursion
 from streamlsq.stream.engines import Trajectory, run_scan, run_sequential
 from streamlsq.stream.layout import check_trajectory, trajectory_dataset
-from streamlsq.stream.methods import RECURSIONS, make_method, params_from_store
+from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_from_store
 from streamlsq.stream.plans import StreamPlan, plan_fit
 from streamlsq.stream.resume import (
     ScanPieces,
@@ -53,8 +52,6 @@ RECORD_EVERY = Param("record_every", None, "Record the coefficients every this m
                      type=int, gt=0, optional=True)
 SEGMENT_BYTES = Param("segment size (bytes)", None, "Bytes of X per Dask task.", type=int,
                       gt=0, optional=True, requirement="a positive number of bytes")
-#: recursions whose fit is more than a fit of their rows: name -> "module:job class"
-OWN_JOBS = {"interleaved-kf4lls": "streamlsq.stream.interleaved:InterleavedFit"}
 
 
 def fit_stream(
@@ -213,16 +210,6 @@ def fit_stream(
     return run.execute(job)
 
 
-def job_class(method) -> type[StreamFit]:
-    """The job that fits ``method``: :class:`StreamFit`, or the recursion's own job."""
-    name = method.name if isinstance(method, Recursion) else method
-    spec = OWN_JOBS.get(name) if isinstance(name, str) else None
-    if spec is None:
-        return StreamFit
-    module, attr = spec.split(":")
-    return getattr(importlib.import_module(module), attr)
-
-
 @dataclass(eq=False)
 class StreamFit(Job):
     """A recursion over the rows of stream stores, in order: reads the stores, computes the
@@ -353,6 +340,18 @@ class StreamFit(Job):
                                   initial_state=initial)
         check_trajectory(traj, self.plan)
         return traj
+
+    @classmethod
+    def notes(cls, ds: xr.Dataset) -> list[str]:
+        """Short phrases about a result for the command line's one-line summary: the
+        recursion's own (``result_notes``), then the job's."""
+        notes = list(RECURSIONS[ds.attrs["method"]].result_notes(ds.attrs))
+        if int(ds.attrs.get("epochs", 1)) != 1:
+            notes.append(f"{ds.attrs['epochs']} epoch(s)")
+        if "rows_continued" in ds.attrs:
+            notes.append(f"continued from {ds.attrs['continued_from']} after its "
+                         f"{ds.attrs['rows_continued']} rows")
+        return notes
 
     def unchanged_result(self) -> xr.Dataset:
         ds = self.previous.copy()

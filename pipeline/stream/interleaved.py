@@ -29,6 +29,7 @@ from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.jobs import Context, Run, RunOptions
 from streamlsq.kernels.recursions.contract import BlockGrid, Param
 from streamlsq.kernels.recursions.interleaved import (
+    ALPHA,
     InterleavedKF4LLS,
     bias_of_run,
     column_moments,
@@ -258,6 +259,8 @@ class InterleavedFit(StreamFit):
     C (a parallel chunked reduction), and whose recorded steps are then scored on C."""
 
     options: ClassVar[tuple[Param, ...]] = (
+        ALPHA.replace(default=None, optional=True, help="Mixing weight in [0, 1]: the test "
+                      "population is alpha*A + (1-alpha)*B (or --estimate-alpha)."),
         Param("test", None, "Test population C: records test_mse(step), and bias(step) if "
               "C has coef_true.", type=str, optional=True, metavar="C"),
         Param("estimate_alpha", None, "Estimate alpha from the column moments of A, B and "
@@ -318,6 +321,13 @@ class InterleavedFit(StreamFit):
 
     def input_roles(self) -> list[str]:
         return [*super().input_roles(), *(["test"] if self.test_source is not None else [])]
+
+    @classmethod
+    def notes(cls, ds: xr.Dataset) -> list[str]:
+        notes = [f"alpha {ds.attrs['alpha']:.4g}", *super().notes(ds)]
+        if "test_mse" in ds:
+            notes.append(f"final test MSE {float(ds.test_mse[-1]):.4g}")
+        return notes
 
     def compute(self, ctx: Context) -> xr.Dataset:
         estimate = None

@@ -7,11 +7,28 @@ turns the kernel's refusals into :class:`~streamlsq.errors.InputError`.
 
 from __future__ import annotations
 
+import importlib
+
 from streamlsq.errors import InputError
 from streamlsq.kernels.recursions.contract import Recursion
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
-__all__ = ["RECURSIONS", "make_method", "params_from_store"]
+__all__ = ["OWN_JOBS", "RECURSIONS", "job_class", "make_method", "params_from_store"]
+
+#: recursions whose fit is more than a fit of their rows: name -> "module:job class" (the
+#: job derives from :class:`streamlsq.stream.fit.StreamFit`)
+OWN_JOBS = {"interleaved-kf4lls": "streamlsq.stream.interleaved:InterleavedFit"}
+
+
+def job_class(method):
+    """The job that fits ``method`` (a name or a recursion): the recursion's own job, or
+    :class:`~streamlsq.stream.fit.StreamFit` (imported when asked for: the command line
+    builds a command from the declarations alone)."""
+    name = getattr(method, "name", method)
+    spec = OWN_JOBS.get(name, "streamlsq.stream.fit:StreamFit") if isinstance(name, str) \
+        else "streamlsq.stream.fit:StreamFit"
+    module, attr = spec.split(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def make_method(method: str | Recursion, **params) -> Recursion:

@@ -121,6 +121,8 @@ out["lists"] = {
     "kernels.__all__": "ToyRidge" in streamlsq.kernels.__all__,
     "kernels.ToyRidge": streamlsq.kernels.ToyRidge is cls,
     "estimators.__all__": out["estimator"] in streamlsq.estimators.__all__,
+    "streamlsq.__all__": out["estimator"] in streamlsq.__all__,
+    "streamlsq.ToyRidgeRegressor": streamlsq.ToyRidgeRegressor is type(est),
 }
 sys.path.insert(0, sys.argv[2])
 from recursions_table import recursions_table

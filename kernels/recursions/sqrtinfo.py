@@ -300,6 +300,19 @@ def _rotate(W, v, lo, hi, g, w):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _rotation(d, x, w):  # pragma: no cover - compiled
+    """One square-root-free Givens rotation of a row of weight ``w`` whose entry is ``x``
+    into a diagonal ``d``: (the new diagonal, c² and s·c/… of the rotation, the row's new
+    weight, x), or the identity (x returned as 0) when x or w is 0."""
+    if x != 0.0 and w != 0.0:
+        dn = d + w * x * x
+        inv = 1.0 / dn
+        cb = d * inv
+        return dn, cb, w * x * inv, w * cb, x
+    return d, 1.0, 0.0, w, 0.0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _rotate_pair(W, v1, v2, g1, g2):  # pragma: no cover - compiled
     """Two rows rotated into W in one pass over it (row 1 first, then row 2 into the
     result): the same operations as two :func:`_rotate` calls, each entry of W loaded
@@ -308,26 +321,8 @@ def _rotate_pair(W, v1, v2, g1, g2):  # pragma: no cover - compiled
     w1 = 1.0
     w2 = 1.0
     for i in range(p):
-        x1 = v1[i]
-        d0 = g1 * W[i, i]
-        if x1 != 0.0 and w1 != 0.0:
-            d1 = d0 + w1 * x1 * x1
-            inv = 1.0 / d1
-            cb1 = d0 * inv
-            sb1 = w1 * x1 * inv
-            w1 = w1 * cb1
-        else:
-            d1, cb1, sb1, x1 = d0, 1.0, 0.0, 0.0
-        x2 = v2[i]
-        d1 = g2 * d1
-        if x2 != 0.0 and w2 != 0.0:
-            d2 = d1 + w2 * x2 * x2
-            inv = 1.0 / d2
-            cb2 = d1 * inv
-            sb2 = w2 * x2 * inv
-            w2 = w2 * cb2
-        else:
-            d2, cb2, sb2, x2 = d1, 1.0, 0.0, 0.0
+        d1, cb1, sb1, w1, x1 = _rotation(g1 * W[i, i], v1[i], w1)
+        d2, cb2, sb2, w2, x2 = _rotation(g2 * d1, v2[i], w2)
         W[i, i] = d2
         Wi = W[i]
         for j in range(i + 1, p):

@@ -170,16 +170,23 @@ def irma_step(theta, phi, y, lam, gramian=None) -> tuple[np.ndarray, float]:
     return theta + v * (e / (lam + phi @ v)), e
 
 
+@numba.njit(cache=True, inline="always")
+def _snapshot(snaps, record_rows, r, rows, vector):  # pragma: no cover - compiled
+    """Copy ``vector`` into ``snaps`` for every recorded row count equal to ``rows``,
+    from record ``r`` on; returns the next record."""
+    while r < record_rows.shape[0] and record_rows[r] == rows:
+        snaps[r, :] = vector
+        r += 1
+    return r
+
+
 @numba.njit(cache=True)
 def _irma_loop(psi, Phi, y, lam, record_rows):  # pragma: no cover - compiled
     # ψ ← ψ + φ e/(λ + ‖φ‖²) in orthonormal coordinates; ψ is updated in place
     T, p = Phi.shape
     errors = np.empty(T, dtype=Phi.dtype)
     snaps = np.empty((record_rows.shape[0], p), dtype=psi.dtype)
-    r = 0
-    while r < record_rows.shape[0] and record_rows[r] == 0:
-        snaps[r, :] = psi
-        r += 1
+    r = _snapshot(snaps, record_rows, 0, 0, psi)
     for t in range(T):
         pred = 0.0
         sq = 0.0
@@ -195,9 +202,7 @@ def _irma_loop(psi, Phi, y, lam, record_rows):  # pragma: no cover - compiled
             gain = e / den
             for j in range(p):
                 psi[j] += gain * Phi[t, j]
-        while r < record_rows.shape[0] and record_rows[r] == t + 1:
-            snaps[r, :] = psi
-            r += 1
+        r = _snapshot(snaps, record_rows, r, t + 1, psi)
     return psi, errors, snaps
 
 
@@ -208,10 +213,7 @@ def _gd_loop(theta, Phi, y, mu, record_rows):  # pragma: no cover - compiled
     errors = np.empty(T, dtype=Phi.dtype)
     snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
     g = np.empty(p, dtype=np.float64)
-    r = 0
-    while r < record_rows.shape[0] and record_rows[r] == 0:
-        snaps[r, :] = theta
-        r += 1
+    r = _snapshot(snaps, record_rows, 0, 0, theta)
     for t in range(T):
         pred = 0.0
         for j in range(p):
@@ -228,9 +230,7 @@ def _gd_loop(theta, Phi, y, mu, record_rows):  # pragma: no cover - compiled
             eta = gg / (phig * phig + mu * gg)
             for j in range(p):
                 theta[j] -= eta * g[j]
-        while r < record_rows.shape[0] and record_rows[r] == t + 1:
-            snaps[r, :] = theta
-            r += 1
+        r = _snapshot(snaps, record_rows, r, t + 1, theta)
     return theta, errors, snaps
 
 
@@ -248,10 +248,7 @@ def _rls_loop_compiled(theta, H, Phi, y, forgetting, mu, record_rows):  # pragma
     snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
     L = np.zeros((p, p), dtype=H.dtype)
     rhs = np.empty(p, dtype=H.dtype)
-    r = 0
-    while r < record_rows.shape[0] and record_rows[r] == 0:
-        snaps[r] = theta
-        r += 1
+    r = _snapshot(snaps, record_rows, 0, 0, theta)
     for t in range(Phi.shape[0]):
         e = y[t]
         for i in range(p):
@@ -295,9 +292,7 @@ def _rls_loop_compiled(theta, H, Phi, y, forgetting, mu, record_rows):  # pragma
             rhs[i] = acc / L[i, i]
         for i in range(p):
             theta[i] += rhs[i]
-        while r < record_rows.shape[0] and record_rows[r] == t + 1:
-            snaps[r] = theta
-            r += 1
+        r = _snapshot(snaps, record_rows, r, t + 1, theta)
     return theta, H, errors, snaps, -1
 
 
@@ -311,10 +306,7 @@ def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
     leak = (1.0 - forgetting) * mu
     errors = np.empty(Phi.shape[0], dtype=Phi.dtype)
     snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
-    r = 0
-    while r < record_rows.shape[0] and record_rows[r] == 0:
-        snaps[r] = theta
-        r += 1
+    r = _snapshot(snaps, record_rows, 0, 0, theta)
     diag = np.arange(p)
     for t in range(Phi.shape[0]):
         phi = Phi[t]
@@ -323,9 +315,7 @@ def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
         H = forgetting * H + np.outer(phi, phi)
         H[diag, diag] += leak
         theta = theta + spd_solve(H, phi * e - leak * theta)
-        while r < record_rows.shape[0] and record_rows[r] == t + 1:
-            snaps[r] = theta
-            r += 1
+        r = _snapshot(snaps, record_rows, r, t + 1, theta)
     return theta, H, errors, snaps
 
 

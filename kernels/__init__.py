@@ -16,8 +16,10 @@ Subpackages, by concern:
 - :mod:`~streamlsq.kernels.studies`: the papers' studies (their Monte-Carlo math)
 - :mod:`~streamlsq.kernels.linalg`: the small dense solves every kernel shares
 """
+# ruff: noqa: F401 - the names imported for type checkers are this package's public API
 
 import importlib
+import pkgutil
 from typing import TYPE_CHECKING
 
 from streamlsq.kernels import recursions  # light: its names are imported on first use
@@ -28,26 +30,19 @@ _PUBLIC = {
     "SingularMatrixError": "streamlsq.kernels.linalg",
     "spd_solve": "streamlsq.kernels.linalg",
     "symmetrize": "streamlsq.kernels.linalg",
-    **recursions._PUBLIC,
 }
-_MODULES = ("linalg", "mlr")
-
-__all__ = [
-    *recursions.__all__,
-    "SingularMatrixError",
-    "linalg",
-    "mlr",
-    "recursions",
-    "spd_solve",
-    "symmetrize",
-]
+_MODULES = frozenset(info.name for info in pkgutil.iter_modules(__path__))
 
 
 def __getattr__(name: str):
+    if name == "__all__":  # with every registered recursion class: computed on first use
+        return sorted({*recursions.__all__, *_PUBLIC, "linalg", "mlr", "recursions"})
     if name in _MODULES:
         value = importlib.import_module(f"{__name__}.{name}")
     elif name in _PUBLIC:
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    elif not name.startswith("_"):
+        value = getattr(recursions, name)  # its helpers and recursions (AttributeError)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -55,7 +50,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC) | set(_MODULES))
+    return sorted(set(globals()) | set(__getattr__("__all__")))
 
 
 if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time see __getattr__

@@ -17,6 +17,9 @@ The public functions below are imported on first use, so ``import streamlsq`` (a
 the command line's start) stays fast.
 """
 
+# ruff: noqa: F401 - the names below are imported for type checkers and IDEs; __all__ is
+# computed (see __getattr__)
+
 from __future__ import annotations
 
 import importlib
@@ -38,7 +41,7 @@ _PUBLIC = {
     "open_tasks": "streamlsq.io.tasks",
     "open_dataset": "streamlsq.io.stores",
     "open_result": "streamlsq.io.results",
-    "METHODS": "streamlsq.stream.methods",
+    "RECURSIONS": "streamlsq.stream.methods",
     "make_method": "streamlsq.stream.methods",
     "fit_stream": "streamlsq.stream.fit",
     "predict_stream": "streamlsq.stream.apply",
@@ -55,18 +58,11 @@ _PUBLIC = {
     "simulate_interleaved": "streamlsq.simulate.streams",
     "simulate_irma": "streamlsq.simulate.streams",
     "simulate_mlr": "streamlsq.simulate.tasks",
-    "KF4LLSRegressor": "streamlsq.estimators",
-    "RLSRegressor": "streamlsq.estimators",
-    "LMSRegressor": "streamlsq.estimators",
-    "InterleavedKF4LLSRegressor": "streamlsq.estimators",
-    "IncrementalBFGSRegressor": "streamlsq.estimators",
-    "IRMARegressor": "streamlsq.estimators",
-    "IRMAGradientDescentRegressor": "streamlsq.estimators",
-    "IRMARLSRegressor": "streamlsq.estimators",
     "regressor_for": "streamlsq.estimators",
 }
 
-__all__ = [
+#: the names above; every estimator of :mod:`streamlsq.estimators` joins them in ``__all__``
+_NAMES = [
     "__version__",
     "dask_client",
     "example_tasks",
@@ -74,17 +70,10 @@ __all__ = [
     "fit_interleaved",
     "fit_pooled",
     "fit_stream",
-    "IncrementalBFGSRegressor",
     "InputError",
-    "InterleavedKF4LLSRegressor",
-    "IRMAGradientDescentRegressor",
-    "IRMARegressor",
-    "IRMARLSRegressor",
-    "KF4LLSRegressor",
-    "LMSRegressor",
     "make_method",
     "metalearn",
-    "METHODS",
+    "RECURSIONS",
     "open_dataset",
     "open_result",
     "open_stream",
@@ -93,7 +82,6 @@ __all__ = [
     "predict",
     "predict_stream",
     "regressor_for",
-    "RLSRegressor",
     "simulate_interleaved",
     "simulate_irma",
     "simulate_mlr",
@@ -106,6 +94,20 @@ __all__ = [
 
 
 def __getattr__(name: str):
+    if name == "__all__":  # the functions, and an estimator for every registered recursion
+        from streamlsq import estimators
+
+        return sorted([*_NAMES, *estimators.__all__], key=str.lower)
+    if name.endswith("Regressor"):  # the written estimators and the generated ones
+        from streamlsq import estimators
+
+        return getattr(estimators, name)
+    if name == "METHODS":  # the registry's earlier name
+        import warnings
+
+        warnings.warn("streamlsq.METHODS is streamlsq.RECURSIONS (the registry of "
+                      "recursions); use that name", DeprecationWarning, stacklevel=2)
+        name = "RECURSIONS"
     try:
         module = _PUBLIC[name]
     except KeyError:
@@ -116,7 +118,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+    return sorted(set(globals()) | set(_PUBLIC) | {"__all__"})
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
@@ -146,5 +148,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.stream.apply import predict_stream
     from streamlsq.stream.fit import fit_stream
     from streamlsq.stream.interleaved import fit_interleaved
-    from streamlsq.stream.methods import METHODS, make_method
+    from streamlsq.stream.methods import RECURSIONS, make_method
     from streamlsq.stream.stability import plot_fit, stability

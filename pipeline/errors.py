@@ -9,8 +9,10 @@ removed before it propagates.
 
 from __future__ import annotations
 
+from streamlsq.kernels.recursions.params import Param
+
 __all__ = ["ClusterError", "InputError", "OutputError", "RunError", "WorkersPausedError",
-           "check_int"]
+           "checked"]
 
 
 class InputError(ValueError):
@@ -64,18 +66,22 @@ class WorkersPausedError(RuntimeError):
         return (type(self), (str(self),))
 
 
-def check_int(name: str, value, minimum: int = 0, wanted: str | None = None) -> int:
-    """``value`` as an int ≥ ``minimum``; InputError naming ``name`` otherwise.
+def checked(param: Param, value):
+    """``value`` checked against its declaration (:meth:`Param.check`: one message format
+    for every option of the package), converted; the refusal as an :class:`InputError`.
 
-    ``wanted`` words the requirement in the message (default "an integer >= minimum").
+    Examples
+    --------
+    >>> from streamlsq.errors import checked
+    >>> from streamlsq.kernels.recursions.params import Param
+    >>> checked(Param("holdout", 0, "Rows held out of every task.", type=int, ge=0), 2)
+    2
+    >>> checked(Param("holdout", 0, "Rows held out of every task.", type=int, ge=0), -1)
+    Traceback (most recent call last):
+    ...
+    streamlsq.errors.InputError: holdout must be an integer >= 0, got -1
     """
-    wanted = wanted or f"an integer >= {minimum}"
-    if isinstance(value, bool):  # True == 1, but never meant as a count
-        raise InputError(f"{name} must be {wanted}, got {value!r}")
     try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be {wanted}, got {value!r}") from None
-    if v != value or v < minimum:
-        raise InputError(f"{name} must be {wanted}, got {value!r}")
-    return v
+        return param.check(value)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None

@@ -140,15 +140,17 @@ def test_bad_options(tmp_path, run):
 
 @pytest.mark.parametrize("value", [True, 2.5, "3", None, -1])
 def test_integer_options_refuse_what_is_not_a_count(value):
-    from streamlsq.errors import InputError, check_int
+    from streamlsq.errors import InputError, checked
+    from streamlsq.io.tasks import HOLDOUT
 
     with pytest.raises(InputError, match=r"^holdout must be an integer >= 0, got "):
-        check_int("holdout", value, 0)
+        checked(HOLDOUT, value)
 
 
 @pytest.mark.parametrize("value", [0, 3, np.int64(3), 3.0])
 def test_integer_options_accept_integral_values(value):
-    from streamlsq.errors import check_int
+    from streamlsq.errors import checked
+    from streamlsq.io.tasks import HOLDOUT
 
-    got = check_int("holdout", value, 0)
+    got = checked(HOLDOUT, value)
     assert got == value and type(got) is int

@@ -112,10 +112,10 @@ def test_split_groups_contiguous_and_balanced(sizes, n_groups):
         np.testing.assert_array_equal(np.diff(gp[i * n_groups : (i + 1) * n_groups + 1]), counts)
 
 
-def test_segment_sum_handles_empty_segments():
+def test_range_sums_handle_empty_ranges():
     values = np.arange(10.0)[:, None]
     ptr = np.array([0, 0, 3, 3, 3, 10, 10])
-    np.testing.assert_array_equal(mlr.segment_sum(values, ptr)[:, 0], [0, 3, 0, 0, 42, 0])
+    np.testing.assert_array_equal(mlr.range_sums(values, ptr)[:, 0], [0, 3, 0, 0, 42, 0])
 
 
 def test_canonical_labels_numbered_by_first_task():
@@ -772,7 +772,7 @@ def test_generator_chunk_invariance(first, n, cut, per_block, seed):
     cut = min(cut, n)
     W, s, p = synth.mlr_components(seed, 3, 2)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(synth, "_MAX_TASKS_PER_BLOCK", per_block)  # many blocks per chunk
+        mp.setattr(synth, "_MAX_TASKS_PER_DRAW", per_block)  # many draws per chunk
         whole = synth.simulate_tasks(seed, first, n, 3, W, s, p)
         a = synth.simulate_tasks(seed, first, cut, 3, W, s, p)
         b = synth.simulate_tasks(seed, first + cut, n - cut, 3, W, s, p)

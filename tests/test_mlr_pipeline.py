@@ -16,8 +16,8 @@ import zarr
 from click.testing import CliRunner
 
 from streamlsq import fit_em, metalearn, open_result, predict, simulate_mlr
+from streamlsq.cli.fit_em import em as em_command
 from streamlsq.cli.main import main
-from streamlsq.cli.mlr import em as em_command
 from streamlsq.kernels import mlr
 from streamlsq.kernels.synthetic.mlr import mlr_components, simulate_tasks
 

@@ -120,6 +120,32 @@ def test_continue_and_predict_on_s3(s3, client):
     assert got.residual.shape == (4_400, 1)
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_cf_encoded_store_in_s3_is_read_as_xarray_decodes_it(s3, client, zarr_format):
+    """X packed in int16 with scale, offset and a fill value (tests/test_reader.py): by URL
+    with its options and as an FsspecStore, the rows and the fit (decoded by the workers)
+    are those of xr.open_zarr of the same store."""
+    endpoint, options = s3
+    rng = np.random.default_rng(9)
+    X = np.round(rng.uniform(-3, 3, (3_000, 3)), 2)
+    y = X @ [[1.5], [-2.0], [0.5]] + 0.1 * rng.standard_normal((3_000, 1))
+    data = f"s3://{BUCKET}/packed-v{zarr_format}.zarr"
+    xr.Dataset({"X": (("sample", "feature"), X), "y": (("sample", "target"), y)}).to_zarr(
+        _store(data, options), zarr_format=zarr_format, encoding={
+            "X": {"dtype": "int16", "scale_factor": 0.01, "add_offset": 5.0,
+                  "_FillValue": np.int16(-32768), "chunks": (700, 3)},
+            "y": {"chunks": (700, 1)}})
+    lazy = xr.open_zarr(_store(data, options))
+    expected = lazy.X.values
+    for source in (streamlsq.open_stream(data, storage_options=options),
+                   streamlsq.open_stream(_store(data, options))):
+        assert source.read(0, 3_000)[0].tobytes() == expected.tobytes()
+    fit = streamlsq.fit_stream(data, "kf4lls", storage_options=options, client=client)
+    np.testing.assert_array_equal(fit.coef.values,
+                                  streamlsq.fit_stream(lazy, "kf4lls", client=client).coef.values)
+    np.testing.assert_allclose(fit.coef.isel(step=-1).values, lstsq(expected, y), rtol=1e-10)
+
+
 def test_metalearn_and_predict_read_and_write_s3(s3, client, tmp_path):
     endpoint, options = s3
     tasks = _store(f"s3://{BUCKET}/tasks.zarr", options)

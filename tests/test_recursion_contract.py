@@ -3,8 +3,14 @@ scikit-learn's ``parametrize_with_checks``), and the checks shown able to fail."
 
 from __future__ import annotations
 
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
 import pytest
 
+import streamlsq.kernels.recursions as recursions_package
 from streamlsq.kernels.recursions import KF4LLS, RLS
 from streamlsq.kernels.recursions.checks import (
     check_fold_equals_updates,
@@ -14,6 +20,7 @@ from streamlsq.kernels.recursions.checks import (
     check_two_halves_equal_one_fit,
     recursion_checks,
 )
+from streamlsq.kernels.recursions.contract import Recursion
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
 
@@ -27,9 +34,35 @@ def test_registered_recursion_keeps_the_contract(cls, check):
     check()
 
 
+def _classes_declaring_a_name() -> dict[str, type]:
+    """Every class of a module of the package whose class body assigns ``name`` (read off
+    the source, not off the registry's rule), by that name, if it is a recursion."""
+    found = {}
+    for info in pkgutil.iter_modules(recursions_package.__path__):
+        module = importlib.import_module(f"{recursions_package.__name__}.{info.name}")
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            targets = [t.id for stmt in node.body if isinstance(stmt, ast.Assign | ast.AnnAssign)
+                       for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                       if isinstance(t, ast.Name)]
+            cls = getattr(module, node.name)
+            if "name" in targets and issubclass(cls, Recursion) and cls is not Recursion:
+                assert cls.name not in found, f"{cls.name} declared twice"
+                found[cls.name] = cls
+    return found
+
+
 def test_every_recursion_of_the_package_is_registered():
-    assert set(RECURSIONS) == {"kf4lls", "rls", "lms", "bfgs", "irma", "irma-gd", "irma-rls",
-                               "interleaved-kf4lls"}
+    declared = _classes_declaring_a_name()
+    assert len(declared) >= 8  # KF4LLS, RLS, LMS, BFGS, IRMA and its baselines, interleaved
+    for name, cls in declared.items():
+        assert RECURSIONS[name] is cls, name
+    # anything else registered comes from a plugin, never from a helper of the package
+    for name in set(RECURSIONS) - set(declared):
+        assert not RECURSIONS[name].__module__.startswith(recursions_package.__name__ + ".")
+    assert list(RECURSIONS) == sorted(RECURSIONS)
     assert RECURSIONS.engines("kf4lls") == ("sequential", "scan")
     assert RECURSIONS.engines("lms") == ("sequential",)
     assert "interleaved-kf4lls" not in RECURSIONS.stream_methods()

@@ -7,6 +7,10 @@ reads the source, where no such ``__init__`` exists, and would find the paramete
 of the class docstring nowhere. For every class whose ``__init__`` was made at run
 time, this extension imports the class and gives griffe's model of it an
 ``__init__`` with the same parameters and defaults.
+
+The recursions (``streamlsq.kernels.recursions``) take their declared parameters through
+the base class's ``__init__(*args, **kwargs)``, and declare the constructor's signature
+as the class's ``__signature__``: those classes get an ``__init__`` with it too.
 """
 
 from __future__ import annotations
@@ -29,22 +33,32 @@ class GeneratedInit(griffe.Extension):
     """Add the run-time ``__init__`` of classes whose constructor is generated."""
 
     def on_class_members(self, *, cls: griffe.Class, **kwargs) -> None:
-        if "__init__" in cls.members:  # written in the source: griffe has it already
+        written = cls.members.get("__init__")
+        if written is not None and not any(  # written in the source: griffe has it already
+                p.kind in (griffe.ParameterKind.var_positional, griffe.ParameterKind.var_keyword)
+                for p in written.parameters):
             return
         try:
             runtime = getattr(importlib.import_module(cls.module.path), cls.name)
         except (ImportError, AttributeError):
             return
+        declared = vars(runtime).get("__signature__")
         init = vars(runtime).get("__init__")
-        if init is None or init.__code__.co_filename != "<string>":  # not generated
+        if declared is not None:  # a recursion: its declared parameters, and self
+            signature = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                         *declared.parameters.values()]
+        elif written is None and init is not None and init.__code__.co_filename == "<string>":
+            signature = list(inspect.signature(init).parameters.values())
+        else:  # not generated
             return
         parameters = griffe.Parameters(*(
             griffe.Parameter(
                 p.name,
                 kind=_KINDS[p.kind],
+                annotation=None if p.annotation is inspect.Parameter.empty else p.annotation,
                 default=None if p.default is inspect.Parameter.empty else repr(p.default),
             )
-            for p in inspect.signature(init).parameters.values()
+            for p in signature
         ))
         cls.set_member("__init__", griffe.Function("__init__", parameters=parameters,
                                                    parent=cls))

@@ -5,7 +5,7 @@ Kong et al. (2020), Algorithm 1 (``docs/algorithms.md#meta-learning``; full refe
 public names so the pipeline can ``from streamlsq.kernels import mlr`` and call
 ``mlr.<step>`` (steps numbered as in ``docs/algorithms.md``):
 
-- :mod:`.tasks`      CSR task layout: validation, task ids, groups, segment sums
+- :mod:`.tasks`      CSR task layout: validation, task ids, groups, sums over row ranges
 - :mod:`.subspace`   step 1: subspace moment and basis
 - :mod:`.linkage`    step 2: projected split estimates, distances, linkage, tiled
                      single linkage; step 3: initial estimates
@@ -18,9 +18,9 @@ public names so the pipeline can ``from streamlsq.kernels import mlr`` and call
 - :mod:`.whitening`  whitening from additive moment sums
 - :mod:`.reference`  Algorithm 1 on in-memory task sets: the reference wiring
 
-Every per-task kernel works on one chunk of tasks (rows X, y and a local
+Every per-task kernel works on one chunk of work (rows X, y and a local
 ``task_ptr`` starting at 0) and is vectorised over its tasks; every "sum" or
-"stats" result is additive over chunks (``combine_stats``).
+"stats" result is additive over chunks of work (``combine_stats``).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ from streamlsq.kernels.mlr.tasks import (
     canonical_labels,
     default_heavy_rows,
     holdout_split,
-    segment_sum,
+    range_sums,
     select_tasks,
     split_groups,
     task_ids,
@@ -141,7 +141,7 @@ __all__ = [
     "refine_from_stats",
     "refine_with_fallback",
     "residual_variance",
-    "segment_sum",
+    "range_sums",
     "select_k",
     "select_tasks",
     "single_linkage_labels",

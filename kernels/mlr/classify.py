@@ -1,8 +1,9 @@
 """Classification, refinement and prediction (Algorithm 1, steps 4–6 of Kong et al., 2020;
 ``docs/algorithms.md#classification`` to ``#prediction``).
 
-Everything is vectorised over the tasks of a chunk: per-task, per-cluster
-residual sums are one matrix product ``X @ Wᵀ`` followed by a segment sum.
+Everything is vectorised over the tasks of a chunk of work: per-task, per-cluster
+residual sums are one matrix product ``X @ Wᵀ`` followed by a sum per task
+(:func:`~streamlsq.kernels.mlr.tasks.range_sums`).
 
 Classification (step 4) of a task with t rows, given initial ŵ_ℓ and r̂²_ℓ:
 
@@ -33,7 +34,7 @@ import numpy as np
 from streamlsq.kernels.mlr.linkage import _check_coef
 from streamlsq.kernels.mlr.tasks import (
     as_task_rows,
-    segment_sum,
+    range_sums,
     task_sizes,
 )
 
@@ -72,12 +73,12 @@ def task_cluster_sse(X, y, task_ptr, W):
     """Per-task residual sums under every cluster: (SSE (n_tasks, k), t (n_tasks,)).
 
     SSE[i, ℓ] = Σ_{j ∈ task i} (yⱼ − ŵ_ℓᵀxⱼ)², computed directly from the rows
-    (no cancellation), one product X @ Wᵀ and a segment sum.
+    (no cancellation), one product X @ Wᵀ and a sum per task.
     """
     X, y, ptr = as_task_rows(X, y, task_ptr)
     W = _check_coef(W, X.shape[1])
     R = y[:, None] - X @ W.T
-    return segment_sum(R * R, ptr), task_sizes(ptr)
+    return range_sums(R * R, ptr), task_sizes(ptr)
 
 
 def classification_log_likelihood(X, y, task_ptr, W, r2) -> np.ndarray:

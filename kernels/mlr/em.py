@@ -14,7 +14,7 @@ and the M-step is a weighted least squares per component:
 The residual ‖yᵢ − Xᵢw‖² = yᵢᵀyᵢ − 2wᵀXᵢᵀyᵢ + wᵀXᵢᵀXᵢw needs only the per-task
 statistics (XᵢᵀXᵢ, Xᵢᵀyᵢ, yᵢᵀyᵢ, tᵢ), so one pass over the rows (:func:`task_stats`,
 cacheable: n·d² numbers) serves every EM iteration. An iteration is a map over
-task chunks (:func:`em_e_step` then :func:`em_accumulate`), a sum of the
+chunks of work (:func:`em_e_step` then :func:`em_accumulate`), a sum of the
 partial sums (``combine_stats``), and :func:`em_m_step` on the total.
 """
 
@@ -25,7 +25,7 @@ from scipy.special import logsumexp
 
 from streamlsq.kernels.mlr.classify import check_weights, positive_vector
 from streamlsq.kernels.mlr.refine import solve_from_sums
-from streamlsq.kernels.mlr.tasks import as_task_rows, padded_task_stacks, segment_sum, task_sizes
+from streamlsq.kernels.mlr.tasks import as_task_rows, padded_task_stacks, range_sums, task_sizes
 
 __all__ = [
     "em_accumulate",
@@ -39,7 +39,7 @@ __all__ = [
 
 
 def task_stats(X, y, task_ptr) -> dict[str, np.ndarray]:
-    """Per-task sufficient statistics of one chunk.
+    """Per-task sufficient statistics of one chunk of work.
 
     {"xtx": (n, d, d), "xty": (n, d), "yty": (n,), "rows": (n,) int64}. XᵢᵀXᵢ is
     a batched product over zero-padded size buckets (no Python loop over tasks).
@@ -52,20 +52,23 @@ def task_stats(X, y, task_ptr) -> dict[str, np.ndarray]:
             xtx[idx] = np.einsum("mtd,mte->mde", Xs, Xs)
     return {
         "xtx": xtx,
-        "xty": segment_sum(y[:, None] * X, ptr),
-        "yty": segment_sum(y * y, ptr),
+        "xty": range_sums(y[:, None] * X, ptr),
+        "yty": range_sums(y * y, ptr),
         "rows": task_sizes(ptr),
     }
 
 
+def _float_arrays(sums: dict, keys: tuple[str, ...], what: str) -> list[np.ndarray]:
+    """``sums[key]`` for every key as float64 arrays, in the order of ``keys``; a missing key
+    is refused naming ``what``."""
+    for key in keys:
+        if key not in sums:
+            raise ValueError(f"{what} lacks '{key}'")
+    return [np.asarray(sums[key], dtype=np.float64) for key in keys]
+
+
 def _check_task_stats(stats: dict) -> tuple[np.ndarray, ...]:
-    for key in ("xtx", "xty", "yty", "rows"):
-        if key not in stats:
-            raise ValueError(f"task_stats lacks '{key}'")
-    xtx = np.asarray(stats["xtx"], dtype=np.float64)
-    xty = np.asarray(stats["xty"], dtype=np.float64)
-    yty = np.asarray(stats["yty"], dtype=np.float64)
-    rows = np.asarray(stats["rows"], dtype=np.float64)
+    xtx, xty, yty, rows = _float_arrays(stats, ("xtx", "xty", "yty", "rows"), "task_stats")
     n, d = xty.shape
     if xtx.shape != (n, d, d) or yty.shape != (n,) or rows.shape != (n,):
         raise ValueError(
@@ -76,10 +79,10 @@ def _check_task_stats(stats: dict) -> tuple[np.ndarray, ...]:
 
 
 def em_e_step(task_stats: dict, W, s2, p):
-    """E-step: responsibilities γ (n_tasks, k) and this chunk's log-likelihood.
+    """E-step: responsibilities γ (n_tasks, k) and the log-likelihood of these tasks.
 
     log-likelihood = Σᵢ log Σℓ pℓ N(yᵢ | Xᵢwℓ, s²ℓ I) with all constants, so it
-    is additive over chunks and comparable across iterations (it never
+    is additive over chunks of work and comparable across iterations (it never
     decreases under exact EM). Residuals come from the statistics and are
     clipped at 0 against rounding.
     """
@@ -100,7 +103,7 @@ def em_e_step(task_stats: dict, W, s2, p):
 
 
 def em_accumulate(task_stats: dict, gamma) -> dict[str, np.ndarray]:
-    """Additive M-step sums of one chunk under responsibilities γ (n_tasks, k).
+    """Additive M-step sums of one chunk of work under responsibilities γ (n_tasks, k).
 
     {"xtx": Σγ XᵢᵀXᵢ (k, d, d), "xty": Σγ Xᵢᵀyᵢ (k, d), "yty": Σγ yᵢᵀyᵢ (k,),
     "rows": Σγ tᵢ (k,), "weight": Σγ (k,), "tasks": n (int64)}.
@@ -129,15 +132,9 @@ def em_m_step(sums: dict):
     whose responsibilities have vanished (EM collapsed it) or whose weighted
     XᵀX is singular is refused by name rather than turned into NaN.
     """
-    for key in ("xtx", "xty", "yty", "rows", "weight", "tasks"):
-        if key not in sums:
-            raise ValueError(f"sums lacks '{key}'")
-    xtx = np.asarray(sums["xtx"], dtype=np.float64)
-    xty = np.asarray(sums["xty"], dtype=np.float64)
-    yty = np.asarray(sums["yty"], dtype=np.float64)
-    rows = np.asarray(sums["rows"], dtype=np.float64)
-    weight = np.asarray(sums["weight"], dtype=np.float64)
-    n = float(sums["tasks"])
+    xtx, xty, yty, rows, weight, tasks = _float_arrays(
+        sums, ("xtx", "xty", "yty", "rows", "weight", "tasks"), "sums")
+    n = float(tasks)
     k, d = xty.shape
     tiny = 1e-12 * max(n, 1.0)
     W = np.zeros((k, d))

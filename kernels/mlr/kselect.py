@@ -10,7 +10,7 @@ is scored by the log-likelihood of the validation tasks,
           = logsumexp_j [log p_j − (τᵢ/2) log(2π s_j²) − ‖yᵢ − Xᵢ w_j‖²/(2 s_j²)]
 
 (:func:`mixture_log_likelihood`). The sums Σᵢ ℓᵢ(k) and Σᵢ ℓᵢ(k) ℓᵢ(k') are
-additive over chunks of tasks (:func:`heldout_loglik_sums`), so the paired
+additive over chunks of work (:func:`heldout_loglik_sums`), so the paired
 standard error of ℓ(k) − ℓ(k') comes from one pass. :func:`choose_k` applies
 the one-standard-error rule: k* maximises the mean held-out log-likelihood, and
 the chosen k is the smallest whose mean is within one paired standard error of
@@ -70,8 +70,8 @@ def heldout_loglik_sums(X, y, task_ptr, models) -> dict[str, np.ndarray]:
     """Additive sums of the per-task log-likelihoods under several fitted mixtures.
 
     ``models``: a sequence of (W, s2, p), one per candidate. Returns {"sum" (m,),
-    "cross" (m, m) = Σᵢ ℓᵢℓᵢᵀ, "tasks" ()}: add them over chunks
-    (``combine_stats``) and pass the total to :func:`choose_k`.
+    "cross" (m, m) = Σᵢ ℓᵢℓᵢᵀ, "tasks" ()}: add them over chunks of
+    work (``combine_stats``) and pass the total to :func:`choose_k`.
     """
     ll = np.column_stack([mixture_log_likelihood(X, y, task_ptr, *m) for m in models])
     return {"sum": ll.sum(axis=0), "cross": ll.T @ ll, "tasks": np.int64(ll.shape[0])}

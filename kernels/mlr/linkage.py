@@ -50,7 +50,7 @@ from streamlsq.kernels.mlr.tasks import (
     canonical_labels,
     check_labels,
     group_ptr,
-    segment_sum,
+    range_sums,
 )
 from streamlsq.kernels.mlr.tasks import task_ids as _task_ids
 
@@ -72,13 +72,20 @@ __all__ = [
 
 
 # -- projected estimates and distances -----------------------------------------
+def _finite_matrix(A, name: str, d: int, axis: int, layout: str) -> np.ndarray:
+    """``A`` as a float64 matrix with ``d`` entries along ``axis``, every one finite; else a
+    ValueError naming ``name`` and its expected ``layout``."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or A.shape[axis] != d:
+        raise ValueError(f"{name} must be {layout}, got shape {A.shape}")
+    if not np.isfinite(A).all():
+        raise ValueError(f"{name} has a non-finite value")
+    return A
+
+
 def _check_basis(U, d: int) -> np.ndarray:
-    U = np.asarray(U, dtype=np.float64)
-    if U.ndim != 2 or U.shape[0] != d:
-        raise ValueError(f"U must be (d, k) with d = {d} features, got shape {U.shape}")
-    if not np.isfinite(U).all():
-        raise ValueError("U has a non-finite value")
-    return U
+    """The subspace basis U (d, k)."""
+    return _finite_matrix(U, "U", d, 0, f"(d, k) with d = {d} features")
 
 
 def projected_split_estimates(X, y, task_ptr, U, n_splits: int):
@@ -97,7 +104,7 @@ def projected_split_estimates(X, y, task_ptr, U, n_splits: int):
     n_tasks = ptr.size - 1
     gptr = group_ptr(ptr, 2 * n_splits)
     XU = X @ U
-    B = segment_sum(y[:, None] * XU, gptr) / np.diff(gptr).astype(np.float64)[:, None]
+    B = range_sums(y[:, None] * XU, gptr) / np.diff(gptr).astype(np.float64)[:, None]
     B = B.reshape(n_tasks, 2 * n_splits, U.shape[1])
     return B[:, 0::2, :].copy(), B[:, 1::2, :].copy()
 
@@ -531,10 +538,10 @@ def initial_cluster_estimates(a, c, labels, U, n_clusters: int | None = None):
 
 
 def cluster_residual_sums(X, y, task_ptr, labels, W):
-    """Residual sums of one chunk of labelled tasks under the per-cluster ŵ.
+    """Residual sums of the labelled tasks of one chunk of work under the per-cluster ŵ.
 
     sse_ℓ = Σ over rows of tasks in cluster ℓ of (yⱼ − ŵ_ℓᵀxⱼ)², rows_ℓ their
-    number. Returns (sse (k,), rows (k,) int64); additive over chunks, then
+    number. Returns (sse (k,), rows (k,) int64); additive over chunks of work, then
     r̂²_ℓ = sse_ℓ / rows_ℓ (:func:`residual_variance`).
     """
     X, y, ptr = as_task_rows(X, y, task_ptr)
@@ -567,9 +574,5 @@ def residual_variance(sse, rows) -> np.ndarray:
 
 
 def _check_coef(W, d: int) -> np.ndarray:
-    W = np.asarray(W, dtype=np.float64)
-    if W.ndim != 2 or W.shape[1] != d:
-        raise ValueError(f"W must be (n_clusters, d) with d = {d}, got shape {W.shape}")
-    if not np.isfinite(W).all():
-        raise ValueError("W has a non-finite value")
-    return W
+    """The per-cluster coefficients W (n_clusters, d)."""
+    return _finite_matrix(W, "W", d, 1, f"(n_clusters, d) with d = {d}")

@@ -13,7 +13,7 @@ matching its clusters to the true components:
   max_h |p̂_{π(h)} − p_h| over the matched components.
 
 :func:`task_prediction_sse` gives the per-task squared error of per-task
-coefficients on (held-out) rows: additive over chunks like every other sum.
+coefficients on (held-out) rows: additive over chunks of work like every other sum.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from streamlsq.kernels.mlr.tasks import as_task_rows, segment_sum, task_ids, task_sizes
+from streamlsq.kernels.mlr.tasks import as_task_rows, range_sums, task_ids, task_sizes
 
 __all__ = [
     "label_accuracy",
@@ -110,4 +110,4 @@ def task_prediction_sse(X, y, task_ptr, coef) -> tuple[np.ndarray, np.ndarray]:
     if C.shape != (n_tasks, X.shape[1]):
         raise ValueError(f"coef must be (n_tasks={n_tasks}, d={X.shape[1]}), got {C.shape}")
     resid = y - np.einsum("nd,nd->n", X, C[task_ids(ptr)])
-    return segment_sum(resid * resid, ptr), task_sizes(ptr)
+    return range_sums(resid * resid, ptr), task_sizes(ptr)

@@ -1,8 +1,8 @@
 """Algorithm 1 of Kong et al. (2020) on in-memory task sets (``docs/algorithms.md#meta-learning``).
 
-:func:`meta_learn` chains the kernels exactly as the pipeline does over chunks,
-but on one chunk per task set: it is the reference the chunked Dask version
-must reproduce (to rounding, since sums are re-associated across chunks), and
+:func:`meta_learn` chains the kernels exactly as the pipeline does over chunks of
+work, but on one chunk of work per task set: it is the reference the Dask version
+must reproduce (to rounding, since sums are re-associated across chunks of work), and
 it documents the order of the calls. It adds no math of its own.
 """
 

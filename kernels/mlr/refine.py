@@ -2,7 +2,7 @@
 
 Each light task classified into cluster j contributes XᵀX, Xᵀy, yᵀy and its row
 count to cluster j's sums (:func:`cluster_sufficient_stats`); the sums are additive
-over task chunks (:func:`combine_stats`), and :func:`refine_from_stats` solves
+over chunks of work (:func:`combine_stats`), and :func:`refine_from_stats` solves
 ŵ_j = (ΣXᵀX)⁻¹ΣXᵀy, the noise ŝ_j² from the residual sum of squares and the weight
 p̂_j from the task counts (Kong et al., 2020; ``docs/algorithms.md``).
 """
@@ -35,11 +35,11 @@ _STAT_KEYS = ("xtx", "xty", "yty", "rows", "tasks")
 
 
 def cluster_sufficient_stats(X, y, task_ptr, labels, k: int) -> dict[str, np.ndarray]:
-    """Per-cluster sufficient statistics of one chunk of labelled tasks.
+    """Per-cluster sufficient statistics of the labelled tasks of one chunk of work.
 
     Returns {"xtx": (k, d, d), "xty": (k, d), "yty": (k,), "rows": (k,) int64,
     "tasks": (k,) int64} over the rows of the tasks with each label. Additive
-    over chunks (:func:`combine_stats`). A loop over the k clusters, not tasks.
+    over chunks of work (:func:`combine_stats`). A loop over the k clusters, not tasks.
     """
     X, y, ptr = as_task_rows(X, y, task_ptr)
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:

@@ -13,7 +13,7 @@ w_h w_hᵀ, so
 and U is the top-k eigenvectors of M̂. For t even each half has t/2 rows (a factor
 2/t); with t odd the two halves differ by one row and dividing each by its
 own size keeps both unbiased. The pipeline sums :func:`subspace_moment_sum` over
-chunks of D_L1 (a plain sum) and divides by the total task count.
+the chunks of work of D_L1 (a plain sum) and divides by the total task count.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamlsq.kernels.linalg import symmetrize
-from streamlsq.kernels.mlr.tasks import as_task_rows, group_ptr, segment_sum
+from streamlsq.kernels.mlr.tasks import as_task_rows, group_ptr, range_sums
 
 __all__ = [
     "split_mean_estimates",
@@ -42,17 +42,17 @@ def split_mean_estimates(X, y, task_ptr, n_groups: int) -> np.ndarray:
     X, y, ptr = as_task_rows(X, y, task_ptr)
     n_tasks = ptr.size - 1
     gptr = group_ptr(ptr, n_groups)
-    sums = segment_sum(y[:, None] * X, gptr)
+    sums = range_sums(y[:, None] * X, gptr)
     counts = np.diff(gptr).astype(np.float64)
     return (sums / counts[:, None]).reshape(n_tasks, n_groups, X.shape[1])
 
 
 def subspace_moment_sum(X, y, task_ptr) -> tuple[np.ndarray, int]:
-    """Partial sum of the subspace moment over one chunk of tasks.
+    """Partial sum of the subspace moment over one chunk of work.
 
-    M_sum = Σᵢ (β̂ᵢ⁽¹⁾β̂ᵢ⁽²⁾ᵀ + β̂ᵢ⁽²⁾β̂ᵢ⁽¹⁾ᵀ)/2 over the chunk's tasks, with β̂⁽¹⁾, β̂⁽²⁾
+    M_sum = Σᵢ (β̂ᵢ⁽¹⁾β̂ᵢ⁽²⁾ᵀ + β̂ᵢ⁽²⁾β̂ᵢ⁽¹⁾ᵀ)/2 over its tasks, with β̂⁽¹⁾, β̂⁽²⁾
     the two halves (:func:`split_mean_estimates` with 2 groups). Returns
-    (M_sum (d, d) symmetric, n_tasks). Additive: sum both over chunks, then
+    (M_sum (d, d) symmetric, n_tasks). Additive: sum both over chunks of work, then
     M̂ = M_sum_total / n_total. Every task needs at least 2 rows.
     """
     B = split_mean_estimates(X, y, task_ptr, 2)

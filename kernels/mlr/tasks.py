@@ -3,12 +3,12 @@
 ``docs/stores.md#multi-task-store``: the rows of all tasks are stored task after task in ``X``
 (n_rows, d) and ``y`` (n_rows,); ``task_ptr`` (n_tasks + 1,) holds int64 offsets
 and the rows of task i are ``task_ptr[i]:task_ptr[i+1]``. The pipeline hands a
-kernel one *chunk* of tasks with a local ``task_ptr`` starting at 0.
+kernel one *chunk of work*, a run of tasks with a local ``task_ptr`` starting at 0.
 
-Everything here is vectorised over the tasks of a chunk (segment sums with
-``np.add.reduceat``, ``np.repeat`` of task ids, padded batched stacks); there is
-no Python loop over tasks. A segment sum over one task only touches that task's
-rows, so per-task results do not depend on how tasks are grouped into chunks.
+Everything here is vectorised over the tasks of a chunk of work (sums over row ranges
+with ``np.add.reduceat``, ``np.repeat`` of task ids, padded batched stacks); there is
+no Python loop over tasks. The sum over one task only touches that task's rows, so
+per-task results do not depend on how tasks are grouped into chunks of work.
 
 Inputs are upcast to float64: every quantity here is a sum over many rows or
 tasks, and the stores are small per task (d ~ 10).
@@ -26,7 +26,7 @@ __all__ = [
     "group_ptr",
     "holdout_split",
     "padded_task_stacks",
-    "segment_sum",
+    "range_sums",
     "select_tasks",
     "split_groups",
     "task_ids",
@@ -80,7 +80,7 @@ def task_ids(task_ptr) -> np.ndarray:
 
 
 def as_task_rows(X, y, task_ptr, *, x_name: str = "X", y_name: str = "y"):
-    """Validate a chunk of tasks; return (X float64 (n, d), y float64 (n,), task_ptr int64).
+    """Validate a chunk of work; return (X float64 (n, d), y float64 (n,), task_ptr int64).
 
     ``y`` may be (n,) or (n, 1) (the stream store's 2-D target with one target).
     Raises ValueError naming the argument and the first non-finite entry.
@@ -111,39 +111,44 @@ def _check_finite(name: str, A: np.ndarray) -> None:
         raise ValueError(f"{name} has a non-finite value ({A[tuple(bad)]!r}) at {where}")
 
 
-def segment_sum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
-    """Sums of ``values`` over consecutive segments ``ptr[s]:ptr[s+1]`` along axis 0.
+def range_sums(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Sums of ``values`` over the consecutive row ranges ``ptr[s]:ptr[s+1]`` along axis 0.
 
-    Empty segments give 0 (``np.add.reduceat`` alone would return the element at
-    the offset). The sum of a segment only reads that segment's rows.
+    Empty ranges give 0 (``np.add.reduceat`` alone would return the element at
+    the offset). The sum of a range only reads that range's rows.
     """
     ptr = np.asarray(ptr, dtype=np.int64)
-    n_seg = ptr.size - 1
-    out = np.zeros((n_seg,) + values.shape[1:], dtype=np.result_type(values, np.float64))
+    n_ranges = ptr.size - 1
+    out = np.zeros((n_ranges,) + values.shape[1:], dtype=np.result_type(values, np.float64))
     nonempty = ptr[1:] > ptr[:-1]
     if nonempty.any():
-        # Starts of non-empty segments are strictly increasing and each such
-        # segment runs to the next non-empty start, which is its own end.
+        # Starts of non-empty ranges are strictly increasing and each such
+        # range runs to the next non-empty start, which is its own end.
         out[nonempty] = np.add.reduceat(values, ptr[:-1][nonempty], axis=0)
     return out
 
 
-def _check_groups(task_ptr: np.ndarray, n_groups: int, what: str = "groups") -> np.ndarray:
-    if isinstance(n_groups, bool) or not isinstance(n_groups, int | np.integer) or n_groups < 1:
-        raise ValueError(f"n_{what} must be a positive integer, got {n_groups!r}")
+def _sizes_at_least(task_ptr, minimum: int, what: str) -> np.ndarray:
+    """The tasks' sizes, refusing the first task with fewer than ``minimum`` rows (``what``:
+    what those rows are for, as the message says it)."""
     sizes = task_sizes(task_ptr)
-    short = sizes < n_groups
+    short = sizes < minimum
     if short.any():
         i = int(np.flatnonzero(short)[0])
         raise ValueError(
-            f"task {i} has {int(sizes[i])} rows, fewer than the {int(n_groups)} groups "
-            f"it must be split into"
+            f"task {i} has {int(sizes[i])} rows, fewer than the {int(minimum)} {what}"
         )
     return sizes
 
 
+def _check_groups(task_ptr: np.ndarray, n_groups: int) -> np.ndarray:
+    if isinstance(n_groups, bool) or not isinstance(n_groups, int | np.integer) or n_groups < 1:
+        raise ValueError(f"n_groups must be a positive integer, got {n_groups!r}")
+    return _sizes_at_least(task_ptr, n_groups, "groups it must be split into")
+
+
 def group_ptr(task_ptr, n_groups: int) -> np.ndarray:
-    """Row offsets of the (task, group) segments: (n_tasks·n_groups + 1,) int64.
+    """Row offsets of the (task, group) ranges: (n_tasks·n_groups + 1,) int64.
 
     Group g of a task with t rows holds its rows j (0-based within the task)
     with ⌊j·G/t⌋ = g, i.e. j ∈ [⌈g·t/G⌉, ⌈(g+1)·t/G⌉): contiguous, sizes ⌊t/G⌋ or
@@ -247,7 +252,7 @@ def padded_task_stacks(X: np.ndarray, y: np.ndarray, task_ptr: np.ndarray):
 
 
 def select_tasks(X, y, task_ptr, mask):
-    """The tasks with ``mask[i]`` true, as their own CSR chunk: (X_sel, y_sel, ptr_sel).
+    """The tasks with ``mask[i]`` true, as their own CSR task set: (X_sel, y_sel, ptr_sel).
 
     ``mask`` (n_tasks,) bool. Rows keep their order within and across tasks;
     ``ptr_sel`` starts at 0. A pure re-indexing: no value changes.
@@ -265,21 +270,15 @@ def select_tasks(X, y, task_ptr, mask):
 def holdout_split(X, y, task_ptr, n_holdout: int):
     """Split every task into its first tᵢ − N rows (kept) and its last N rows (held out).
 
-    Returns ((X_fit, y_fit, ptr_fit), (X_out, y_out, ptr_out)), both CSR chunks
+    Returns ((X_fit, y_fit, ptr_fit), (X_out, y_out, ptr_out)), both CSR task sets
     with one entry per task (a task with exactly N rows keeps none). The rule
-    depends only on each task's own rows, so it is the same in any chunking.
+    depends only on each task's own rows, so it is the same in any grouping into chunks of work.
     Refuses a task with fewer than N rows, naming the first one.
     """
     ptr = np.asarray(task_ptr, dtype=np.int64)
     if isinstance(n_holdout, bool) or not isinstance(n_holdout, int | np.integer) or n_holdout < 0:
         raise ValueError(f"n_holdout must be an integer >= 0, got {n_holdout!r}")
-    sizes = task_sizes(ptr)
-    short = sizes < n_holdout
-    if short.any():
-        i = int(np.flatnonzero(short)[0])
-        raise ValueError(
-            f"task {i} has {int(sizes[i])} rows, fewer than the {int(n_holdout)} rows to hold out"
-        )
+    sizes = _sizes_at_least(ptr, n_holdout, "rows to hold out")
     tid = task_ids(ptr)
     j = np.arange(ptr[-1], dtype=np.int64) - ptr[:-1][tid]
     held = j >= (sizes - n_holdout)[tid]

@@ -2,7 +2,7 @@
 
 The meta-learning estimators assume E xxᵀ = I. Non-isotropic features are mapped
 to z = T(x − μ) with T = Σ^{-1/2} (symmetric, from ``eigh``), where μ and Σ come
-from sums over all rows, accumulated chunk by chunk (:func:`moment_sums`, plain
+from sums over all rows, accumulated over the chunks of work (:func:`moment_sums`, plain
 sums, combined with ``combine_stats``).
 
 Convention for coefficients (one row w per component, W (k, d)):

@@ -8,13 +8,20 @@
 - :mod:`.shuffle`: the seeded visiting orders of shuffled epochs
 - :mod:`.bfgs`: the incremental BFGS regressor
 - :mod:`.irma`, :mod:`.basis`: IRMA and its baselines on a basis of raw inputs
+- :mod:`.params`: :class:`~.params.Param`, the declaration (and check) of a parameter
+- :mod:`.registry`: every recursion by name, found in this package and in plugins
+
+The recursion classes are public here under their class names (``KF4LLS``, ``LMS``, …,
+and those of plugins): the registry resolves them on first use.
 """
+# ruff: noqa: F401 - the names imported for type checkers are this package's public API
 
 import importlib
+import pkgutil
 from typing import TYPE_CHECKING
 
-#: public name -> module that defines it (imported on first use: numba and SciPy load
-#: only with the recursions that need them)
+#: public name -> module that defines it, for everything but the recursion classes
+#: (imported on first use: numba and SciPy load only with the kernels that need them)
 _PUBLIC = {
     "Basis": "streamlsq.kernels.recursions.basis",
     "LegendreBasis": "streamlsq.kernels.recursions.basis",
@@ -22,72 +29,54 @@ _PUBLIC = {
     "QuadratureBasis": "streamlsq.kernels.recursions.basis",
     "TensorBasis": "streamlsq.kernels.recursions.basis",
     "make_basis": "streamlsq.kernels.recursions.basis",
-    "IncrementalBFGS": "streamlsq.kernels.recursions.bfgs",
     "BadRowError": "streamlsq.kernels.recursions.contract",
     "BlockGrid": "streamlsq.kernels.recursions.contract",
     "FoldResult": "streamlsq.kernels.recursions.contract",
     "Recursion": "streamlsq.kernels.recursions.contract",
     "State": "streamlsq.kernels.recursions.contract",
     "block_edges": "streamlsq.kernels.recursions.contract",
-    "InterleavedKF4LLS": "streamlsq.kernels.recursions.interleaved",
-    "IRMA": "streamlsq.kernels.recursions.irma",
-    "IRMARLS": "streamlsq.kernels.recursions.irma",
-    "IRMAGradientDescent": "streamlsq.kernels.recursions.irma",
     "StiffnessSchedule": "streamlsq.kernels.recursions.irma",
-    "KF4LLS": "streamlsq.kernels.recursions.kf4lls",
-    "RLS": "streamlsq.kernels.recursions.kf4lls",
     "block_sums": "streamlsq.kernels.recursions.kf4lls",
     "kf4lls_update": "streamlsq.kernels.recursions.kf4lls",
-    "LMS": "streamlsq.kernels.recursions.lms",
     "StepSchedule": "streamlsq.kernels.recursions.lms",
     "lms_fold_arrays": "streamlsq.kernels.recursions.lms",
     "chunk_row_permutation": "streamlsq.kernels.recursions.shuffle",
     "epoch_chunk_order": "streamlsq.kernels.recursions.shuffle",
 }
 
-__all__ = [
-    "IRMA",
-    "IRMARLS",
-    "KF4LLS",
-    "LMS",
-    "RLS",
-    "BadRowError",
-    "Basis",
-    "BlockGrid",
-    "FoldResult",
-    "IRMAGradientDescent",
-    "IncrementalBFGS",
-    "InterleavedKF4LLS",
-    "LegendreBasis",
-    "MonomialBasis",
-    "QuadratureBasis",
-    "Recursion",
-    "State",
-    "StepSchedule",
-    "StiffnessSchedule",
-    "TensorBasis",
-    "block_edges",
-    "block_sums",
-    "chunk_row_permutation",
-    "epoch_chunk_order",
-    "kf4lls_update",
-    "lms_fold_arrays",
-    "make_basis",
-]
+
+#: the modules of the package (an attribute once imported, like any submodule)
+_MODULES = frozenset(info.name for info in pkgutil.iter_modules(__path__))
+
+
+def _public_names() -> list[str]:
+    """``__all__``: the names above and the class name of every registered recursion."""
+    from streamlsq.kernels.recursions.registry import RECURSIONS
+
+    return sorted({*_PUBLIC, *(cls.__name__ for cls in RECURSIONS.values())})
 
 
 def __getattr__(name: str):
-    try:
-        module = _PUBLIC[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
+    if name == "__all__":
+        return _public_names()
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    elif not name.startswith("_"):  # a recursion, by its class name (KF4LLS, LMS, ...)
+        from streamlsq.kernels.recursions.registry import RECURSIONS
+
+        value = RECURSIONS.by_class_name(name)
+        if value is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+    return sorted(set(globals()) | set(_public_names()))
 
 
 if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time see __getattr__

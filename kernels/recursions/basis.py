@@ -41,12 +41,13 @@ import scipy.linalg as sla
 import scipy.special as sps
 
 from streamlsq.kernels.linalg import symmetrize
-from streamlsq.kernels.recursions.contract import BadRowError
+from streamlsq.kernels.recursions.contract import BadRowError, Param
 
 __all__ = [
     "Basis",
     "LegendreBasis",
     "MonomialBasis",
+    "ORDER",
     "QuadratureBasis",
     "TensorBasis",
     "basis_from_options",
@@ -76,10 +77,13 @@ def _check_interval(domain, name: str = "domain") -> tuple[float, float]:
     return a, b
 
 
-def _check_order(order) -> int:
-    if isinstance(order, bool) or not isinstance(order, int | np.integer) or order < 0:
-        raise ValueError(f"order must be an integer >= 0, got {order!r}")
-    return int(order)
+#: the degree of a polynomial basis (per input dimension)
+ORDER = Param("order", 6, "Polynomial degree of the basis (per input dimension).", type=int,
+              ge=0)
+#: the quadrature of a Gramian: nodes per dimension, or the tolerance that chooses them
+_N_NODES = Param("n_nodes", None, "Gauss-Legendre nodes per dimension.", type=int, gt=0,
+                 optional=True)
+_RTOL = Param("rtol", 1e-10, "Relative change of the Gramian that stops refining.", gt=0)
 
 
 class Basis:
@@ -173,7 +177,27 @@ class Basis:
         return f"{type(self).__name__}({args})"
 
 
-class LegendreBasis(Basis):
+class _PolynomialBasis(Basis):
+    """Polynomials of degree 0..order on one interval [a, b] (``kind`` names the family)."""
+
+    kind: str
+
+    def __init__(self, order: int, domain=(-1.0, 1.0)):
+        self.order = ORDER.check(order)
+        a, b = _check_interval(domain)
+        self.n_basis = self.order + 1
+        self.dim = 1
+        self.bounds = np.array([[a, b]])
+        self.names = self._names()
+
+    def _names(self) -> list[str]:
+        raise NotImplementedError
+
+    def get_params(self) -> dict:
+        return {"kind": self.kind, "order": self.order, "domain": list(self.domain)}
+
+
+class LegendreBasis(_PolynomialBasis):
     """Legendre polynomials of degree 0..order, orthonormal on [a, b].
 
     φ_k(x) = √((2k+1)/(b−a)) · P_k(u),  u = (2x − a − b)/(b − a) ∈ [−1, 1],
@@ -193,14 +217,10 @@ class LegendreBasis(Basis):
     """
 
     orthonormal = True
+    kind = "legendre"
 
-    def __init__(self, order: int, domain=(-1.0, 1.0)):
-        self.order = _check_order(order)
-        a, b = _check_interval(domain)
-        self.n_basis = self.order + 1
-        self.dim = 1
-        self.bounds = np.array([[a, b]])
-        self.names = [f"P{k}" for k in range(self.n_basis)]
+    def _names(self) -> list[str]:
+        return [f"P{k}" for k in range(self.n_basis)]
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
         a, b = self.bounds[0]
@@ -245,11 +265,9 @@ class LegendreBasis(Basis):
             out[: c.size, j] = c
         return out.reshape(theta.shape)
 
-    def get_params(self) -> dict:
-        return {"kind": "legendre", "order": self.order, "domain": list(self.domain)}
 
 
-class MonomialBasis(Basis):
+class MonomialBasis(_PolynomialBasis):
     """Monomials 1, x, …, x^order on [a, b], Gramian A_ij = (b^{i+j+1} − a^{i+j+1})/(i+j+1).
 
     The Gramian is a scaled Hilbert matrix and its condition number grows
@@ -265,14 +283,10 @@ class MonomialBasis(Basis):
     array([[1., 1., 1.]])
     """
 
-    def __init__(self, order: int, domain=(-1.0, 1.0)):
-        self.order = _check_order(order)
-        a, b = _check_interval(domain)
-        self.n_basis = self.order + 1
-        self.dim = 1
-        self.bounds = np.array([[a, b]])
-        self.names = ["1", "x"] + [f"x^{i}" for i in range(2, self.n_basis)]
-        self.names = self.names[: self.n_basis]
+    kind = "monomial"
+
+    def _names(self) -> list[str]:
+        return (["1", "x"] + [f"x^{i}" for i in range(2, self.n_basis)])[: self.n_basis]
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
         return np.vander(x[:, 0], self.n_basis, increasing=True)
@@ -283,8 +297,6 @@ class MonomialBasis(Basis):
         s = (i[:, None] + i[None, :] + 1).astype(np.float64)
         return (b**s - a**s) / s
 
-    def get_params(self) -> dict:
-        return {"kind": "monomial", "order": self.order, "domain": list(self.domain)}
 
 
 def _gauss_legendre_grid(bounds: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -349,11 +361,9 @@ def quadrature_gramian(
         return symmetrize((Phi * weights[:, None]).T @ Phi)
 
     if n_nodes is not None:
-        if isinstance(n_nodes, bool) or not isinstance(n_nodes, int | np.integer) or n_nodes < 1:
-            raise ValueError(f"n_nodes must be a positive integer, got {n_nodes!r}")
-        return gram(int(n_nodes)), int(n_nodes)
-    if not (np.isfinite(rtol) and rtol > 0):
-        raise ValueError(f"rtol must be a positive number, got {rtol!r}")
+        n_nodes = _N_NODES.check(n_nodes)
+        return gram(n_nodes), n_nodes
+    rtol = _RTOL.check(rtol)
     mid = bounds.mean(axis=1)[None, :]
     p = call(mid).shape[1]
     n = p + 1
@@ -557,10 +567,7 @@ def basis_from_options(order: int = 6, domain=None, basis="legendre") -> Basis:
     domain = [list(d) for d in domain] if box else list(domain)
     if box and len(domain) == 1:
         domain, box = domain[0], False
-    try:
-        order = int(order)
-    except (TypeError, ValueError):
-        raise ValueError(f"order must be an integer, got {order!r}") from None
+    order = ORDER.check(order)
     if box:
         return make_basis({"kind": "tensor", "factors": [
             {"kind": basis, "order": order, "domain": d} for d in domain]})

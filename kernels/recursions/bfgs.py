@@ -153,14 +153,10 @@ def balanced_rates(Y, rate: float, n_positive=None, n_negative=None) -> np.ndarr
     return np.where(pos, alpha_pos[None, :], alpha_neg[None, :])
 
 
-def parse_rate(text: str):
-    """A rate as written on the command line: ``exact`` or a positive number."""
-    if text.strip().lower() == "exact":
-        return "exact"
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"rate must be 'exact' or a positive number, got {text!r}") from None
+#: the step: exact line search, or a fixed rate (the reference rate of balanced rates)
+RATE = Param("rate", "exact", "Step: exact line search on each block's loss, or a fixed rate "
+             "alpha_r > 0.", choices=("exact",), gt=0, metavar="exact|FLOAT",
+             requirement="'exact' or a positive number")
 
 
 class IncrementalBFGS(Recursion):
@@ -205,51 +201,33 @@ class IncrementalBFGS(Recursion):
 
     name = "bfgs"
     summary = "incremental BFGS (exact, fixed or class-balanced rates)"
+    description = """Incremental BFGS on the stream store DATA, block after block.
+
+    The first block is solved by least squares (W0, B0 = H0^-1); every later block steps
+    along B X'(Y - XW) and updates B by the BFGS formula, skipping the update when the
+    curvature is not positive (counted: n_skipped(step) and the attr n_skipped). Several
+    targets use the K x K form. Sequential engine only (BFGS has no scan form)."""
+    examples = (
+        "streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 1000",
+        "streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 500 --rate 0.5",
+        "streamlsq fit bfgs labels.zarr --out b.zarr --block-size 200 --rate 1 --balanced",
+        "streamlsq fit bfgs data.zarr --out bfgs.zarr --first-block-size 5 --ridge 1e-3",
+        "streamlsq fit bfgs big.zarr --out bfgs.zarr --checkpoint ckpt/ --resume",
+    )
     params = (
-        Param("rate", "exact", "Step: exact line search on each block's loss, or a fixed rate "
-              "alpha_r > 0.", type=str, parse=parse_rate, metavar="exact|FLOAT"),
+        RATE,
         Param("balanced", False, "Class-balanced per-example rates from --rate (binary targets "
               "0/1 or -1/1).", type=bool),
         Param("ridge", 0.0, "Start from H0 + ridge*I when the first block is rank deficient "
-              "(0: refuse such a block)."),
+              "(0: refuse such a block).", ge=0),
         Param("balance_counts", "block", "Counts of positives/negatives for --balanced: the "
               "block's, or all so far.", type=str, choices=("block", "cumulative")),
     )
 
-    def __init__(
-        self,
-        rate="exact",
-        balanced: bool = False,
-        ridge: float = 0.0,
-        balance_counts: str = "block",
-    ):
-        if isinstance(rate, str):
-            if rate != "exact":
-                raise ValueError(f"rate must be 'exact' or a positive number, got {rate!r}")
-        else:
-            if isinstance(rate, bool) or not np.isfinite(rate) or rate <= 0:
-                raise ValueError(f"rate must be 'exact' or a positive number, got {rate!r}")
-            rate = float(rate)
-        if balanced and rate == "exact":
-            raise ValueError("balanced rates need a reference rate: pass rate=<float>, not 'exact'")
-        if not np.isfinite(ridge) or ridge < 0:
-            raise ValueError(f"ridge must be a finite number >= 0, got {ridge!r}")
-        if balance_counts not in ("block", "cumulative"):
-            raise ValueError(
-                f"balance_counts must be 'block' or 'cumulative', got {balance_counts!r}"
-            )
-        self.rate = rate
-        self.balanced = bool(balanced)
-        self.ridge = float(ridge)
-        self.balance_counts = balance_counts
-
-    def get_params(self) -> dict:
-        return {
-            "rate": self.rate,
-            "balanced": self.balanced,
-            "ridge": self.ridge,
-            "balance_counts": self.balance_counts,
-        }
+    def check_params(self) -> None:
+        if self.balanced and self.rate == "exact":
+            raise RATE.error(self.rate, "a number with balanced=True (balanced rates "
+                                       "need a reference rate)")
 
     def state_dims(self) -> dict[str, tuple[str, ...]]:
         dims = {

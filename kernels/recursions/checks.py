@@ -61,19 +61,26 @@ def _assert_states_equal(a: dict, b: dict, rtol: float = 0.0, what: str = "state
 
 
 def check_declarations(cls: type[Recursion]) -> None:
-    """A name, a summary and parameters whose defaults have their declared type."""
+    """A name, a summary, the roles of its inputs, and parameters whose defaults have their
+    declared type and pass their own declaration's check unchanged."""
     assert cls.name and cls.name != Recursion.name, f"{cls.__name__} declares no name"
     assert cls.summary, f"{cls.__name__} declares no summary"
+    assert cls.inputs and all(isinstance(r, str) and r for r in cls.inputs), \
+        f"{cls.__name__}.inputs must name the roles of the stores it reads"
+    assert cls.n_inputs == len(cls.inputs), f"{cls.__name__}: n_inputs != len(inputs)"
+    assert isinstance(cls.examples, tuple), f"{cls.__name__}.examples must be a tuple"
     for p in cls.params:
         assert isinstance(p, Param), f"{cls.__name__}.params holds {p!r}"
         assert p.help, f"{cls.name}: parameter {p.name} has no help"
         if p.default is None:
             assert p.optional, f"{cls.name}: parameter {p.name} defaults to None, not optional"
-        elif p.nargs == 1 and p.parse is None:
-            assert isinstance(p.default, p.type), \
-                f"{cls.name}: default of {p.name} is not a {p.type.__name__}"
-        if p.choices is not None:
-            assert p.default in p.choices, f"{cls.name}: default of {p.name} not a choice"
+        try:
+            checked = p.check(p.default)
+        except ValueError as exc:
+            raise AssertionError(f"{cls.name}: the default of {p.name} fails its check: "
+                                 f"{exc}") from None
+        assert checked == p.default and type(checked) is type(p.default), \
+            f"{cls.name}: the default of {p.name} is not of its declared type"
 
 
 def check_fold_equals_updates(cls: type[Recursion]) -> None:

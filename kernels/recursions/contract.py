@@ -23,12 +23,16 @@ block (KF4LLS, RLS with forgetting) also implement the *scan* form:
 by deriving from :class:`ScanRecursion` (the ``scan`` engine runs exactly those).
 
 Every recursion also *declares* what a user may set: ``name``, a one-line
-``summary`` and ``params``, a tuple of :class:`Param` (name, default, type, help,
-choices). :meth:`Recursion.from_params` builds a configured recursion from those
-parameters (the constructor checks them and raises ``ValueError`` naming the bad
-one). The command line, ``fit_stream``, the scikit-learn estimators and the result
-attributes are all derived from these declarations and from the registry
-(:mod:`.registry`), so a new recursion is one class and one registry line.
+``summary``, ``params``, a tuple of :class:`Param` (name, default, type, help and the
+constraints a value must meet), ``inputs`` (the roles of the stores it reads) and, for
+``streamlsq fit NAME --help``, a ``description`` and ``examples``.
+:meth:`Recursion.from_params` builds a configured recursion from those parameters; the
+base constructor checks every declared value (``ValueError`` naming the bad one, in the
+format of :func:`~streamlsq.kernels.recursions.params.must_be`) and the hook
+``check_params`` the rules between them. The command line, ``fit_stream``, the
+scikit-learn estimators and the result attributes are all derived from these
+declarations and from the registry (:mod:`.registry`), which finds every recursion of
+this package and of installed plugins by itself: a new recursion is one class.
 
 Hooks with defaults: ``coef_names(n_features)`` (labels of the rows of ``coef``),
 ``state_diagnostics(state) -> {name: value}`` (per-step diagnostics read off a
@@ -46,51 +50,44 @@ recursion by the test suite (and usable on a recursion of your own).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
+
+from streamlsq.kernels.recursions.params import Param, must_be
 
 State = dict[str, np.ndarray]
 
 __all__ = [
+    "BLOCK_SIZE",
     "BadRowError",
     "BlockGrid",
+    "FIRST_BLOCK_SIZE",
     "FoldResult",
     "Param",
+    "RECORD_EVERY",
     "Recursion",
     "ScanRecursion",
     "State",
+    "StepRecord",
     "block_edges",
+    "cut_intervals",
+    "fold_blocks",
+    "fold_by_updates",
+    "fold_edges",
+    "fold_result",
+    "must_be",
 ]
 
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter a user may set on a recursion, with its default and meaning.
-
-    ``type`` is the Python type of a value (``float``, ``int``, ``str`` or ``bool``);
-    ``choices`` restricts a ``str`` parameter; ``optional`` allows ``None`` (a
-    parameter that only some settings need, e.g. LMS' ``tau``); ``nargs`` and
-    ``multiple`` describe a value made of several numbers (IRMA's ``domain``: one
-    interval of two numbers per input dimension); ``parse`` turns command-line text
-    into a value when ``type`` cannot (BFGS' ``rate``: ``exact`` or a number);
-    ``store_attr`` names an attribute of the input store that supplies the default
-    when the user gives none. The constructor of the recursion checks the values.
-    """
-
-    name: str
-    default: Any
-    help: str
-    type: type = float
-    choices: tuple | None = None
-    optional: bool = False
-    nargs: int = 1
-    multiple: bool = False
-    parse: Callable[[str], Any] | None = None
-    metavar: str | None = None
-    store_attr: str | None = None
+#: rows per step of a recursion (a block), and of the very first block when it differs
+BLOCK_SIZE = Param("block_size", None, "Rows per step of the recursion.", type=int, gt=0)
+FIRST_BLOCK_SIZE = Param("first_block_size", None, "Rows of the very first block (default "
+                         "block_size).", type=int, gt=0, optional=True)
+#: a fold records the coefficients at the steps divisible by this
+RECORD_EVERY = Param("record_every", 1, "Record the coefficients every N steps.", type=int,
+                     gt=0)
 
 
 class BadRowError(ValueError):
@@ -134,11 +131,9 @@ def block_edges(n_rows: int, block_size: int, first_block_size: int | None = Non
     >>> block_edges(10, 4).tolist(), block_edges(10, 4, first_block_size=6).tolist()
     ([0, 4, 8, 10], [0, 6, 10])
     """
-    if block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size}")
-    f = block_size if first_block_size is None else int(first_block_size)
-    if f < 1:
-        raise ValueError(f"first_block_size must be a positive integer, got {f}")
+    block_size = BLOCK_SIZE.check(block_size)
+    first_block_size = FIRST_BLOCK_SIZE.check(first_block_size)
+    f = block_size if first_block_size is None else first_block_size
     if n_rows <= f:
         return np.array([0, n_rows], dtype=np.int64)
     rest = np.arange(f, n_rows, block_size, dtype=np.int64)
@@ -165,10 +160,8 @@ class BlockGrid:
     first_block_size: int | None = None
 
     def __post_init__(self):
-        if self.block_size < 1:
-            raise ValueError(f"block_size must be a positive integer, got {self.block_size}")
-        if self.first_block_size is not None and self.first_block_size < 1:
-            raise ValueError(f"first_block_size must be positive, got {self.first_block_size}")
+        BLOCK_SIZE.check(self.block_size)
+        FIRST_BLOCK_SIZE.check(self.first_block_size)
 
     @property
     def first(self) -> int:
@@ -230,8 +223,126 @@ class FoldResult:
     diagnostics: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+def fold_result(state: State, coef: np.ndarray, steps, coefs, rows,
+                diagnostics=None) -> FoldResult:
+    """Pack recorded steps into a :class:`FoldResult`, its shapes right even when nothing
+    was recorded (``coef``: the final coefficients, whose shape and dtype the recorded
+    ones share)."""
+    return FoldResult(
+        state=state,
+        steps=np.asarray(steps, dtype=np.int64),
+        coefs=np.asarray(coefs, dtype=coef.dtype).reshape(len(steps), *coef.shape),
+        rows_seen=np.asarray(rows, dtype=np.int64),
+        diagnostics=diagnostics or {},
+    )
+
+
+def fold_edges(edges, n_rows: int | None = None) -> np.ndarray:
+    """The block edges of a fold as int64, checked: 1-D and non-decreasing (and running
+    from 0 to ``n_rows`` when given)."""
+    edges = np.asarray(edges, dtype=np.int64)
+    if edges.ndim != 1 or edges.size < 1 or (np.diff(edges) < 0).any():
+        raise ValueError(f"edges must be a non-decreasing 1-D array of row offsets, got "
+                         f"{edges}")
+    if n_rows is not None and (edges[0] != 0 or edges[-1] != n_rows):
+        raise ValueError(f"edges must run from 0 to {n_rows}, got {edges}")
+    return edges
+
+
+class StepRecord:
+    """The steps a fold records, as it goes: step numbers, coefficients, rows seen and
+    diagnostics.
+
+    Block ``j`` of a fold (0-based, local) is the global step ``first_step + j``; it is
+    recorded when that step is divisible by ``record_every``. Rows are counted from
+    ``rows_before``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels.recursions.contract import StepRecord
+    >>> record = StepRecord(first_step=3, record_every=2, rows_before=100)
+    >>> [j for j in range(4) if record.due(j)]  # local blocks 1 and 3: steps 4 and 6
+    [1, 3]
+    >>> record.add(4, np.zeros((2, 1)), end=20)
+    >>> res = record.result({}, np.zeros((2, 1)))
+    >>> res.steps.tolist(), res.rows_seen.tolist(), res.coefs.shape
+    ([4], [120], (1, 2, 1))
+    """
+
+    def __init__(self, first_step: int, record_every: int, rows_before: int = 0):
+        self.first_step = int(first_step)
+        self.record_every = RECORD_EVERY.check(record_every)
+        self.rows_before = int(rows_before)
+        self.steps, self.coefs, self.rows, self.diagnostics = [], [], [], []
+
+    def due(self, j: int) -> bool:
+        """Whether local block ``j`` is a recorded step."""
+        return (self.first_step + j) % self.record_every == 0
+
+    def add(self, step: int, coef: np.ndarray, end: int, diagnostics: dict | None = None):
+        """Record global ``step``: its coefficients, the piece's rows up to ``end``."""
+        self.steps.append(int(step))
+        self.coefs.append(coef)
+        self.rows.append(self.rows_before + int(end))
+        self.diagnostics.append(diagnostics or {})
+
+    def result(self, state: State, coef: np.ndarray, diagnostics: dict | None = None
+               ) -> FoldResult:
+        """The :class:`FoldResult`; ``diagnostics``: those of the final state, whose names,
+        dtypes and shapes the recorded ones have."""
+        stacked = {
+            name: np.asarray([d[name] for d in self.diagnostics],
+                             dtype=np.asarray(value).dtype)
+            .reshape(len(self.diagnostics), *np.shape(value))
+            for name, value in (diagnostics or {}).items()
+        }
+        return fold_result(state, coef, self.steps, self.coefs, self.rows, stacked)
+
+
+def fold_blocks(stepper, state: State, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+                record: StepRecord, start: int = 0, stop: int | None = None) -> State:
+    """Apply ``stepper.update`` to the blocks ``X[edges[j]:edges[j+1]]``, j = start..stop−1,
+    in order, recording the due steps (``stepper.coef``, ``stepper.state_diagnostics``);
+    returns the state after the last block. ``stepper`` is a recursion, or a form of one
+    (the square-root and normal-equations forms of KF4LLS)."""
+    stop = len(edges) - 1 if stop is None else stop
+    for j in range(start, stop):
+        a, b = int(edges[j]), int(edges[j + 1])
+        state = stepper.update(state, X[a:b], Y[a:b])
+        if record.due(j):
+            record.add(record.first_step + j, stepper.coef(state), b,
+                       stepper.state_diagnostics(state))
+    return state
+
+
+def fold_by_updates(stepper, state: State, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+                    first_step: int, record_every: int, rows_before: int = 0) -> FoldResult:
+    """``fold`` as ``update`` block after block (:func:`fold_blocks` over every block): the
+    base ``Recursion.fold``, and that of a form that has no faster way."""
+    record = StepRecord(first_step, record_every, rows_before)
+    state = fold_blocks(stepper, state, X, Y, edges, record)
+    return record.result(state, stepper.coef(state), stepper.state_diagnostics(state))
+
+
+def cut_intervals(edges: np.ndarray, cuts):
+    """``(first block, end block, first row, end row)`` of each interval of a piece's blocks
+    that ends at a cut (``cuts``: increasing block counts, the last one the number of
+    blocks), in order: what one summary of the scan form covers."""
+    start = 0
+    for c in cuts:
+        c = int(c)
+        yield start, c, int(edges[start]), int(edges[c])
+        start = c
+
+
 class Recursion:
     """Base class of recursive estimators; see the module docstring for the contract.
+
+    The constructor takes the declared parameters (:attr:`params`; positionally in the
+    declared order, or by name), checks each with :meth:`Param.check`, stores it under
+    its name and then calls :meth:`check_params` (the rules between parameters): a
+    recursion whose parameters need nothing else writes no ``__init__``.
 
     Examples
     --------
@@ -240,9 +351,7 @@ class Recursion:
     >>> from streamlsq.kernels.recursions.contract import Param
     >>> class RunningMean(Recursion):  # a toy: the coefficient is the mean of Y so far
     ...     name, summary = "running-mean", "the mean of the targets"
-    ...     params = (Param("scale", 1.0, "factor applied to the mean"),)
-    ...     def __init__(self, scale=1.0):
-    ...         self.scale = scale
+    ...     params = (Param("scale", 1.0, "factor applied to the mean", gt=0),)
     ...     def init(self, n_features, n_targets, dtype=np.float64):
     ...         return {"sum": np.zeros((1, n_targets), dtype), "rows": np.int64(0)}
     ...     def update(self, state, X, Y):
@@ -252,16 +361,28 @@ class Recursion:
     >>> rec = RunningMean.from_params(scale=2.0)
     >>> rec.coef(rec.update(rec.init(1, 1), np.zeros((4, 1)), np.arange(4.0)[:, None]))
     array([[3.]])
+    >>> RunningMean(scale=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: scale must be a finite number > 0, got -1.0
     """
 
     #: short name used by the CLI and in result attrs
     name: ClassVar[str] = "recursion"
     #: one line saying what the recursion is (the CLI's list of methods)
     summary: ClassVar[str] = ""
+    #: the paragraphs of ``streamlsq fit NAME --help`` (default: built from the summary
+    #: and the class docstring)
+    description: ClassVar[str] = ""
+    #: command lines that show the recursion's use (``streamlsq fit NAME --help``)
+    examples: ClassVar[tuple[str, ...]] = ()
     #: what a user may set, in the order the CLI and the estimators show it
     params: ClassVar[tuple[Param, ...]] = ()
-    #: how many stores the recursion reads at once (2: interleaved populations,
-    #: which have a fit function and a command of their own)
+    #: the roles of the stores the recursion reads (one stream store: ``("data",)``;
+    #: interleaved KF4LLS reads two populations, with a fit function and a command of
+    #: their own)
+    inputs: ClassVar[tuple[str, ...]] = ("data",)
+    #: how many stores the recursion reads at once: ``len(inputs)``
     n_inputs: ClassVar[int] = 1
     #: how an intercept is fitted (``fit_intercept`` of ``fit_stream``, ``--intercept``):
     #: ``"column"`` — a constant column prepended to X before the recursion reads it;
@@ -272,6 +393,61 @@ class Recursion:
     #: whether the intercept is fitted when the user does not say (``fit_intercept=None``)
     default_intercept: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.n_inputs = len(cls.inputs)
+        cls.__signature__ = cls._signature()
+
+    @classmethod
+    def _signature(cls) -> inspect.Signature:
+        """The constructor's signature, as ``help`` and ``inspect.signature`` show it: a
+        written ``__init__`` as written, except that its ``*args, **kwargs`` stand for the
+        declared parameters it passes on (:meth:`init_params`)."""
+        written = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        kinds = {p.kind for p in written}
+        if not {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD} <= kinds:
+            return inspect.Signature(written)
+        declared = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                      default=p.default) for p in cls.init_params()]
+        positional = [p for p in written if p.kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        keyword = [p for p in written if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        return inspect.Signature(positional + declared + keyword)
+
+    def __init__(self, *args, **kwargs):
+        declared = type(self).init_params()
+        signature = inspect.Signature([inspect.Parameter(
+            p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in declared])
+        try:
+            given = signature.bind_partial(*args, **kwargs).arguments
+        except TypeError as exc:
+            raise TypeError(f"{type(self).__name__}(): {exc}") from None
+        for p in declared:
+            setattr(self, p.name, p.check(given.get(p.name, p.default)))
+        self.check_params()
+
+    @classmethod
+    def init_params(cls) -> tuple[Param, ...]:
+        """The declared parameters the constructor takes (all of them, unless the
+        recursion is built from other objects as well: IRMA from a basis)."""
+        return cls.params
+
+    def check_params(self) -> None:
+        """The rules between parameters (each one alone is checked by its declaration):
+        ``ValueError`` worded as :func:`must_be` (e.g. diagnostics that need the QR form)."""
+
+    @classmethod
+    def check_values(cls, params: dict) -> dict:
+        """Every declared parameter's value: ``params`` checked (:meth:`Param.check`) and
+        the declared defaults for the rest. Unknown names raise ``TypeError``."""
+        values = {p.name: p.default for p in cls.params}
+        unknown = sorted(set(params) - set(values))
+        if unknown:
+            raise TypeError(f"{cls.name} has no parameter {', '.join(unknown)}; "
+                            f"its parameters are {', '.join(sorted(values)) or 'none'}")
+        values.update(params)
+        return {p.name: p.check(values[p.name]) for p in cls.params}
+
     @classmethod
     def from_params(cls, **params) -> Recursion:
         """A configured recursion from its declared parameters (defaults for the rest).
@@ -280,13 +456,7 @@ class Recursion:
         parameter. Recursions whose constructor takes other objects than the
         declared values (a basis, a schedule) override this.
         """
-        values = {p.name: p.default for p in cls.params}
-        unknown = sorted(set(params) - set(values))
-        if unknown:
-            raise TypeError(f"{cls.name} has no parameter {', '.join(unknown)}; "
-                            f"its parameters are {', '.join(sorted(values)) or 'none'}")
-        values.update(params)
-        return cls(**values)
+        return cls(**cls.check_values(params))
 
     @classmethod
     def example(cls, rng: np.random.Generator, n_rows: int = 48
@@ -299,6 +469,14 @@ class Recursion:
         X = rng.standard_normal((n_rows, 3))
         Y = X @ rng.standard_normal((3, 2)) + 0.1 * rng.standard_normal((n_rows, 2))
         return cls.from_params(), X, Y
+
+    def block_order(self, n_blocks) -> list[tuple[int, int]]:
+        """The stream of a recursion that reads several stores: [(store index, block index),
+        ...] for stores of ``n_blocks`` blocks each; one store is read in storage order."""
+        if len(n_blocks) != 1:
+            raise NotImplementedError(f"{self.name} reads one store; it has no order of "
+                                      f"{len(n_blocks)} stores' blocks")
+        return [(0, k) for k in range(int(n_blocks[0]))]
 
     # -- the contract ------------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
@@ -350,16 +528,8 @@ class Recursion:
         return []
 
     # -- shared driver -------------------------------------------------------
-    def fold(
-        self,
-        state: State,
-        X: np.ndarray,
-        Y: np.ndarray,
-        edges: np.ndarray,
-        first_step: int,
-        record_every: int,
-        rows_before: int = 0,
-    ) -> FoldResult:
+    def fold(self, state: State, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+             first_step: int, record_every: int, rows_before: int = 0) -> FoldResult:
         """Apply ``update`` to the blocks ``X[edges[j]:edges[j+1]]`` in order.
 
         ``first_step`` is the global 1-based number of the first block here,
@@ -367,30 +537,7 @@ class Recursion:
         recorded when ``s % record_every == 0``; engines record the final step
         themselves from the returned state.
         """
-        steps, coefs, rows, diags = [], [], [], []
-        for j in range(len(edges) - 1):
-            a, b = int(edges[j]), int(edges[j + 1])
-            state = self.update(state, X[a:b], Y[a:b])
-            step = first_step + j
-            if step % record_every == 0:
-                steps.append(step)
-                coefs.append(self.coef(state))
-                rows.append(rows_before + b)
-                diags.append(self.state_diagnostics(state))
-        names = self.state_diagnostics(state).keys()
-        diagnostics = {n: np.asarray([d[n] for d in diags]) for n in names}
-        return self.fold_result(state, steps, coefs, rows, diagnostics)
-
-    def fold_result(self, state, steps, coefs, rows, diagnostics=None) -> FoldResult:
-        """Pack recorded steps into a :class:`FoldResult` (shapes right even when empty)."""
-        final = self.coef(state)
-        return FoldResult(
-            state=state,
-            steps=np.asarray(steps, dtype=np.int64),
-            coefs=np.asarray(coefs, dtype=final.dtype).reshape(len(steps), *final.shape),
-            rows_seen=np.asarray(rows, dtype=np.int64),
-            diagnostics=diagnostics or {},
-        )
+        return fold_by_updates(self, state, X, Y, edges, first_step, record_every, rows_before)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

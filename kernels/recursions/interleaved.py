@@ -30,9 +30,13 @@ from typing import NamedTuple
 import numpy as np
 
 from streamlsq.kernels.linalg import as_2d, check_finite, spd_solve, symmetrize
-from streamlsq.kernels.recursions.contract import Param, ScanRecursion, State
-from streamlsq.kernels.recursions.kf4lls import KF4LLS, SOLVER_PARAM
-from streamlsq.kernels.recursions.sqrtinfo import merge_factors, qr_append
+from streamlsq.kernels.recursions.contract import Param, State, cut_intervals
+from streamlsq.kernels.recursions.kf4lls import (
+    RIDGE_PARAM,
+    SOLVER_PARAM,
+    FormRecursion,
+    make_form,
+)
 
 __all__ = [
     "AlphaEstimate",
@@ -59,6 +63,16 @@ __all__ = [
 
 POPULATIONS = ("a", "b")
 
+#: the mixing weight α of eq. (1)–(2) and the population of the first block
+ALPHA = Param("alpha", 0.5, "Mixing weight in [0, 1]: the target population is "
+              "alpha*A + (1-alpha)*B.", ge=0, le=1)
+START = Param("start", "a", "Population of the first block.", type=str, choices=POPULATIONS)
+_POPULATION = Param("population", "a", "Population of a block.", type=str,
+                    choices=POPULATIONS)
+_STEP = Param("step", 1, "Global 1-based step of the stream.", type=int, gt=0)
+_GRID_SIZE = Param("grid_size", 1001, "Points of the grid of alpha on [0, 1].", type=int, ge=2)
+_ROWS = Param("rows", 1, "Test rows a residual factor summarises.", type=int, gt=0)
+
 
 # ---------------------------------------------------------------------------
 # α, populations, step parity
@@ -70,26 +84,20 @@ def validate_alpha(alpha) -> float:
     α = 1 means the test population *is* A: the B-blocks get weight √0 = 0 and
     contribute nothing, so the fit is the centred fit on the A-blocks alone;
     α = 0 is the mirror image (only the B-blocks count).
+
+    Examples
+    --------
+    >>> from streamlsq.kernels.recursions.interleaved import validate_alpha
+    >>> validate_alpha(1)
+    1.0
     """
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha must be a number in [0, 1], got {alpha!r}") from None
-    if not (0.0 <= a <= 1.0):  # also refuses NaN
-        raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
-    return a
-
-
-def _check_population(population: str, name: str = "population") -> str:
-    if population not in POPULATIONS:
-        raise ValueError(f"{name} must be 'a' or 'b', got {population!r}")
-    return population
+    return ALPHA.check(alpha)
 
 
 def population_weight(alpha, population: str) -> float:
     """Step 0(b) scale of a block: √α for population ``"a"``, √(1−α) for ``"b"``."""
     a = validate_alpha(alpha)
-    _check_population(population)
+    _POPULATION.check(population)
     return float(np.sqrt(a if population == "a" else 1.0 - a))
 
 
@@ -99,10 +107,8 @@ def population_of_step(step: int, start: str = "a") -> str:
     Odd steps belong to ``start``, even steps to the other population
     (A₁, B₁, A₂, B₂, … when start = "a").
     """
-    _check_population(start, "start")
-    step = int(step)
-    if step < 1:
-        raise ValueError(f"step must be a positive (1-based) integer, got {step}")
+    START.check(start)
+    step = _STEP.check(step)
     other = "b" if start == "a" else "a"
     return start if step % 2 == 1 else other
 
@@ -117,7 +123,7 @@ def interleaved_block_order(
     has no block left (a longer population's surplus blocks are not used: the
     step parity is what tells the kernel which weight a block gets).
     """
-    _check_population(start, "start")
+    START.check(start)
     counts = {"a": int(n_blocks_a), "b": int(n_blocks_b)}
     if min(counts.values()) < 0:
         raise ValueError(f"block counts must be >= 0, got a={n_blocks_a}, b={n_blocks_b}")
@@ -180,7 +186,7 @@ def interleaved_closed_form(Ua, ba, Vb, fb, alpha) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # The recursion
 # ---------------------------------------------------------------------------
-class InterleavedKF4LLS(ScanRecursion):
+class InterleavedKF4LLS(FormRecursion):
     """Interleaved KF4LLS (paper §3): centre, weight by population, KF4LLS step.
 
     The engine feeds ONE ordered stream of blocks that alternates populations:
@@ -189,7 +195,7 @@ class InterleavedKF4LLS(ScanRecursion):
     blocks); the block counter fixes the step parity, hence the population and
     weight of the next block (:meth:`next_population`). Each ``update`` centres
     the block (step 0(a)), scales it by √α or √(1−α) (step 0(b)) and applies
-    :func:`~streamlsq.kernels.kf4lls.kf4lls_update`.
+    one KF4LLS step (of the form ``solver`` names, as :class:`KF4LLS`).
 
     Parameters
     ----------
@@ -201,7 +207,9 @@ class InterleavedKF4LLS(ScanRecursion):
         Population of the first block.
     ridge : float, default 0
         δ of a ridge start H₀ = δI (0 is the paper's H₀ = 0).
-    coef0 : array or None
+    solver : {"qr", "normal"}, default "qr"
+        The form of the KF4LLS steps, as for :class:`KF4LLS`.
+    coef0 : array or None, keyword only
         ψ₀; irrelevant when ridge = 0.
 
     Notes
@@ -230,43 +238,47 @@ class InterleavedKF4LLS(ScanRecursion):
 
     name = "interleaved-kf4lls"
     summary = "interleaved KF4LLS over two populations A B"
-    n_inputs = 2
-    intercept_kind = "centred"
-    params = (
-        Param("alpha", 0.5, "Mixing weight in [0, 1]: the target population is "
-              "alpha*A + (1-alpha)*B."),
-        Param("start", "a", "Population of the first block.", type=str, choices=("a", "b")),
-        Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 = 0)."),
-        SOLVER_PARAM,
+    description = """Interleaved KF4LLS: blocks of populations A and B alternately, centred and
+    weighted.
+
+    A, B (and C) are stream stores or groups of one, written PATH#GROUP. Blocks: each
+    store's block_size attribute (else its chunk size), or --block-size for all. The
+    stream alternates A1, B1, A2, B2, ... (--start b: B1, A1, ...) and stops when the
+    population due next has no block left: the longer population's extra blocks are not
+    used (the result's attrs blocks_used_a/b and rows_unused_a/b say how many). Give
+    --alpha, or --estimate-alpha with --test. Also: streamlsq fit interleaved."""
+    examples = (
+        "streamlsq simulate interleaved --out p.zarr",
+        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --out fit.zarr",
+        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr",
+        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --start b --out fit.zarr",
+        "streamlsq fit interleaved b.zarr f.zarr --test p.zarr --estimate-alpha grid --out r.zarr",
     )
+    inputs = POPULATIONS
+    intercept_kind = "centred"
+    params = (ALPHA, START, RIDGE_PARAM.replace(help="Ridge start H0 = ridge*I (0: the "
+                                                "paper's H0 = 0)."), SOLVER_PARAM)
 
-    def __init__(self, alpha, start: str = "a", ridge: float = 0.0, coef0=None,
-                 solver: str = "qr"):
-        self.alpha = validate_alpha(alpha)
-        self.start = _check_population(start, "start")
-        self._kf = KF4LLS(ridge=ridge, coef0=coef0, solver=solver)
-        self.ridge = self._kf.ridge
-        self.solver = self._kf.solver
+    def __init__(self, *args, coef0=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.coef0 = None if coef0 is None else np.asarray(coef0)
+        self.form = self.make_form()
+
+    def make_form(self):
+        return make_form(self.solver, self.ridge, 1.0, self.coef0)
+
+    def check_params(self) -> None:
         if self.ridge == 0.0 and population_weight(self.alpha, self.start) == 0.0:
-            raise ValueError(
-                f"alpha={self.alpha} gives population {self.start!r} weight 0, so a stream "
-                f"starting with it leaves H_1 = 0 (singular): use start="
-                f"{'b' if self.start == 'a' else 'a'!r} or ridge > 0"
-            )
+            other = "b" if self.start == "a" else "a"
+            raise START.error(self.start, f"{other!r} or ridge > 0 when alpha={self.alpha} "
+                              f"gives population {self.start!r} weight 0 (a stream starting "
+                              "with it leaves H_1 = 0, singular)")
 
-    def get_params(self) -> dict:
-        return {"alpha": self.alpha, "start": self.start, "ridge": self.ridge,
-                "solver": self.solver}
-
-    def result_attrs(self, state: State) -> dict:
-        return self._kf.result_attrs(state)
-
-    @classmethod
-    def result_notes(cls, attrs: dict) -> list[str]:
-        return KF4LLS.result_notes(attrs)
-
-    def state_dims(self) -> dict[str, tuple[str, ...]]:
-        return self._kf.state_dims()
+    def block_order(self, n_blocks) -> list[tuple[int, int]]:
+        """Whole blocks of A (store 0) and B (store 1) alternately, from ``start``, until
+        the population due next has none left (:func:`interleaved_block_order`)."""
+        n_a, n_b = (int(n) for n in n_blocks)
+        return [("ab".index(p), k) for p, k in interleaved_block_order(n_a, n_b, self.start)]
 
     # -- parity ------------------------------------------------------------
     def next_population(self, state: State) -> str:
@@ -278,38 +290,24 @@ class InterleavedKF4LLS(ScanRecursion):
         return population_weight(self.alpha, population_of_step(step, self.start))
 
     # -- sequential form ---------------------------------------------------
-    def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
-        return self._kf.init(n_features, n_targets, dtype)
-
     def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
         Xc, Yc = center_block(X, as_2d(Y))
         w = self.step_weight(int(state["blocks"]) + 1)
         # √w scales rows, so the step adds w²·XcᵀXc to H and w²·XcᵀYc to Hψ.
-        return self._kf.update(state, w * Xc, w * Yc)
-
-    def coef(self, state: State) -> np.ndarray:
-        return state["psi"]
+        return self.form.update(state, w * Xc, w * Yc)
 
     # -- information (scan) form -------------------------------------------
-    def to_info(self, state: State) -> State:
-        """(H, ψ) → (H, h = Hψ), as :meth:`KF4LLS.to_info`."""
-        return self._kf.to_info(state)
-
-    def finish(self, info: State) -> State:
-        """ψ = H⁻¹h at one step (a solve), as :meth:`KF4LLS.finish`."""
-        return self._kf.finish(info)
-
     def summarize(
         self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray, cuts: np.ndarray
     ) -> list[State]:
-        """Centred block sums of one piece, one summary per interval between cuts.
+        """Centred block summaries of one piece, one per interval between cuts.
 
         ``edges`` are the piece's local block offsets, ``cuts`` increasing block
-        counts (last = number of blocks) at which an interval ends. A summary
-        holds ``G_odd, b_odd`` (Σ XcᵀXc, Σ XcᵀYc over the interval's 1st, 3rd, …
-        blocks), ``G_even, b_even`` (2nd, 4th, …), ``blocks`` and ``rows``. QR solver:
-        ``A_odd``, ``A_even``, the triangular factors of the centred odd and even blocks'
-        rows [Xc Yc] instead of their sums.
+        counts (last = number of blocks) at which an interval ends. A summary holds the
+        form's summary (:meth:`NormalEquationsLS.rows_summary`: ``G``, ``b``; QR: ``A``)
+        of the centred rows [Xc Yc] of the interval's 1st, 3rd, … blocks, its keys
+        suffixed ``_odd`` (``G_odd``, ``b_odd``; ``A_odd``), that of its 2nd, 4th, …
+        blocks suffixed ``_even``, ``blocks`` and ``rows``.
         """
         X = np.asarray(X)
         Y = np.asarray(Y)
@@ -317,10 +315,7 @@ class InterleavedKF4LLS(ScanRecursion):
         check_finite("Y", Y)
         edges = np.asarray(edges, dtype=np.int64)
         out = []
-        start = 0
-        for c in cuts:
-            c = int(c)
-            a, b = int(edges[start]), int(edges[c])
+        for start, c, a, b in cut_intervals(edges, cuts):
             counts = np.diff(edges[start : c + 1])
             if c <= start or (counts < 1).any():
                 raise ValueError(
@@ -335,64 +330,32 @@ class InterleavedKF4LLS(ScanRecursion):
             Ym = np.add.reduceat(Ys, offsets, axis=0)
             Ym = Ym / (n_rows[:, None] if Ys.ndim == 2 else n_rows)
             Yc = Ys - np.repeat(Ym, counts, axis=0)
-            odd = np.repeat(np.arange(c - start) % 2 == 0, counts)  # 1st, 3rd, ... block
-            Xo, Xe = Xc[odd], Xc[~odd]
             Yc = Yc if Yc.ndim == 2 else Yc[:, None]
-            if self.solver == "qr":
-                p = Xc.shape[1] + Yc.shape[1]
-                zero = np.zeros((p, p), dtype=Xc.dtype)
-                out.append({"A_odd": qr_append(zero, Xo, Yc[odd]),
-                            "A_even": qr_append(zero, Xe, Yc[~odd]),
-                            "blocks": np.int64(c - start), "rows": np.int64(b - a)})
-                start = c
-                continue
-            out.append(
-                {
-                    "G_odd": symmetrize(Xo.T @ Xo),
-                    "b_odd": Xo.T @ Yc[odd],
-                    "G_even": symmetrize(Xe.T @ Xe),
-                    "b_even": Xe.T @ Yc[~odd],
-                    "blocks": np.int64(c - start),
-                    "rows": np.int64(b - a),
-                }
-            )
-            start = c
+            odd = np.repeat(np.arange(c - start) % 2 == 0, counts)  # 1st, 3rd, ... block
+            summary = {}
+            for suffix, rows in (("_odd", odd), ("_even", ~odd)):
+                part = self.form.rows_summary(Xc[rows], Yc[rows])
+                summary.update({key + suffix: value for key, value in part.items()})
+            out.append({**summary, "blocks": np.int64(c - start), "rows": np.int64(b - a)})
         return out
 
     def scan(self, info: State, summaries: list[State]) -> list[State]:
-        """In-order prefix H ← H + w₁²G_odd + w₂²G_even (h likewise) after each summary.
-
-        w₁ is the weight of the global step of the summary's first block (from
-        the running block count), w₂ that of the step after it.
-        """
-        if self.solver == "qr":
-            return self._scan_factors(info, summaries)
-        H, h = info["H"], info["h"]
-        rows, blocks = int(info["rows"]), int(info["blocks"])
-        out = []
-        for s in summaries:
-            w_odd = self.step_weight(blocks + 1) ** 2
-            w_even = self.step_weight(blocks + 2) ** 2
-            H = H + (w_odd * s["G_odd"] + w_even * s["G_even"]).astype(H.dtype, copy=False)
-            h = h + (w_odd * s["b_odd"] + w_even * s["b_even"]).astype(h.dtype, copy=False)
-            rows += int(s["rows"])
-            blocks += int(s["blocks"])
-            out.append({"H": H, "h": h, "rows": np.int64(rows), "blocks": np.int64(blocks)})
-        return out
-
-
-    def _scan_factors(self, info: State, summaries: list[State]) -> list[State]:
-        """QR solver: each summary's factor [w₁·A_odd; w₂·A_even] (the steps' weights
-        √α, √(1−α) applied to the factors' rows), then the tree prefix of KF4LLS."""
+        """In-order prefix over the summaries, each first weighted from the global parity
+        it tracks: the odd blocks' part by w₁, that of the global step of the summary's
+        first block, the even blocks' part by w₂, that of the step after it (H ← H +
+        w₁²G_odd + w₂²G_even, h likewise; QR: the factor of [w₁·A_odd; w₂·A_even]), then
+        the prefix of KF4LLS (g = 1)."""
         blocks = int(info["blocks"])
         weighted = []
         for s in summaries:
-            w_odd, w_even = self.step_weight(blocks + 1), self.step_weight(blocks + 2)
-            A = merge_factors(w_odd * s["A_odd"].astype(info["R"].dtype, copy=False),
-                              w_even * s["A_even"].astype(info["R"].dtype, copy=False))
-            weighted.append({"A": A, "blocks": s["blocks"], "rows": s["rows"]})
+            parts = [(self.step_weight(blocks + k), {key[:-len(suffix)]: value
+                                                     for key, value in s.items()
+                                                     if key.endswith(suffix)})
+                     for k, suffix in ((1, "_odd"), (2, "_even"))]
+            weighted.append({**self.form.combine(parts, info), "blocks": s["blocks"],
+                             "rows": s["rows"]})
             blocks += int(s["blocks"])
-        return self._kf.scan(info, weighted)
+        return self.form.scan(info, weighted)
 
 
 # ---------------------------------------------------------------------------
@@ -530,9 +493,7 @@ def estimate_alpha_grid(
     Needs ≥ 2 rows per population. Raises ValueError naming the column when Qⱼ
     is flat on the grid (that column carries no information about α).
     """
-    grid_size = int(grid_size)
-    if grid_size < 2:
-        raise ValueError(f"grid_size must be at least 2, got {grid_size}")
+    grid_size = _GRID_SIZE.check(grid_size)
     names = ("moments_U", "moments_V", "moments_Z")
     mom = (moments_U, moments_V, moments_Z)
     for name, m in zip(names, mom, strict=True):
@@ -703,8 +664,7 @@ def residual_factor_mse(psi, R: np.ndarray, rows: int) -> float:
     q, K = psi.shape
     if R.shape != (q + K, q + K):
         raise ValueError(f"R has shape {R.shape}, expected ({q + K}, {q + K}) for psi {psi.shape}")
-    if int(rows) < 1:
-        raise ValueError(f"rows must be a positive integer, got {rows}")
+    rows = _ROWS.check(rows)
     check_finite("psi", psi)
     V = np.vstack([psi, -np.eye(K)])
     return float(np.sum((R @ V) ** 2) / (int(rows) * K))

@@ -46,8 +46,24 @@ import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import spd_solve, symmetrize
-from streamlsq.kernels.recursions.basis import Basis, basis_from_options, gramian_cholesky
-from streamlsq.kernels.recursions.contract import BadRowError, FoldResult, Param, Recursion, State
+from streamlsq.kernels.recursions.basis import (
+    ORDER,
+    Basis,
+    basis_from_options,
+    domain_from_intervals,
+    gramian_cholesky,
+)
+from streamlsq.kernels.recursions.contract import (
+    RECORD_EVERY,
+    BadRowError,
+    FoldResult,
+    Param,
+    Recursion,
+    State,
+    fold_edges,
+    fold_result,
+)
+from streamlsq.kernels.recursions.params import FORGETTING
 
 __all__ = [
     "IRMA",
@@ -61,6 +77,16 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # stiffness schedules
 # ---------------------------------------------------------------------------
+#: the declared parameters of IRMA's schedule; :class:`StiffnessSchedule` checks with them
+STIFFNESS = Param("stiffness", "multiplicative", "lambda_t = initial*rate^t, initial + "
+                  "rate*t, or initial.", type=str, choices=("multiplicative", "additive",
+                                                           "constant"),
+                  label="stiffness kind")
+STIFFNESS_INITIAL = Param("stiffness_initial", 0.1, "lambda_0 > 0 (the paper's 0.1).", gt=0)
+STIFFNESS_RATE = Param("stiffness_rate", 1.05, "rate of the schedule (the paper's 1.05; "
+                       "ignored by constant).")
+
+
 @dataclass(frozen=True)
 class StiffnessSchedule:
     """λ_t for the t-th example (t = 0, 1, …; the first example uses λ₀).
@@ -86,15 +112,15 @@ class StiffnessSchedule:
     rate: float = 1.05
 
     def __post_init__(self):
-        kinds = ("multiplicative", "additive", "constant")
-        if self.kind not in kinds:
-            raise ValueError(f"stiffness kind must be one of {kinds}, got {self.kind!r}")
-        if not (np.isfinite(self.initial) and self.initial > 0):
-            raise ValueError(f"stiffness initial value must be > 0, got {self.initial!r}")
-        if self.kind == "multiplicative" and not (np.isfinite(self.rate) and self.rate > 0):
-            raise ValueError(f"multiplicative stiffness rate must be > 0, got {self.rate!r}")
-        if self.kind == "additive" and not (np.isfinite(self.rate) and self.rate >= 0):
-            raise ValueError(f"additive stiffness increment must be >= 0, got {self.rate!r}")
+        STIFFNESS.check(self.kind)
+        STIFFNESS_INITIAL.check(self.initial)
+        rate = STIFFNESS_RATE.check(self.rate)
+        if self.kind == "multiplicative" and not rate > 0:
+            raise STIFFNESS_RATE.error(self.rate, "a finite number > 0 for stiffness="
+                                       "'multiplicative' (the factor per example)")
+        if self.kind == "additive" and not rate >= 0:
+            raise STIFFNESS_RATE.error(self.rate, "a finite number >= 0 for stiffness="
+                                       "'additive' (the increment per example)")
 
     @classmethod
     def paper(cls) -> StiffnessSchedule:
@@ -144,16 +170,23 @@ def irma_step(theta, phi, y, lam, gramian=None) -> tuple[np.ndarray, float]:
     return theta + v * (e / (lam + phi @ v)), e
 
 
+@numba.njit(cache=True, inline="always")
+def _snapshot(snaps, record_rows, r, rows, vector):  # pragma: no cover - compiled
+    """Copy ``vector`` into ``snaps`` for every recorded row count equal to ``rows``,
+    from record ``r`` on; returns the next record."""
+    while r < record_rows.shape[0] and record_rows[r] == rows:
+        snaps[r, :] = vector
+        r += 1
+    return r
+
+
 @numba.njit(cache=True)
 def _irma_loop(psi, Phi, y, lam, record_rows):  # pragma: no cover - compiled
     # ψ ← ψ + φ e/(λ + ‖φ‖²) in orthonormal coordinates; ψ is updated in place
     T, p = Phi.shape
     errors = np.empty(T, dtype=Phi.dtype)
     snaps = np.empty((record_rows.shape[0], p), dtype=psi.dtype)
-    r = 0
-    while r < record_rows.shape[0] and record_rows[r] == 0:
-        snaps[r, :] = psi
-        r += 1
+    r = _snapshot(snaps, record_rows, 0, 0, psi)
     for t in range(T):
         pred = 0.0
         sq = 0.0
@@ -169,9 +202,7 @@ def _irma_loop(psi, Phi, y, lam, record_rows):  # pragma: no cover - compiled
             gain = e / den
             for j in range(p):
                 psi[j] += gain * Phi[t, j]
-        while r < record_rows.shape[0] and record_rows[r] == t + 1:
-            snaps[r, :] = psi
-            r += 1
+        r = _snapshot(snaps, record_rows, r, t + 1, psi)
     return psi, errors, snaps
 
 
@@ -182,10 +213,7 @@ def _gd_loop(theta, Phi, y, mu, record_rows):  # pragma: no cover - compiled
     errors = np.empty(T, dtype=Phi.dtype)
     snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
     g = np.empty(p, dtype=np.float64)
-    r = 0
-    while r < record_rows.shape[0] and record_rows[r] == 0:
-        snaps[r, :] = theta
-        r += 1
+    r = _snapshot(snaps, record_rows, 0, 0, theta)
     for t in range(T):
         pred = 0.0
         for j in range(p):
@@ -202,9 +230,7 @@ def _gd_loop(theta, Phi, y, mu, record_rows):  # pragma: no cover - compiled
             eta = gg / (phig * phig + mu * gg)
             for j in range(p):
                 theta[j] -= eta * g[j]
-        while r < record_rows.shape[0] and record_rows[r] == t + 1:
-            snaps[r, :] = theta
-            r += 1
+        r = _snapshot(snaps, record_rows, r, t + 1, theta)
     return theta, errors, snaps
 
 
@@ -222,10 +248,7 @@ def _rls_loop_compiled(theta, H, Phi, y, forgetting, mu, record_rows):  # pragma
     snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
     L = np.zeros((p, p), dtype=H.dtype)
     rhs = np.empty(p, dtype=H.dtype)
-    r = 0
-    while r < record_rows.shape[0] and record_rows[r] == 0:
-        snaps[r] = theta
-        r += 1
+    r = _snapshot(snaps, record_rows, 0, 0, theta)
     for t in range(Phi.shape[0]):
         e = y[t]
         for i in range(p):
@@ -269,9 +292,7 @@ def _rls_loop_compiled(theta, H, Phi, y, forgetting, mu, record_rows):  # pragma
             rhs[i] = acc / L[i, i]
         for i in range(p):
             theta[i] += rhs[i]
-        while r < record_rows.shape[0] and record_rows[r] == t + 1:
-            snaps[r] = theta
-            r += 1
+        r = _snapshot(snaps, record_rows, r, t + 1, theta)
     return theta, H, errors, snaps, -1
 
 
@@ -285,10 +306,7 @@ def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
     leak = (1.0 - forgetting) * mu
     errors = np.empty(Phi.shape[0], dtype=Phi.dtype)
     snaps = np.empty((record_rows.shape[0], p), dtype=theta.dtype)
-    r = 0
-    while r < record_rows.shape[0] and record_rows[r] == 0:
-        snaps[r] = theta
-        r += 1
+    r = _snapshot(snaps, record_rows, 0, 0, theta)
     diag = np.arange(p)
     for t in range(Phi.shape[0]):
         phi = Phi[t]
@@ -297,9 +315,7 @@ def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
         H = forgetting * H + np.outer(phi, phi)
         H[diag, diag] += leak
         theta = theta + spd_solve(H, phi * e - leak * theta)
-        while r < record_rows.shape[0] and record_rows[r] == t + 1:
-            snaps[r] = theta
-            r += 1
+        r = _snapshot(snaps, record_rows, r, t + 1, theta)
     return theta, H, errors, snaps
 
 
@@ -308,13 +324,20 @@ def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
 # ---------------------------------------------------------------------------
 #: the parameters every recursion on a basis of raw inputs shares (see basis_from_options)
 BASIS_PARAMS = (
-    Param("order", 6, "Polynomial degree of the basis (per input dimension).", type=int),
+    ORDER,
     Param("domain", None, "Input interval [A, B]; repeat once per column of X for a box "
           "(default: the store's domain attribute).", optional=True, nargs=2, multiple=True,
-          metavar="A B", store_attr="domain"),
+          parse=domain_from_intervals, metavar="A B", store_attr="domain"),
     Param("basis", "legendre", "Legendre polynomials orthonormal on the domain, or monomials.",
-          type=str, choices=("legendre", "monomial")),
+          type=Basis, choices=("legendre", "monomial")),
 )
+#: what the constructors take: the basis itself
+_BASIS_OBJECT = BASIS_PARAMS[2].replace(choices=None)
+#: the Tikhonov weight μ of the baselines, and the initial covariance scale of RLS
+MU = Param("mu", 0.05, "Tikhonov weight mu >= 0 (the paper's 0.05).", ge=0,
+           label="Tikhonov weight mu", requirement=">= 0")
+P0 = Param("p0", 1.0, "Initial covariance P0 = p0*I, p0 > 0 (the paper's identity).", gt=0,
+           label="initial covariance scale p0")
 
 
 class _BasisRecursion(Recursion):
@@ -326,25 +349,30 @@ class _BasisRecursion(Recursion):
     prediction error (ŷ_t − y_t)², ŷ_t = φ(x_t)ᵀθ_t; float64).
     Arithmetic in the state's dtype (float64 by default; float32 accepted,
     with float64 accumulators for the per-sample dot products).
+
+    The constructor takes the basis, then the recursion's own declared parameters
+    (those after :data:`BASIS_PARAMS`, which :meth:`from_params` builds the basis from).
     """
 
     intercept_kind = "basis"
 
-    def __init__(self, basis: Basis):
-        if not isinstance(basis, Basis):
-            raise ValueError(f"basis must be a streamlsq.kernels.basis.Basis, got {basis!r}")
-        self.basis = basis
+    def __init__(self, basis: Basis, *args, **kwargs):
+        self.basis = _BASIS_OBJECT.check(basis)
+        super().__init__(*args, **kwargs)
+
+    @classmethod
+    def init_params(cls) -> tuple[Param, ...]:
+        return tuple(p for p in cls.params if p not in BASIS_PARAMS)
+
+    def get_params(self) -> dict:
+        return {"basis": self.basis.get_params(),
+                **{p.name: getattr(self, p.name) for p in self.init_params()}}
 
     @classmethod
     def from_params(cls, **params) -> _BasisRecursion:
         """Build the basis from ``order``, ``domain`` and ``basis`` (a Basis object is used
         as is), then the recursion from its own parameters."""
-        values = {p.name: p.default for p in cls.params}
-        unknown = sorted(set(params) - set(values))
-        if unknown:
-            raise TypeError(f"{cls.name} has no parameter {', '.join(unknown)}; "
-                            f"its parameters are {', '.join(sorted(values))}")
-        values.update(params)
+        values = cls.check_values(params)
         basis = basis_from_options(values.pop("order"), values.pop("domain"),
                                    values.pop("basis"))
         return cls._from_basis(basis, **values)
@@ -424,16 +452,8 @@ class _BasisRecursion(Recursion):
         X = np.asarray(X)
         return self.fold(state, X, Y, np.array([0, X.shape[0]]), 1, 2**62).state
 
-    def fold(
-        self,
-        state: State,
-        X: np.ndarray,
-        Y: np.ndarray,
-        edges: np.ndarray,
-        first_step: int,
-        record_every: int,
-        rows_before: int = 0,
-    ) -> FoldResult:
+    def fold(self, state: State, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+             first_step: int, record_every: int, rows_before: int = 0) -> FoldResult:
         """Fold the blocks ``X[edges[j]:edges[j+1]]`` in one compiled per-sample pass.
 
         Diagnostics: ``"cumulative_loss"`` at each recorded step s is
@@ -441,11 +461,8 @@ class _BasisRecursion(Recursion):
         of block s (since ``init``), each predicted with the parameters before
         its own update (eq. 1 of the paper; Figure 1 with blocks of one row).
         """
-        edges = np.asarray(edges, dtype=np.int64)
-        if edges.ndim != 1 or edges.size < 1 or np.any(np.diff(edges) < 0):
-            raise ValueError("edges must be a non-decreasing 1-D array of row offsets")
-        if record_every < 1:
-            raise ValueError(f"record_every must be >= 1, got {record_every}")
+        edges = fold_edges(edges)
+        record_every = RECORD_EVERY.check(record_every)
         a0, a1 = int(edges[0]), int(edges[-1])
         Phi, y = self._prepare(state, X, Y, a0, a1, rows_before)
         n_blocks = edges.size - 1
@@ -463,8 +480,9 @@ class _BasisRecursion(Recursion):
             "blocks": np.int64(state["blocks"] + n_blocks),
             "cumulative_loss": np.float64(cum[-1]),
         }
-        return self.fold_result(
+        return fold_result(
             new_state,
+            new_state["theta"],
             steps[recorded],
             snaps[:, :, None],
             rows_before + edges[1:][recorded],
@@ -532,14 +550,27 @@ class IRMA(_BasisRecursion):
 
     name = "irma"
     summary = "incremental risk minimisation on a basis of raw inputs x"
-    params = (
-        *BASIS_PARAMS,
-        Param("stiffness", "multiplicative", "lambda_t = initial*rate^t, initial + rate*t, or "
-              "initial.", type=str, choices=("multiplicative", "additive", "constant")),
-        Param("stiffness_initial", 0.1, "lambda_0 > 0 (the paper's 0.1)."),
-        Param("stiffness_rate", 1.05, "rate of the schedule (the paper's 1.05; ignored by "
-              "constant)."),
+    description = """IRMA (incremental risk minimisation) on the stream store DATA, one example
+    at a time.
+
+    theta += A^-1 phi(x) e / (lambda_t + phi' A^-1 phi), e = y - phi(x)' theta, with A the
+    Gramian of the basis on the domain (A = I for Legendre). X holds the raw inputs x
+    (one column per input dimension), y one target; the basis expands x per block and
+    x outside the domain is refused. Blocks (--block-size) are the steps at which theta
+    and cumulative_loss(step) (sum of the squared errors before each update) are
+    recorded. Coefficient rows are the basis functions; the attr basis rebuilds the
+    basis (streamlsq.kernels.make_basis). Sequential engine only."""
+    examples = (
+        "streamlsq simulate irma --out irma.zarr --rows 150",
+        "streamlsq fit irma irma.zarr --out fit.zarr --order 10 --domain 0 3",
+        "streamlsq fit irma irma.zarr --out fit.zarr --stiffness additive --stiffness-rate 0.1",
+        "streamlsq fit irma box.zarr --out fit.zarr --order 3 --domain 0 1 --domain -1 1",
     )
+    params = (*BASIS_PARAMS, STIFFNESS, STIFFNESS_INITIAL, STIFFNESS_RATE)
+
+    @classmethod
+    def init_params(cls) -> tuple[Param, ...]:
+        return ()  # the schedule's parameters come as one StiffnessSchedule
 
     @classmethod
     def _from_basis(cls, basis, stiffness="multiplicative", stiffness_initial=0.1,
@@ -602,16 +633,17 @@ class IRMAGradientDescent(_BasisRecursion):
 
     name = "irma-gd"
     summary = "IRMA study's baseline: normalised GD with Tikhonov"
-    params = (*BASIS_PARAMS, Param("mu", 0.05, "Tikhonov weight mu >= 0 (the paper's 0.05)."))
+    description = """The IRMA study's GD baseline on DATA: normalised gradient descent,
+    Tikhonov mu.
 
-    def __init__(self, basis: Basis, mu: float = 0.05):
-        super().__init__(basis)
-        if not (np.isfinite(mu) and mu >= 0):
-            raise ValueError(f"Tikhonov weight mu must be >= 0, got {mu!r}")
-        self.mu = float(mu)
-
-    def get_params(self) -> dict:
-        return {"basis": self.basis.get_params(), "mu": self.mu}
+    Per example one gradient step on (y - phi' theta)^2 + mu theta' theta with the
+    exactly minimising rate. Store, blocks and results as for streamlsq fit irma (the
+    paper runs its baselines on --basis monomial). Sequential engine only."""
+    examples = (
+        "streamlsq fit irma-gd irma.zarr --out gd.zarr --order 6 --domain 0 3 --mu 0.05",
+        "streamlsq fit irma-gd irma.zarr --out gd.zarr --basis monomial --mu 0",
+    )
+    params = (*BASIS_PARAMS, MU)
 
     def _run(self, state, Phi, y, record_rows):
         theta = state["theta"][:, 0].copy()
@@ -654,32 +686,21 @@ class IRMARLS(_BasisRecursion):
 
     name = "irma-rls"
     summary = "IRMA study's baseline: RLS with forgetting and Tikhonov"
+    description = """The IRMA study's RLS baseline on DATA: forgetting factor, Tikhonov mu.
+
+    theta_t minimises sum g^(t-i) (y_i - phi_i' theta)^2 + g^t theta' theta / p0
+    + mu theta' theta. Store, blocks and results as for streamlsq fit irma (the paper:
+    --basis monomial --forgetting 0.9 --mu 0.05 --p0 1). Sequential engine only."""
+    examples = (
+        "streamlsq fit irma-rls irma.zarr --out rls.zarr --order 6 --domain 0 3",
+        "streamlsq fit irma-rls irma.zarr --out rls.zarr --forgetting 0.99 --mu 0 --p0 100",
+    )
     params = (
         *BASIS_PARAMS,
-        Param("forgetting", 0.9, "Forgetting factor g in (0, 1] (the paper's 0.9)."),
-        Param("mu", 0.05, "Tikhonov weight mu >= 0 (the paper's 0.05)."),
-        Param("p0", 1.0, "Initial covariance P0 = p0*I, p0 > 0 (the paper's identity)."),
+        FORGETTING.replace(default=0.9, help="Forgetting factor g in (0, 1] (the paper's 0.9)."),
+        MU,
+        P0,
     )
-
-    def __init__(self, basis: Basis, forgetting: float = 0.9, mu: float = 0.05, p0: float = 1.0):
-        super().__init__(basis)
-        if not (0.0 < forgetting <= 1.0):
-            raise ValueError(f"forgetting factor must be in (0, 1], got {forgetting!r}")
-        if not (np.isfinite(mu) and mu >= 0):
-            raise ValueError(f"Tikhonov weight mu must be >= 0, got {mu!r}")
-        if not (np.isfinite(p0) and p0 > 0):
-            raise ValueError(f"initial covariance scale p0 must be > 0, got {p0!r}")
-        self.forgetting = float(forgetting)
-        self.mu = float(mu)
-        self.p0 = float(p0)
-
-    def get_params(self) -> dict:
-        return {
-            "basis": self.basis.get_params(),
-            "forgetting": self.forgetting,
-            "mu": self.mu,
-            "p0": self.p0,
-        }
 
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
         state = super().init(n_features, n_targets, dtype)

@@ -18,6 +18,13 @@ of additions, then one independent solve per recorded step. With g = 1 and
 H_0 = 0, ψ_i is the batch least-squares fit on blocks 1..i (and does not depend
 on ψ_0); with g < 1 it is the exponentially weighted least-squares fit.
 Per-sample RLS is the special case of blocks of one row.
+
+The arithmetic lives in two *forms* with the same methods, chosen by ``solver`` when a
+recursion is built (:func:`make_form`): :class:`NormalEquationsLS` (the equations above)
+and the square-root information form
+:class:`~streamlsq.kernels.recursions.sqrtinfo.SqrtInfoLS` (a QR factor of the rows
+instead of H). :class:`KF4LLS`, :class:`RLS` and interleaved KF4LLS hand every step to
+their form (:class:`FormRecursion`).
 """
 
 from __future__ import annotations
@@ -25,8 +32,19 @@ from __future__ import annotations
 import numpy as np
 
 from streamlsq.kernels.linalg import spd_solve, symmetrize
-from streamlsq.kernels.recursions.contract import Param, ScanRecursion, State
-from streamlsq.kernels.recursions.sqrtinfo import SqrtInfoLS, factor_condition
+from streamlsq.kernels.recursions.contract import (
+    Param,
+    ScanRecursion,
+    State,
+    fold_by_updates,
+)
+from streamlsq.kernels.recursions.params import FORGETTING
+from streamlsq.kernels.recursions.sqrtinfo import (
+    SqrtInfoLS,
+    decay_weights,
+    digits_trusted,
+    interval_summaries,
+)
 
 #: the two forms of the recursion: the square-root information form (QR, the default)
 #: and the normal equations (H and h = Hψ)
@@ -40,8 +58,11 @@ SOLVER_PARAM = Param(
 DIAGNOSTICS_PARAM = Param(
     "diagnostics", False, "Record recursive residuals, prediction errors, CUSUM and CUSUM "
     "of squares per step (sequential engine, solver qr).", type=bool)
+RIDGE_PARAM = Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 = 0, which "
+                    "needs a full-rank first block).", ge=0)
 
-__all__ = ["KF4LLS", "RLS", "kf4lls_update", "block_sums"]
+__all__ = ["FormRecursion", "KF4LLS", "NormalEquationsLS", "RLS", "accuracy_attrs", "block_sums",
+           "kf4lls_update", "make_form"]
 
 
 def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None):
@@ -86,109 +107,182 @@ def kf4lls_update(
     return H_new, psi + spd_solve(H_new, innovation)
 
 
-class KF4LLS(ScanRecursion):
-    """KF4LLS (g = 1) and block RLS with forgetting factor g ∈ (0, 1].
+class NormalEquationsLS:
+    """KF4LLS / RLS on the normal equations: the ``solver="normal"`` form of
+    :class:`KF4LLS` (the other one is
+    :class:`~streamlsq.kernels.recursions.sqrtinfo.SqrtInfoLS`, with the same methods).
 
-    Parameters
-    ----------
-    ridge : float, default 0
-        δ of the ridge start H_0 = δI (0: the paper's H_0 = 0, which needs a
-        full-rank first block). With ridge > 0 the fit is ridge regression
-        (for g < 1 the ridge term decays like g^i, as in RLS with P_0 = I/δ).
-    forgetting : float, default 1
-        g; 1 gives KF4LLS (ordinary least squares on all blocks seen).
-    coef0 : array (n_features, n_targets) or None
-        ψ_0; irrelevant when ridge = 0.
-    solver : {"qr", "normal"}, default "qr"
-        ``"qr"``: the square-root information form
-        (:mod:`~streamlsq.kernels.recursions.sqrtinfo`): the state carries the triangular
-        factor R of the rows (RᵀR = H) and z = Rψ, a block updates it by a QR of
-        [√g·R; X_i] and ψ comes from a triangular solve; ψ loses about log10(ε·κ(X))
-        digits. ``"normal"``: the normal equations H, ψ above (a little faster on
-        well-conditioned data; ψ loses log10(ε·κ(X)²) digits and H is refused as singular
-        from κ(X) ≈ 1e8 on). Both forms give the same numbers to rounding.
-    diagnostics : bool, default False
-        (``solver="qr"``, sequential engine) record at every recorded step the
-        standardised recursive residual and one-step-ahead prediction error of the step's
-        last row and the running count, sum and sum of squares of the recursive residuals
-        (Brown, Durbin & Evans 1975), from which ``fit_stream`` derives the CUSUM and
-        CUSUM-of-squares tests (:mod:`streamlsq.stream.stability`). The rows are then
-        folded one at a time by the compiled rotations.
+    State: ``H`` (n, n), ``psi`` (n, K), ``rows``, ``blocks``; the information form the
+    scan acts on holds h = Hψ instead of ψ. Each block is one step of
+    :func:`kf4lls_update`, the scan's summaries are the blocks' sums (XᵀX, XᵀY) and a
+    recorded step's solve is ψ = H⁻¹h (Cholesky).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from streamlsq.kernels import KF4LLS
-    >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.standard_normal((60, 3)), rng.standard_normal((60, 2))
-    >>> rec = KF4LLS()
-    >>> state = rec.init(3, 2)
-    >>> for a in range(0, 60, 20):  # three blocks of 20 rows, in order
-    ...     state = rec.update(state, X[a:a + 20], Y[a:a + 20])
-    >>> bool(np.allclose(rec.coef(state), np.linalg.lstsq(X, Y, rcond=None)[0]))
-    True
+    >>> from streamlsq.kernels.recursions.kf4lls import NormalEquationsLS
+    >>> form = NormalEquationsLS(ridge=1.0, forgetting=1.0)  # H0 = I
+    >>> X, Y = np.array([[1.0, 0.0], [0.0, 2.0]]), np.array([[2.0], [6.0]])
+    >>> state = form.update(form.init(2, 1), X, Y)  # (I + XᵀX) ψ = XᵀY
+    >>> state["H"].tolist(), np.round(form.coef(state).ravel(), 12).tolist()
+    ([[2.0, 0.0], [0.0, 5.0]], [1.0, 2.4])
     """
 
-    name = "kf4lls"
-    summary = "block least squares (Kalman filter)"
-    params = (
-        Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 = 0, which needs a "
-              "full-rank first block)."),
-        Param("forgetting", 1.0, "Forgetting factor g in (0, 1]; 1 is least squares on all "
-              "rows seen."),
-        SOLVER_PARAM,
-        DIAGNOSTICS_PARAM,
-    )
+    #: the rounding error of ψ grows like ε·κ(X)^error_power
+    error_power = 2
 
-    def __init__(self, ridge: float = 0.0, forgetting: float = 1.0, coef0=None,
-                 solver: str = "qr", diagnostics: bool = False):
-        if not np.isfinite(ridge) or ridge < 0:
-            raise ValueError(f"ridge must be a finite number >= 0, got {ridge}")
-        if not (0.0 < forgetting <= 1.0):
-            raise ValueError(f"forgetting factor must be in (0, 1], got {forgetting}")
-        if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
-        if diagnostics and solver != "qr":
-            raise ValueError("diagnostics (recursive residuals) need solver='qr'")
+    def __init__(self, ridge: float, forgetting: float, coef0=None):
         self.ridge = float(ridge)
         self.forgetting = float(forgetting)
-        self.coef0 = None if coef0 is None else np.asarray(coef0)
-        self.solver = solver
-        self.diagnostics = bool(diagnostics)
+        self.coef0 = coef0
 
-    @property
-    def _sqrt(self) -> SqrtInfoLS | None:
-        """The square-root form that does the work when solver == "qr" (built from this
-        object's parameters on each use, so that they have one home)."""
-        if self.solver != "qr":
+    def state_dims(self) -> dict[str, tuple[str, ...]]:
+        return {"H": ("feature", "feature_"), "psi": ("feature", "target"), "rows": (),
+                "blocks": ()}
+
+    def condition(self, state: State) -> float:
+        """κ of the (weighted) rows seen: √(λ_max/λ_min) of H (inf when H is singular)."""
+        w = np.linalg.eigvalsh(np.asarray(state["H"], np.float64))
+        return float(np.sqrt(w[-1] / w[0])) if w.size and w[0] > 0 else float("inf")
+
+    def digits(self, kappa: float, dtype) -> float:
+        """The significant digits of ψ on rows of condition number κ (ε·κ² lost)."""
+        return digits_trusted(kappa, self.error_power, dtype)
+
+    # -- sequential form ---------------------------------------------------
+    def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
+        H = self.ridge * np.eye(n_features, dtype=dtype)
+        if self.coef0 is None:
+            psi = np.zeros((n_features, n_targets), dtype=dtype)
+        else:
+            psi = np.array(self.coef0, dtype=dtype).reshape(n_features, n_targets)
+        return {"H": H, "psi": psi, "rows": np.int64(0), "blocks": np.int64(0)}
+
+    def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
+        H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
+        return {
+            "H": H,
+            "psi": psi,
+            "rows": np.int64(state["rows"] + X.shape[0]),
+            "blocks": np.int64(state["blocks"] + 1),
+        }
+
+    def coef(self, state: State) -> np.ndarray:
+        return state["psi"]
+
+    def state_diagnostics(self, state: State) -> dict:
+        return {}
+
+    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
+        """``Recursion.fold``: :meth:`update` block after block."""
+        return fold_by_updates(self, state, X, Y, edges, first_step, record_every,
+                               rows_before)
+
+    # -- information (scan) form -------------------------------------------
+    def to_info(self, state: State) -> State:
+        """(H, ψ) → (H, h = Hψ): the state in the form the prefix sums act on."""
+        return {
+            "H": state["H"],
+            "h": state["H"] @ state["psi"],
+            "rows": state["rows"],
+            "blocks": state["blocks"],
+        }
+
+    def interval_weights(self, edges, start, stop, dtype) -> np.ndarray | None:
+        """Row weights g^(stop−j) of an interval's blocks (None when g = 1)."""
+        if self.forgetting == 1.0:
             return None
-        return SqrtInfoLS(self.ridge, self.forgetting, self.coef0, self.diagnostics)
+        return decay_weights(edges, start, stop, self.forgetting, dtype)
 
-    def get_params(self) -> dict:
-        return {"ridge": self.ridge, "forgetting": self.forgetting, "solver": self.solver,
-                "diagnostics": self.diagnostics}
+    def rows_summary(self, X, Y, weights=None) -> State:
+        """What the scan form keeps of some rows: G = XᵀWX and b = XᵀWY."""
+        G, b = block_sums(X, Y, weights)
+        return {"G": G, "b": b}
 
-    def scan_unavailable(self) -> str | None:
-        if self.diagnostics:
-            return "recursive residuals (--diagnostics) are computed row by row in order"
-        return None
+    @staticmethod
+    def combine(parts, info: State) -> State:
+        """The :meth:`rows_summary` of the rows of several summaries, each scaled by its
+        row weight w: Σ w²·G and Σ w²·b (in the dtype of the information state ``info``
+        they will be added to)."""
+        out = {}
+        for key in ("G", "b"):
+            total = None
+            for w, s in parts:  # a row weight w scales the sums by w²
+                term = w**2 * s[key]
+                total = term if total is None else total + term
+            out[key] = total.astype(info["H"].dtype, copy=False)
+        return out
+
+    def summarize(self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+                  cuts: np.ndarray) -> list[State]:
+        """Sums of the blocks of one piece, one summary per interval between cuts: G =
+        Σ g^{c−j} X_jᵀX_j and b likewise over the interval's blocks j ≤ c, its block
+        count and row count."""
+        return interval_summaries(self, X, Y, edges, cuts)
+
+    def scan(self, info: State, summaries: list[State]) -> list[State]:
+        """In-order prefix: H ← g^m H + G, h ← g^m h + b; returns the state after each
+        summary."""
+        g = self.forgetting
+        H, h = info["H"], info["h"]
+        rows, blocks = int(info["rows"]), int(info["blocks"])
+        out = []
+        for s in summaries:
+            decay = g ** int(s["blocks"])
+            H = decay * H + s["G"] if g != 1.0 else H + s["G"]
+            h = decay * h + s["b"] if g != 1.0 else h + s["b"]
+            rows += int(s["rows"])
+            blocks += int(s["blocks"])
+            out.append({"H": H, "h": h, "rows": np.int64(rows), "blocks": np.int64(blocks)})
+        return out
+
+    def finish(self, info: State) -> State:
+        """The independent solve ψ = H⁻¹h at one step (information form → state)."""
+        return {
+            "H": info["H"],
+            "psi": spd_solve(info["H"], info["h"]),
+            "rows": info["rows"],
+            "blocks": info["blocks"],
+        }
+
+
+def make_form(solver: str, ridge: float, forgetting: float, coef0=None,
+              diagnostics: bool = False):
+    """The form of KF4LLS that ``solver`` names: :class:`SqrtInfoLS` ("qr") or
+    :class:`NormalEquationsLS` ("normal", which has no recursive residuals)."""
+    if solver == "qr":
+        return SqrtInfoLS(ridge, forgetting, coef0, diagnostics)
+    return NormalEquationsLS(ridge, forgetting, coef0)
+
+
+def accuracy_attrs(form, state: State) -> dict:
+    """κ of the (weighted) rows seen, and the digits of ψ it leaves.
+
+    The QR form loses about log10(ε·κ) digits, the normal equations log10(ε·κ²);
+    ``digits_trusted`` is −log10 of that relative error bound (at most the digits of the
+    dtype)."""
+    kappa = form.condition(state)
+    digits = form.digits(kappa, state["psi"].dtype)
+    return {"condition_number": float(kappa), "digits_trusted": round(digits, 1)}
+
+
+class FormRecursion(ScanRecursion):
+    """A recursion that delegates its work to a form of KF4LLS (:attr:`form`, built with
+    the recursion by :meth:`make_form` and rebuilt from its parameters when it is
+    unpickled)."""
+
+    def make_form(self):
+        raise NotImplementedError
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "form"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.form = self.make_form()
 
     def result_attrs(self, state: State) -> dict:
-        """κ of the (weighted) rows seen, and the digits of ψ it leaves.
-
-        The QR form loses about log10(ε·κ) digits, the normal equations log10(ε·κ²);
-        ``digits_trusted`` is −log10 of that relative error bound (at most the digits of
-        the dtype)."""
-        if self._sqrt is not None:
-            kappa = factor_condition(state["R"])
-            power = 1
-        else:
-            w = np.linalg.eigvalsh(np.asarray(state["H"], np.float64))
-            kappa = float(np.sqrt(w[-1] / w[0])) if w.size and w[0] > 0 else float("inf")
-            power = 2
-        eps = np.finfo(state["psi"].dtype).eps
-        digits = -np.log10(eps) if kappa <= 1 else -np.log10(min(1.0, eps * kappa**power))
-        return {"condition_number": float(kappa), "digits_trusted": round(float(digits), 1)}
+        return accuracy_attrs(self.form, state)
 
     @classmethod
     def result_notes(cls, attrs: dict) -> list[str]:
@@ -209,65 +303,118 @@ class KF4LLS(ScanRecursion):
                 notes.append(f"CUSUM and CUSUM of squares within their {pct} bounds")
         return notes
 
-    def state_diagnostics(self, state: State) -> dict:
-        return self._sqrt.state_diagnostics(state) if self._sqrt is not None else {}
-
-    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
-        if self._sqrt is not None:
-            return self._sqrt.fold(self, state, X, Y, edges, first_step, record_every,
-                                   rows_before)
-        return super().fold(state, X, Y, edges, first_step, record_every, rows_before)
-
     def state_dims(self) -> dict[str, tuple[str, ...]]:
-        if self._sqrt is not None:
-            return self._sqrt.state_dims()
-        return {
-            "H": ("feature", "feature_"),
-            "psi": ("feature", "target"),
-            "rows": (),
-            "blocks": (),
-        }
+        return self.form.state_dims()
 
-    # -- sequential form ---------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
-        if self._sqrt is not None:
-            return self._sqrt.init(n_features, n_targets, dtype)
-        H = self.ridge * np.eye(n_features, dtype=dtype)
-        if self.coef0 is None:
-            psi = np.zeros((n_features, n_targets), dtype=dtype)
-        else:
-            psi = np.array(self.coef0, dtype=dtype).reshape(n_features, n_targets)
-        return {"H": H, "psi": psi, "rows": np.int64(0), "blocks": np.int64(0)}
-
-    def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
-        if self._sqrt is not None:
-            return self._sqrt.update(state, X, Y)
-        H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
-        return {
-            "H": H,
-            "psi": psi,
-            "rows": np.int64(state["rows"] + X.shape[0]),
-            "blocks": np.int64(state["blocks"] + 1),
-        }
+        return self.form.init(n_features, n_targets, dtype)
 
     def coef(self, state: State) -> np.ndarray:
-        return state["psi"]
+        return self.form.coef(state)
 
-    # -- information (scan) form -------------------------------------------
     def to_info(self, state: State) -> State:
-        """(H, ψ) → (H, h = Hψ): the state in the form the prefix sums act on."""
-        if self._sqrt is not None:
-            return self._sqrt.to_info(state)
-        return {
-            "H": state["H"],
-            "h": state["H"] @ state["psi"],
-            "rows": state["rows"],
-            "blocks": state["blocks"],
-        }
+        """The state in the form the prefix acts on: (H, h = Hψ), or the factor (R, z, S)."""
+        return self.form.to_info(state)
 
-    def summarize(
-        self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray, cuts: np.ndarray
-    ) -> list[State]:
+    def finish(self, info: State) -> State:
+        """The independent solve at one step: ψ = H⁻¹h, or ψ = R⁻¹z (triangular)."""
+        return self.form.finish(info)
+
+
+class KF4LLS(FormRecursion):
+    """KF4LLS (g = 1) and block RLS with forgetting factor g ∈ (0, 1].
+
+    Parameters
+    ----------
+    ridge : float, default 0
+        δ of the ridge start H_0 = δI (0: the paper's H_0 = 0, which needs a
+        full-rank first block). With ridge > 0 the fit is ridge regression
+        (for g < 1 the ridge term decays like g^i, as in RLS with P_0 = I/δ).
+    forgetting : float, default 1
+        g; 1 gives KF4LLS (ordinary least squares on all blocks seen).
+    solver : {"qr", "normal"}, default "qr"
+        ``"qr"``: the square-root information form
+        (:class:`~streamlsq.kernels.recursions.sqrtinfo.SqrtInfoLS`): the state carries the
+        triangular factor R of the rows (RᵀR = H) and z = Rψ, a block updates it by a QR
+        of [√g·R; X_i] and ψ comes from a triangular solve; ψ loses about log10(ε·κ(X))
+        digits. ``"normal"``: the normal equations H, ψ above (:class:`NormalEquationsLS`;
+        a little faster on well-conditioned data; ψ loses log10(ε·κ(X)²) digits and H is
+        refused as singular from κ(X) ≈ 1e8 on). Both forms give the same numbers to
+        rounding.
+    diagnostics : bool, default False
+        (``solver="qr"``, sequential engine) record at every recorded step the
+        standardised recursive residual and one-step-ahead prediction error of the step's
+        last row and the running count, sum and sum of squares of the recursive residuals
+        (Brown, Durbin & Evans 1975), from which ``fit_stream`` derives the CUSUM and
+        CUSUM-of-squares tests (:mod:`streamlsq.stream.stability`). The rows are then
+        folded one at a time by the compiled rotations.
+    coef0 : array (n_features, n_targets) or None, keyword only
+        ψ_0; irrelevant when ridge = 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels import KF4LLS
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((60, 3)), rng.standard_normal((60, 2))
+    >>> rec = KF4LLS()
+    >>> state = rec.init(3, 2)
+    >>> for a in range(0, 60, 20):  # three blocks of 20 rows, in order
+    ...     state = rec.update(state, X[a:a + 20], Y[a:a + 20])
+    >>> bool(np.allclose(rec.coef(state), np.linalg.lstsq(X, Y, rcond=None)[0]))
+    True
+    """
+
+    name = "kf4lls"
+    summary = "block least squares (Kalman filter)"
+    description = "KF4LLS (block least squares) on the stream store DATA."
+    examples = (
+        "streamlsq fit kf4lls data.zarr --out fit.zarr",
+        "streamlsq fit kf4lls data.zarr --out fit.zarr --engine scan --block-size 1000",
+        "streamlsq fit kf4lls big.zarr --out fit.zarr --checkpoint ckpt/ --resume",
+    )
+    params = (
+        RIDGE_PARAM,
+        FORGETTING.replace(help="Forgetting factor g in (0, 1]; 1 is least squares on all "
+                           "rows seen."),
+        SOLVER_PARAM,
+        DIAGNOSTICS_PARAM,
+    )
+
+    def __init__(self, *args, coef0=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.coef0 = None if coef0 is None else np.asarray(coef0)
+        self.form = self.make_form()
+
+    def make_form(self):
+        return make_form(self.solver, self.ridge, self.forgetting, self.coef0,
+                         self.diagnostics)
+
+    def check_params(self) -> None:
+        if self.diagnostics and self.solver != "qr":
+            raise DIAGNOSTICS_PARAM.error(self.diagnostics, "False unless solver='qr' (the "
+                                          "recursive residuals come from the QR form)")
+
+    def get_params(self) -> dict:
+        # KF4LLS's order for every recursion of the family (RLS declares forgetting first)
+        return {p.name: getattr(self, p.name) for p in KF4LLS.params}
+
+    def scan_unavailable(self) -> str | None:
+        if self.diagnostics:
+            return "recursive residuals (--diagnostics) are computed row by row in order"
+        return None
+
+    def state_diagnostics(self, state: State) -> dict:
+        return self.form.state_diagnostics(state)
+
+    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
+        return self.form.fold(state, X, Y, edges, first_step, record_every, rows_before)
+
+    def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
+        return self.form.update(state, X, Y)
+
+    def summarize(self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+                  cuts: np.ndarray) -> list[State]:
         """Sums of the blocks of one piece, one summary per interval between cuts.
 
         ``edges`` are the piece's local block offsets (len = n_blocks + 1),
@@ -276,58 +423,13 @@ class KF4LLS(ScanRecursion):
         the interval's blocks j ≤ c, its block count m and row count. (QR solver: the
         triangular factor of the interval's rows weighted by √(g^{c−j}).)
         """
-        if self._sqrt is not None:
-            return self._sqrt.summarize(X, Y, edges, cuts)
-        g = self.forgetting
-        out = []
-        start = 0
-        for c in cuts:
-            c = int(c)
-            a, b = int(edges[start]), int(edges[c])
-            Xs, Ys = X[a:b], Y[a:b]
-            if g == 1.0:
-                G, rhs = block_sums(Xs, Ys)
-            else:
-                # row weight g^(c - block index of the row), blocks numbered start+1..c
-                counts = np.diff(edges[start : c + 1])
-                w = np.repeat(g ** np.arange(c - start - 1, -1, -1, dtype=X.dtype), counts)
-                G, rhs = block_sums(Xs, Ys, w)
-            out.append(
-                {"G": G, "b": rhs, "blocks": np.int64(c - start), "rows": np.int64(b - a)}
-            )
-            start = c
-        return out
+        return self.form.summarize(X, Y, edges, cuts)
 
     def scan(self, info: State, summaries: list[State]) -> list[State]:
         """In-order prefix: H ← g^m H + G, h ← g^m h + b; returns the state after each summary.
 
         (QR solver: A ← factor of [√(g^m)·A; A_interval], a TSQR merge.)"""
-        if self._sqrt is not None:
-            return self._sqrt.scan(info, summaries)
-        g = self.forgetting
-        H, h = info["H"], info["h"]
-        rows, blocks = int(info["rows"]), int(info["blocks"])
-        out = []
-        for s in summaries:
-            decay = g ** int(s["blocks"])
-            H = decay * H + s["G"] if g != 1.0 else H + s["G"]
-            h = decay * h + s["b"] if g != 1.0 else h + s["b"]
-            rows += int(s["rows"])
-            blocks += int(s["blocks"])
-            out.append({"H": H, "h": h, "rows": np.int64(rows), "blocks": np.int64(blocks)})
-        return out
-
-    def finish(self, info: State) -> State:
-        """The independent solve ψ = H⁻¹h at one step (information form → state);
-        QR solver: ψ = R⁻¹z, a triangular solve."""
-        if self._sqrt is not None:
-            return self._sqrt.finish(info)
-        return {
-            "H": info["H"],
-            "psi": spd_solve(info["H"], info["h"]),
-            "rows": info["rows"],
-            "blocks": info["blocks"],
-        }
+        return self.form.scan(info, summaries)
 
 
 class RLS(KF4LLS):
@@ -353,15 +455,18 @@ class RLS(KF4LLS):
 
     name = "rls"
     summary = "RLS with a forgetting factor (per block, or per sample with --block-size 1)"
+    description = """RLS with a forgetting factor on the stream store DATA.
+
+    With --block-size 1 this is per-sample RLS."""
+    examples = (
+        "streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --ridge 1e-3 "
+        "--block-size 1",
+        "streamlsq fit rls data.zarr --out rls.zarr --engine scan --block-size 1000",
+    )
     params = (
-        Param("forgetting", 0.99, "Forgetting factor g in (0, 1]."),
-        Param("ridge", 0.0, "Tikhonov start H0 = ridge*I (needed with --block-size 1 unless "
-              "the first block has full rank); it decays like g^i."),
+        FORGETTING.replace(default=0.99),
+        RIDGE_PARAM.replace(help="Tikhonov start H0 = ridge*I (needed with --block-size 1 "
+                            "unless the first block has full rank); it decays like g^i."),
         SOLVER_PARAM,
         DIAGNOSTICS_PARAM,
     )
-
-    def __init__(self, forgetting: float = 0.99, ridge: float = 0.0, coef0=None,
-                 solver: str = "qr", diagnostics: bool = False):
-        super().__init__(ridge=ridge, forgetting=forgetting, coef0=coef0, solver=solver,
-                         diagnostics=diagnostics)

@@ -26,7 +26,14 @@ import numba
 import numpy as np
 
 from streamlsq.kernels.linalg import as_2d, check_finite
-from streamlsq.kernels.recursions.contract import FoldResult, Param, Recursion, State
+from streamlsq.kernels.recursions.contract import (
+    RECORD_EVERY,
+    FoldResult,
+    Param,
+    Recursion,
+    State,
+    fold_edges,
+)
 
 __all__ = [
     "LMS",
@@ -35,6 +42,19 @@ __all__ = [
 ]
 
 _SCHEDULE_CODES = {"constant": 0, "inverse": 1, "power": 2}
+
+#: the declared parameters of LMS; :class:`StepSchedule` checks its values with the first four
+SCHEDULE = Param("schedule", "constant", "Step size: rate; rate/(1 + k/tau); rate/k^power "
+                 "(k: samples so far).", type=str, choices=tuple(_SCHEDULE_CODES))
+RATE = Param("rate", 0.01, "rho_0 > 0.", gt=0)
+TAU = Param("tau", None, "tau > 0 of the inverse schedule.", gt=0, optional=True)
+POWER = Param("power", None, "Exponent in (0.5, 1] of the power schedule.", gt=0.5, le=1,
+              optional=True)
+NORMALIZED = Param("normalized", False, "Normalised LMS: step rho_k/(eps + |x~|^2); stable "
+                   "for 0 < rate < 2.", type=bool)
+EPS = Param("eps", 1e-6, "eps of normalised LMS.", ge=0)
+#: the constant column of x̃ = [1, x] (not a declared parameter: see :class:`LMS`)
+INTERCEPT = Param("intercept", True, "The constant column of x~ = [1, x].", type=bool)
 
 
 # ---------------------------------------------------------------------------
@@ -66,31 +86,17 @@ class StepSchedule:
     power: float | None = None
 
     def __post_init__(self):
-        if self.kind not in _SCHEDULE_CODES:
-            raise ValueError(
-                f"schedule must be one of {sorted(_SCHEDULE_CODES)}, got {self.kind!r}"
-            )
-        if not (np.isfinite(self.rate) and self.rate > 0):
-            raise ValueError(f"rate (rho_0) must be a finite number > 0, got {self.rate!r}")
-        if self.kind == "inverse":
-            if self.tau is None or not (np.isfinite(self.tau) and self.tau > 0):
-                raise ValueError(
-                    f"tau must be a finite number > 0 for schedule='inverse', got {self.tau!r}"
-                )
-        elif self.tau is not None:
-            raise ValueError(f"tau only applies to schedule='inverse', not {self.kind!r}")
-        if self.kind == "power":
-            if self.power is None or not (0.5 < self.power <= 1.0):
-                raise ValueError(
-                    f"power must be in (0.5, 1] for schedule='power', got {self.power!r}"
-                )
-        elif self.power is not None:
-            raise ValueError(f"power only applies to schedule='power', not {self.kind!r}")
-        object.__setattr__(self, "rate", float(self.rate))
-        if self.tau is not None:
-            object.__setattr__(self, "tau", float(self.tau))
-        if self.power is not None:
-            object.__setattr__(self, "power", float(self.power))
+        kind = SCHEDULE.check(self.kind)
+        for field_name, param, needed_by in (("rate", RATE, None), ("tau", TAU, "inverse"),
+                                             ("power", POWER, "power")):
+            value = param.check(getattr(self, field_name))
+            if needed_by is not None and kind == needed_by and value is None:
+                required = param.replace(optional=False).requirement_text
+                raise param.error(value, f"{required} for schedule={kind!r}")
+            if needed_by is not None and kind != needed_by and value is not None:
+                raise param.error(value, f"None with schedule={kind!r} ({field_name} only "
+                                  f"applies to schedule={needed_by!r})")
+            object.__setattr__(self, field_name, value)
 
     @property
     def code(self) -> int:
@@ -287,59 +293,45 @@ class LMS(Recursion):
 
     name = "lms"
     summary = "per-sample LMS (Widrow-Hoff) with an intercept, epochs and shuffles"
+    description = """LMS (Widrow-Hoff, per-sample SGD with an intercept) on the stream store
+    DATA.
+
+    Sequential engine only (LMS has no scan form). Blocks (--block-size) are the steps at
+    which the coefficients may be recorded; the update is per sample. The coefficient
+    rows of the result are labelled intercept, x0, x1, ...; steps count on over epochs
+    and epoch(step) says which pass a step belongs to."""
+    examples = (
+        "streamlsq fit lms data.zarr --out lms.zarr --rate 0.001",
+        "streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4",
+        "streamlsq fit lms data.zarr --out lms.zarr --normalized --rate 0.5 --epochs 3 "
+        "--shuffle",
+        "streamlsq fit lms data.zarr --out lms.zarr --schedule power --rate 0.1 --power 0.75",
+        "streamlsq fit lms big.zarr --out lms.zarr --epochs 5 --checkpoint ckpt/ --resume",
+    )
     intercept_kind = "kernel"
     default_intercept = True
-    params = (
-        Param("schedule", "constant", "Step size: rate; rate/(1 + k/tau); rate/k^power "
-              "(k: samples so far).", type=str, choices=("constant", "inverse", "power")),
-        Param("rate", 0.01, "rho_0 > 0."),
-        Param("tau", None, "tau > 0 of the inverse schedule.", optional=True),
-        Param("power", None, "Exponent in (0.5, 1] of the power schedule.", optional=True),
-        Param("normalized", False, "Normalised LMS: step rho_k/(eps + |x~|^2); stable for "
-              "0 < rate < 2.", type=bool),
-        Param("eps", 1e-6, "eps of normalised LMS."),
-    )
+    params = (SCHEDULE, RATE, TAU, POWER, NORMALIZED, EPS)
 
-    def __init__(
-        self,
-        schedule: str = "constant",
-        rate: float = 0.01,
-        tau: float | None = None,
-        power: float | None = None,
-        normalized: bool = False,
-        eps: float = 1e-6,
-        coef0=None,
-        intercept: bool = True,
-    ):
-        self.schedule = StepSchedule(schedule, rate, tau, power)
-        if not isinstance(intercept, bool | np.bool_):
-            raise ValueError(f"intercept must be True or False, got {intercept!r}")
-        self.intercept = bool(intercept)
-        if not (np.isfinite(eps) and eps >= 0):
-            raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
-        self.normalized = bool(normalized)
-        self.eps = float(eps)
+    def __init__(self, *args, coef0=None, intercept: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.intercept = INTERCEPT.check(intercept)
         self.coef0 = None if coef0 is None else np.asarray(coef0)
 
+    def check_params(self) -> None:
+        """The schedule's rules between ``schedule``, ``tau`` and ``power``, checked by the
+        :class:`StepSchedule` this builds from them (kept as ``schedule``)."""
+        self.schedule = StepSchedule(self.schedule, self.rate, self.tau, self.power)
+
     def get_params(self) -> dict:
-        s = self.schedule
-        return {
-            "schedule": s.kind,
-            "rate": s.rate,
-            "tau": s.tau,
-            "power": s.power,
-            "normalized": self.normalized,
-            "eps": self.eps,
-        } | ({} if self.intercept else {"intercept": False})
+        params = {**super().get_params(), "schedule": self.schedule.kind}
+        return params | ({} if self.intercept else {"intercept": False})
 
     @classmethod
     def from_params(cls, **params) -> LMS:
         """As :meth:`Recursion.from_params`, also taking ``intercept`` (see the class)."""
-        intercept = params.pop("intercept", True)
+        intercept = INTERCEPT.check(params.pop("intercept", True))
         rec = super().from_params(**params)
-        if not isinstance(intercept, bool | np.bool_):
-            raise ValueError(f"intercept must be True or False, got {intercept!r}")
-        rec.intercept = bool(intercept)
+        rec.intercept = intercept
         return rec
 
     def state_dims(self) -> dict[str, tuple[str, ...]]:
@@ -396,25 +388,12 @@ class LMS(Recursion):
         )
         return {"W": W, "k": np.int64(k), "blocks": np.int64(state["blocks"] + 1)}
 
-    def fold(
-        self,
-        state: State,
-        X: np.ndarray,
-        Y: np.ndarray,
-        edges: np.ndarray,
-        first_step: int,
-        record_every: int,
-        rows_before: int = 0,
-    ) -> FoldResult:
+    def fold(self, state: State, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+             first_step: int, record_every: int, rows_before: int = 0) -> FoldResult:
         """The compiled loop over the whole piece; same recording rule as the base ``fold``."""
         X, Y = self._check_block(state, X, Y)
-        edges = np.asarray(edges, dtype=np.int64)
-        if edges.ndim != 1 or edges.size < 1 or edges[0] != 0 or edges[-1] != X.shape[0]:
-            raise ValueError(f"edges must run from 0 to {X.shape[0]}, got {edges}")
-        if (np.diff(edges) < 0).any():
-            raise ValueError("edges must be non-decreasing")
-        if int(record_every) < 1:
-            raise ValueError(f"record_every must be a positive integer, got {record_every}")
+        edges = fold_edges(edges, X.shape[0])
+        record_every = RECORD_EVERY.check(record_every)
         n_blocks = edges.size - 1
         steps = int(first_step) + np.arange(n_blocks)
         local = np.flatnonzero(steps % int(record_every) == 0)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from streamlsq.kernels.recursions.params import Param
+
 __all__ = [
     "chunk_row_permutation",
     "epoch_chunk_order",
@@ -28,11 +30,15 @@ _TAG_CHUNK_ORDER = 0x4C4D5301
 _TAG_ROW_ORDER = 0x4C4D5302
 
 
+#: the parts of a shuffle's key, and the sizes it permutes: integers >= 0
+_KEYS = {name: Param(name, 0, help, type=int, ge=0) for name, help in (
+    ("seed", "Seed of the shuffle."), ("epoch", "Epoch number, from 0."),
+    ("n_chunks", "Chunks of the store."), ("chunk_index", "Storage index of the chunk."),
+    ("n_rows", "Rows of the chunk."))}
+
+
 def _check_key(name: str, v) -> int:
-    v = int(v)
-    if v < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {v}")
-    return v
+    return _KEYS[name].check(v)
 
 
 def epoch_chunk_order(seed: int, epoch: int, n_chunks: int, shuffle: bool) -> np.ndarray:

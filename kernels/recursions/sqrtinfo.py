@@ -50,17 +50,21 @@ import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import SingularMatrixError
+from streamlsq.kernels.recursions.contract import StepRecord, cut_intervals, fold_blocks
 
 __all__ = [
     "GIVENS_MAX_ROWS",
     "QR_ROWS",
     "SqrtInfoLS",
+    "decay_weights",
+    "digits_trusted",
     "factor_condition",
     "givens_fold",
     "merge_factors",
     "qr_append",
     "solve_factor",
     "from_compact",
+    "interval_summaries",
     "to_compact",
 ]
 
@@ -296,6 +300,19 @@ def _rotate(W, v, lo, hi, g, w):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _rotation(d, x, w):  # pragma: no cover - compiled
+    """One square-root-free Givens rotation of a row of weight ``w`` whose entry is ``x``
+    into a diagonal ``d``: (the new diagonal, c² and s·c/… of the rotation, the row's new
+    weight, x), or the identity (x returned as 0) when x or w is 0."""
+    if x != 0.0 and w != 0.0:
+        dn = d + w * x * x
+        inv = 1.0 / dn
+        cb = d * inv
+        return dn, cb, w * x * inv, w * cb, x
+    return d, 1.0, 0.0, w, 0.0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _rotate_pair(W, v1, v2, g1, g2):  # pragma: no cover - compiled
     """Two rows rotated into W in one pass over it (row 1 first, then row 2 into the
     result): the same operations as two :func:`_rotate` calls, each entry of W loaded
@@ -304,26 +321,8 @@ def _rotate_pair(W, v1, v2, g1, g2):  # pragma: no cover - compiled
     w1 = 1.0
     w2 = 1.0
     for i in range(p):
-        x1 = v1[i]
-        d0 = g1 * W[i, i]
-        if x1 != 0.0 and w1 != 0.0:
-            d1 = d0 + w1 * x1 * x1
-            inv = 1.0 / d1
-            cb1 = d0 * inv
-            sb1 = w1 * x1 * inv
-            w1 = w1 * cb1
-        else:
-            d1, cb1, sb1, x1 = d0, 1.0, 0.0, 0.0
-        x2 = v2[i]
-        d1 = g2 * d1
-        if x2 != 0.0 and w2 != 0.0:
-            d2 = d1 + w2 * x2 * x2
-            inv = 1.0 / d2
-            cb2 = d1 * inv
-            sb2 = w2 * x2 * inv
-            w2 = w2 * cb2
-        else:
-            d2, cb2, sb2, x2 = d1, 1.0, 0.0, 0.0
+        d1, cb1, sb1, w1, x1 = _rotation(g1 * W[i, i], v1[i], w1)
+        d2, cb2, sb2, w2, x2 = _rotation(g2 * d1, v2[i], w2)
         W[i, i] = d2
         Wi = W[i]
         for j in range(i + 1, p):
@@ -474,9 +473,39 @@ _DIAG_KEYS = {"count": "rr_count", "sum": "rr_sum", "sumsq": "rr_sumsq",
               "last_residual": "rr_last", "last_error": "pe_last"}
 
 
+def digits_trusted(kappa: float, power: int, dtype) -> float:
+    """−log10 of the relative error bound ε·κ^power of ψ (at most the digits of ``dtype``):
+    the significant digits of the coefficients a form of KF4LLS keeps on rows of
+    condition number κ (power 1: the QR form, 2: the normal equations)."""
+    eps = np.finfo(dtype).eps
+    return float(-np.log10(eps) if kappa <= 1 else -np.log10(min(1.0, eps * kappa**power)))
+
+
+def decay_weights(edges: np.ndarray, start: int, stop: int, factor: float, dtype) -> np.ndarray:
+    """Row weights factor^(stop − j) for the rows of blocks j = start+1..stop (``edges``
+    their offsets): the forgetting of the blocks of an interval as seen from its end."""
+    counts = np.diff(edges[start:stop + 1])
+    return np.repeat(factor ** np.arange(stop - start - 1, -1, -1, dtype=dtype), counts)
+
+
+def interval_summaries(form, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+                       cuts) -> list[dict]:
+    """The scan form's summaries of one piece, one per interval between cuts: the form's
+    ``rows_summary`` of the interval's rows, weighted by its ``interval_weights``, with
+    the interval's block and row counts."""
+    out = []
+    for start, c, a, b in cut_intervals(edges, cuts):
+        weights = form.interval_weights(edges, start, c, X.dtype)
+        out.append({**form.rows_summary(X[a:b], Y[a:b], weights),
+                    "blocks": np.int64(c - start), "rows": np.int64(b - a)})
+    return out
+
+
 class SqrtInfoLS:
-    """KF4LLS / RLS in square-root information form: the ``solver="qr"`` of
-    :class:`~streamlsq.kernels.kf4lls.KF4LLS` (which delegates to it).
+    """KF4LLS / RLS in square-root information form: the ``solver="qr"`` form of
+    :class:`~streamlsq.kernels.kf4lls.KF4LLS` (the other one is
+    :class:`~streamlsq.kernels.recursions.kf4lls.NormalEquationsLS`, with the same
+    methods).
 
     State: ``R`` (n, n) upper triangular, ``z`` (n, K) (R ψ), ``S`` (K, K) upper
     triangular (the factor of the weighted residual cross-products), ``W`` the same
@@ -489,7 +518,21 @@ class SqrtInfoLS:
     target. A row's recursive residual is counted once the rows before it can determine
     ψ: from row n + 1 with ``ridge=0`` (as statsmodels' ``RecursiveLS``, whose first n
     rows are its diffuse start), from the first row with a ridge start.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels.recursions.sqrtinfo import SqrtInfoLS
+    >>> form = SqrtInfoLS(ridge=0.0, forgetting=0.5)  # at step 2 the first row weighs ½
+    >>> state = form.init(1, 1)
+    >>> for y in (1.0, 4.0):
+    ...     state = form.update(state, np.ones((1, 1)), np.array([[y]]))
+    >>> round(float(state["R"][0, 0]) ** 2, 12), round(float(form.coef(state)[0, 0]), 12)
+    (1.5, 3.0)
     """
+
+    #: the rounding error of ψ grows like ε·κ(X)^error_power
+    error_power = 1
 
     def __init__(self, ridge: float, forgetting: float, coef0=None, diagnostics=False):
         self.ridge = float(ridge)
@@ -531,6 +574,14 @@ class SqrtInfoLS:
 
     def _count_from(self, n_features: int) -> int:
         return 0 if self.ridge > 0 else int(n_features)
+
+    def condition(self, state: dict) -> float:
+        """κ of the (weighted) rows seen: κ₂(R)."""
+        return factor_condition(state["R"])
+
+    def digits(self, kappa: float, dtype) -> float:
+        """The significant digits of ψ on rows of condition number κ (ε·κ lost)."""
+        return digits_trusted(kappa, self.error_power, dtype)
 
     # -- sequential form ---------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> dict:
@@ -590,24 +641,19 @@ class SqrtInfoLS:
             return {}
         return {DIAGNOSTIC_NAMES[k]: state[k] for k in DIAGNOSTIC_NAMES}
 
-    def fold(self, rec, state, X, Y, edges, first_step, record_every, rows_before=0):
+    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
         """``Recursion.fold`` for this form: runs of small blocks (and every block when
         diagnostics are on) by the compiled Givens kernel, large blocks by block QR."""
         edges = np.asarray(edges, dtype=np.int64)
         nb = len(edges) - 1
         sizes = np.diff(edges)
-        steps, coefs, rows, diags = [], [], [], []
+        record = StepRecord(first_step, record_every, rows_before)
         j = 0
         if nb and first_step == 1 and int(state["blocks"]) == 0:
             # the first block on its own: a singular start is refused at step 1, as the
             # normal form refuses it
+            state = fold_blocks(self, state, X, Y, edges, record, 0, 1)
             j = 1
-            state = self.update(state, X[edges[0]:edges[1]], Y[edges[0]:edges[1]])
-            if record_every == 1:
-                steps.append(1)
-                coefs.append(state["psi"])
-                rows.append(rows_before + int(edges[1]))
-                diags.append(self.state_diagnostics(state))
         # blocks folded one by one by block QR (the others go in runs to the Givens kernel)
         big = (np.zeros(0, np.int64) if self.diagnostics
                else np.flatnonzero(sizes > GIVENS_MAX_ROWS))
@@ -615,30 +661,22 @@ class SqrtInfoLS:
             if self.diagnostics or sizes[j] <= GIVENS_MAX_ROWS:
                 following = np.searchsorted(big, j)
                 k = int(big[following]) if following < big.size else nb
-                state = self._givens_run(state, X, Y, edges[j:k + 1], first_step + j,
-                                         record_every, rows_before, steps, coefs, rows, diags)
-                j = k
+                state = self._givens_run(state, X, Y, edges, j, k, record)
             else:
-                state = self.update(state, X[edges[j]:edges[j + 1]], Y[edges[j]:edges[j + 1]])
-                step = first_step + j
-                if step % record_every == 0:
-                    steps.append(step)
-                    coefs.append(state["psi"])
-                    rows.append(rows_before + int(edges[j + 1]))
-                    diags.append(self.state_diagnostics(state))
-                j += 1
-        final = self.state_diagnostics(state)
-        diagnostics = {m: np.asarray([d[m] for d in diags], dtype=np.asarray(v).dtype)
-                       .reshape(len(diags), *np.shape(v)) for m, v in final.items()}
-        return rec.fold_result(state, steps, coefs, rows, diagnostics)
+                k = j + 1
+                state = fold_blocks(self, state, X, Y, edges, record, j, k)
+            j = k
+        return record.result(state, state["psi"], self.state_diagnostics(state))
 
-    def _givens_run(self, state, X, Y, edges, first_step, record_every, rows_before,
-                    steps, coefs, rows, diags):
+    def _givens_run(self, state, X, Y, edges, j, k, record: StepRecord):
+        """Blocks j..k−1 of the fold by the compiled Givens kernel, recording the due steps."""
         n = state["R"].shape[0]
-        a, b = int(edges[0]), int(edges[-1])
+        a, b = int(edges[j]), int(edges[k])
+        first_step = record.first_step + j
         W, rec_steps, rec_coefs, ratios, diag, psi = givens_fold(
-            state["W"], X[a:b], Y[a:b], edges - a, self.forgetting, n, first_step,
-            record_every, rows_before + a, self._diag_in(state), self._count_from(n))
+            state["W"], X[a:b], Y[a:b], edges[j:k + 1] - a, self.forgetting, n, first_step,
+            record.record_every, record.rows_before + a, self._diag_in(state),
+            self._count_from(n))
         tiny = n * np.finfo(W.dtype).eps
         bad = (ratios < tiny) | ~np.isfinite(rec_coefs).all(axis=(1, 2))
         if bad.any():
@@ -650,40 +688,44 @@ class SqrtInfoLS:
         check_factor(new["R"])
         new["psi"] = psi  # as the recorded steps' ψ: the kernel's back substitution
         new["rows"] = np.int64(state["rows"] + (b - a))
-        new["blocks"] = np.int64(state["blocks"] + len(edges) - 1)
+        new["blocks"] = np.int64(state["blocks"] + k - j)
         if diag is not None:
-            new.update({_DIAG_KEYS[k]: v for k, v in diag["final"].items()})
-        for i, s in enumerate(rec_steps):
-            steps.append(int(s))
-            coefs.append(rec_coefs[i])
-            rows.append(rows_before + int(edges[int(s) - first_step + 1]))
-            if diag is not None:
-                diags.append({DIAGNOSTIC_NAMES[_DIAG_KEYS[k]]: diag[k][i]
-                              for k in _DIAG_KEYS})
-        return {k: new[k] for k in state}
+            new.update({_DIAG_KEYS[name]: v for name, v in diag["final"].items()})
+        for i, step in enumerate(rec_steps):
+            recorded = {} if diag is None else {
+                DIAGNOSTIC_NAMES[_DIAG_KEYS[name]]: diag[name][i] for name in _DIAG_KEYS}
+            record.add(int(step), rec_coefs[i], int(edges[int(step) - record.first_step + 1]),
+                       recorded)
+        return {name: new[name] for name in state}
 
     # -- information (scan) form -------------------------------------------
     def to_info(self, state: dict) -> dict:
         return {k: state[k] for k in ("R", "z", "S", "rows", "blocks")}
 
+    def interval_weights(self, edges, start, stop, dtype) -> np.ndarray | None:
+        """Row weights √(g^(stop−j)) of an interval's blocks (None when g = 1)."""
+        if self.forgetting == 1.0:
+            return None
+        return decay_weights(edges, start, stop, np.sqrt(self.forgetting),
+                             np.float64).astype(dtype)
+
+    def rows_summary(self, X, Y, weights=None) -> dict:
+        """What the scan form keeps of some rows: the triangular factor A of [X Y] (rows
+        weighted by ``weights``)."""
+        p = X.shape[1] + Y.shape[1]
+        return {"A": qr_append(np.zeros((p, p), X.dtype), X, Y, weights=weights)}
+
+    @staticmethod
+    def combine(parts, info: dict) -> dict:
+        """The :meth:`rows_summary` of the rows of several summaries, each scaled by its
+        row weight w: the factor of [w₁·A₁; w₂·A₂; …] (in the dtype of the information
+        state ``info`` it will be merged into)."""
+        dtype = info["R"].dtype
+        return {"A": merge_factors(*(w * s["A"].astype(dtype, copy=False) for w, s in parts))}
+
     def summarize(self, X, Y, edges, cuts) -> list[dict]:
         """The factor of each interval's rows, weighted by √(g^(c−j)) for block j."""
-        g = self.forgetting
-        p = X.shape[1] + Y.shape[1]
-        out = []
-        start = 0
-        for c in cuts:
-            c = int(c)
-            a, b = int(edges[start]), int(edges[c])
-            w = None
-            if g != 1.0:
-                counts = np.diff(edges[start:c + 1])
-                w = np.repeat(np.sqrt(g) ** np.arange(c - start - 1, -1, -1, dtype=np.float64),
-                              counts).astype(X.dtype)
-            A = qr_append(np.zeros((p, p), X.dtype), X[a:b], Y[a:b], weights=w)
-            out.append({"A": A, "blocks": np.int64(c - start), "rows": np.int64(b - a)})
-            start = c
-        return out
+        return interval_summaries(self, X, Y, edges, cuts)
 
     def scan(self, info: dict, summaries: list[dict]) -> list[dict]:
         """In-order prefix over the interval factors, merged in a fixed binary tree.

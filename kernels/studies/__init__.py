@@ -2,6 +2,6 @@
 
 One module per study (:mod:`.interleaved`, :mod:`.irma`, :mod:`.lms`, :mod:`.bfgs`,
 :mod:`.mlr`) and :mod:`.common` for what they share. The pipeline's
-``streamlsq.studies`` spreads these batches over the cluster and writes the tables,
+``streamlsq.studies`` spreads these batches over the Dask cluster and writes the tables,
 figures and summaries.
 """

@@ -28,6 +28,7 @@ from streamlsq.kernels.linalg import as_2d, check_finite, spd_solve
 from streamlsq.kernels.recursions.contract import Recursion, block_edges
 from streamlsq.kernels.recursions.kf4lls import block_sums
 from streamlsq.kernels.recursions.lms import LMS
+from streamlsq.kernels.recursions.params import Param
 
 __all__ = [
     "binary_study",
@@ -44,10 +45,7 @@ __all__ = [
 
 
 def _positive_int(name: str, v) -> int:
-    v = int(v)
-    if v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v}")
-    return v
+    return Param(name, 1, "A count of the study.", type=int, gt=0).check(v)
 
 
 def regression_stream(
@@ -95,7 +93,7 @@ def fold_path(model: Recursion, X, Y, block_rows: int, return_state: bool = Fals
     """Coefficients of ``model`` after every block of ``block_rows`` rows: (n_blocks, q+1, K).
 
     ``X`` is X̃ = [1, X] (leading column of ones). The stream is folded in one
-    call of ``model.fold`` from ``model.init``. An :class:`~streamlsq.kernels.lms.LMS`
+    call of ``model.fold`` from ``model.init``. An :class:`~streamlsq.kernels.recursions.lms.LMS`
     model prepends its own constant column, so it gets X without the ones; its
     W (intercept first) lines up with the other models' coefficients. With
     ``return_state``: (coefs, final state).

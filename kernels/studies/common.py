@@ -1,7 +1,7 @@
 """Shared statistics of the paper studies: describe many runs (sequences, streams, clouds).
 
-Pure NumPy; used by :mod:`~streamlsq.kernels.study_irma`,
-:mod:`~streamlsq.kernels.study_lms` and :mod:`~streamlsq.kernels.study_bfgs`.
+Pure NumPy; used by :mod:`~streamlsq.kernels.studies.irma`,
+:mod:`~streamlsq.kernels.studies.lms` and :mod:`~streamlsq.kernels.studies.bfgs`.
 """
 
 from __future__ import annotations

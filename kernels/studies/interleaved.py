@@ -1,17 +1,15 @@
 """Figure 1 of the interleaved-KF4LLS paper as tidy rows, beside the expected shape.
 
 John & Wu (2023), §3; ``docs/studies.md#interleaved``. The Monte Carlo itself is in
-:mod:`~streamlsq.kernels.interleaved` (:func:`~streamlsq.kernels.interleaved.figure1_sums`,
-:func:`~streamlsq.kernels.interleaved.combine_figure1_sums`,
-:func:`~streamlsq.kernels.interleaved.figure1_curves`); this module turns the
-curves into the study's table and the numbers its summary compares with the
-paper:
+:func:`figure1_sums`, :func:`combine_figure1_sums` and :func:`figure1_curves`; this
+module also turns the curves into the study's table and the numbers its summary
+compares with the paper:
 
 * bias in units of D = mean|r_b − r_f|: birds 1 − α, fish α, penguins 0 and the
   interleaved schemes near 0 at even steps (``docs/studies.md#interleaved`` gives the
   first-order values 0.75, 0.25, 0 and, at odd steps 3 and 5, 0.15, 0.083
   (birds first) and 0.107, 0.068 (fish first) for α = 0.25);
-  :func:`~streamlsq.kernels.interleaved.figure1_expected_bias` gives them for any α,
+  :func:`figure1_expected_bias` gives them for any α,
   to first order (the quoted values) and to second order (adds the O(q/n) term);
 * the penguin-only MSE, an in-sample residual of least squares on t·n rows and
   q coefficients: E = σ²(1 − q/(t·n)) with σ = 1 (≈ 1 − 0.06/t).
@@ -179,7 +177,7 @@ def _batched_kf4lls(Xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]) -> np.nd
     """KF4LLS from H₀ = 0 on stacks of independent problems; ψ after each block.
 
     ``Xs[t]`` is (N, n, q), ``ys[t]`` (N, n). The same step as
-    :func:`~streamlsq.kernels.kf4lls.kf4lls_update`, batched over the leading
+    :func:`~streamlsq.kernels.recursions.kf4lls.kf4lls_update`, batched over the leading
     axis with ``np.linalg.solve`` on the stack (LU; H is SPD here because every
     first block has n ≥ q + 2 rows from a continuous distribution).
     """
@@ -351,28 +349,19 @@ class Figure1Result:
 
 
 def interleaved_figure1(
-    rng: np.random.Generator,
-    n_iter: int,
-    alpha: float = 0.25,
-    n: int = 100,
-    q: int = 6,
-    steps: int = 6,
-    r_b=None,
-    r_f=None,
-    mu1=None,
-    mu2=None,
-    batch_size: int = 256,
+    rng: np.random.Generator, n_iter: int, *, batch_size: int = 256, **settings
 ) -> Figure1Result:
     """The Figure 1 study of the paper (``docs/studies.md#interleaved``), vectorised over runs.
 
-    Draws the settings once from ``rng`` (:func:`figure1_parameters`), then
-    ``n_iter`` iterations from the same generator (:func:`figure1_sums`), and
-    returns the sums, the curves and the second-order theoretical bias
-    (:func:`figure1_expected_bias` × D). To split iterations over workers, call
-    :func:`figure1_parameters` once, :func:`figure1_sums` per worker with its
-    own generator, then :func:`combine_figure1_sums` and :func:`figure1_curves`.
+    Draws the settings once from ``rng`` (:func:`figure1_parameters`, whose keywords
+    ``alpha, n, q, steps, r_b, r_f, mu1, mu2`` are the ``settings``), then ``n_iter``
+    iterations from the same generator (:func:`figure1_sums`), and returns the sums, the
+    curves and the second-order theoretical bias (:func:`figure1_expected_bias` × D). To
+    split iterations over workers, call :func:`figure1_parameters` once,
+    :func:`figure1_sums` per worker with its own generator, then
+    :func:`combine_figure1_sums` and :func:`figure1_curves`.
     """
-    params = figure1_parameters(rng, alpha, n, q, steps, r_b, r_f, mu1, mu2)
+    params = figure1_parameters(rng, **settings)
     sums = figure1_sums(rng, n_iter, params, batch_size=batch_size)
     expected = figure1_expected_bias(params.alpha, params.q, params.n, params.steps) * params.D
     return Figure1Result(params, sums, figure1_curves(sums, params), expected)

@@ -8,7 +8,7 @@ in ±0.05.
   loss Σ_{i≤t}(ŷ_i − y_i)² (prediction before the update, eq. 1) of GD, RLS and
   IRMA per step; the paper plots the mean and "its upper and lower standard
   deviation" on a log scale (:func:`figure1_cumulative_losses`,
-  :func:`~streamlsq.kernels.study_common.distribution_summary`).
+  :func:`~streamlsq.kernels.studies.common.distribution_summary`).
 * Table I: MSE to the ground truth on 1000 test points after 10, 80 and 150
   examples, orders 4, 6, 10, IRMA (incremental) against batch least squares on
   the Vandermonde matrix (:func:`table1_mse`, :func:`table1_records`).
@@ -33,8 +33,14 @@ import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import check_finite
-from streamlsq.kernels.recursions.basis import LegendreBasis, MonomialBasis, cholesky_gramian
-from streamlsq.kernels.recursions.irma import StiffnessSchedule, as_stiffness_schedule
+from streamlsq.kernels.recursions.basis import (
+    ORDER,
+    LegendreBasis,
+    MonomialBasis,
+    cholesky_gramian,
+)
+from streamlsq.kernels.recursions.irma import MU, P0, StiffnessSchedule, as_stiffness_schedule
+from streamlsq.kernels.recursions.params import FORGETTING
 from streamlsq.kernels.studies.common import distribution_summary
 
 __all__ = [
@@ -178,7 +184,7 @@ def table1_mse(
 
     The last axis is :data:`TABLE1_METHODS`: IRMA after the first ``examples[j]``
     examples of each sequence (θ recorded during one pass), and batch least
-    squares (:func:`~streamlsq.kernels.irma.batch_polynomial_fit`, the
+    squares (:func:`batch_polynomial_fit`, the
     minimum-norm solution when there are fewer examples than coefficients) on
     the same examples. MSE = mean over ``n_test`` equispaced test points of
     (f̂ − f)².
@@ -212,7 +218,7 @@ def table1_records(
 
     One row per (order, examples, method) with ``mse_mean, mse_std, mse_var,
     mse_median, mse_max_share`` (see
-    :func:`~streamlsq.kernels.study_common.distribution_summary`),
+    :func:`~streamlsq.kernels.studies.common.distribution_summary`),
     ``published_mean``, ``published_pm`` (the printed "±" value, a variance),
     ``ratio_to_published`` = mse_mean / published_mean and
     ``factor_to_published`` = max(ratio, 1/ratio), how many times apart the two
@@ -301,6 +307,24 @@ def _snapshot(theta_at, rec, t, theta):
         theta_at[:, hit, :] = theta[:, None, :]
 
 
+def _sequence_pass(Phi, y, rec, update):
+    """The pass every vectorised method makes over its S sequences, example by example:
+    the prediction ŷ_t = φ_tᵀθ before the update, then θ ← ``update(t, φ_t, y_t − ŷ_t, θ)``
+    (each (S, ·)), with θ₀ = 0 and θ kept after the example counts ``rec``. Returns
+    (predictions (S, T), θ after the last example (S, p), θ at ``rec`` (S, R, p))."""
+    S, T, p = Phi.shape
+    theta = np.zeros((S, p))
+    pred = np.empty((S, T))
+    theta_at = np.empty((S, rec.size, p))
+    _snapshot(theta_at, rec, 0, theta)
+    for t in range(T):
+        phi = Phi[:, t, :]
+        pred[:, t] = np.einsum("sp,sp->s", phi, theta)
+        theta = update(t, phi, y[:, t] - pred[:, t], theta)
+        _snapshot(theta_at, rec, t + 1, theta)
+    return pred, theta, theta_at
+
+
 def irma_sequences(
     Phi, y, stiffness: StiffnessSchedule | dict | None = None, gramian=None, record_at=()
 ) -> SequenceResult:
@@ -321,16 +345,12 @@ def irma_sequences(
             raise ValueError(f"gramian must be ({p}, {p}) for {p} basis functions")
         Phi = sla.solve_triangular(L, Phi.reshape(-1, p).T, lower=True).T.reshape(S, T, p)
     lam = schedule.values(0, T)
-    psi = np.zeros((S, p))
-    pred = np.empty((S, T))
-    theta_at = np.empty((S, rec.size, p))
-    _snapshot(theta_at, rec, 0, psi)
-    for t in range(T):
-        phi = Phi[:, t, :]
-        pred[:, t] = np.einsum("sp,sp->s", phi, psi)
-        gain = (y[:, t] - pred[:, t]) / (lam[t] + np.einsum("sp,sp->s", phi, phi))
-        psi = psi + gain[:, None] * phi
-        _snapshot(theta_at, rec, t + 1, psi)
+
+    def update(t, phi, e, psi):
+        gain = e / (lam[t] + np.einsum("sp,sp->s", phi, phi))
+        return psi + gain[:, None] * phi
+
+    pred, psi, theta_at = _sequence_pass(Phi, y, rec, update)
     if L is not None:
         psi = sla.solve_triangular(L.T, psi.T, lower=False).T
         if rec.size:
@@ -344,23 +364,17 @@ def irma_sequences(
 def gd_sequences(Phi, y, mu: float = 0.05, record_at=()) -> SequenceResult:
     """The GD baseline (:class:`IRMAGradientDescent`) on S sequences at once."""
     Phi, y, rec = _check_sequences(Phi, y, record_at)
-    if not (np.isfinite(mu) and mu >= 0):
-        raise ValueError(f"Tikhonov weight mu must be >= 0, got {mu!r}")
-    S, T, p = Phi.shape
-    theta = np.zeros((S, p))
-    pred = np.empty((S, T))
-    theta_at = np.empty((S, rec.size, p))
-    _snapshot(theta_at, rec, 0, theta)
-    for t in range(T):
-        phi = Phi[:, t, :]
-        pred[:, t] = np.einsum("sp,sp->s", phi, theta)
-        g = -phi * (y[:, t] - pred[:, t])[:, None] + mu * theta
+    mu = MU.check(mu)
+
+    def update(t, phi, e, theta):
+        g = -phi * e[:, None] + mu * theta
         gg = np.einsum("sp,sp->s", g, g)
         phig = np.einsum("sp,sp->s", phi, g)
         den = phig**2 + mu * gg
         eta = np.divide(gg, den, out=np.zeros_like(gg), where=gg > 0)
-        theta = theta - eta[:, None] * g
-        _snapshot(theta_at, rec, t + 1, theta)
+        return theta - eta[:, None] * g
+
+    pred, theta, theta_at = _sequence_pass(Phi, y, rec, update)
     return SequenceResult(pred, (pred - y) ** 2, theta, rec, theta_at, {"mu": float(mu)})
 
 
@@ -369,29 +383,20 @@ def rls_sequences(
 ) -> SequenceResult:
     """The RLS baseline (:class:`IRMARLS`) on S sequences at once (batched solves)."""
     Phi, y, rec = _check_sequences(Phi, y, record_at)
-    if not (0.0 < forgetting <= 1.0):
-        raise ValueError(f"forgetting factor must be in (0, 1], got {forgetting!r}")
-    if not (np.isfinite(mu) and mu >= 0):
-        raise ValueError(f"Tikhonov weight mu must be >= 0, got {mu!r}")
-    if not (np.isfinite(p0) and p0 > 0):
-        raise ValueError(f"initial covariance scale p0 must be > 0, got {p0!r}")
+    forgetting, mu, p0 = FORGETTING.check(forgetting), MU.check(mu), P0.check(p0)
     S, T, p = Phi.shape
     leak = (1.0 - forgetting) * mu
     H = np.broadcast_to((1.0 / p0 + mu) * np.eye(p), (S, p, p)).copy()
-    theta = np.zeros((S, p))
-    pred = np.empty((S, T))
-    theta_at = np.empty((S, rec.size, p))
-    _snapshot(theta_at, rec, 0, theta)
     eye = np.eye(p)
-    for t in range(T):
-        phi = Phi[:, t, :]
-        pred[:, t] = np.einsum("sp,sp->s", phi, theta)
-        e = y[:, t] - pred[:, t]
+
+    def update(t, phi, e, theta):
+        nonlocal H
         H = forgetting * H + phi[:, :, None] * phi[:, None, :] + leak * eye
         rhs = phi * e[:, None] - leak * theta
         # H is SPD (>= (g^t/p0 + μ)I); batched LU solve, no inverse
-        theta = theta + np.linalg.solve(H, rhs[:, :, None])[:, :, 0]
-        _snapshot(theta_at, rec, t + 1, theta)
+        return theta + np.linalg.solve(H, rhs[:, :, None])[:, :, 0]
+
+    pred, theta, theta_at = _sequence_pass(Phi, y, rec, update)
     params = {"forgetting": float(forgetting), "mu": float(mu), "p0": float(p0)}
     return SequenceResult(pred, (pred - y) ** 2, theta, rec, theta_at, params)
 
@@ -409,8 +414,7 @@ def batch_polynomial_fit(x, y, order: int) -> np.ndarray:
     tool, returns a basic solution with a rank warning instead; the two differ
     there). Evaluate with ``numpy.polynomial.polynomial.polyval(x, c)``.
     """
-    if isinstance(order, bool) or not isinstance(order, int | np.integer) or order < 0:
-        raise ValueError(f"order must be an integer >= 0, got {order!r}")
+    order = ORDER.check(order)
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.ndim != 1:

@@ -13,7 +13,7 @@ least-squares line of the cloud, W_LS = argmin Σ(t − x̃ᵀW)². With a const
 W_LS only when ρ decreases (Σρ = ∞, Σρ² < ∞). The error measures here are
 ‖W_k − W_LS‖₂ and the excess training MSE, MSE(W_k) − MSE(W_LS) ≥ 0.
 
-Every LMS run uses the compiled loop :func:`~streamlsq.kernels.lms.lms_fold_arrays`
+Every LMS run uses the compiled loop :func:`~streamlsq.kernels.recursions.lms.lms_fold_arrays`
 with blocks of one row, so the weights after every update are available.
 """
 
@@ -27,7 +27,6 @@ from streamlsq.kernels.linalg import as_2d, check_finite
 from streamlsq.kernels.recursions.lms import StepSchedule, lms_fold_arrays
 
 __all__ = [
-    "PAPER_CURVATURE",
     "PAPER_NOISE",
     "PAPER_N_SAMPLES",
     "excess_mse",
@@ -40,7 +39,6 @@ __all__ = [
 
 PAPER_N_SAMPLES = 100
 PAPER_NOISE = 0.1
-PAPER_CURVATURE = 0.05
 
 
 def paper_cloud(

@@ -16,6 +16,7 @@ import numpy as np
 
 from streamlsq.kernels.linalg import check_finite
 from streamlsq.kernels.recursions.interleaved import validate_alpha
+from streamlsq.kernels.recursions.params import Param
 
 __all__ = [
     "Figure1Parameters",
@@ -24,6 +25,11 @@ __all__ = [
     "figure1_population_blocks",
     "figure1_store_parameters",
 ]
+
+#: the sizes of the Figure 1 study and the seed of a simulated store
+_Q = Param("q", 6, "Features.", type=int, gt=0)
+_STEPS = Param("steps", 6, "Blocks per population.", type=int, gt=0)
+_SEED = Param("seed", 0, "Seed of the store.", type=int, ge=0)
 
 
 @dataclass(frozen=True)
@@ -74,13 +80,9 @@ def figure1_parameters(
     a = validate_alpha(alpha)
     if not 0.0 < a < 1.0:
         raise ValueError(f"the Figure 1 study needs 0 < alpha < 1, got {alpha!r}")
-    n, q, steps = int(n), int(q), int(steps)
-    if q < 1:
-        raise ValueError(f"q must be a positive integer, got {q}")
+    n, q, steps = int(n), _Q.check(q), _STEPS.check(steps)
     if n < q + 2:
         raise ValueError(f"n must be at least q + 2 = {q + 2} rows per block, got {n}")
-    if steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps}")
     draws = {
         "r_b": rng.uniform(-5.0, 5.0, q),
         "r_f": rng.uniform(-5.0, 5.0, q),
@@ -145,9 +147,7 @@ def figure1_store_parameters(
     :func:`figure1_parameters` with ``default_rng([seed, tag])``: every worker that
     writes part of the store computes the same settings.
     """
-    seed = int(seed)
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    seed = _SEED.check(seed)
     rng = np.random.default_rng([seed, _FIGURE1_STORE_PARAMETERS_TAG])
     return figure1_parameters(rng, alpha, n, q, steps)
 
@@ -166,9 +166,7 @@ def figure1_population_blocks(
     V ~ N(μ₂1, I), f = V r_f + ε; C penguins Z = αU + (1−α)V (the same rows of U
     and V, eq. (1)), p = Z r_p + ε.
     """
-    seed, j0, j1 = int(seed), int(j0), int(j1)
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    seed, j0, j1 = _SEED.check(seed), int(j0), int(j1)
     if not 0 <= j0 <= j1 <= params.steps:
         raise ValueError(f"blocks {j0}..{j1} outside 0..{params.steps}")
     one = Figure1Parameters(params.alpha, params.n, params.q, 1, params.r_b, params.r_f,

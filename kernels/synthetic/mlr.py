@@ -13,13 +13,13 @@ meta-learning benchmarks use (a curve per task):
   (better conditioned, still far from I: E T_j² ≠ E T_0² = 1).
 
 They replace the Gaussian features in the same random stream position (the
-block draws B·t uniforms instead of the (B, t, d) normals), so a setting is
+draw takes B·t uniforms instead of the (B, t, d) normals), so a setting is
 still a function of (seed, task index, t, d, features).
 
-Chunk invariance: tasks are generated in fixed blocks of B tasks (B depends only
-on rows_per_task and d); block b draws, from ``default_rng([*seed, 2, b])`` and
+Chunk invariance: tasks are generated in fixed draws of B tasks (B depends only
+on rows_per_task and d); draw b takes, from ``default_rng([*seed, 2, b])`` and
 in this order, B uniforms for the components, the (B, t, d) features and the
-(B, t) noise. A chunk of tasks regenerates the blocks it overlaps and slices
+(B, t) noise. A range of tasks regenerates the draws it overlaps and slices
 them, so task i's numbers depend only on (seed, i) (and t, d): any chunking of
 the task range gives identical data. Components use ``default_rng([*seed, 1])``.
 (Seed words are tagged 1 and 2 because NumPy's SeedSequence ignores trailing
@@ -30,39 +30,38 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FEATURES", "feature_rows", "mlr_components", "simulate_tasks", "tasks_per_block"]
+from streamlsq.kernels.recursions.params import Param
+
+__all__ = ["FEATURES", "feature_rows", "mlr_components", "simulate_tasks", "tasks_per_draw"]
 
 #: kinds of features: isotropic Gaussian, or functions of a scalar input u ~ U(-1, 1)
 FEATURES = ("gaussian", "polynomial", "chebyshev")
 
 _TAG_COMPONENTS = 1
 _TAG_TASKS = 2
-_MAX_TASKS_PER_BLOCK = 1024
-_NUMBERS_PER_BLOCK = 1 << 18
+_MAX_TASKS_PER_DRAW = 1024
+_NUMBERS_PER_DRAW = 1 << 18
+
+
+#: a seed: one integer >= 0 or a sequence of them
+_SEED = Param("seed", 0, "Seed of the generator.", type=int, ge=0,
+              requirement="a non-negative integer or a sequence of them")
+#: the sizes of a mixture and of a set of tasks
+_SIZES = {name: Param(name, 1, help, type=int, gt=0) for name, help in (
+    ("d", "Features."), ("k", "Components."), ("rows_per_task", "Rows of each task."))}
+_FIRST_TASK = Param("first_task", 0, "Index of the first task.", type=int, ge=0)
+_N_TASKS = Param("n_tasks", 0, "Tasks.", type=int, ge=0)
 
 
 def _seed_words(seed) -> list[int]:
     words = [seed] if np.isscalar(seed) else list(seed)
-    out = []
-    for w in words:
-        if not _is_int(w) or w < 0:
-            raise ValueError(
-                f"seed must be a non-negative integer or a sequence of them, got {seed!r}"
-            )
-        out.append(int(w))
+    try:
+        out = [_SEED.check(w) for w in words]
+    except ValueError:
+        raise _SEED.error(seed) from None
     if not out:
         raise ValueError("seed must not be empty")
     return out
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-
-def _positive_int(value, name: str) -> int:
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def mlr_components(
@@ -84,8 +83,8 @@ def mlr_components(
     p (k,), non-negative and summing to 1 (default uniform).
     """
     words = _seed_words(seed)
-    d = _positive_int(d, "d")
-    k = _positive_int(k, "k")
+    d = _SIZES["d"].check(d)
+    k = _SIZES["k"].check(k)
     rng = np.random.default_rng([*words, _TAG_COMPONENTS])
     if kind == "orthonormal":
         if k > d:
@@ -121,9 +120,9 @@ def mlr_components(
     return W, s, p
 
 
-def tasks_per_block(rows_per_task: int, d: int) -> int:
-    """B, the tasks per random-number block: ≤ 1024 and ≤ 2¹⁸ numbers per block."""
-    return max(1, min(_MAX_TASKS_PER_BLOCK, _NUMBERS_PER_BLOCK // (rows_per_task * (d + 1))))
+def tasks_per_draw(rows_per_task: int, d: int) -> int:
+    """B, the tasks drawn from one seeded generator: ≤ 1024 and ≤ 2¹⁸ numbers per draw."""
+    return max(1, min(_MAX_TASKS_PER_DRAW, _NUMBERS_PER_DRAW // (rows_per_task * (d + 1))))
 
 
 def feature_rows(u, d: int, features: str) -> np.ndarray:
@@ -155,16 +154,13 @@ def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s
     (seed, role) for the light, heavy and second light task sets).
     ``features``: "gaussian" (x ~ N(0, I)), "polynomial" or "chebyshev"
     (functions of u ~ U(−1, 1), module docstring).
-    Vectorised within each block: a loop over blocks, not tasks.
+    Vectorised within each draw: a loop over draws, not tasks.
     """
     if features not in FEATURES:
         raise ValueError(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
     words = _seed_words(seed)
-    t = _positive_int(rows_per_task, "rows_per_task")
-    if not _is_int(first_task) or first_task < 0:
-        raise ValueError(f"first_task must be an integer >= 0, got {first_task!r}")
-    if not _is_int(n_tasks) or n_tasks < 0:
-        raise ValueError(f"n_tasks must be an integer >= 0, got {n_tasks!r}")
+    t = _SIZES["rows_per_task"].check(rows_per_task)
+    first_task, n_tasks = _FIRST_TASK.check(first_task), _N_TASKS.check(n_tasks)
     W = np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or not np.isfinite(W).all():
         raise ValueError(f"W must be a finite (k, d) array, got shape {W.shape}")
@@ -180,7 +176,7 @@ def simulate_tasks(seed, first_task: int, n_tasks: int, rows_per_task: int, W, s
     y = np.empty((n, t))
     comp = np.empty(n, dtype=np.int64)
     if n:
-        B = tasks_per_block(t, d)
+        B = tasks_per_draw(t, d)
         cdf = np.cumsum(p)
         cdf[-1] = 1.0
         for b in range(first // B, (first + n - 1) // B + 1):

@@ -3,9 +3,9 @@
 Two generators: :func:`stream_rows` (a linear regression stream) and
 :func:`irma_rows` (the IRMA study's 1-D function-approximation data).
 
-Rows are generated in fixed blocks of :data:`GENERATION_BLOCK` rows, block j
-from ``np.random.default_rng([seed, STREAM_TAG, j])``; any range of rows is cut
-from the blocks it overlaps. So a stream's numbers depend on the seed and the
+Rows are generated in fixed draws of :data:`ROWS_PER_DRAW` rows, draw j from
+``np.random.default_rng([seed, STREAM_TAG, j])``; any range of rows is cut from
+the draws it overlaps. So a stream's numbers depend on the seed and the
 row index only, never on how the store is chunked or how many workers write it.
 
 Model: X = (Z·s) Qᵀ with Z ~ N(0, I), singular-value profile s_j = κ^(−j/(q−1))
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "GENERATION_BLOCK",
     "IRMA_DOMAIN",
+    "ROWS_PER_DRAW",
     "StreamDesign",
     "irma_rows",
     "irma_target",
@@ -27,10 +27,22 @@ __all__ = [
     "stream_rows",
 ]
 
-GENERATION_BLOCK = 8192
+#: rows drawn from one seeded generator: a range of rows is cut from the draws it overlaps
+ROWS_PER_DRAW = 8192
 _DESIGN_TAG = 0
 _STREAM_TAG = 1
 _IRMA_TAG = 2
+
+
+def _draws(start: int, stop: int):
+    """The draws rows ``start:stop`` overlap: (j, the slice of the rows they give, the
+    slice of draw j that gives them), in order."""
+    if stop <= start:
+        return
+    for j in range(start // ROWS_PER_DRAW, (stop - 1) // ROWS_PER_DRAW + 1):
+        first = j * ROWS_PER_DRAW
+        lo, hi = max(start, first), min(stop, first + ROWS_PER_DRAW)
+        yield j, slice(lo - start, hi - start), slice(lo - first, hi - first)
 
 
 class StreamDesign(dict):
@@ -65,17 +77,13 @@ def stream_rows(
     n = stop - start
     X = np.empty((n, q), dtype=dtype)
     Y = np.empty((n, K), dtype=dtype)
-    first, last = start // GENERATION_BLOCK, (stop - 1) // GENERATION_BLOCK if n else -1
-    for j in range(first, last + 1):
+    for j, rows, sl in _draws(start, stop):
         rng = np.random.default_rng([seed, _STREAM_TAG, j])
-        Z = rng.standard_normal((GENERATION_BLOCK, q))
-        E = rng.standard_normal((GENERATION_BLOCK, K))
-        lo = max(start, j * GENERATION_BLOCK)
-        hi = min(stop, (j + 1) * GENERATION_BLOCK)
-        sl = slice(lo - j * GENERATION_BLOCK, hi - j * GENERATION_BLOCK)
-        Xb = (Z[sl] * design["scales"]) @ design["Q"].T
-        X[lo - start : hi - start] = Xb
-        Y[lo - start : hi - start] = Xb @ design["coef"] + design["noise"] * E[sl]
+        Z = rng.standard_normal((ROWS_PER_DRAW, q))
+        E = rng.standard_normal((ROWS_PER_DRAW, K))
+        Xj = (Z[sl] * design["scales"]) @ design["Q"].T
+        X[rows] = Xj
+        Y[rows] = Xj @ design["coef"] + design["noise"] * E[sl]
     return X, Y
 
 
@@ -103,8 +111,8 @@ def irma_rows(
     """Rows ``start:stop`` of the IRMA study's data: (x (n, 1), y (n, 1)) in ``dtype``.
 
     x ~ U[a, b) on ``domain`` = (a, b) (default the paper's [0, 3]), y = f(x) + u with
-    f = :func:`irma_target` and u ~ U[−noise, noise) (the paper: ±0.05). Block j of
-    :data:`GENERATION_BLOCK` rows draws its x, then its u, from
+    f = :func:`irma_target` and u ~ U[−noise, noise) (the paper: ±0.05). Draw j of
+    :data:`ROWS_PER_DRAW` rows draws its x, then its u, from
     ``default_rng([seed, tag, j])``, so the numbers depend on the seed and the row
     index only, never on how the rows are cut into chunks.
     """
@@ -118,14 +126,10 @@ def irma_rows(
     n = stop - start
     x = np.empty((n, 1), dtype=dtype)
     y = np.empty((n, 1), dtype=dtype)
-    first, last = start // GENERATION_BLOCK, (stop - 1) // GENERATION_BLOCK if n else -1
-    for j in range(first, last + 1):
+    for j, rows, sl in _draws(start, stop):
         rng = np.random.default_rng([seed, _IRMA_TAG, j])
-        xb = rng.uniform(a, b, GENERATION_BLOCK)
-        ub = rng.uniform(-noise, noise, GENERATION_BLOCK)
-        lo = max(start, j * GENERATION_BLOCK)
-        hi = min(stop, (j + 1) * GENERATION_BLOCK)
-        sl = slice(lo - j * GENERATION_BLOCK, hi - j * GENERATION_BLOCK)
-        x[lo - start : hi - start, 0] = xb[sl]
-        y[lo - start : hi - start, 0] = irma_target(xb[sl]) + ub[sl]
+        xj = rng.uniform(a, b, ROWS_PER_DRAW)
+        uj = rng.uniform(-noise, noise, ROWS_PER_DRAW)
+        x[rows, 0] = xj[sl]
+        y[rows, 0] = irma_target(xj[sl]) + uj[sl]
     return x, y

@@ -1,13 +1,17 @@
-"""The ``streamlsq`` command line: one module per command group.
+"""The ``streamlsq`` command line: one module per command.
 
 - :mod:`.main`: the ``streamlsq`` group, which gathers the others
-- :mod:`.simulate`: ``simulate stream|interleaved|irma`` (and ``mlr`` from :mod:`.mlr`)
+- :mod:`.simulate`: ``simulate stream|interleaved|irma|mlr``
 - :mod:`.fit`: ``fit METHOD``, one subcommand per registered recursion, and
-  ``fit interleaved``
-- :mod:`.mlr`: ``metalearn``, ``predict``, ``fit em``, ``simulate mlr``, ``example``
+  ``fit interleaved``; :mod:`.fit_em`: ``fit em``
+- :mod:`.info`: ``info``
+- :mod:`.metalearn`: ``metalearn``
+- :mod:`.predict`: ``predict``
+- :mod:`.example`: ``example``
 - :mod:`.study`: ``study NAME``
-- :mod:`.info`: ``info`` and ``demo``
-- :mod:`.common`: error reporting and cluster options shared by every command
+- :mod:`.demo`: ``demo``
+- :mod:`.common`: error reporting, options shared by several commands, and the groups'
+  commands imported when used
 """
 
 from streamlsq.cli.main import main

@@ -1,20 +1,61 @@
-"""Pieces shared by every ``streamlsq`` subcommand module: error handling and cluster options."""
+"""What the ``streamlsq`` command modules share: error handling, options (the Dask cluster's
+among them) and groups whose commands are imported when used."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import logging
 import os
 import sys
 import traceback
 import warnings
+from collections.abc import Mapping, MutableMapping
 
 import click
 
 from streamlsq.errors import InputError, RunError, WorkersPausedError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def import_command(module: str, attr: str) -> click.Command:
+    """The command object ``attr`` of the module ``module``, imported now."""
+    return getattr(importlib.import_module(module), attr)
+
+
+class LazyCommands(MutableMapping):
+    """The commands of a click group: those of ``declared`` (name -> (module, attribute, ...))
+    are listed at once and imported when first looked up, so that a group's ``--help`` and
+    each of its commands start without importing the others; commands added to the group
+    (``group.command(...)``) are held as they are."""
+
+    def __init__(self, declared: Mapping[str, tuple],
+                 added: Mapping[str, click.Command] | None = None):
+        self._declared = declared
+        self._loaded: dict[str, click.Command] = dict(added or {})
+
+    def __getitem__(self, name):
+        if name not in self._loaded and name in self._declared:
+            self._loaded[name] = import_command(*self._declared[name][:2])
+        return self._loaded[name]
+
+    def __setitem__(self, name, command):
+        self._loaded[name] = command
+
+    def __delitem__(self, name):
+        del self._loaded[name]
+
+    def __iter__(self):
+        return iter(dict.fromkeys([*self._declared, *self._loaded]))
+
+    def __len__(self):
+        return len(set(self._declared) | set(self._loaded))
+
+    def loaded(self, name) -> bool:
+        """Whether the command ``name`` is imported (listing it then needs no import)."""
+        return name in self._loaded
 
 
 def _debug() -> bool:
@@ -92,21 +133,29 @@ def _friendly_errors(fn):
     return wrapper
 
 
+_scheduler_option = click.option(
+    "--scheduler", default=None, envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
+    help="Address of a running Dask scheduler (or DASK_SCHEDULER_ADDRESS); "
+    "default: an embedded LocalCluster.",
+)
+_workers_option = click.option(
+    "--workers", "n_workers", type=int, default=None,
+    help="Workers of the embedded LocalCluster (default: dask's choice for this machine).",
+)
+
+
 def _scheduler_options(fn):
+    """--scheduler, --workers and --memory-limit: the Dask cluster a command runs on."""
     fn = click.option(
         "--memory-limit", default=None,
         help="Memory limit per worker of the embedded LocalCluster (e.g. 1GB).",
     )(fn)
-    fn = click.option(
-        "--workers", "n_workers", type=int, default=None,
-        help="Workers of the embedded LocalCluster (default: dask's choice for this machine).",
-    )(fn)
-    fn = click.option(
-        "--scheduler", default=None, envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
-        help="Address of a running Dask scheduler (or DASK_SCHEDULER_ADDRESS); "
-        "default: an embedded LocalCluster.",
-    )(fn)
-    return fn
+    return _scheduler_option(_workers_option(fn))
+
+
+#: --chunk-tasks, for the commands that map a kernel over the chunks of work of a task store
+_chunk_tasks_option = click.option("--chunk-tasks", default=10_000, show_default=True,
+                                   help="Tasks per Dask task.")
 
 
 def _codec_option(fn):

@@ -3,28 +3,30 @@
 The subcommands ``fit NAME`` are derived from the registry of recursions
 (:mod:`streamlsq.kernels.recursions.registry`): each gets the options every fit
 shares, ``--engine`` when the recursion has the scan form, and one option per
-declared parameter. ``fit interleaved`` (two stores) and ``fit em`` (a multi-task
-store) are written out by hand.
+declared parameter (and per option of the recursion's own job), one argument per store
+it reads. ``fit em`` (a multi-task store) is written out in its own module.
 """
 
 from __future__ import annotations
+
+import inspect
 
 import click
 
 from streamlsq.cli.common import (
     CONTEXT,
+    LazyCommands,
+    _checkpoint_options,
     _client,
     _done_line,
     _friendly_errors,
     _scheduler_options,
 )
 from streamlsq.errors import InputError
-from streamlsq.kernels.recursions.basis import domain_from_intervals
 from streamlsq.kernels.recursions.contract import Param
-from streamlsq.kernels.recursions.kf4lls import SOLVER_PARAM
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
-__all__ = ["fit", "fit_interleaved_command", "recursion_command"]
+__all__ = ["fit", "recursion_command"]
 
 
 def _fit_options(*, engine: bool = True, first_block: bool = True):
@@ -46,11 +48,7 @@ def _fit_options(*, engine: bool = True, first_block: bool = True):
                      help="Record coefficients every N steps (default: ~1000 steps in all)."),
         click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
                      show_default=True, help="Precision of the computation."),
-        click.option("--checkpoint", type=click.Path(), default=None,
-                     help="Folder for checkpoints (a new or empty folder, or a streamlsq "
-                     "checkpoint; removed once the result is written)."),
-        click.option("--resume", is_flag=True, help="Continue from --checkpoint (exits 0 at "
-                     "once if the result is already written)."),
+        _checkpoint_options,
         click.option("--segment-size", type=float, default=None, metavar="MB",
                      help="MB of X per Dask task (sequential default 256, scan default 96, at "
                      "most a sixteenth of the smallest worker memory limit)."),
@@ -81,98 +79,6 @@ def _summary(out, name, engine, ds) -> str:
 
 # -- commands derived from the registry -----------------------------------------------
 
-#: longer help and examples of the registered recursions (a new recursion needs none:
-#: its command then shows its summary and the kernel's docstring)
-HELP = {
-    "kf4lls": """KF4LLS (block least squares) on the stream store DATA.
-
-    \b
-    Examples:
-      streamlsq fit kf4lls data.zarr --out fit.zarr
-      streamlsq fit kf4lls data.zarr --out fit.zarr --engine scan --block-size 1000
-      streamlsq fit kf4lls big.zarr --out fit.zarr --checkpoint ckpt/ --resume
-    """,
-    "rls": """RLS with a forgetting factor on the stream store DATA.
-
-    With --block-size 1 this is per-sample RLS.
-
-    \b
-    Examples:
-      streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --ridge 1e-3 --block-size 1
-      streamlsq fit rls data.zarr --out rls.zarr --engine scan --block-size 1000
-    """,
-    "lms": """LMS (Widrow-Hoff, per-sample SGD with an intercept) on the stream store DATA.
-
-    Sequential engine only (LMS has no scan form). Blocks (--block-size) are the steps at
-    which the coefficients may be recorded; the update is per sample. The coefficient
-    rows of the result are labelled intercept, x0, x1, ...; steps count on over epochs
-    and epoch(step) says which pass a step belongs to.
-
-    \b
-    Examples:
-      streamlsq fit lms data.zarr --out lms.zarr --rate 0.001
-      streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4
-      streamlsq fit lms data.zarr --out lms.zarr --normalized --rate 0.5 --epochs 3 --shuffle
-      streamlsq fit lms data.zarr --out lms.zarr --schedule power --rate 0.1 --power 0.75
-      streamlsq fit lms big.zarr --out lms.zarr --epochs 5 --checkpoint ckpt/ --resume
-    """,
-    "bfgs": """Incremental BFGS on the stream store DATA, block after block.
-
-    The first block is solved by least squares (W0, B0 = H0^-1); every later block steps
-    along B X'(Y - XW) and updates B by the BFGS formula, skipping the update when the
-    curvature is not positive (counted: n_skipped(step) and the attr n_skipped). Several
-    targets use the K x K form. Sequential engine only (BFGS has no scan form).
-
-    \b
-    Examples:
-      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 1000
-      streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 500 --rate 0.5
-      streamlsq fit bfgs labels.zarr --out b.zarr --block-size 200 --rate 1 --balanced
-      streamlsq fit bfgs data.zarr --out bfgs.zarr --first-block-size 5 --ridge 1e-3
-      streamlsq fit bfgs big.zarr --out bfgs.zarr --checkpoint ckpt/ --resume
-    """,
-    "irma": """IRMA (incremental risk minimisation) on the stream store DATA, one example at a time.
-
-    theta += A^-1 phi(x) e / (lambda_t + phi' A^-1 phi), e = y - phi(x)' theta, with A the
-    Gramian of the basis on the domain (A = I for Legendre). X holds the raw inputs x
-    (one column per input dimension), y one target; the basis expands x per block and
-    x outside the domain is refused. Blocks (--block-size) are the steps at which theta
-    and cumulative_loss(step) (sum of the squared errors before each update) are
-    recorded. Coefficient rows are the basis functions; the attr basis rebuilds the
-    basis (streamlsq.kernels.make_basis). Sequential engine only.
-
-    \b
-    Examples:
-      streamlsq simulate irma --out irma.zarr --rows 150
-      streamlsq fit irma irma.zarr --out fit.zarr --order 10 --domain 0 3
-      streamlsq fit irma irma.zarr --out fit.zarr --stiffness additive --stiffness-rate 0.1
-      streamlsq fit irma box.zarr --out fit.zarr --order 3 --domain 0 1 --domain -1 1
-    """,
-    "irma-gd": """The IRMA study's GD baseline on DATA: normalised gradient descent, Tikhonov mu.
-
-    Per example one gradient step on (y - phi' theta)^2 + mu theta' theta with the
-    exactly minimising rate. Store, blocks and results as for streamlsq fit irma (the
-    paper runs its baselines on --basis monomial). Sequential engine only.
-
-    \b
-    Examples:
-      streamlsq fit irma-gd irma.zarr --out gd.zarr --order 6 --domain 0 3 --mu 0.05
-      streamlsq fit irma-gd irma.zarr --out gd.zarr --basis monomial --mu 0
-    """,
-    "irma-rls": """The IRMA study's RLS baseline on DATA: forgetting factor, Tikhonov mu.
-
-    theta_t minimises sum g^(t-i) (y_i - phi_i' theta)^2 + g^t theta' theta / p0
-    + mu theta' theta. Store, blocks and results as for streamlsq fit irma (the paper:
-    --basis monomial --forgetting 0.9 --mu 0.05 --p0 1). Sequential engine only.
-
-    \b
-    Examples:
-      streamlsq fit irma-rls irma.zarr --out rls.zarr --order 6 --domain 0 3
-      streamlsq fit irma-rls irma.zarr --out rls.zarr --forgetting 0.99 --mu 0 --p0 100
-    """,
-}
-
-
 def _option_name(p: Param) -> str:
     return "--" + p.name.replace("_", "-")
 
@@ -183,75 +89,77 @@ def _param_option(p: Param):
     if p.type is bool:
         return click.option(name, p.name, is_flag=True, default=p.default, help=p.help)
     kwargs = {"help": p.help, "metavar": p.metavar}
-    if p.choices is not None:
+    if p.choices is not None and p.type not in (int, float):
         kwargs["type"] = click.Choice(list(p.choices))
-    elif p.parse is not None:
-        kwargs["type"] = str
+    elif p.choices is not None:
+        kwargs["type"] = str  # a choice or a number: the Param converts the text
     else:
         kwargs["type"] = p.type
     if p.multiple:
         return click.option(name, p.name, nargs=p.nargs, multiple=True, **kwargs)
-    if p.default is not None:
-        kwargs["show_default"] = True
-    return click.option(name, p.name, default=p.default, nargs=p.nargs, **kwargs)
+    if p.default is not None:  # not given: the recursion's default applies (or a store's)
+        kwargs["help"] = f"{p.help}  [default: {p.default}]"
+    return click.option(name, p.name, default=None, nargs=p.nargs, **kwargs)
 
 
 def _param_value(p: Param, value):
     """The value of one option as the recursion takes it (``None``: not given)."""
-    if p.multiple:
-        return domain_from_intervals(value) if p.nargs == 2 else (tuple(value) or None)
-    if p.parse is not None and value is not None:
-        try:
-            return p.parse(value)
-        except ValueError as exc:
-            raise InputError(f"{_option_name(p)}: {exc}") from None
-    return value
+    if value is None:
+        return None
+    try:
+        return p.from_command_line(value)
+    except ValueError as exc:
+        raise InputError(f"{_option_name(p)}: {exc}") from None
 
 
-def recursion_command(name: str) -> click.Command:
-    """The ``fit NAME`` command of a registered recursion."""
+def _command_help(cls) -> str:
+    """The help of ``fit NAME``: the recursion's own description and examples, or its
+    summary and the first paragraph of its docstring."""
+    description = vars(cls).get("description")
+    if not description:
+        return _generic_help(cls)
+    text = inspect.cleandoc(description)
+    examples = vars(cls).get("examples", ())
+    if examples:
+        text += "\n\n\b\nExamples:\n" + "\n".join(f"  {line}" for line in examples)
+    return text
+
+
+def recursion_command(name: str, command_name: str | None = None) -> click.Command:
+    """The ``fit NAME`` command of a registered recursion: one argument per store it reads
+    (its declared ``inputs``), the options every fit shares, one option per declared
+    parameter and per option of its job (interleaved KF4LLS: ``--test``,
+    ``--estimate-alpha``)."""
     cls = RECURSIONS[name]
-    scan = "scan" in RECURSIONS.engines(name)
-    declared = {p.name: p for p in cls.params}
+    single = len(cls.inputs) == 1
+    # the job's options come last and take the place of a parameter of the same name
+    declared = {p.name: p for p in (*cls.params, *_job_options(name))}
 
-    def command(data, out, block_size, first_block_size, record_every, dtype, checkpoint,
-                resume, segment_size, overwrite, epochs, shuffle, seed, group, x, y,
-                sample_dim, intercept, continue_from, scheduler, n_workers, memory_limit,
-                engine="sequential", **options):
+    def command(out, segment_size, scheduler, n_workers, memory_limit, engine="sequential",
+                intercept=None, **options):
         from streamlsq.stream.fit import fit_stream
 
-        params = {}
-        for key, value in options.items():
-            value = _param_value(declared[key], value)
-            if value is not None:
-                params[key] = value
+        stores = [options.pop(role) for role in cls.inputs]
+        params = {key: value for key in declared
+                  if (value := _param_value(declared[key], options.pop(key))) is not None}
         segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
-        with _client(scheduler, n_workers, memory_limit, data=data) as client:
-            ds = fit_stream(
-                data, name, out=out, group=group, engine=engine, block_size=block_size,
-                first_block_size=first_block_size, record_every=record_every, epochs=epochs,
-                shuffle=shuffle, seed=seed, dtype=dtype, client=client, checkpoint=checkpoint,
-                resume=resume, overwrite=overwrite, segment_bytes=segment_bytes, x=x, y=y,
-                sample_dim=sample_dim, fit_intercept=intercept, continue_from=continue_from,
-                **params,
-            )
+        with _client(scheduler, n_workers, memory_limit, data=stores) as client:
+            ds = fit_stream(stores[0] if single else stores, name, out=out, engine=engine,
+                            client=client, segment_bytes=segment_bytes,
+                            fit_intercept=intercept, **options, **params)
         done = _done_line(out, ds)
         if done:
             click.echo(done)
             return
-        line = ", ".join([_summary(out, name, engine, ds), *cls.result_notes(ds.attrs)])
-        if epochs != 1:
-            line += f", {epochs} epoch(s)"
-        if continue_from is not None:
-            line += (f", continued from {continue_from} after its {ds.attrs['rows_continued']} "
-                     "rows")
-        click.echo(line)
+        from streamlsq.stream.methods import job_class
 
-    command.__doc__ = HELP.get(name) or _generic_help(cls)
-    decorators = [
-        click.argument("data", type=click.Path()),
-        _fit_options(engine=scan),
-        *[_param_option(p) for p in cls.params],
+        notes = job_class(name).notes(ds)
+        click.echo(", ".join([_summary(out, command_name or name, engine, ds), *notes]))
+
+    command.__doc__ = _command_help(cls)
+    arguments = [click.argument(role, type=click.Path(), metavar=role.upper())
+                 for role in cls.inputs]
+    per_store = [] if not single else [
         click.option("--epochs", type=int, default=1, show_default=True,
                      help="Passes over the store (the state carries over from one to the "
                           "next)."),
@@ -266,12 +174,22 @@ def recursion_command(name: str) -> click.Command:
                      help="Continue the fit RESULT (of this method and options) on the rows "
                           "appended to DATA since: start from its final state, read only the "
                           "new rows; refused if the earlier rows changed."),
-        _scheduler_options,
-        _friendly_errors,
     ]
+    decorators = [*arguments,
+                  _fit_options(engine="scan" in RECURSIONS.engines(name), first_block=single),
+                  *[_param_option(p) for p in declared.values()], *per_store,
+                  _scheduler_options, _friendly_errors]
     for decorate in reversed(decorators):
         command = decorate(command)
-    return click.command(name, context_settings=CONTEXT, short_help=cls.summary)(command)
+    return click.command(command_name or name, context_settings=CONTEXT,
+                         short_help=cls.summary)(command)
+
+
+def _job_options(name: str) -> tuple[Param, ...]:
+    """The options of a recursion's own job (imported only for those that have one)."""
+    from streamlsq.stream.methods import OWN_JOBS, job_class
+
+    return job_class(name).options if name in OWN_JOBS else ()
 
 
 def _layout_options(intercept: bool = True, default_intercept: bool = False):
@@ -299,19 +217,33 @@ def _layout_options(intercept: bool = True, default_intercept: bool = False):
 
 def _generic_help(cls) -> str:
     doc = (cls.__doc__ or "").strip().split("\n\n")[0]
-    return f"{cls.summary[:1].upper()}{cls.summary[1:]} on the stream store DATA.\n\n    {doc}"
+    stores = ("the stream store DATA" if len(cls.inputs) == 1 else
+              f"the stream stores {' '.join(role.upper() for role in cls.inputs)}")
+    return f"{cls.summary[:1].upper()}{cls.summary[1:]} on {stores}.\n\n    {doc}"
+
+
+#: the subcommands of ``fit`` written in modules of their own: name -> (module, attribute),
+#: imported when asked for
+FIT_COMMANDS = {"em": ("streamlsq.cli.fit_em", "em")}
+#: other names of recursions' commands (``fit interleaved`` is ``fit interleaved-kf4lls``)
+ALIASES = {"interleaved": "interleaved-kf4lls"}
 
 
 class _RecursionGroup(click.Group):
-    """``fit``: a subcommand per registered recursion, built when it is asked for."""
+    """``fit``: a subcommand per registered recursion, built when it is asked for, and those
+    of :data:`FIT_COMMANDS`, imported when asked for."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(FIT_COMMANDS, self.commands)
 
     def list_commands(self, ctx):
-        return [*RECURSIONS.stream_methods(), *sorted(super().list_commands(ctx))]
+        return [*RECURSIONS, *sorted(super().list_commands(ctx))]
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
-        if command is None and name in RECURSIONS.stream_methods():
-            command = recursion_command(name)
+        if command is None and ALIASES.get(name, name) in RECURSIONS:
+            command = recursion_command(ALIASES.get(name, name), name)
         return command
 
 
@@ -321,8 +253,8 @@ def fit():
 
     Each method is a subcommand with its own options: streamlsq fit METHOD --help.
     The methods are the registered recursions (engines sequential and, for the
-    least-squares ones, scan), interleaved KF4LLS over two stores and EM over a
-    multi-task store.
+    least-squares ones, scan), among them interleaved KF4LLS over two stores
+    (fit interleaved-kf4lls, or fit interleaved), and EM over a multi-task store.
 
     \b
     Examples:
@@ -334,65 +266,3 @@ def fit():
       streamlsq fit irma irma.zarr --out irma-fit.zarr --order 10 --domain 0 3
       streamlsq fit irma-rls irma.zarr --out rls-fit.zarr --basis monomial --forgetting 0.9
     """
-
-
-@fit.command("interleaved", context_settings=CONTEXT)
-@click.argument("a", type=click.Path(), metavar="A")
-@click.argument("b", type=click.Path(), metavar="B")
-@_fit_options(first_block=False)
-@click.option("--alpha", type=float, default=None,
-              help="Mixing weight in [0, 1]: the test population is alpha*A + (1-alpha)*B.")
-@click.option("--estimate-alpha", type=click.Choice(["means", "grid"]), default=None,
-              help="Estimate alpha from the column moments of A, B and --test C instead.")
-@click.option("--test", "test", type=click.Path(), default=None, metavar="C",
-              help="Test population: records test_mse(step), and bias(step) if C has "
-                   "coef_true.")
-@click.option("--start", type=click.Choice(["a", "b"]), default="a", show_default=True,
-              help="Population of the first block.")
-@click.option("--ridge", type=float, default=0.0, show_default=True,
-              help="Ridge start H0 = ridge*I (0: the paper's H0 = 0).")
-@click.option("--solver", type=click.Choice(list(SOLVER_PARAM.choices)),
-              default=SOLVER_PARAM.default, show_default=True, help=SOLVER_PARAM.help)
-@_scheduler_options
-@_friendly_errors
-def fit_interleaved_command(a, b, out, engine, block_size, record_every, dtype, checkpoint,
-                            resume, segment_size, overwrite, alpha, estimate_alpha, test, start,
-                            ridge, solver, scheduler, n_workers, memory_limit):
-    """Interleaved KF4LLS: blocks of populations A and B alternately, centred and weighted.
-
-    A, B (and C) are stream stores or groups of one, written PATH#GROUP. Blocks: each
-    store's block_size attribute (else its chunk size), or --block-size for all. The
-    stream alternates A1, B1, A2, B2, ... (--start b: B1, A1, ...) and stops when the
-    population due next has no block left: the longer population's extra blocks are not
-    used (the result's attrs blocks_used_a/b and rows_unused_a/b say how many). Give
-    --alpha, or --estimate-alpha with --test.
-
-    \b
-    Examples:
-      streamlsq simulate interleaved --out p.zarr
-      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --out fit.zarr
-      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr
-      streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --start b --out fit.zarr
-      streamlsq fit interleaved b.zarr f.zarr --test p.zarr --estimate-alpha grid --out r.zarr
-    """
-    from streamlsq.stream.interleaved import fit_interleaved
-
-    segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
-    with _client(scheduler, n_workers, memory_limit, data=[a, b, test]) as client:
-        ds = fit_interleaved(
-            a, b, alpha=alpha, estimate_alpha=estimate_alpha, test=test, start=start,
-            ridge=ridge, solver=solver, out=out, engine=engine, block_size=block_size,
-            record_every=record_every, dtype=dtype, client=client, checkpoint=checkpoint,
-            resume=resume, overwrite=overwrite, segment_bytes=segment_bytes,
-        )
-    done = _done_line(out, ds)
-    if done:
-        click.echo(done)
-        return
-    line = _summary(out, "interleaved", engine, ds) + f", alpha {ds.attrs['alpha']:.4g}"
-    line = ", ".join([line, *RECURSIONS["interleaved-kf4lls"].result_notes(ds.attrs)])
-    if "test_mse" in ds:
-        line += f", final test MSE {float(ds.test_mse[-1]):.4g}"
-    click.echo(line)
-
-

@@ -7,11 +7,10 @@ names the store, variable and chunk or row at fault.
 from __future__ import annotations
 
 import sys
-from collections.abc import MutableMapping
 
 import click
 
-from streamlsq.cli.common import CONTEXT
+from streamlsq.cli.common import CONTEXT, LazyCommands, import_command
 
 __all__ = [
     "main",
@@ -21,7 +20,7 @@ __all__ = [
 #: command -> (module, attribute, the short help ``streamlsq --help`` lists). A command's
 #: module is imported when the command runs (or its own --help is asked for), so that
 #: ``streamlsq --help`` and each command start without importing the others
-#: (tests/test_cli.py checks that each short help is the command's own).
+#: (tests/test_cli_startup.py checks that each short help is the command's own).
 COMMANDS = {
     "simulate": ("streamlsq.cli.simulate", "simulate",
                  "Write a synthetic dataset for a study, chunk by chunk in parallel."),
@@ -29,61 +28,24 @@ COMMANDS = {
             "Fit a recursive estimator to stream stores, block after block, in order."),
     "info": ("streamlsq.cli.info", "info",
              "Describe STORE (stream, multi-task or result store) and validate it."),
-    "metalearn": ("streamlsq.cli.mlr", "metalearn", "Meta-learn a mixture of K linear "
+    "metalearn": ("streamlsq.cli.metalearn", "metalearn", "Meta-learn a mixture of K linear "
                   "regressions (Algorithm 1) from the task store DATA."),
-    "predict": ("streamlsq.cli.mlr", "predict",
+    "predict": ("streamlsq.cli.predict", "predict",
                 "Estimate every task of TASKS under the meta-learned MODEL, or apply the "
                 "stream fit MODEL to the rows of the stream store TASKS."),
-    "example": ("streamlsq.cli.mlr", "example", "Convert a real multilevel dataset (needs "
+    "example": ("streamlsq.cli.example", "example", "Convert a real multilevel dataset (needs "
                 "the 'examples' extra) to a multi-task store."),
     "study": ("streamlsq.cli.study", "study",
               "Reproduce one paper's study: tidy CSV tables, PNG figures and summary.md in DIR."),
-    "demo": ("streamlsq.cli.info", "demo", "The whole pipeline: stream fits, meta-learning, "
+    "demo": ("streamlsq.cli.demo", "demo", "The whole pipeline: stream fits, meta-learning, "
              "prediction, with a summary and figures."),
 }
 
 
 def load_command(name: str) -> click.Command:
-    """The command ``name`` of the ``streamlsq`` group, imported on first use."""
-    import importlib
-
+    """The command ``name`` of the ``streamlsq`` group, imported now."""
     module, attr, _ = COMMANDS[name]
-    command = getattr(importlib.import_module(module), attr)
-    if name in ("simulate", "fit"):  # their subcommands that live in the mlr module
-        from streamlsq.cli.mlr import em, simulate_mlr
-
-        extra = ("mlr", simulate_mlr) if name == "simulate" else ("em", em)
-        if extra[0] not in command.commands:
-            command.add_command(extra[1], extra[0])
-    return command
-
-
-class _LazyCommands(MutableMapping):
-    """The ``streamlsq`` group's commands: every name of :data:`COMMANDS` is there, its
-    module imported when the command is first looked up."""
-
-    def __init__(self):
-        self._loaded: dict[str, click.Command] = {}
-
-    def __getitem__(self, name):
-        if name not in self._loaded and name in COMMANDS:
-            self._loaded[name] = load_command(name)
-        return self._loaded[name]
-
-    def __setitem__(self, name, command):
-        self._loaded[name] = command
-
-    def __delitem__(self, name):
-        del self._loaded[name]
-
-    def __iter__(self):
-        return iter(dict.fromkeys([*COMMANDS, *self._loaded]))
-
-    def __len__(self):
-        return len(set(COMMANDS) | set(self._loaded))
-
-    def loaded(self, name) -> bool:
-        return name in self._loaded
+    return import_command(module, attr)
 
 
 class _OneLineErrors(click.Group):
@@ -93,7 +55,7 @@ class _OneLineErrors(click.Group):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.commands = _LazyCommands()
+        self.commands = LazyCommands(COMMANDS)
 
     def format_commands(self, ctx, formatter):
         """The command list of ``--help`` from :data:`COMMANDS`, importing nothing."""

@@ -16,8 +16,25 @@ __all__ = [
     "simulate",
     "simulate_interleaved_command",
     "simulate_irma_command",
+    "simulate_mlr_command",
     "simulate_stream_command",
 ]
+
+
+_seed_option = click.option("--seed", default=0, show_default=True, help="Random seed.")
+_dtype_option = click.option("--dtype", type=click.Choice(["float64", "float32"]),
+                             default="float64", show_default=True)
+
+
+def _store_options(fn):
+    """The options every simulate command ends with: --overwrite, --codec and the Dask
+    cluster's; and its failures as one line."""
+    for decorate in reversed([
+        click.option("--overwrite", is_flag=True, help="Replace an existing store."),
+        _codec_option, _scheduler_options, _friendly_errors,
+    ]):
+        fn = decorate(fn)
+    return fn
 
 
 @click.group(context_settings=CONTEXT)
@@ -44,13 +61,9 @@ def simulate():
               help="Rows per Zarr chunk (default: about 25 MB of X).")
 @click.option("--block-size", type=int, default=None,
               help="Rows per recursion block, stored as the block_size attribute.")
-@click.option("--seed", default=0, show_default=True, help="Random seed.")
-@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
-              show_default=True)
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_codec_option
-@_scheduler_options
-@_friendly_errors
+@_seed_option
+@_dtype_option
+@_store_options
 def simulate_stream_command(out, rows, features, targets, noise, condition, chunk_size,
                             block_size, seed, dtype, overwrite, codec, scheduler, n_workers,
                             memory_limit):
@@ -80,13 +93,10 @@ def simulate_stream_command(out, rows, features, targets, noise, condition, chun
 @click.option("--n", "n", default=100, show_default=True, help="Rows per block (paper: n).")
 @click.option("--q", "q", default=6, show_default=True, help="Features (paper: q).")
 @click.option("--steps", default=6, show_default=True, help="Blocks per population.")
-@click.option("--seed", default=0, show_default=True, help="Random seed.")
+@_seed_option
 @click.option("--chunk-blocks", type=int, default=None,
               help="Whole blocks per Zarr chunk (default: about 25 MB of X).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_codec_option
-@_scheduler_options
-@_friendly_errors
+@_store_options
 def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, overwrite, codec,
                                  scheduler, n_workers, memory_limit):
     """The three populations of the interleaved KF4LLS study (Figure 1 process).
@@ -124,13 +134,9 @@ def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, ov
               help="Rows per Zarr chunk (default: about 25 MB).")
 @click.option("--block-size", type=int, default=1, show_default=True,
               help="Rows per recursion step, stored as the block_size attribute.")
-@click.option("--seed", default=0, show_default=True, help="Random seed.")
-@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
-              show_default=True)
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_codec_option
-@_scheduler_options
-@_friendly_errors
+@_seed_option
+@_dtype_option
+@_store_options
 def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed, dtype,
                           overwrite, codec, scheduler, n_workers, memory_limit):
     """The IRMA study's data: y = x*exp(-x^2) + uniform noise, x uniform on the domain.
@@ -155,3 +161,61 @@ def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed
                f"y = x*exp(-x^2) + U(-{noise:g}, {noise:g}))")
 
 
+@simulate.command("mlr", context_settings=CONTEXT)
+@click.option("--out", required=True, type=click.Path(), help="Store to create.")
+@click.option("--k", "k", default=4, show_default=True, help="Components.")
+@click.option("--d", "d", default=8, show_default=True, help="Features.")
+@click.option("--weights", default=None, help="Comma-separated weights p (default uniform).")
+@click.option("--noise", default="1.0", show_default=True,
+              help="Noise standard deviation s, one number or K comma-separated.")
+@click.option("--separation", type=float, default=None,
+              help="Rescale the components to this minimum distance.")
+@click.option("--kind", type=click.Choice(["orthonormal", "gaussian"]), default="orthonormal",
+              show_default=True, help="Orthonormal components or N(0, I/d).")
+@click.option("--features", type=click.Choice(["gaussian", "polynomial", "chebyshev"]),
+              default="gaussian", show_default=True,
+              help="Rows x ~ N(0, I), or monomials / Chebyshev polynomials of u ~ U(-1, 1) "
+              "(non-isotropic).")
+@click.option("--n-light", default=10_000, show_default=True, help="Tasks in D_L1.")
+@click.option("--t-light", default=4, show_default=True, help="Rows per D_L1 task.")
+@click.option("--n-heavy", default=200, show_default=True, help="Tasks in D_H.")
+@click.option("--t-heavy", default=100, show_default=True, help="Rows per D_H task.")
+@click.option("--n-light2", default=10_000, show_default=True, help="Tasks in D_L2.")
+@click.option("--t-light2", default=8, show_default=True, help="Rows per D_L2 task.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the mixture.")
+@click.option("--task-seed", type=int, default=None,
+              help="Seed of the tasks (default --seed): another value draws new tasks from "
+              "the same mixture, e.g. a test set.")
+@click.option("--chunk-size", type=int, default=None, help="Rows per Zarr chunk.")
+@_store_options
+def simulate_mlr_command(out, k, d, weights, noise, separation, kind, features, n_light,
+                         t_light, n_heavy, t_heavy, n_light2, t_light2, seed, task_seed,
+                         chunk_size, overwrite, codec, scheduler, n_workers, memory_limit):
+    """Write a multi-task store of the mixed-linear-regression model, in parallel.
+
+    \b
+    Examples:
+      streamlsq simulate mlr --out tasks.zarr --k 4 --d 8 --n-light 100000 --t-light 4
+      streamlsq simulate mlr --out test.zarr --n-light 0 --n-heavy 0 --t-light2 30 --task-seed 1
+    """
+    from streamlsq.errors import InputError
+    from streamlsq.simulate.tasks import simulate_mlr as run
+
+    def numbers(text, name):
+        try:
+            return [float(v) for v in text.split(",")]
+        except ValueError:
+            raise InputError(f"--{name} must be comma-separated numbers, got {text!r}") from None
+
+    noise_values = numbers(noise, "noise")
+    rows = max(0, n_light * t_light + n_heavy * t_heavy + n_light2 * t_light2)
+    with _client(scheduler, n_workers, memory_limit, data=rows * (d + 1) * 8) as client:
+        path = run(out, k=k, d=d, weights=None if weights is None else numbers(weights, "weights"),
+                   noise=noise_values[0] if len(noise_values) == 1 else noise_values,
+                   separation=separation, kind=kind, features=features, n_light=n_light,
+                   t_light=t_light,
+                   n_heavy=n_heavy, t_heavy=t_heavy, n_light2=n_light2, t_light2=t_light2,
+                   seed=seed, task_seed=task_seed, chunk_rows=chunk_size, overwrite=overwrite,
+                   client=client, codec=codec)
+    click.echo(f"wrote {path}: {n_light} light, {n_heavy} heavy, {n_light2} light2 tasks "
+               f"(k = {k}, d = {d})")

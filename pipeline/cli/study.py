@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import _checkpoint_options, _friendly_errors
+from streamlsq.cli.common import (
+    CONTEXT,
+    _checkpoint_options,
+    _friendly_errors,
+    _scheduler_option,
+    _workers_option,
+)
 from streamlsq.errors import InputError
 from streamlsq.studies import STUDIES
 
 __all__ = ["study"]
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 _STUDY_LIST = "\n".join(f"  {name:<12} {spec.title}" for name, spec in STUDIES.items())
 
@@ -81,11 +85,8 @@ def _rates(ctx, param, value):
               help="[bfgs] reference rate α_r of the class-balanced rates (default 1).")
 @click.option("--replicates", type=int, default=None,
               help="[mlr] trials per grid point (default 20; quick 3).")
-@click.option("--scheduler", default=None, envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
-              help="Address of a running Dask scheduler (or DASK_SCHEDULER_ADDRESS); "
-                   "default: an embedded LocalCluster.")
-@click.option("--workers", "n_workers", type=int, default=None,
-              help="Workers of the embedded LocalCluster (default: dask's choice).")
+@_scheduler_option
+@_workers_option
 @_checkpoint_options
 @_friendly_errors
 def study(name, out, quick, seed, scheduler, n_workers, checkpoint, resume, **options):

@@ -52,7 +52,6 @@ regressors on arbitrary feature matrices.
 
 from __future__ import annotations
 
-import numbers
 from typing import ClassVar
 
 import numpy as np
@@ -65,37 +64,37 @@ from streamlsq.kernels import (
     State,
     block_edges,
 )
-from streamlsq.kernels.recursions.contract import Param
+from streamlsq.kernels.recursions.contract import BLOCK_SIZE, FIRST_BLOCK_SIZE, Param
 from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.runtime.memory import fast_large_allocations
 
 __all__ = [
     "BlocksMixin",
+    "FIT_INTERCEPT",
     "InterceptColumnMixin",
     "Pass",
     "RecursionRegressor",
-    "check_block_size",
-    "check_bool",
+    "recorded_regressor",
 ]
 
-_BLOCK_SIZE = Param("block_size", None, "Rows per step of the recursion (None: each fit or "
-                    "partial_fit call is one block).", type=int, optional=True)
+_BLOCK_SIZE = BLOCK_SIZE.replace(optional=True, help="Rows per step of the recursion (None: "
+                                 "each fit or partial_fit call is one block).")
+FIT_INTERCEPT = Param("fit_intercept", True, "Prepend a constant column inside the estimator "
+                      "and report its coefficient as intercept_.", type=bool)
+
+#: the estimator classes of this package, by the name of the recursion each drives (the
+#: written ones, recorded when their class statement runs, and the ones regressor_for made)
+_BY_RECURSION: dict[str, type] = {}
 
 
-def check_block_size(value, name: str, allow_none: bool = True) -> int | None:
-    """``value`` as a positive int (or None when allowed); ValueError naming ``name``."""
-    if value is None and allow_none:
+def recorded_regressor(name: str) -> type | None:
+    """The estimator class of this package (written, or made by ``regressor_for``) that
+    drives the registered recursion ``name``; None when there is none for the recursion
+    registered now under that name."""
+    cls = _BY_RECURSION.get(name)
+    if cls is None or RECURSIONS.get(name) is not cls._kernel_class:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        allowed = "a positive integer or None" if allow_none else "a positive integer"
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    return int(value)
-
-
-def check_bool(value, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+    return cls
 
 
 class Pass:
@@ -140,6 +139,10 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
     _recursion: ClassVar[str | None] = None
     #: the estimator's own parameters, beyond the recursion's
     _own_params: ClassVar[tuple[Param, ...]] = (_BLOCK_SIZE,)
+    #: the recursion's declared parameters, and the estimator's own that are not among
+    #: them (set by the class statement's ``recursion=``)
+    _kernel_params: ClassVar[tuple[Param, ...]] = ()
+    _estimator_params: ClassVar[tuple[Param, ...]] = ()
 
     def __init_subclass__(cls, recursion: str | None = None, **defaults):
         super().__init_subclass__()
@@ -151,18 +154,21 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
             for p in vars(klass).get("_own_params", ()):
                 own.pop(p.name, None)
                 own[p.name] = p
-        declared = [*kernel.params, *(p for p in own.values()
-                                      if p.name not in {k.name for k in kernel.params})]
+        estimator = [p for p in own.values() if p.name not in {k.name for k in kernel.params}]
+        declared = [*kernel.params, *estimator]
         unknown = set(defaults) - {p.name for p in declared}
         if unknown:
             raise TypeError(f"{cls.__name__}: no parameter {', '.join(sorted(unknown))}")
         cls._recursion = recursion
         cls._kernel_class = kernel
         cls._kernel_params = tuple(kernel.params)
+        cls._estimator_params = tuple(estimator)
         init = _make_init([(p.name, defaults.get(p.name, p.default)) for p in declared])
         init.__qualname__ = f"{cls.__qualname__}.__init__"
         init.__doc__ = f"Store the parameters (checked in ``fit``); see {cls.__name__}."
         cls.__init__ = init
+        if cls.__module__.split(".")[:2] == __name__.split(".")[:2]:  # this package's own
+            _BY_RECURSION[recursion] = cls
 
     # -- hooks ---------------------------------------------------------------
     def _make_kernel(self, X: np.ndarray, first_call: bool) -> Recursion:
@@ -170,17 +176,15 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
         return RECURSIONS[self._recursion].from_params(**self._kernel_values(X, first_call))
 
     def _kernel_values(self, X: np.ndarray, first_call: bool) -> dict:
-        """The recursion's parameters for a fit on X (``first_call``: a fresh state)."""
-        values = {}
-        for p in self._kernel_params:
-            value = getattr(self, p.name)
-            if p.type is bool:
-                value = check_bool(value, p.name)
-            values[p.name] = value
-        return values
+        """The recursion's parameters for a fit on X (``first_call``: a fresh state); the
+        recursion checks them."""
+        return {p.name: getattr(self, p.name) for p in self._kernel_params}
 
     def _check_params(self) -> None:
-        """Checks of estimator-only parameters (the kernel checks its own)."""
+        """Checks of the estimator's own parameters, each by its declaration (the kernel
+        checks its own)."""
+        for p in self._estimator_params:
+            p.check(getattr(self, p.name))
 
     def _has_intercept_row(self) -> bool:
         return False
@@ -386,18 +390,7 @@ class InterceptColumnMixin:
 class BlocksMixin:
     """``block_size``, ``first_block_size`` and ``fit_intercept`` of the block solvers."""
 
-    _own_params = (
-        _BLOCK_SIZE,
-        Param("first_block_size", None, "Rows of the very first block (default block_size).",
-              type=int, optional=True),
-        Param("fit_intercept", True, "Prepend a constant column inside the estimator and "
-              "report its coefficient as intercept_.", type=bool),
-    )
-
-    def _check_params(self):
-        check_block_size(self.block_size, "block_size")
-        check_block_size(self.first_block_size, "first_block_size")
-        check_bool(self.fit_intercept, "fit_intercept")
+    _own_params = (_BLOCK_SIZE, FIRST_BLOCK_SIZE, FIT_INTERCEPT)
 
     def _first_block_size(self):
         return self.first_block_size

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from streamlsq.estimators.base import RecursionRegressor, check_block_size
+from streamlsq.estimators.base import RecursionRegressor
 from streamlsq.kernels.recursions.basis import Basis, bounding_domain
 
 __all__ = [
@@ -32,9 +32,6 @@ class _BasisRegressor(RecursionRegressor):
 
     _multi_output = False
     _reports_intercept = False
-
-    def _check_params(self):
-        check_block_size(self.block_size, "block_size")
 
     def _kernel_values(self, X, first_call):
         values = super()._kernel_values(X, first_call)

@@ -12,7 +12,6 @@ from streamlsq.estimators.base import (
     InterceptColumnMixin,
     Pass,
     RecursionRegressor,
-    check_block_size,
 )
 from streamlsq.kernels.recursions.interleaved import interleaved_block_order
 
@@ -184,9 +183,6 @@ class InterleavedKF4LLSRegressor(RecursionRegressor, recursion="interleaved-kf4l
         "needs at least n_features + 1 rows (and nonzero weight); set ridge > 0 or a "
         "larger block_size"
     )
-
-    def _check_params(self):
-        check_block_size(self.block_size, "block_size")
 
     def fit(self, X, y, population=None):
         """Fit from H_0 on (X, y); ``population``: per-row "a"/"b" labels or None."""

@@ -8,12 +8,12 @@ import numbers
 import numpy as np
 from sklearn.utils import check_random_state
 
-from streamlsq.estimators.base import Pass, RecursionRegressor, check_block_size, check_bool
+from streamlsq.estimators.base import FIT_INTERCEPT, Pass, RecursionRegressor
 from streamlsq.kernels import (
     chunk_row_permutation,
     epoch_chunk_order,
 )
-from streamlsq.kernels.recursions.contract import Param
+from streamlsq.kernels.recursions.contract import BLOCK_SIZE, Param
 
 __all__ = [
     "LMSRegressor",
@@ -84,32 +84,28 @@ class LMSRegressor(RecursionRegressor, recursion="lms"):
     """
 
     _own_params = (
-        Param("epochs", 1, "Passes of fit over the rows.", type=int),
+        Param("epochs", 1, "Passes of fit over the rows.", type=int, gt=0),
         Param("shuffle", False, "fit only: visit the rows of each epoch in a seeded shuffled "
               "order.", type=bool),
+        # an int seed, a RandomState or None: checked by _check_params
         Param("random_state", None, "The shuffle's seed (int >= 0), or None / a RandomState.",
-              type=int, optional=True),
-        Param("block_size", None, "Rows per step (and per shuffled chunk).", type=int,
-              optional=True),
-        Param("fit_intercept", True, "The kernel's constant term (intercept_); False: none.",
-              type=bool),
+              type=object, optional=True),
+        BLOCK_SIZE.replace(optional=True, help="Rows per step (and per shuffled chunk)."),
+        FIT_INTERCEPT.replace(help="The kernel's constant term (intercept_); False: none."),
     )
 
     def _has_intercept_row(self) -> bool:
         return bool(self.fit_intercept)
 
     def _kernel_values(self, X, first_call: bool) -> dict:
-        return {**super()._kernel_values(X, first_call),
-                "intercept": check_bool(self.fit_intercept, "fit_intercept")}
+        # fit_intercept is checked by _check_params, before the kernel is made
+        return {**super()._kernel_values(X, first_call), "intercept": bool(self.fit_intercept)}
 
     def _n_kernel_features(self, n_features: int) -> int:
         return n_features
 
     def _check_params(self):
-        check_block_size(self.block_size, "block_size")
-        check_block_size(self.epochs, "epochs", allow_none=False)
-        check_bool(self.shuffle, "shuffle")
-        check_bool(self.normalized, "normalized")
+        super()._check_params()
         if isinstance(self.random_state, numbers.Integral) and self.random_state < 0:
             raise ValueError(f"random_state must be >= 0 or None, got {self.random_state!r}")
 

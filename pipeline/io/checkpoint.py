@@ -458,7 +458,7 @@ class EntryCheckpoint(CheckpointFolder):
             (self.directory / f"entry-{name}.pkl").unlink(missing_ok=True)
 
 
-# -- what every checkpointed command shares -------------------------------------------------
+# -- what a resumed run checks first (streamlsq.jobs.Run) ----------------------------------------
 
 
 def finished_result(out, fingerprint: dict):
@@ -480,27 +480,6 @@ def finished_result(out, fingerprint: dict):
     return ds
 
 
-def prepare_run(out, overwrite: bool, checkpoint, resume: bool, fingerprint: dict, inputs,
-                remove_checkpoint, storage_options=None):
-    """What every checkpointable command does before its work: with ``resume``, the run's
-    result when it was published before a kill (``remove_checkpoint()`` then clears what
-    the kill left behind), else None; and ``out`` and ``checkpoint`` checked usable and
-    apart from the inputs (which matter most) and from each other."""
-    from streamlsq.io.results import prepare_output
-
-    if resume:  # the run being resumed may have published its result before it was killed
-        done = finished_result(out, fingerprint)
-        if done is not None:
-            remove_checkpoint()
-            return done
-    if out is not None:
-        prepare_output(out, overwrite, inputs=inputs, storage_options=storage_options)
-        if checkpoint is not None:
-            check_apart(checkpoint, inputs, "--checkpoint")
-            check_apart(checkpoint, [out], "--checkpoint", of="output")
-    return None
-
-
 def remove_finished(folder: CheckpointFolder) -> None:
     """After a resumed run found its result published, remove the checkpoint a kill between
     publication and clean-up left behind: only a streamlsq checkpoint of this very run
@@ -520,23 +499,6 @@ def remove_finished(folder: CheckpointFolder) -> None:
         folder.remove()
     else:
         folder.close()
-
-
-@contextlib.contextmanager
-def entry_checkpoint(directory, fingerprint: dict, resume: bool, inputs=(), kind: str = "run",
-                     variables=("X", "y")):
-    """An open :class:`EntryCheckpoint` for the block (None without ``directory``); its lock
-    is released when the block ends; ``remove()`` it once the result is published."""
-    if directory is None:
-        yield None
-        return
-    ckpt = EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
-                           variables=variables, kind=kind)
-    ckpt.open()
-    try:
-        yield ckpt
-    finally:
-        ckpt.close()
 
 
 def merge_spans(spans) -> list[tuple[int, int, int]]:

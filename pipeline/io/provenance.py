@@ -17,6 +17,8 @@ __all__ = ["provenance"]
 
 
 def _version() -> str:
+    """The package version, as result stores record it: here, and in the mark of who wrote
+    a store (:mod:`streamlsq.io.results`)."""
     from streamlsq import __version__
 
     return __version__

@@ -32,6 +32,7 @@ from streamlsq.io.outputs import (
     remote_written_by_streamlsq,
     written_by_streamlsq,
 )
+from streamlsq.io.provenance import _version
 from streamlsq.io.stores import consolidate, open_dataset
 
 __all__ = [
@@ -136,12 +137,6 @@ def published(out, storage_options=None):
     if loc is None:
         return out
     return loc.url if loc.remote else Path(loc.url)
-
-
-def _version() -> str:
-    from streamlsq import __version__
-
-    return __version__
 
 
 def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),

@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import warnings
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,32 +113,133 @@ def _remote_token(loc: Location) -> str:
     return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:24] if parts else ""
 
 
-class StoreSource:
-    """What every validated input store shares: its place, version and how to read it.
+@dataclass(frozen=True)
+class CFDecoding:
+    """How xarray decodes one stored variable when it opens the store (``xr.open_zarr`` with its
+    defaults): the variable's dimension names and attributes as xarray reads them (in zarr v2
+    the array's ``fill_value`` is its ``_FillValue``), the dtype it is stored in and the dtype
+    xarray decodes it to (e.g. int16 with ``scale_factor`` to float64).
 
-    Subclasses are frozen dataclasses with the fields ``path`` (absolute: the workers'
-    working folder is not the client's), ``group``, ``token`` (the store's version,
-    :func:`store_token`), ``chunk_rows`` and ``shown`` (the path as the user gave it, for
-    messages); they travel to the workers, which open each array once per process
-    (:func:`cached_array`).
+    Decoding is xarray's: :meth:`decode` hands the stored values of a row range with these
+    attributes to :func:`xarray.conventions.decode_cf_variable`, so that a store read by path
+    gives the numbers ``xr.open_zarr`` gives (scale and offset, fill values and
+    ``missing_value`` masked to NaN, ``_Unsigned``, ``dtype: bool``, times).
     """
 
-    path: str
+    dims: tuple[str, ...]
+    attrs: dict = field(compare=False, hash=False)
+    stored: np.dtype
+    dtype: np.dtype
+
+    def variable(self, name: str, values: np.ndarray):
+        """The decoded :class:`xarray.Variable` of the stored ``values``."""
+        from xarray import Variable
+        from xarray.conventions import decode_cf_variable
+
+        return decode_cf_variable(name, Variable(self.dims, values, self.attrs))
+
+    def decode(self, name: str, values: np.ndarray) -> np.ndarray:
+        """The stored ``values`` of variable ``name`` (any row range) as xarray decodes them."""
+        return self.variable(name, values).values
+
+    def describe(self) -> str:
+        """The stored dtype and the attributes that decode it, for messages."""
+        shown = {k: v.item() if isinstance(v, np.generic) else v
+                 for k, v in self.attrs.items() if k in _DECODING_ATTRIBUTES}
+        return f"stored as {self.stored}" + (f" with {shown}" if shown else "")
+
+
+#: dtype kinds whose stored values xarray's decoding may turn into numbers (bool, integers,
+#: floats); others are refused as stored
+NUMBER_KINDS = ("b", "i", "u", "f")
+#: the attributes of xarray's CF decoding, named in messages (xarray decides what applies)
+_DECODING_ATTRIBUTES = ("scale_factor", "add_offset", "_FillValue", "missing_value",
+                        "_Unsigned", "dtype", "units", "calendar")
+#: where xarray keeps a zarr v2 array's dimension names: an attribute it does not decode
+_DIMENSIONS_ATTRIBUTE = "_ARRAY_DIMENSIONS"
+
+
+def _xarray_may_decode(arr: zarr.Array) -> bool:
+    """Whether xarray's CF decoding can act on ``arr`` at all: it has attributes (besides
+    zarr v2's dimension names), or it is a zarr v2 array with a fill value, which xarray
+    reads as its ``_FillValue``. Without either, xarray reads it as stored, and so do we
+    without importing xarray (``streamlsq info`` starts fast)."""
+    if set(arr.attrs) - {_DIMENSIONS_ATTRIBUTE}:
+        return True
+    return arr.metadata.zarr_format == 2 and arr.fill_value is not None
+
+
+def cf_decodings(location: Location, group: str | None, arrays: dict[str, zarr.Array],
+                 label: str) -> dict[str, CFDecoding]:
+    """The :class:`CFDecoding` of each variable of ``arrays`` that xarray does not read as
+    stored; a variable it reads as stored is absent and read without decoding.
+
+    Each variable is opened as xarray opens it (``xarray.backends.ZarrStore``, which applies
+    xarray's rules for zarr v2 and v3 fill values) and one stored value is decoded: when
+    xarray hands back that very array, its decoding leaves the variable as stored (no CF
+    attribute, or only a NaN fill value of a float array). A variable xarray cannot decode
+    is refused in one line naming the store and the variable.
+    """
+    names = [name for name, arr in arrays.items()
+             if _xarray_may_decode(arr) and getattr(arr.dtype, "kind", None) in NUMBER_KINDS]
+    if not names:
+        return {}
+    from xarray.backends import ZarrStore
+
+    out = {}
+    try:
+        store = ZarrStore.open_group(location.zarr_store(read_only=True), mode="r", group=group,
+                                     consolidated=False)
+    except Exception as exc:
+        raise InputError(f"{label}: cannot be opened with xarray to decode its variables "
+                         f"({type(exc).__name__}: {_first_line(exc)})") from None
+    for name in names:
+        try:
+            stored = store.open_store_variable(name)
+            decoding = CFDecoding(tuple(map(str, stored.dims)), dict(stored.attrs),
+                                  np.dtype(stored.dtype), np.dtype(stored.dtype))
+            probe = np.zeros((1,) * stored.ndim, dtype=decoding.stored)
+            decoded = decoding.variable(name, probe)
+            unchanged = decoded.values is probe
+        except Exception as exc:
+            raise InputError(f"{label}: variable '{name}' cannot be decoded as xarray decodes "
+                             f"it ({type(exc).__name__}: {_first_line(exc)})") from None
+        if not unchanged:
+            out[name] = replace(decoding, dtype=np.dtype(decoded.dtype))
+    return out
+
+
+@dataclass(frozen=True)
+class StoreRows:
+    """Where the rows of a validated store come from: its place (a local folder or an
+    object-store URL with its options), group and version (:func:`store_token`), and how xarray
+    decodes each variable it does not read as stored (:class:`CFDecoding`).
+
+    Small and picklable: it travels with every task, and the workers open each array once
+    per process (:func:`cached_array`).
+    """
+
+    location: Location
     group: str | None
-    token: str
-    chunk_rows: int
-    shown: str
-    options_key: str = ""
-    storage_options: dict | None = None
+    token: str = ""
+    decodings: dict[str, CFDecoding] = field(default_factory=dict, compare=False, hash=False)
+
+    #: the rows are a store's (not an xarray Dataset's): they have chunk files and stamps
+    in_memory = False
+
+    @property
+    def path(self) -> str:
+        """The store's absolute path or URL (the workers' working folder is not the client's)."""
+        return self.location.url
+
+    @property
+    def shown(self) -> str:
+        """The store as the user wrote it, for messages."""
+        return self.location.shown or self.location.url
 
     @property
     def label(self) -> str:
-        return store_label(self.shown or self.path, self.group)
-
-    @property
-    def location(self) -> Location:
-        """Where the store is (a local folder or an object-store URL, with its options)."""
-        return Location(self.path, self.options_key, self.shown, self.storage_options)
+        return store_label(self.shown, self.group)
 
     def array(self, name: str) -> zarr.Array:
         """The store's array ``name``, opened once per process and store version."""
@@ -149,32 +251,95 @@ class StoreSource:
                 f"({type(exc).__name__}: {_first_line(exc)}); every worker must see the "
                 f"store at {self.path}") from None
 
-    def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
-                  check: bool = True) -> np.ndarray:
-        """Rows ``start:stop`` of variable ``name`` in ``dtype``; NaN/Inf refused by chunk
-        and row unless ``check=False``. A chunk file that vanished, or that cannot be
-        decoded (truncated, corrupt), is refused naming the variable, chunk and rows."""
-        arr = self.array(name)
-        A = np.asarray(read_checked(self.path, self.group, name, arr, start, stop,
-                                    self.label), dtype=dtype)
-        if check:
-            check_finite_rows(self.label, name, A, start, int(arr.chunks[0]))
-        return A
+    def rows_per_chunk(self, name: str) -> int:
+        """Rows of one storage chunk of variable ``name`` (chunks are named in messages)."""
+        return int(self.array(name).chunks[0])
+
+    def read(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of variable ``name`` as xarray decodes them (as stored when
+        it reads the variable as stored: no extra pass). A chunk file that vanished, or that
+        cannot be decoded (truncated, corrupt), is refused naming the variable, chunk and rows
+        (:func:`read_checked`)."""
+        values = read_checked(self.path, self.group, name, self.array(name), start, stop,
+                              self.label)
+        decoding = self.decodings.get(name)
+        if decoding is None:
+            return values
+        try:
+            return decoding.decode(name, values)
+        except Exception as exc:
+            raise InputError(f"{self.label}: variable '{name}' rows {start}-{stop - 1} cannot "
+                             f"be decoded ({type(exc).__name__}: {_first_line(exc)})") from None
 
     def chunk_stamps(self, names) -> dict:
         """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`)."""
         return chunk_stamps(self.location, self.group, names)
+
+    def read_variable(self, name: str) -> np.ndarray | None:
+        """A small whole variable of the store (e.g. ``coef_true``) as xarray decodes it, or
+        None if absent."""
+        g = open_group(self.location, self.group)
+        if name not in set(g.array_keys()):
+            return None
+        arr = g[name]
+        decoding = cf_decodings(self.location, self.group, {name: arr}, self.label).get(name)
+        values = np.asarray(arr[...])
+        return values if decoding is None else decoding.decode(name, values)
+
+
+def forwarded(part: str, name: str, doc: str) -> property:
+    """A read-only attribute ``name`` of a source that is its part ``part``'s own (a source
+    groups what belongs together and keeps the names callers use)."""
+    return property(lambda self: getattr(getattr(self, part), name), doc=doc)
+
+
+class StoreSource:
+    """What every validated input shares: where its rows come from (``rows``: a
+    :class:`StoreRows`, or for a stream the arrays of an xarray Dataset) and how a row range
+    of one variable is read and its values checked.
+
+    Subclasses are frozen dataclasses with the fields ``rows`` and ``chunk_rows``; they
+    travel to the workers.
+    """
+
+    rows: StoreRows
+    chunk_rows: int
+
+    path = forwarded("rows", "path", "The store's absolute path or URL (a Dataset's source).")
+    group = forwarded("rows", "group", "The group inside the store (None: its root).")
+    token = forwarded("rows", "token", "The input's version (:func:`store_token`; a "
+                      "Dataset's: a hash of its arrays).")
+    shown = forwarded("rows", "shown", "The input as the user gave it, for messages.")
+    label = forwarded("rows", "label", "The input (and group) as messages name it.")
+    in_memory = forwarded("rows", "in_memory",
+                          "Whether the data come from an xarray Dataset rather than a store.")
+
+    def array(self, name: str) -> zarr.Array:
+        """The store's array ``name``, opened once per process and store version."""
+        return self.rows.array(name)
+
+    def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
+                  check: bool = True) -> np.ndarray:
+        """Rows ``start:stop`` of variable ``name`` as xarray decodes them, in ``dtype``;
+        NaN/Inf (a decoded fill value is a NaN: a missing value) refused by chunk and row
+        unless ``check=False``."""
+        values = np.asarray(self.rows.read(name, start, stop), dtype=dtype)
+        if check:
+            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name))
+        return values
+
+    def chunk_stamps(self, names) -> dict:
+        """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`; none for a
+        Dataset)."""
+        return self.rows.chunk_stamps(names)
 
     def identity(self) -> str:
         """The store's place as a fingerprint names it (a resolved local path, or the URL)."""
         return identity(self.path)
 
     def read_variable(self, name: str) -> np.ndarray | None:
-        """A small whole variable of the store (e.g. ``coef_true``), or None if absent."""
-        g = open_group(self.location, self.group)
-        if name not in set(g.array_keys()):
-            return None
-        return np.asarray(g[name][...])
+        """A small whole variable (e.g. ``coef_true``), or None if absent."""
+        return self.rows.read_variable(name)
 
 
 def identity(path) -> str:
@@ -352,16 +517,19 @@ def _bad_member(g: zarr.Group, exc: Exception) -> str:
     return f"metadata cannot be read ({type(exc).__name__}: {_first_line(exc)})"
 
 
-def check_numeric(label: str, name: str, arr: zarr.Array) -> None:
+def check_numeric(label: str, name: str, dtype, decoding: CFDecoding | None = None) -> None:
     """Refuse a dtype the kernels cannot compute in: complex, float16 (too few digits and a
-    range that overflows at 65504), strings, booleans, objects."""
+    range that overflows at 65504), strings, booleans, objects, times. With ``decoding`` the
+    dtype is the one xarray decodes the stored values to (e.g. datetime64 from ``units:
+    "days since ..."``), and the message says how they are stored."""
     try:
-        dt = np.dtype(arr.dtype)
+        dt = np.dtype(decoding.dtype if decoding is not None else dtype)
     except TypeError:
         dt = None
     if dt is None or dt.kind not in "fiu" or (dt.kind == "f" and dt.itemsize < 4):
+        how = f" as xarray decodes it ({decoding.describe()})" if decoding is not None else ""
         raise InputError(
-            f"{label}: variable '{name}' has dtype {dt if dt is not None else arr.dtype}, "
+            f"{label}: variable '{name}' has dtype {dt if dt is not None else dtype}{how}, "
             "expected a real numeric dtype (float64, float32 or an integer type)"
         )
 
@@ -403,12 +571,20 @@ def check_complete(label: str, name: str, arr: zarr.Array) -> None:
         )
 
 
+def nonfinite(values: np.ndarray) -> np.ndarray | None:
+    """Where ``values`` are NaN or Inf (a boolean mask of their shape), or None when all are
+    finite. A decoded fill value is a NaN: the mask marks the missing values too, for a
+    caller that refuses them (:func:`check_finite_rows`) or leaves their rows out."""
+    if np.isfinite(values.sum()):  # one reduction: the common, clean case costs a single pass
+        return None
+    bad = ~np.isfinite(values)
+    return bad if bad.any() else None  # else the sum overflowed on finite values
+
+
 def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int) -> None:
     """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row."""
-    if np.isfinite(A.sum()):  # one reduction: the common, clean case costs a single pass
-        return
-    bad = ~np.isfinite(A)
-    if not bad.any():  # the sum overflowed on finite values
+    bad = nonfinite(A)
+    if bad is None:
         return
     row = start + int(np.argwhere(bad)[0][0])
     kind = "NaN" if np.isnan(A[bad]).any() else "Inf"

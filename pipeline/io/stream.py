@@ -15,6 +15,19 @@ Zarr and NetCDF datasets), the targets likewise (``y="d"``), along a dimension o
 recursion reads. The labels of the features (variable names, or the coordinate of X's
 feature dimension) and of the targets travel with the source into every result.
 
+One path from any input to the source: the input is opened as a :class:`_StoreTable` or a
+:class:`_DatasetTable` (what differs: where the variables are found, how their rows are
+read), the same checks run on the selected variables of either, and one
+:class:`StreamSource` is built from three parts: where the rows come from
+(:class:`~streamlsq.io.stores.StoreRows` or :class:`DatasetRows`), which variables along
+which dimension (:class:`StreamVariables`) and their labels (:class:`ColumnLabels`).
+
+Values are those xarray gives: a store streamlsq opens itself is read as ``xr.open_zarr``
+would decode it with its defaults (CF ``scale_factor``/``add_offset``, ``_FillValue`` and
+``missing_value`` masked to NaN, ``_Unsigned``, ``dtype: bool``; see
+:class:`~streamlsq.io.stores.CFDecoding`), and a Dataset is taken as its user decoded it. A
+decoded fill value is a missing value, refused like any NaN.
+
 How the workers read a Dataset: a dask-backed variable is read through its own dask
 array, each Dask task computing the rows it needs with the synchronous scheduler (the
 files behind it, NetCDF or Zarr, are opened by the worker itself, as a store path is);
@@ -25,29 +38,33 @@ temporary copy of the data is ever written.
 
 from __future__ import annotations
 
-import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
 from streamlsq.io.stores import (
+    StoreRows,
     StoreSource,
+    array_names,
+    cf_decodings,
     check_complete,
-    check_finite_rows,
     check_numeric,
     dimension_names,
+    forwarded,
     get_array,
     open_group,
-    require_variables,
     store_label,
     store_token,
 )
 
 __all__ = [
+    "ColumnLabels",
+    "DatasetRows",
     "StreamSource",
+    "StreamVariables",
     "open_stream",
 ]
 
@@ -57,29 +74,87 @@ STREAM_DIMS = {"X": ("sample", "feature"), "y": ("sample", "target")}
 TARGET_CHUNK_ELEMENTS = 3_200_000
 
 
-@dataclass
-class DatasetColumns:
-    """The selected variables of an xarray Dataset, sample dimension first: NumPy arrays
-    (in memory) or dask arrays (lazy), read by row range on any worker."""
+@dataclass(frozen=True)
+class DatasetRows:
+    """Where the rows of an xarray Dataset come from: its selected variables, sample
+    dimension first, as NumPy arrays (in memory: they travel with the source) or dask arrays
+    (lazy: each task computes the rows it reads with the synchronous scheduler).
 
-    arrays: dict
-    extras: dict = field(default_factory=dict)
+    Values are taken as the Dataset holds them (its user decoded it); ``chunk_rows`` names
+    the chunks in messages, ``extras`` holds small whole variables (``coef_true``).
+    """
+
+    arrays: dict = field(compare=False, hash=False, repr=False)
+    path: str
+    shown: str
+    token: str
+    chunk_rows: int
+    extras: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    #: a Dataset has no group, no chunk files and no stamps
+    group = None
+    in_memory = True
+
+    @property
+    def label(self) -> str:
+        return store_label(self.shown or self.path, None)
+
+    def array(self, name: str):
+        raise InputError(f"{self.label}: variable '{name}' belongs to an xarray Dataset, not "
+                         "to a store")
+
+    def rows_per_chunk(self, name: str) -> int:
+        return self.chunk_rows
 
     def read(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of variable ``name``, computed here when dask-backed."""
         arr = self.arrays[name][start:stop]
         if hasattr(arr, "compute"):  # dask: this task computes its rows itself
             arr = arr.compute(scheduler="sync")
         return np.asarray(arr)
 
+    def chunk_stamps(self, names) -> dict:
+        return {}
+
+    def read_variable(self, name: str) -> np.ndarray | None:
+        value = self.extras.get(name)
+        return None if value is None else np.asarray(value)
+
+
+@dataclass(frozen=True)
+class StreamVariables:
+    """Which variables hold a stream's features (``x_vars``) and targets (``y_vars``), along
+    which dimension, and whether a constant column is prepended to the features
+    (``intercept``): what a result records and a continued or resumed fit must match."""
+
+    x_vars: tuple[str, ...] = ("X",)
+    y_vars: tuple[str, ...] = ("y",)
+    sample_dim: str = "sample"
+    intercept: bool = False
+
+    def selection(self) -> dict:
+        return {"x": list(self.x_vars), "y": list(self.y_vars), "sample_dim": self.sample_dim,
+                "fit_intercept": bool(self.intercept)}
+
+
+@dataclass(frozen=True)
+class ColumnLabels:
+    """Labels of the data's own feature and target columns (variable names, or the values of
+    the coordinate of a 2-D variable's second dimension); empty when the data do not name
+    them."""
+
+    features: tuple = ()
+    targets: tuple = ()
+
 
 @dataclass(frozen=True)
 class StreamSource(StoreSource):
-    """A validated stream store: enough to read any row range from any worker (picklable).
+    """A validated stream: enough to read any row range from any worker (picklable).
 
-    ``n_features`` counts the columns the recursion reads (with the constant column of
-    ``intercept``); ``features`` and ``targets`` label the data's own columns (empty when
-    the data do not name them); ``x_vars``, ``y_vars`` and ``sample_dim`` say which
-    variables, along which dimension, hold them.
+    ``rows`` says where the rows come from (a store, or an xarray Dataset's arrays),
+    ``variables`` which variables hold the features and targets along which dimension,
+    ``column_labels`` their labels. ``n_features`` counts the columns the recursion reads
+    (with the constant column of ``intercept``).
 
     Examples
     --------
@@ -93,70 +168,38 @@ class StreamSource(StoreSource):
     >>> tmp.cleanup()
     """
 
-    path: str
-    group: str | None
+    rows: StoreRows | DatasetRows
+    variables: StreamVariables
+    column_labels: ColumnLabels
     n_rows: int
     n_features: int
     n_targets: int
     chunk_rows: int
-    y_is_vector: bool
     block_size: int
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
-    token: str = ""
-    shown: str = ""
-    options_key: str = ""
-    storage_options: dict | None = field(default=None, compare=False, hash=False)
-    x_vars: tuple[str, ...] = ("X",)
-    y_vars: tuple[str, ...] = ("y",)
-    sample_dim: str = "sample"
-    intercept: bool = False
-    features: tuple = ()
-    targets: tuple = ()
-    columns: DatasetColumns | None = field(default=None, compare=False, hash=False,
-                                           repr=False)
+
+    x_vars = forwarded("variables", "x_vars", "The variables holding the features.")
+    y_vars = forwarded("variables", "y_vars", "The variables holding the targets.")
+    sample_dim = forwarded("variables", "sample_dim", "The dimension rows are read along.")
+    intercept = forwarded("variables", "intercept",
+                          "Whether a constant column is prepended to the features.")
+    features = forwarded("column_labels", "features", "Labels of the data's feature columns.")
+    targets = forwarded("column_labels", "targets", "Labels of the data's target columns.")
 
     @property
     def n_data_features(self) -> int:
         """Columns of the data (without the constant column of ``intercept``)."""
         return self.n_features - int(self.intercept)
 
-    @property
-    def in_memory(self) -> bool:
-        """Whether the data come from an xarray Dataset rather than a store."""
-        return self.columns is not None
-
     def selection(self) -> dict:
         """Which variables, along which dimension, with or without the constant column: what
         a result records and a continued or resumed fit must match."""
-        return {"x": list(self.x_vars), "y": list(self.y_vars), "sample_dim": self.sample_dim,
-                "fit_intercept": bool(self.intercept)}
+        return self.variables.selection()
 
     def chunk_edges(self) -> np.ndarray:
         """Row offsets of the storage chunks of X: [0, c, 2c, ..., n_rows]."""
         edges = np.arange(0, self.n_rows, self.chunk_rows, dtype=np.int64)
         return np.append(edges, self.n_rows)
-
-    def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
-                  check: bool = True) -> np.ndarray:
-        if self.columns is None:
-            return super().read_rows(name, start, stop, dtype, check)
-        A = np.asarray(self.columns.read(name, start, stop), dtype=dtype)
-        if check:
-            check_finite_rows(self.label, name, A, start, self.chunk_rows)
-        return A
-
-    def read_variable(self, name: str) -> np.ndarray | None:
-        if self.columns is None:
-            return super().read_variable(name)
-        value = self.columns.extras.get(name)
-        return None if value is None else np.asarray(value)
-
-    def chunk_stamps(self, names) -> dict:
-        """Stamps of the stored chunks of ``names`` (:func:`~streamlsq.io.stores.chunk_stamps`);
-        none for a Dataset."""
-        if self.columns is not None:
-            return {}
-        return super().chunk_stamps(names)
 
     def _stack(self, names, start, stop, dtype, check) -> np.ndarray:
         if not names:  # new rows without targets
@@ -173,9 +216,8 @@ class StreamSource(StoreSource):
         ``check=False`` skips the value check, for callers that check what they
         computed from the rows instead (and re-read with the check to name the row).
         """
-        X = self.read_features(start, stop, dtype, check)
-        Y = self._stack(self.y_vars, start, stop, dtype, check)
-        return X, (Y[:, None] if Y.ndim == 1 else Y)
+        return (self.read_features(start, stop, dtype, check),
+                self.read_targets(start, stop, dtype, check))
 
     def read_features(self, start: int, stop: int, dtype=np.float64, check: bool = True
                       ) -> np.ndarray:
@@ -193,6 +235,8 @@ class StreamSource(StoreSource):
 
     def read_targets(self, start: int, stop: int, dtype=np.float64, check: bool = True
                      ) -> np.ndarray:
+        """Rows ``start:stop`` of the targets alone, (n, K) (values checked like
+        :meth:`read`)."""
         Y = self._stack(self.y_vars, start, stop, dtype, check)
         return Y[:, None] if Y.ndim == 1 else Y
 
@@ -219,6 +263,168 @@ def _label_values(values) -> tuple:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class _Column:
+    """A selected variable as found when the input is opened: its dims and shape (a
+    Dataset's with the sample dimension moved first, as it is read) and the dtype its values
+    are read in (a store's: as xarray decodes them)."""
+
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    dtype: object
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.shape[0])
+
+    @property
+    def width(self) -> int:
+        """Columns it contributes: 1 for a 1-D variable, its second axis for a 2-D one."""
+        return 1 if len(self.shape) == 1 else int(self.shape[1])
+
+
+class _StoreTable:
+    """A Zarr group opened to be read as a stream: variables are its arrays, their sample
+    dimension must come first (the one they are chunked along), the values are read as
+    xarray decodes them, and every chunk must be written."""
+
+    sample_first = True
+
+    def __init__(self, loc, group: str | None):
+        self.loc, self.group = loc, group
+        self.label = store_label(loc.shown or loc.url, group)
+        self.g = open_group(loc, group)
+        self.members = array_names(self.g, self.label)
+        self.found = sorted(self.members)
+        self.attrs = dict(self.g.attrs)
+        self.arrays: dict = {}
+        self.decodings: dict = {}
+
+    def default_sample_dim(self, names) -> str:
+        return "sample"
+
+    def columns(self, names, dim: str) -> dict[str, _Column]:
+        """The arrays ``names`` as they are stored."""
+        self.arrays = {name: get_array(self.g, self.label, name) for name in names}
+        return {name: _Column(dimension_names(a), tuple(a.shape), a.dtype)
+                for name, a in self.arrays.items()}
+
+    def as_read(self, columns: dict[str, _Column]) -> dict[str, _Column]:
+        """The columns with the dtypes xarray decodes them to, refused unless real numbers."""
+        self.decodings = cf_decodings(self.loc, self.group, self.arrays, self.label)
+        for name, column in columns.items():
+            check_numeric(self.label, name, column.dtype, self.decodings.get(name))
+        return {name: replace(c, dtype=self.decodings[name].dtype)
+                if name in self.decodings else c for name, c in columns.items()}
+
+    def check_complete(self) -> None:
+        for name, arr in self.arrays.items():
+            check_complete(self.label, name, arr)
+
+    def coordinate(self, dim: str, size: int) -> tuple | None:
+        """The labels stored in the 1-D coordinate array ``dim`` of length ``size``."""
+        if dim not in self.members:
+            return None
+        c = self.g[dim]
+        return _label_values(c[...]) if c.ndim == 1 and c.shape[0] == size else None
+
+    def chunk_rows(self, first: str, n: int, width: int) -> int:
+        return int(self.arrays[first].chunks[0])
+
+    def rows(self, chunk_rows: int) -> StoreRows:
+        return StoreRows(self.loc, self.group, store_token(self.loc), self.decodings)
+
+
+class _DatasetTable:
+    """An xarray Dataset opened to be read as a stream: variables are its variables, the
+    sample dimension may be anywhere in their dims (they are read transposed) and is found
+    by itself when it is the only one they share; values are taken as the Dataset holds
+    them."""
+
+    sample_first = False
+
+    def __init__(self, ds):
+        self.ds = ds
+        source = ds.encoding.get("source")
+        self.path = str(source) if source else "<xarray.Dataset>"
+        self.label = f"xarray Dataset ({source})" if source else "xarray Dataset"
+        self.members = set(map(str, ds.variables))
+        self.found = sorted(map(str, ds.data_vars))
+        self.attrs = dict(ds.attrs)
+        self.selected: dict = {}
+
+    def default_sample_dim(self, names) -> str:
+        dims = {d for v in names for d in self.ds[v].dims}
+        shared = [d for d in self.ds[names[0]].dims if all(d in self.ds[v].dims for v in names)]
+        if "sample" in dims:
+            return "sample"
+        if len(shared) == 1:
+            return shared[0]
+        raise InputError(f"{self.label}: name the sample dimension with sample_dim= "
+                         f"(--sample-dim); the variables have dims {sorted(dims)}")
+
+    def columns(self, names, dim: str) -> dict[str, _Column]:
+        """The variables ``names``, with the sample dimension ``dim`` first where they have it
+        (the rows are read along it)."""
+        self.selected = {name: self.ds[name].transpose(dim, ...) if dim in self.ds[name].dims
+                         else self.ds[name] for name in names}
+        return {name: _Column(tuple(v.dims), tuple(v.shape), v.dtype)
+                for name, v in self.selected.items()}
+
+    def as_read(self, columns: dict[str, _Column]) -> dict[str, _Column]:
+        """The columns as they are (the Dataset's user decoded them), refused unless real
+        numbers."""
+        for name, column in columns.items():
+            check_numeric(self.label, name, column.dtype)
+        return columns
+
+    def check_complete(self) -> None:
+        """A Dataset has no chunk that could be missing."""
+
+    def coordinate(self, dim: str, size: int) -> tuple | None:
+        return _label_values(self.ds.coords[dim].values) if dim in self.ds.coords else None
+
+    def chunk_rows(self, first: str, n: int, width: int) -> int:
+        """Rows of the first feature variable's dask chunks, or of about 25 MB in memory."""
+        chunks = self.selected[first].chunks
+        if chunks is not None:
+            return int(chunks[0][0])
+        return int(max(1, min(n, TARGET_CHUNK_ELEMENTS // max(width, 1))))
+
+    def rows(self, chunk_rows: int) -> DatasetRows:
+        from dask.base import tokenize
+
+        arrays = {name: v.data for name, v in self.selected.items()}
+        extras = {}
+        if "coef_true" in self.ds.variables and self.ds["coef_true"].size <= 1_000_000:
+            extras["coef_true"] = np.asarray(self.ds["coef_true"].values)
+        return DatasetRows(arrays, self.path, self.label, tokenize(*arrays.values()),
+                           chunk_rows, extras)
+
+
+def _open_table(data, group: str | None, storage_options: dict | None
+                ) -> _StoreTable | _DatasetTable:
+    """The input opened: a store by its location, a Dataset as it is, and a zarr store
+    without a location (e.g. a ``MemoryStore``) as xarray opens it."""
+    # a Dataset exists only if xarray was imported: a store opens without importing it
+    # (`streamlsq info` starts fast)
+    xr = sys.modules.get("xarray")
+    if xr is not None and isinstance(data, xr.DataArray):
+        raise InputError("pass an xarray Dataset (ds[['a', 'b']] or da.to_dataset()), "
+                         "not a DataArray")
+    if xr is not None and isinstance(data, xr.Dataset):
+        return _DatasetTable(data)
+    loc = locate(data, storage_options)
+    if loc is not None:
+        return _StoreTable(loc, group)
+    import xarray as xr
+
+    try:
+        return _DatasetTable(xr.open_zarr(data, group=group, consolidated=None))
+    except Exception as exc:
+        raise InputError(f"{data!r}: not a readable Zarr store ({exc})") from None
+
+
 def open_stream(data, group: str | None = None, *, x=None, y=None,
                 sample_dim: str | None = None, fit_intercept: bool = False,
                 storage_options: dict | None = None, targets: bool = True) -> StreamSource:
@@ -230,7 +436,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     the target variables (default ``"y"``), all along the dimension ``sample_dim`` (default
     ``sample``); ``fit_intercept`` prepends a constant column to the features.
     ``targets=False`` opens new rows whose targets may be missing (applying a fit: then
-    ``y_vars`` is empty and ``n_targets`` 0).
+    ``y_vars`` is empty and ``n_targets`` 0). A store is read as ``xr.open_zarr`` decodes it;
+    a Dataset as it is.
 
     Examples
     --------
@@ -249,94 +456,38 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     (('a', 'b'), [[0.0, 1.0], [1.0, 1.0]])
     >>> tmp.cleanup()
     """
-    # a Dataset exists only if xarray was imported: a store opens without importing it
-    # (`streamlsq info` starts fast)
-    xr = sys.modules.get("xarray")
-    if xr is not None and isinstance(data, xr.DataArray):
-        raise InputError("pass an xarray Dataset (ds[['a', 'b']] or da.to_dataset()), "
-                         "not a DataArray")
-    if xr is not None and isinstance(data, xr.Dataset):
-        if not targets:
-            y = _present(_names(y, ("y",)), set(data.variables))
-        return _open_dataset(data, x, y, sample_dim, fit_intercept)
-    loc = locate(data, storage_options)
-    if loc is None:  # e.g. a zarr MemoryStore: read it as a lazy Dataset
-        import xarray as xr
-
-        try:
-            ds = xr.open_zarr(data, group=group, consolidated=None)
-        except Exception as exc:
-            raise InputError(f"{data!r}: not a readable Zarr store ({exc})") from None
-        return _open_dataset(ds, x, y, sample_dim, fit_intercept)
-    shown = loc.shown or loc.url
-    label = store_label(shown, group)
-    g = open_group(loc, group)
-    strict = x is None and y is None and sample_dim is None and targets
-    dim = sample_dim or "sample"
+    table = _open_table(data, group, storage_options)
     x_vars, y_vars = _names(x, ("X",)), _names(y, ("y",))
     if not targets:
-        y_vars = _present(y_vars, set(g.array_keys()))
+        y_vars = _present(y_vars, table.members)
+    names = (*x_vars, *y_vars)
+    strict = table.sample_first and x is None and y is None and sample_dim is None and targets
+    _require(table, names, strict)
+    dim = sample_dim or table.default_sample_dim(names)
+    columns = table.columns(names, dim)
     if strict:
-        require_variables(g, label, ("X", "y"),
-                          "a stream store needs X (sample, feature) and y (sample, target)")
+        _check_stream_dims(table.label, columns)
     else:
-        require_variables(g, label, (*x_vars, *y_vars),
-                          f"name the feature variables with --x and the targets with --y, "
-                          f"all along --sample-dim ({dim})")
-    arrays = {name: get_array(g, label, name) for name in (*x_vars, *y_vars)}
-    for name, arr in arrays.items():
-        check_numeric(label, name, arr)
-    if strict:
-        X, yv = arrays["X"], arrays["y"]
-        if dimension_names(X) != STREAM_DIMS["X"] or X.ndim != 2:
-            raise InputError(
-                f"{label}: variable 'X' has dims {dimension_names(X) or X.shape}, "
-                "expected ('sample', 'feature'); name another layout with --x, --y and "
-                "--sample-dim"
-            )
-        ydims = dimension_names(yv)
-        if ydims not in (STREAM_DIMS["y"], ("sample",)):
-            raise InputError(
-                f"{label}: variable 'y' has dims {ydims or yv.shape}, expected ('sample', "
-                "'target')"
-            )
-    else:
-        for name, arr in arrays.items():
-            dims = dimension_names(arr)
-            if not dims or dims[0] != dim or arr.ndim > 2:
-                raise InputError(
-                    f"{label}: variable '{name}' has dims {dims or arr.shape}, expected "
-                    f"('{dim}',) or ('{dim}', ...): the sample dimension first"
-                    + ("" if sample_dim else "; name it with --sample-dim"))
-    n, width, n_targets, y_is_vector = _column_counts(label, arrays, x_vars, y_vars)
-    for name, arr in arrays.items():
-        check_complete(label, name, arr)
-    members = set(g.array_keys())
-    features = _labels(x_vars, arrays, g, members)
-    target_labels = () if y_is_vector or not y_vars else _labels(y_vars, arrays, g, members)
-    chunk_rows = int(arrays[x_vars[0]].chunks[0])
-    attrs = dict(g.attrs)
-    block_size = int(attrs.get("block_size", chunk_rows))
+        for name, column in columns.items():
+            _check_sample_dim(table.label, name, column, dim, table.sample_first,
+                              sample_dim is not None)
+    columns = table.as_read(columns)
+    n, width, n_targets, y_is_vector = _column_counts(table.label, columns, x_vars, y_vars)
+    table.check_complete()
+    labels = ColumnLabels(
+        _labels(x_vars, columns, table),
+        () if y_is_vector or not y_vars else _labels(y_vars, columns, table))
+    chunk_rows = table.chunk_rows(x_vars[0], n, width)
     return StreamSource(
-        path=loc.url,
-        shown=shown,
-        group=group,
+        rows=table.rows(chunk_rows),
+        variables=StreamVariables(x_vars, y_vars, dim, bool(fit_intercept)),
+        column_labels=labels,
         n_rows=n,
         n_features=width + int(bool(fit_intercept)),
         n_targets=n_targets,
         chunk_rows=chunk_rows,
-        y_is_vector=y_is_vector,
-        block_size=block_size,
-        attrs=attrs,
-        token=store_token(loc),
-        options_key=loc.options_key,
-        storage_options=loc.storage_options,
-        x_vars=x_vars,
-        y_vars=y_vars,
-        sample_dim=dim,
-        intercept=bool(fit_intercept),
-        features=features,
-        targets=target_labels,
+        block_size=int(table.attrs.get("block_size", chunk_rows)),
+        attrs=table.attrs,
     )
 
 
@@ -346,135 +497,78 @@ def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:
     return names if all(n in members for n in names) else ()
 
 
-def _labels(names, arrays, g, members) -> tuple:
-    """Labels of the columns of the variables ``names`` of a store: a 1-D variable is
-    labelled by its name, a 2-D one by the coordinate array of its second dimension (or
-    not at all: ``()`` when the only variable has no such coordinate)."""
+def _require(table, names, strict: bool) -> None:
+    """Refuse the first of ``names`` the input does not hold, naming what it holds and the
+    layout it should have."""
+    layout = ("a stream store needs X (sample, feature) and y (sample, target)" if strict
+              else "name the feature variables with --x (x=) and the targets with --y (y=)")
+    for name in names:
+        if name not in table.members:
+            raise InputError(f"{table.label}: variable '{name}' is missing (found: "
+                             f"{table.found or 'none'}); {layout}")
+
+
+def _check_stream_dims(label: str, columns: dict[str, _Column]) -> None:
+    """The dims of a stream store named by default: X (sample, feature), y (sample, target)
+    or (sample,)."""
+    X, y = columns["X"], columns["y"]
+    if X.dims != STREAM_DIMS["X"] or len(X.shape) != 2:
+        raise InputError(
+            f"{label}: variable 'X' has dims {X.dims or X.shape}, expected ('sample', "
+            "'feature'); name another layout with --x, --y and --sample-dim")
+    if y.dims not in (STREAM_DIMS["y"], ("sample",)):
+        raise InputError(f"{label}: variable 'y' has dims {y.dims or y.shape}, expected "
+                         "('sample', 'target')")
+
+
+def _check_sample_dim(label: str, name: str, column: _Column, dim: str, sample_first: bool,
+                      given: bool) -> None:
+    """A selected variable has one or two dims, the first the sample dimension (a Dataset's
+    variables come with it moved first; a store's must be chunked along it)."""
+    if column.dims[:1] != (dim,) or len(column.shape) > 2:
+        raise InputError(
+            f"{label}: variable '{name}' has dims {column.dims or column.shape}, expected "
+            f"('{dim}',) or ('{dim}', ...)"
+            + (": the sample dimension first" if sample_first else "")
+            + ("" if given else "; name it with --sample-dim"))
+
+
+def _labels(names, columns: dict[str, _Column], table) -> tuple:
+    """Labels of the columns of the variables ``names``: a 1-D variable is labelled by its
+    name, a 2-D one by the coordinate of its other dimension (or not at all: ``()`` when the
+    only variable has no such coordinate)."""
     out: list = []
     for name in names:
-        arr = arrays[name]
-        if arr.ndim == 1:
+        column = columns[name]
+        if len(column.shape) == 1:
             out.append(name)
             continue
-        dims = dimension_names(arr)
-        coord = dims[1] if len(dims) == 2 else None
-        values = None
-        if coord and coord in members:
-            c = g[coord]
-            if c.ndim == 1 and c.shape[0] == arr.shape[1]:
-                values = _label_values(c[...])
+        values = table.coordinate(column.dims[1], column.width) if len(column.dims) == 2 \
+            else None
         if values is None:
             if len(names) == 1:
                 return ()
-            values = tuple(f"{name}{j}" for j in range(arr.shape[1]))
+            values = tuple(f"{name}{j}" for j in range(column.width))
         out.extend(values)
     return tuple(out)
 
 
-def _open_dataset(ds, x, y, sample_dim, fit_intercept) -> StreamSource:
-    """A :class:`StreamSource` over the variables of an xarray Dataset."""
-    from dask.base import tokenize
-
-    x_vars, y_vars = _names(x, ("X",)), _names(y, ("y",))
-    source = ds.encoding.get("source")
-    shown = f"xarray Dataset ({source})" if source else "xarray Dataset"
-    label = shown
-    missing = [v for v in (*x_vars, *y_vars) if v not in ds.variables]
-    if missing:
-        raise InputError(f"{label}: variable '{missing[0]}' is missing (found: "
-                         f"{sorted(map(str, ds.data_vars)) or 'none'}); name the features "
-                         "with x= (--x) and the targets with y= (--y)")
-    dim = sample_dim
-    if dim is None:
-        dims = {d for v in (*x_vars, *y_vars) for d in ds[v].dims}
-        candidates = [d for d in ds[x_vars[0]].dims if all(d in ds[v].dims for v in
-                                                          (*x_vars, *y_vars))]
-        dim = "sample" if "sample" in dims else (candidates[0] if len(candidates) == 1 else None)
-        if dim is None:
-            raise InputError(f"{label}: name the sample dimension with sample_dim= "
-                             f"(--sample-dim); the variables have dims {sorted(dims)}")
-    arrays, columns, extras = {}, {}, {}
-    for name in (*x_vars, *y_vars):
-        var = ds[name]
-        if dim not in var.dims or var.ndim > 2:
-            raise InputError(f"{label}: variable '{name}' has dims {var.dims}, expected "
-                             f"('{dim}',) or ('{dim}', ...)")
-        dt = np.dtype(var.dtype)
-        if dt.kind not in "fiu" or (dt.kind == "f" and dt.itemsize < 4):
-            raise InputError(f"{label}: variable '{name}' has dtype {dt}, expected a real "
-                             "numeric dtype (float64, float32 or an integer type)")
-        var = var.transpose(dim, ...)
-        arrays[name] = var
-        columns[name] = var.data
-    n, width, n_targets, y_is_vector = _column_counts(label, arrays, x_vars, y_vars)
-
-    def labels(names):
-        out: list = []
-        for name in names:
-            var = arrays[name]
-            if var.ndim == 1:
-                out.append(name)
-                continue
-            other = var.dims[1]
-            if other in ds.coords:
-                out.extend(_label_values(ds.coords[other].values))
-            elif len(names) == 1:
-                return ()
-            else:
-                out.extend(f"{name}{j}" for j in range(var.shape[1]))
-        return tuple(out)
-
-    chunks = getattr(arrays[x_vars[0]].data, "chunks", None)
-    if chunks is not None:
-        chunk_rows = int(chunks[0][0])
-    else:
-        chunk_rows = int(max(1, min(n, TARGET_CHUNK_ELEMENTS // max(width, 1))))
-    if "coef_true" in ds.variables and ds["coef_true"].size <= 1_000_000:
-        extras["coef_true"] = np.asarray(ds["coef_true"].values)
-    attrs = dict(ds.attrs)
-    block_size = int(attrs.get("block_size", chunk_rows))
-    return StreamSource(
-        path=str(source) if source else "<xarray.Dataset>",
-        shown=shown,
-        group=None,
-        n_rows=n,
-        n_features=width + int(bool(fit_intercept)),
-        n_targets=n_targets,
-        chunk_rows=chunk_rows,
-        y_is_vector=y_is_vector,
-        block_size=block_size,
-        attrs=attrs,
-        token=tokenize(*columns.values()),
-        x_vars=x_vars,
-        y_vars=y_vars,
-        sample_dim=dim,
-        intercept=bool(fit_intercept),
-        features=labels(x_vars),
-        targets=() if y_is_vector or not y_vars else labels(y_vars),
-        columns=DatasetColumns(columns, extras),
-    )
-
-
-def _column_counts(label: str, arrays: dict, x_vars, y_vars) -> tuple[int, int, int, bool]:
-    """Rows, feature columns and target columns of the variables ``arrays`` (1-D: one
-    column, 2-D: its second axis), and whether y is one 1-D variable; refuses variables of
+def _column_counts(label: str, columns: dict[str, _Column], x_vars, y_vars
+                   ) -> tuple[int, int, int, bool]:
+    """Rows, feature columns and target columns of the variables ``columns`` (1-D: one
+    column, 2-D: its other axis), and whether y is one 1-D variable; refuses variables of
     different lengths and a stream without rows or features."""
-    first = arrays[x_vars[0]]
-    n = int(first.shape[0])
-    for name, arr in arrays.items():
-        if arr.shape[0] != n:
-            raise InputError(f"{label}: variable '{name}' has {arr.shape[0]} samples but "
+    first = columns[x_vars[0]]
+    n = first.n_rows
+    for name, column in columns.items():
+        if column.n_rows != n:
+            raise InputError(f"{label}: variable '{name}' has {column.n_rows} samples but "
                              f"'{x_vars[0]}' has {n}")
 
     def width(names) -> int:
-        return int(sum(1 if arrays[v].ndim == 1 else arrays[v].shape[1] for v in names))
+        return int(sum(columns[v].width for v in names))
 
     if n == 0 or width(x_vars) == 0:
         raise InputError(f"{label}: variable '{x_vars[0]}' is empty (shape {first.shape})")
-    y_is_vector = len(y_vars) == 1 and arrays[y_vars[0]].ndim == 1
+    y_is_vector = len(y_vars) == 1 and len(columns[y_vars[0]].shape) == 1
     return n, width(x_vars), width(y_vars), y_is_vector
-
-
-def is_path_like(data) -> bool:
-    """Whether ``data`` names a store (a path or URL) rather than holding data."""
-    return isinstance(data, str | os.PathLike)

@@ -64,7 +64,9 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
 from streamlsq.io.stores import (
+    StoreRows,
     StoreSource,
+    cf_decodings,
     check_complete,
     check_numeric,
     dimension_names,
@@ -76,11 +78,14 @@ from streamlsq.io.stores import (
     store_token,
 )
 from streamlsq.kernels import mlr
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.memory import fast_large_allocations
 
 __all__ = [
     "MAX_DEFAULT_HEAVY",
+    "HOLDOUT",
     "ROLE_CODES",
+    "TASK_VARIABLES",
     "TaskChunk",
     "TaskSets",
     "TaskSource",
@@ -91,6 +96,10 @@ __all__ = [
     "task_sets",
 ]
 
+#: leave out the last rows of every task (for evaluation: ``predict(..., holdout=N)``)
+HOLDOUT = Param("holdout", 0, "Rows held out at the end of every task.", type=int, ge=0)
+#: the variables of a multi-task store whose chunks a run reads (a checkpoint stamps them)
+TASK_VARIABLES = ("X", "y", "task_ptr", "role")
 #: role name -> code stored in ``role``
 ROLE_CODES = {"light": 0, "heavy": 1, "light2": 2}
 ROLE_ATTRS = {"flag_values": [0, 1, 2], "flag_meanings": "light heavy light2"}
@@ -132,19 +141,14 @@ class TaskSource(StoreSource):
     >>> tmp.cleanup()
     """
 
-    path: str
-    group: str | None
+    rows: StoreRows
     n_rows: int
     n_features: int
     n_tasks: int
     chunk_rows: int
     has_role: bool
     has_truth: bool
-    token: str = ""
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
-    shown: str = ""
-    options_key: str = ""
-    storage_options: dict | None = field(default=None, compare=False, hash=False)
 
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""
@@ -215,9 +219,12 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 f"{label}: variable '{name}' has dims {dimension_names(arr) or arr.shape}, "
                 f"expected {TASK_DIMS[name]}"
             )
+    # the rows are read as xarray decodes them (as a stream store's are); the truth as stored
+    decodings = cf_decodings(loc, group, {n: arrays[n] for n in ("X", "y") if n in arrays},
+                             label)
     for name in ("X", "y", "w_true", "s_true", "p_true"):
         if name in arrays:
-            check_numeric(label, name, arrays[name])
+            check_numeric(label, name, arrays[name].dtype, decodings.get(name))
     for name in ("task_ptr", "component"):
         if name in arrays and np.dtype(arrays[name].dtype).kind not in "iu":
             raise InputError(
@@ -259,19 +266,14 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 "or features"
             )
     return TaskSource(
-        path=path,
-        shown=loc.shown or path,
-        group=group,
+        rows=StoreRows(loc, group, store_token(loc), decodings),
         n_rows=int(X.shape[0]),
         n_features=int(X.shape[1]),
         n_tasks=int(n_tasks),
         chunk_rows=int(X.chunks[0]),
         has_role="role" in arrays,
         has_truth=has_truth,
-        token=store_token(loc),
         attrs=dict(g.attrs),
-        options_key=loc.options_key,
-        storage_options=loc.storage_options,
     )
 
 

@@ -21,24 +21,17 @@ not of the program.
 from __future__ import annotations
 
 import os
-import time
+from dataclasses import dataclass
+from typing import Any, Unpack
 
 import numpy as np
 import xarray as xr
 from distributed import Client
 
-from streamlsq.errors import InputError, check_int
-from streamlsq.io.checkpoint import (
-    EntryCheckpoint,
-    entry_checkpoint,
-    fingerprint_digest,
-    prepare_run,
-    remove_finished,
-)
-from streamlsq.io.provenance import provenance
-from streamlsq.io.results import write_result
+from streamlsq.errors import InputError, checked
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
+    TASK_VARIABLES,
     TaskChunk,
     TaskSource,
     open_tasks,
@@ -46,13 +39,15 @@ from streamlsq.io.tasks import (
     reading_chunk,
     task_input_identity,
 )
+from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
-from streamlsq.runtime.client import dask_client
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
-__all__ = ["INITS", "fit_em"]
+__all__ = ["EMFit", "INITS", "fit_em"]
 
 INITS = ("truth", "perturbed", "random")
+ITERATIONS = Param("iterations", 100, "Most EM iterations.", type=int, gt=0)
 
 
 def _stats(chunk: TaskChunk, source: TaskSource):
@@ -94,12 +89,7 @@ def fit_em(
     chunk_tasks: int = CHUNK_TASKS,
     cache_bytes: int | None = None,
     group: str | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    resume: bool = False,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Fit a mixture of k linear regressions to every task of ``data`` by task-level EM.
 
@@ -121,6 +111,8 @@ def fit_em(
     ("converged", "max_iterations" or "collapsed"), ``failure`` and, when the
     store has the truth, the parameter errors after matching.
 
+    ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
+
     Examples
     --------
     >>> import tempfile, streamlsq
@@ -132,137 +124,176 @@ def fit_em(
     ('converged', (2, 4))
     >>> tmp.cleanup()
     """
-    if init not in INITS:
-        raise InputError(f"init must be one of {', '.join(INITS)}, got {init!r}")
-    iterations = check_int("iterations", iterations, 1, "a positive integer")
-    if not (np.isfinite(tol) and tol >= 0):
-        raise InputError(f"tol must be a finite number >= 0, got {tol!r}")
-    source = open_tasks(data, group)
-    d = source.n_features
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= source.n_tasks:
-        raise InputError(f"{source.label}: k must be an integer in 1..n_tasks, got {k!r}")
-    truth = source.truth()
-    if init in ("truth", "perturbed"):
-        if truth is None:
-            raise InputError(
-                f"{source.label}: init '{init}' needs the true parameters (w_true, s_true, "
-                "p_true); use --init random for a store without them"
-            )
-        if truth["w_true"].shape[0] != k:
-            raise InputError(
-                f"{source.label}: init '{init}' needs k = {truth['w_true'].shape[0]} (the "
-                f"store's components), got k = {k}"
-            )
-    if resume and checkpoint is None:
-        raise InputError("--resume needs --checkpoint DIR")
-    fingerprint = {"input": task_input_identity(source), "k": int(k), "init": init,
-                   "scale": float(scale), "iterations": iterations, "tol": float(tol),
-                   "seed": int(seed), "chunk_tasks": chunk_tasks}
-    folder = dict(fingerprint=fingerprint, inputs=[source], kind="em",
-                  variables=("X", "y", "task_ptr", "role"))
-    done = prepare_run(out, overwrite, checkpoint, resume, fingerprint, [source],
-                       lambda: remove_finished(EntryCheckpoint(checkpoint, **folder)))
-    if done is not None:
-        return done
-    ptr = source.task_ptr()
-    chunks = plan_chunks(ptr, np.diff(ptr) > 0, chunk_tasks)
-    n_used = sum(c.n for c in chunks)
-    started = time.perf_counter()
-    with entry_checkpoint(checkpoint, resume=resume, **folder) as ckpt, \
-            dask_client(client, scheduler) as cl:
-        need = n_used * (d * d + d + 2) * 8
-        if cache_bytes is None:  # a quarter of the workers' memory (1 GiB if unlimited)
-            cache_bytes = _worker_memory(cl) // 4 or 2**30
-        cached = need <= cache_bytes
-        items = chunks
-        if cached:
-            items = map_chunks(cl, _stats, chunks, source, name="em-task-stats")
-            wait_progress(cl, items, [c.n for c in chunks], "task statistics", enabled=progress)
+    job = EMFit(data, k, group=group, init=init, scale=scale, iterations=iterations, tol=tol,
+                seed=seed, chunk_tasks=chunk_tasks, cache_bytes=cache_bytes)
+    return Run(out, **run).execute(job)
+
+
+@dataclass(eq=False)
+class EMFit(Job):
+    """Task-level EM over a multi-task store (:func:`fit_em`): reads the per-task statistics
+    (cached on the workers when they fit), computes E- and M-steps as a map and a tree
+    reduction per iteration (checkpointed after each), writes the mixture."""
+
+    data: Any
+    k: int
+    group: str | None = None
+    init: str = "perturbed"
+    scale: float = 0.5
+    iterations: int = 100
+    tol: float = 1e-8
+    seed: int = 0
+    chunk_tasks: int = CHUNK_TASKS
+    cache_bytes: int | None = None
+
+    name = "em"
+    checkpoint_kind = "em"
+    checkpoint_variables = TASK_VARIABLES
+
+    def check(self) -> None:
+        if self.init not in INITS:
+            raise InputError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
+        self.iterations = checked(ITERATIONS, self.iterations)
+        if not (np.isfinite(self.tol) and self.tol >= 0):
+            raise InputError(f"tol must be a finite number >= 0, got {self.tol!r}")
+
+    def open(self, run: Run) -> list:
+        source = self.source = open_tasks(self.data, self.group)
+        k = self.k
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or \
+                not 1 <= k <= source.n_tasks:
+            raise InputError(f"{source.label}: k must be an integer in 1..n_tasks, got {k!r}")
+        self.truth = source.truth()
+        if self.init in ("truth", "perturbed"):
+            if self.truth is None:
+                raise InputError(
+                    f"{source.label}: init '{self.init}' needs the true parameters (w_true, "
+                    "s_true, p_true); use --init random for a store without them")
+            if self.truth["w_true"].shape[0] != k:
+                raise InputError(
+                    f"{source.label}: init '{self.init}' needs k = "
+                    f"{self.truth['w_true'].shape[0]} (the store's components), got k = {k}")
+        return [source]
+
+    def fingerprint(self) -> dict:
+        return {"input": task_input_identity(self.source), "k": int(self.k),
+                "init": self.init, "scale": float(self.scale), "iterations": self.iterations,
+                "tol": float(self.tol), "seed": int(self.seed), "chunk_tasks": self.chunk_tasks}
+
+    def parameters(self) -> dict:
+        return {"k": int(self.k), "init": self.init, "scale": float(self.scale),
+                "iterations": int(self.iterations), "tol": float(self.tol),
+                "seed": int(self.seed), "chunk_tasks": int(self.chunk_tasks)}
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        ptr = self.source.task_ptr()
+        chunks = plan_chunks(ptr, np.diff(ptr) > 0, self.chunk_tasks)
+        self.n_used = sum(c.n for c in chunks)
+        items, cached = self.statistics(ctx, chunks)
         saved = None  # the entry of the last committed iteration (each replaces the last)
-        if ckpt is not None and any(n.startswith("iteration-") for n in ckpt.entries):
-            saved = ckpt.load(max(n for n in ckpt.entries if n.startswith("iteration-")))
-        if saved is not None:  # resumed: the parameters after the last committed iteration
-            W0, s20, p0 = saved["start"]
-            W, s2, p = saved["start"]
-        elif init == "truth":
+        if ctx.checkpoint is not None and any(n.startswith("iteration-")
+                                              for n in ctx.checkpoint.entries):
+            saved = ctx.checkpoint.load(max(n for n in ctx.checkpoint.entries
+                                            if n.startswith("iteration-")))
+        start = saved["start"] if saved is not None else self.start_values(ctx, items)
+        run = saved or {"start": start, "params": start, "history": [],
+                        "status": "max_iterations", "failure": ""}
+        run = self.iterate(ctx, items, run)
+        if cached:
+            ctx.client.cancel(items)  # free the cached statistics on the workers
+        return self.result(run, cached)
+
+    def statistics(self, ctx: Context, chunks) -> tuple[list, bool]:
+        """The per-task statistics as futures kept on the workers when they fit in
+        ``cache_bytes`` (default: a quarter of the workers' memory), else the chunks (each
+        iteration then recomputes them)."""
+        d = self.source.n_features
+        need = self.n_used * (d * d + d + 2) * 8
+        cache_bytes = self.cache_bytes
+        if cache_bytes is None:  # a quarter of the workers' memory (1 GiB if unlimited)
+            cache_bytes = _worker_memory(ctx.client) // 4 or 2**30
+        if need > cache_bytes:
+            return chunks, False
+        items = map_chunks(ctx.client, _stats, chunks, self.source, name="em-task-stats")
+        wait_progress(ctx.client, items, [c.n for c in chunks], "task statistics",
+                      enabled=ctx.progress)
+        return items, True
+
+    def start_values(self, ctx: Context, items) -> tuple:
+        """(W, s², p) to start from: the truth, the truth perturbed, or random."""
+        truth = self.truth
+        if self.init == "truth":
             W, s2, p = truth["w_true"], truth["s_true"] ** 2, truth["p_true"]
-        elif init == "perturbed":
+        elif self.init == "perturbed":
             try:
-                W, s, p = mlr.em_init_perturbed(seed, truth["w_true"], truth["s_true"],
-                                                truth["p_true"], scale)
+                W, s, p = mlr.em_init_perturbed(self.seed, truth["w_true"], truth["s_true"],
+                                                truth["p_true"], self.scale)
             except ValueError as exc:
                 raise InputError(f"--scale: {exc}") from None
             s2 = s**2
         else:
-            m = tree_reduce(cl, map_chunks(cl, _moments, items, source, name="em-y"),
+            m = tree_reduce(ctx.client, map_chunks(ctx.client, _moments, items, self.source,
+                                                   name="em-y"),
                             mlr.combine_stats, name="em-y-sum").result()
-            W, s, p = mlr.em_init_random(seed, k, d, float(np.sqrt(m["yty"] / m["rows"])))
+            W, s, p = mlr.em_init_random(self.seed, self.k, self.source.n_features,
+                                         float(np.sqrt(m["yty"] / m["rows"])))
             s2 = s**2
-        W0, s20, p0 = (np.asarray(v, dtype=np.float64) for v in (W, s2, p))
-        W, s2, p = W0, s20, p0
-        history, status, failure = [], "max_iterations", ""
-        if saved is not None:
-            W, s2, p = saved["params"]
-            history, status, failure = list(saved["history"]), saved["status"], saved["failure"]
+        return tuple(np.asarray(v, dtype=np.float64) for v in (W, s2, p))
+
+    def iterate(self, ctx: Context, items, run: dict) -> dict:
+        """EM iterations until convergence, a collapse or ``iterations``; each one
+        committed to the checkpoint (replacing the one before)."""
+        W, s2, p = run["params"]
+        history, status, failure = list(run["history"]), run["status"], run["failure"]
         ended = status != "max_iterations"
-        for _ in range(len(history), 0 if ended else iterations):
-            futures = map_chunks(cl, _iteration, items, source, W, s2, p, name="em-iteration")
-            sums = tree_reduce(cl, futures, mlr.combine_stats, name="em-sum").result()
+        for _ in range(len(history), 0 if ended else self.iterations):
+            futures = map_chunks(ctx.client, _iteration, items, self.source, W, s2, p,
+                                 name="em-iteration")
+            sums = tree_reduce(ctx.client, futures, mlr.combine_stats, name="em-sum").result()
             history.append(float(sums["loglik"]))
             try:
                 W, s2, p = mlr.em_m_step(sums)
             except ValueError as exc:  # a collapsed component: the method failed, say so
                 status, failure = "collapsed", str(exc)
             if status == "max_iterations" and len(history) > 1 and \
-                    abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
+                    abs(history[-1] - history[-2]) <= self.tol * abs(history[-2]):
                 status = "converged"
-            if ckpt is not None:  # every iteration reads (the statistics of) every row
-                ckpt.save(f"iteration-{len(history):06d}",
-                          {"start": (W0, s20, p0), "params": (W, s2, p), "history": history,
-                           "status": status, "failure": failure},
-                          reads=[(0, 0, source.n_rows)])
+            run = {"start": run["start"], "params": (W, s2, p), "history": history,
+                   "status": status, "failure": failure}
+            if ctx.checkpoint is not None:  # every iteration reads (the statistics of) every row
+                ctx.checkpoint.save(f"iteration-{len(history):06d}", run,
+                                    reads=[(0, 0, self.source.n_rows)])
                 if len(history) > 1:
-                    ckpt.discard(f"iteration-{len(history) - 1:06d}")
+                    ctx.checkpoint.discard(f"iteration-{len(history) - 1:06d}")
             if status != "max_iterations":
                 break
-        if cached:
-            cl.cancel(items)  # free the cached statistics on the workers
-    seconds = time.perf_counter() - started
-    ds = xr.Dataset(
-        {
-            "coef": (("cluster", "feature"), W),
-            "noise": (("cluster",), np.sqrt(s2)),
-            "noise_var": (("cluster",), s2),
-            "weight": (("cluster",), p),
-            "initial_coef": (("cluster", "feature"), W0),
-            "initial_noise": (("cluster",), np.sqrt(s20)),
-            "initial_weight": (("cluster",), p0),
-            "log_likelihood": (("iteration",), np.asarray(history)),
-        },
-        coords={"cluster": np.arange(k), "feature": np.arange(d),
-                "iteration": np.arange(len(history))},
-    )
-    ds["noise"].attrs["long_name"] = "noise standard deviation s"
-    ds["noise_var"].attrs["long_name"] = "noise variance s^2"
-    ds.attrs.update(provenance(
-        "em", {"k": int(k), "init": init, "scale": float(scale), "iterations": int(iterations),
-               "tol": float(tol), "seed": int(seed), "chunk_tasks": int(chunk_tasks)},
-        [source], seconds=seconds))
-    ds.attrs.update({
-        "status": status,
-        "converged": status == "converged",
-        "failure": failure,
-        "n_iterations": len(history),
-        "n_tasks": int(n_used),
-        "statistics_cached": bool(cached),
-    })
-    if truth is not None and truth["w_true"].shape[1] == d:
-        errors = mlr.parameter_errors(W, np.sqrt(s2), p, truth["w_true"], truth["s_true"],
-                                      truth["p_true"])
-        ds.attrs.update({f"{key}_error": value for key, value in errors.items()})
-    ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
-    if out is not None:
-        write_result(ds, out, overwrite, inputs=[source])
-        if checkpoint is not None:
-            remove_finished(EntryCheckpoint(checkpoint, **folder))
-    return ds
+        return run
+
+    def result(self, run: dict, cached: bool) -> xr.Dataset:
+        (W0, s20, p0), (W, s2, p) = run["start"], run["params"]
+        history, k, d = run["history"], int(self.k), self.source.n_features
+        ds = xr.Dataset(
+            {
+                "coef": (("cluster", "feature"), W),
+                "noise": (("cluster",), np.sqrt(s2)),
+                "noise_var": (("cluster",), s2),
+                "weight": (("cluster",), p),
+                "initial_coef": (("cluster", "feature"), W0),
+                "initial_noise": (("cluster",), np.sqrt(s20)),
+                "initial_weight": (("cluster",), p0),
+                "log_likelihood": (("iteration",), np.asarray(history)),
+            },
+            coords={"cluster": np.arange(k), "feature": np.arange(d),
+                    "iteration": np.arange(len(history))},
+        )
+        ds["noise"].attrs["long_name"] = "noise standard deviation s"
+        ds["noise_var"].attrs["long_name"] = "noise variance s^2"
+        ds.attrs.update({"status": run["status"], "converged": run["status"] == "converged",
+                         "failure": run["failure"], "n_iterations": len(history),
+                         "n_tasks": int(self.n_used), "statistics_cached": bool(cached)})
+        truth = self.truth
+        if truth is not None and truth["w_true"].shape[1] == d:
+            errors = mlr.parameter_errors(W, np.sqrt(s2), p, truth["w_true"],
+                                          truth["s_true"], truth["p_true"])
+            ds.attrs.update({f"{key}_error": value for key, value in errors.items()})
+        return ds

@@ -39,24 +39,18 @@ from __future__ import annotations
 import operator
 import os
 import time
+from dataclasses import dataclass
+from typing import Any, Unpack
 
 import numpy as np
 import xarray as xr
-from distributed import Client
 
-from streamlsq.errors import InputError, check_int
-from streamlsq.io.checkpoint import (
-    EntryCheckpoint,
-    entry_checkpoint,
-    fingerprint_digest,
-    merge_spans,
-    prepare_run,
-    remove_finished,
-)
-from streamlsq.io.provenance import provenance
-from streamlsq.io.results import prepare_output, write_result
+from streamlsq.errors import InputError, checked
+from streamlsq.io.checkpoint import merge_spans
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
+    HOLDOUT,
+    TASK_VARIABLES,
     TaskChunk,
     TaskSets,
     TaskSource,
@@ -67,12 +61,13 @@ from streamlsq.io.tasks import (
     task_input_identity,
     task_sets,
 )
+from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
-from streamlsq.runtime.client import dask_client
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
-__all__ = ["DEFAULT_LINKAGE", "DEFAULT_SPLITS", "K_MAX", "MAX_FULL_HEAVY", "TILE", "fit_pooled",
-           "metalearn", "model_dataset"]
+__all__ = ["DEFAULT_LINKAGE", "DEFAULT_SPLITS", "K_MAX", "MAX_FULL_HEAVY", "TILE", "MetaLearning",
+           "PooledFit", "fit_pooled", "metalearn", "model_dataset"]
 
 #: largest number of heavy tasks for average linkage (the full H on the client)
 MAX_FULL_HEAVY = 5_000
@@ -86,6 +81,11 @@ DEFAULT_SPLITS = 1
 K_MAX = 8
 #: k="auto" holds out every VALIDATION_EVERY-th light2 task to score each k
 VALIDATION_EVERY = 4
+K = Param("k", 2, "Components of the mixture (the subspace rank and the clustering cut).",
+          type=int, gt=0)
+SPLITS = Param("splits", DEFAULT_SPLITS, "L, the split pairs per heavy task.", type=int, gt=0)
+TILE_SIDE = Param("tile", TILE, "Heavy tasks per side of a distance tile.", type=int, ge=2)
+
 
 
 # -- tasks run on the workers (each reads its own chunk) --------------------------------
@@ -142,9 +142,10 @@ def _tile(ac, r0, r1, c0, c1, forest):
 
 
 # -- orchestration ------------------------------------------------------------------
-class _Run:
-    """The state of one run: client, source, plan, timings, the values a run computes once
-    and reuses (``cache``), and the checkpoint (if any) that commits each step's result."""
+class Steps:
+    """The steps of one meta-learning run: client, source, plan, timings, the values a run
+    computes once and reuses (``cache``), and the checkpoint (if any) that commits each
+    step's result."""
 
     def __init__(self, client, source, holdout, chunk_tasks, progress, checkpoint=None):
         self.client, self.source, self.holdout = client, source, holdout
@@ -199,7 +200,7 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
                   holdout):
     d = source.n_features
     label = source.label
-    k = check_int("k", k, 1, "a positive integer")
+    k = checked(K, k)
     if k > d:
         raise InputError(
             f"{label}: k = {k} is larger than the number of features d = {d}; the subspace "
@@ -207,10 +208,10 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
         )
     if linkage not in LINKAGES:
         raise InputError(f"linkage must be 'single', 'average' or 'auto', got {linkage!r}")
-    check_int("splits", splits, 1, "a positive integer")
+    checked(SPLITS, splits)
     if threshold is not None and not np.isfinite(threshold):
         raise InputError(f"threshold must be a finite number, got {threshold!r}")
-    holdout = check_int("holdout", holdout, 0)
+    holdout = checked(HOLDOUT, holdout)
     sizes = np.diff(ptr) - holdout
     for role, need, why in (
         ("light", 2, "its rows are split in halves"),
@@ -259,12 +260,7 @@ def metalearn(
     chunk_tasks: int = CHUNK_TASKS,
     tile: int = TILE,
     group: str | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    resume: bool = False,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Meta-learn a mixture of k linear regressions from the multi-task store ``data``.
 
@@ -288,9 +284,9 @@ def metalearn(
         with ``predict(..., holdout=...)``).
     chunk_tasks : tasks per chunk of work; tile : heavy tasks per tile side.
     out : write the model store here (atomically, ``complete=True`` last).
-    checkpoint, resume : commit each step's result to this folder and, with ``resume``,
-        continue a killed run from its last finished step (same model as an
-        uninterrupted run); the folder is removed once the model is written to ``out``.
+    **run : the options of the run (:class:`streamlsq.jobs.RunOptions`); with
+        ``checkpoint`` each step's result is committed, and ``resume`` continues a killed
+        run from its last finished step (the same model as an uninterrupted run).
 
     Returns
     -------
@@ -326,53 +322,85 @@ def metalearn(
     2
     >>> tmp.cleanup()
     """
-    source = open_tasks(data, group)
-    if resume and checkpoint is None:
-        raise InputError("--resume needs --checkpoint DIR")
-    tile = check_int("tile", tile, 2)
-    auto = isinstance(k, str)
-    if auto and k != "auto":
-        raise InputError(f"k must be a positive integer or 'auto', got {k!r}")
-    splits = check_int("splits", splits, 1, "a positive integer")
-    fingerprint = {"input": task_input_identity(source), "k": k, "k_max": k_max,
-                   "linkage": linkage, "threshold": threshold, "splits": splits,
-                   "whiten": bool(whiten), "roles": roles, "heavy_rows": heavy_rows,
-                   "holdout": holdout, "chunk_tasks": chunk_tasks, "tile": tile}
-    folder = dict(fingerprint=fingerprint, inputs=[source], kind="metalearn",
-                  variables=("X", "y", "task_ptr", "role"))
-    done = prepare_run(out, overwrite, checkpoint, resume, fingerprint, [source],
-                       lambda: remove_finished(EntryCheckpoint(checkpoint, **folder)))
-    if done is not None:
-        return done
-    started = time.perf_counter()
-    with entry_checkpoint(checkpoint, resume=resume, **folder) as ckpt, \
-            dask_client(client, scheduler) as cl:
-        run = _Run(cl, source, int(holdout), chunk_tasks, progress, ckpt)
-        sets = task_sets(source, run.ptr, roles, heavy_rows, int(holdout), splits)
-        linkage = _resolve_linkage(linkage, sets)
-        selection = None
-        if auto:
-            if threshold is not None:
-                raise InputError("k='auto' chooses the cut itself: give no threshold")
-            k_max = _default_k_max(source, sets) if k_max is None else k_max
-            _check_inputs(source, sets, run.ptr, k_max, splits, linkage, None, holdout)
-            selection = _select_k(run, sets, int(k_max), splits, linkage, whiten, tile)
+    job = MetaLearning(data, k, group=group, k_max=k_max, linkage=linkage,
+                       threshold=threshold, splits=splits, whiten=whiten, roles=roles,
+                       heavy_rows=heavy_rows, holdout=holdout, chunk_tasks=chunk_tasks,
+                       tile=tile)
+    return Run(out, **run).execute(job)
+
+
+@dataclass(eq=False)
+class MetaLearning(Job):
+    """Algorithm 1 over a multi-task store (:func:`metalearn`): reads the tasks by chunks
+    of work, computes each step as a map or a tree reduction (checkpointed step by step),
+    writes the model store."""
+
+    data: Any
+    k: int | str = "auto"
+    group: str | None = None
+    k_max: int | None = None
+    linkage: str = DEFAULT_LINKAGE
+    threshold: float | None = None
+    splits: int = DEFAULT_SPLITS
+    whiten: bool = False
+    roles: str = "auto"
+    heavy_rows: int | None = None
+    holdout: int = 0
+    chunk_tasks: int = CHUNK_TASKS
+    tile: int = TILE
+
+    name = "metalearn"
+    checkpoint_kind = "metalearn"
+    checkpoint_variables = TASK_VARIABLES
+
+    def check(self) -> None:
+        self.tile = checked(TILE_SIDE, self.tile)
+        self.auto = isinstance(self.k, str)
+        if self.auto and self.k != "auto":
+            raise InputError(f"k must be a positive integer or 'auto', got {self.k!r}")
+        if self.auto and self.threshold is not None:
+            raise InputError("k='auto' chooses the cut itself: give no threshold")
+        self.splits = checked(SPLITS, self.splits)
+
+    def open(self, run: Run) -> list:
+        self.source = open_tasks(self.data, self.group)
+        return [self.source]
+
+    def fingerprint(self) -> dict:
+        return {"input": task_input_identity(self.source), "k": self.k, "k_max": self.k_max,
+                "linkage": self.linkage, "threshold": self.threshold, "splits": self.splits,
+                "whiten": bool(self.whiten), "roles": self.roles,
+                "heavy_rows": self.heavy_rows, "holdout": self.holdout,
+                "chunk_tasks": self.chunk_tasks, "tile": self.tile}
+
+    def parameters(self) -> dict:
+        return self.settings
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        steps = Steps(ctx.client, self.source, int(self.holdout), self.chunk_tasks,
+                      ctx.progress, ctx.checkpoint)
+        sets = task_sets(self.source, steps.ptr, self.roles, self.heavy_rows,
+                         int(self.holdout), self.splits)
+        linkage = _resolve_linkage(self.linkage, sets)
+        k, selection = self.k, None
+        if self.auto:
+            k_max = _default_k_max(self.source, sets) if self.k_max is None else self.k_max
+            _check_inputs(self.source, sets, steps.ptr, k_max, self.splits, linkage, None,
+                          self.holdout)
+            selection = _select_k(steps, sets, int(k_max), self.splits, linkage, self.whiten,
+                                  self.tile)
             k = selection["k"]
-        _check_inputs(source, sets, run.ptr, k, splits, linkage, threshold, holdout)
-        result = _algorithm(run, sets, k, splits, linkage, threshold, whiten, tile)
-        result["seconds"] = time.perf_counter() - started
-        params = {"k": "auto" if auto else int(k), "linkage": linkage, "threshold": threshold,
-                  "splits": int(splits), "whiten": bool(whiten), "roles": sets.rule,
-                  "holdout": int(holdout), "chunk_tasks": int(chunk_tasks), "tile": int(tile)}
-        if auto:
-            params["k_max"] = int(k_max)
-        ds = model_dataset(result, source, sets, params, run.seconds, selection)
-        ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
-        if out is not None:
-            write_result(ds, out, overwrite, inputs=[source])
-            if ckpt is not None:
-                ckpt.remove()
-    return ds
+        _check_inputs(self.source, sets, steps.ptr, k, self.splits, linkage, self.threshold,
+                      self.holdout)
+        result = _algorithm(steps, sets, k, self.splits, linkage, self.threshold, self.whiten,
+                            self.tile)
+        self.settings = {
+            "k": "auto" if self.auto else int(k), "linkage": linkage,
+            "threshold": self.threshold, "splits": int(self.splits),
+            "whiten": bool(self.whiten), "roles": sets.rule, "holdout": int(self.holdout),
+            "chunk_tasks": int(self.chunk_tasks), "tile": int(self.tile),
+            **({"k_max": int(k_max)} if self.auto else {})}
+        return model_dataset(result, self.source, sets, steps.seconds, selection)
 
 
 def _resolve_linkage(linkage: str, sets: TaskSets) -> str:
@@ -385,7 +413,7 @@ def _default_k_max(source: TaskSource, sets: TaskSets) -> int:
     return max(1, min(source.n_features, K_MAX, int(sets.heavy.sum())))
 
 
-def _whitening(run: _Run, sets: TaskSets, whiten: bool):
+def _whitening(run: Steps, sets: TaskSets, whiten: bool):
     """T (and the zero mean) from the moments of every used row, or None; once per run."""
     if not whiten:
         return None
@@ -403,7 +431,7 @@ def _whitening(run: _Run, sets: TaskSets, whiten: bool):
     return run.cache["transform"]
 
 
-def _subspace_all(run: _Run, sets: TaskSets, transform):
+def _subspace_all(run: Steps, sets: TaskSets, transform):
     """All d eigenvectors and eigenvalues of M̂ over D_L1, and the task count; once per run."""
     if "subspace" not in run.cache:
         light_chunks = run.plan(sets.light)
@@ -420,7 +448,7 @@ def _subspace_all(run: _Run, sets: TaskSets, transform):
     return run.cache["subspace"]
 
 
-def _heavy_estimates(run: _Run, sets: TaskSets, transform, U, splits, step="heavy_estimates"):
+def _heavy_estimates(run: Steps, sets: TaskSets, transform, U, splits, step="heavy_estimates"):
     heavy_chunks = run.plan(sets.heavy)
 
     def heavy_estimates():
@@ -435,7 +463,7 @@ def _heavy_estimates(run: _Run, sets: TaskSets, transform, U, splits, step="heav
     return heavy_chunks, a, c
 
 
-def _initial(run: _Run, heavy_chunks, transform, a, c, U, linkage, cut, tile, prefix=""):
+def _initial(run: Steps, heavy_chunks, transform, a, c, U, linkage, cut, tile, prefix=""):
     """Heavy clusters, initial ŵ⁰, p̂⁰ and r̂² for the basis U (d, k) and a, c (n_H, L, k);
     ``prefix`` names the steps of one candidate k of ``k="auto"``."""
     heavy_cluster = run.step(f"{prefix}clustering",
@@ -458,7 +486,7 @@ def _initial(run: _Run, heavy_chunks, transform, a, c, U, linkage, cut, tile, pr
     return heavy_cluster, W0, p0, r2
 
 
-def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten, tile) -> dict:
+def _algorithm(run: Steps, sets: TaskSets, k, splits, linkage, threshold, whiten, tile) -> dict:
     out: dict = {}
     transform = _whitening(run, sets, whiten)
     if transform is not None:
@@ -498,7 +526,7 @@ def _algorithm(run: _Run, sets: TaskSets, k, splits, linkage, threshold, whiten,
     return out
 
 
-def _select_k(run: _Run, sets: TaskSets, k_max, splits, linkage, whiten, tile) -> dict:
+def _select_k(run: Steps, sets: TaskSets, k_max, splits, linkage, whiten, tile) -> dict:
     """Held-out likelihood of Algorithm 1's mixture for k = 1..k_max (``kernels.mlr.kselect``).
 
     The light2 tasks are split (``validation_tasks``: every 4th); for each k the
@@ -554,7 +582,7 @@ def _select_k(run: _Run, sets: TaskSets, k_max, splits, linkage, whiten, tile) -
     return choice
 
 
-def _cluster_heavy(run: _Run, a, c, linkage, cut, tile) -> np.ndarray:
+def _cluster_heavy(run: Steps, a, c, linkage, cut, tile) -> np.ndarray:
     n = a.shape[0]
     edges = list(range(0, n, tile)) + [n]
     blocks = [(i, j) for i in range(len(edges) - 1) for j in range(i, len(edges) - 1)]
@@ -607,10 +635,11 @@ def truth_diagnostics(result: dict, truth: dict, sets: TaskSets) -> dict[str, fl
     }
 
 
-def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict,
-                  seconds: dict, selection: dict | None = None) -> xr.Dataset:
+def model_dataset(result: dict, source: TaskSource, sets: TaskSets, seconds: dict,
+                  selection: dict | None = None) -> xr.Dataset:
     """The model store (``docs/stores.md#model-store``) from a run's arrays (and the
-    curve of ``k="auto"``)."""
+    curve of ``k="auto"``), with the attributes particular to a model (the run adds the
+    provenance)."""
     K, d = result["coef"].shape
     cluster = np.arange(K)
     ds = xr.Dataset(
@@ -661,9 +690,7 @@ def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict
         ds["whitening"] = (("feature", "feature_in"), result["whitening"])
         ds["whitening"].attrs["long_name"] = "T = (E xx^T)^(-1/2): z = T x (basis is in z)"
         ds = ds.assign_coords(feature_in=np.arange(d))
-    attrs = provenance("metalearn", params, [source],
-                       seconds=result.get("seconds", sum(seconds.values())))
-    attrs.update({
+    attrs = {
         "n_light": int(sets.light.sum()),
         "n_heavy": int(sets.heavy.sum()),
         "n_light2": int(sets.light2.sum()),
@@ -672,7 +699,7 @@ def model_dataset(result: dict, source: TaskSource, sets: TaskSets, params: dict
         "basis_space": "whitened" if "whitening" in result else "raw",
         "heavy_rows": -1 if sets.heavy_rows is None else int(sets.heavy_rows),
         "role_rule": sets.rule,
-    })
+    }
     if "refinement" in result:
         flagged = np.flatnonzero(result["refinement"])
         attrs["n_fallback_clusters"] = int(flagged.size)
@@ -709,10 +736,7 @@ def fit_pooled(
     holdout: int = 0,
     chunk_tasks: int = CHUNK_TASKS,
     group: str | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """One least-squares regression on the rows of all tasks (the pooled baseline).
 
@@ -720,6 +744,8 @@ def fit_pooled(
     cluster (``cluster_sufficient_stats`` + ``refine_from_stats``), leaving out
     the last ``holdout`` rows of every task. Written as a one-cluster model
     store, so ``predict`` scores it like any meta-learned model.
+
+    ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
 
     Examples
     --------
@@ -732,32 +758,49 @@ def fit_pooled(
     ((1, 4), 6000)
     >>> tmp.cleanup()
     """
-    source = open_tasks(data, group)
-    if out is not None:
-        prepare_output(out, overwrite, inputs=[source])
-    holdout = check_int("holdout", holdout, 0)
-    started = time.perf_counter()
-    with dask_client(client, scheduler) as cl:
-        run = _Run(cl, source, int(holdout), chunk_tasks, progress)
-        sizes = np.diff(run.ptr) - holdout
+    job = PooledFit(data, group=group, holdout=holdout, chunk_tasks=chunk_tasks)
+    return Run(out, **run).execute(job)
+
+
+@dataclass(eq=False)
+class PooledFit(Job):
+    """One least-squares regression on the rows of all tasks (:func:`fit_pooled`): a grouped
+    reduction of XᵀX, Xᵀy with every task in one cluster, written as a one-cluster model."""
+
+    data: Any
+    group: str | None = None
+    holdout: int = 0
+    chunk_tasks: int = CHUNK_TASKS
+
+    name = "pooled"
+
+    def check(self) -> None:
+        self.holdout = checked(HOLDOUT, self.holdout)
+
+    def open(self, run: Run) -> list:
+        self.source = open_tasks(self.data, self.group)
+        return [self.source]
+
+    def parameters(self) -> dict:
+        return {"holdout": self.holdout}
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        source, holdout = self.source, self.holdout
+        steps = Steps(ctx.client, source, holdout, self.chunk_tasks, ctx.progress)
+        sizes = np.diff(steps.ptr) - holdout
         if (sizes < 0).any():
             i = int(np.flatnonzero(sizes < 0)[0])
             raise InputError(f"{source.label}: task {i} has fewer rows than the {holdout} "
                              "to hold out")
-        chunks = run.plan(sizes > 0)
-        _, stats = run.reduce(_pooled, chunks, holdout, name="pooled")
-    try:
-        W, s2, p = mlr.refine_from_stats(stats, int(stats["tasks"].sum()))
-    except ValueError as exc:
-        raise InputError(f"{source.label}: pooled regression: {exc}") from None
-    ds = xr.Dataset(
-        {"coef": (("cluster", "feature"), W), "noise": (("cluster",), np.sqrt(s2)),
-         "noise_var": (("cluster",), s2), "weight": (("cluster",), p)},
-        coords={"cluster": [0], "feature": np.arange(source.n_features)},
-    )
-    ds.attrs.update(provenance("pooled", {"holdout": int(holdout)}, [source],
-                               seconds=time.perf_counter() - started))
-    ds.attrs["n_rows"] = int(stats["rows"].sum())
-    if out is not None:
-        write_result(ds, out, overwrite, inputs=[source])
-    return ds
+        _, stats = steps.reduce(_pooled, steps.plan(sizes > 0), holdout, name="pooled")
+        try:
+            W, s2, p = mlr.refine_from_stats(stats, int(stats["tasks"].sum()))
+        except ValueError as exc:
+            raise InputError(f"{source.label}: pooled regression: {exc}") from None
+        ds = xr.Dataset(
+            {"coef": (("cluster", "feature"), W), "noise": (("cluster",), np.sqrt(s2)),
+             "noise_var": (("cluster",), s2), "weight": (("cluster",), p)},
+            coords={"cluster": [0], "feature": np.arange(source.n_features)},
+        )
+        ds.attrs["n_rows"] = int(stats["rows"].sum())
+        return ds

@@ -28,33 +28,32 @@ stays in memory) and writes its own chunk of ŷ.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Any, Unpack
 
 import numpy as np
 import xarray as xr
 import zarr
-from distributed import Client
 
-from streamlsq.errors import InputError, check_int
+from streamlsq.errors import InputError, checked
 from streamlsq.io.codecs import compressors
 from streamlsq.io.location import locate
-from streamlsq.io.provenance import provenance
-from streamlsq.io.results import atomic_store, for_workers, open_result, prepare_output
+from streamlsq.io.results import open_result
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
+    HOLDOUT,
     TaskChunk,
     TaskSource,
     open_tasks,
     plan_chunks,
     reading_chunk,
 )
+from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
-from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
-__all__ = ["ESTIMATORS", "predict"]
+__all__ = ["ESTIMATORS", "TaskPrediction", "predict"]
 
 ESTIMATORS = ("bayes", "map", "lstsq")
 
@@ -136,10 +135,7 @@ def predict(
     new_rows: str | os.PathLike | None = None,
     chunk_tasks: int = CHUNK_TASKS,
     group: str | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Per-task regression vectors for the tasks of ``tasks`` under the model store ``model``.
 
@@ -151,6 +147,8 @@ def predict(
     predicted target of every row of ``tasks`` (held-out rows included);
     ``new_rows`` (a store with ``X (row, feature)`` and a ``task_ptr`` over the
     same tasks) adds ``new_yhat (new_row,)`` for its rows.
+
+    ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
 
     Examples
     --------
@@ -170,93 +168,106 @@ def predict(
     (('row',), 1200)
     >>> tmp.cleanup()
     """
-    if estimator not in ESTIMATORS:
-        raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
-    holdout = check_int("holdout", holdout, 0)
-    W, s2, p, model_attrs = _load_model(model)
-    source = open_tasks(tasks, group)
-    if W.shape[1] != source.n_features:
-        raise InputError(
-            f"{source.label}: variable 'X' has {source.n_features} features but the model "
-            f"{model} has {W.shape[1]}"
-        )
-    ptr = source.task_ptr()
-    sizes = np.diff(ptr)
-    if holdout and (sizes < holdout).any():
-        i = int(np.flatnonzero(sizes < holdout)[0])
-        raise InputError(
-            f"{source.label}: task {i} has {int(sizes[i])} row(s), fewer than the {holdout} "
-            "to hold out"
-        )
-    covariates = None
-    if new_rows is not None:
-        covariates = open_tasks(new_rows, targets=False)
-        if covariates.n_tasks != source.n_tasks or covariates.n_features != source.n_features:
+    job = TaskPrediction(model, tasks, group=group, estimator=estimator, holdout=holdout,
+                         yhat=yhat, new_rows=new_rows, chunk_tasks=chunk_tasks)
+    return Run(out, **run).execute(job)
+
+
+@dataclass(eq=False)
+class TaskPrediction(Job):
+    """A meta-learned model applied to the tasks of a store (:func:`predict`): reads the
+    model and the tasks by chunks of work, computes each task's posterior and regression
+    vector (and ŷ of rows), writes them chunk by chunk."""
+
+    model: Any
+    tasks: Any
+    group: str | None = None
+    estimator: str = "bayes"
+    holdout: int = 0
+    yhat: bool = False
+    new_rows: Any = None
+    chunk_tasks: int = CHUNK_TASKS
+
+    name = "predict"
+    writes_chunks = True
+
+    def check(self) -> None:
+        if self.estimator not in ESTIMATORS:
+            raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got "
+                             f"{self.estimator!r}")
+        self.holdout = checked(HOLDOUT, self.holdout)
+
+    def open(self, run: Run) -> list:
+        self.W, self.s2, self.p, self.model_attrs = _load_model(self.model)
+        source = self.source = open_tasks(self.tasks, self.group)
+        if self.W.shape[1] != source.n_features:
             raise InputError(
-                f"{covariates.label}: variable 'task_ptr' has {covariates.n_tasks} tasks and 'X' "
-                f"{covariates.n_features} features; {source.label} has {source.n_tasks} tasks "
-                f"and {source.n_features} features"
-            )
-    inputs = [source, locate(model) or model] + ([covariates] if covariates is not None
-                                                 else [])
-    if out is not None:
-        out = prepare_output(out, overwrite, inputs=inputs)
-    # uniform task ranges: chunk j of the plan is chunk j of every output array
-    chunks = plan_chunks(ptr, None, chunk_tasks, max_rows=source.n_rows + 1)
-    K, d, n = W.shape[0], W.shape[1], source.n_tasks
-    attrs = provenance("predict", {"estimator": estimator, "holdout": int(holdout),
-                                   "chunk_tasks": int(chunk_tasks), "yhat": bool(yhat),
-                                   "new_rows": None if new_rows is None else str(new_rows)},
-                       [source])
-    attrs.update({
-        "estimator": estimator,
-        "model": str(getattr(locate(model), "shown", "") or model),
-        "model_method": str(model_attrs.get("method", "")),
-        "holdout": int(holdout),
-    })
-    target = (atomic_store(out, overwrite, inputs) if out is not None
-              else contextlib.nullcontext())
-    with target as tmp:
-        if tmp is not None:
-            _create_result(tmp, n, d, K, chunk_tasks, holdout)
-            if yhat:
-                _create_rows(tmp, "yhat", "row", source)
-            if covariates is not None:
-                _create_rows(tmp, "new_yhat", "new_row", covariates)
-        with dask_client(client, scheduler) as cl:
-            futures = map_chunks(cl, _predict_chunk, chunks, source, W, s2, p, estimator,
-                                 int(holdout), None if tmp is None else for_workers(tmp),
-                                 name="predict")
-            total = tree_reduce(cl, futures, mlr.combine_stats, leaf=_sums, name="predict-sse")
-            wait_progress(cl, futures, [c.n for c in chunks], "predict", enabled=progress)
-            sums = total.result()
-            parts = None if tmp is not None else [f[0] for f in cl.gather(futures)]
-            coef = None if parts is None else np.concatenate([q["coef"] for q in parts])
-            rows = {}
-            for name, store, wanted in (("yhat", source, yhat),
-                                        ("new_yhat", covariates, covariates is not None)):
-                if wanted:
-                    rows[name] = _predict_rows(cl, store, coef,
-                                               None if tmp is None else for_workers(tmp),
-                                               name, progress)
-        if holdout:
-            attrs["holdout_mse"] = float(sums["sse"] / sums["rows"])
-            attrs["holdout_rows"] = int(sums["rows"])
-        if tmp is None:
-            ds = _in_memory(parts, attrs)
-            for name, values in rows.items():
-                ds[name] = (("row" if name == "yhat" else "new_row",), values)
-            return ds
-        zarr.open_group(for_workers(tmp), mode="r+").attrs.update(attrs)
-    return open_result(out)
+                f"{source.label}: variable 'X' has {source.n_features} features but the model "
+                f"{self.model} has {self.W.shape[1]}")
+        sizes = np.diff(source.task_ptr())
+        if self.holdout and (sizes < self.holdout).any():
+            i = int(np.flatnonzero(sizes < self.holdout)[0])
+            raise InputError(f"{source.label}: task {i} has {int(sizes[i])} row(s), fewer than "
+                             f"the {self.holdout} to hold out")
+        self.covariates = None
+        if self.new_rows is not None:
+            new = self.covariates = open_tasks(self.new_rows, targets=False)
+            if new.n_tasks != source.n_tasks or new.n_features != source.n_features:
+                raise InputError(
+                    f"{new.label}: variable 'task_ptr' has {new.n_tasks} tasks and 'X' "
+                    f"{new.n_features} features; {source.label} has {source.n_tasks} tasks "
+                    f"and {source.n_features} features")
+        return [source, locate(self.model) or self.model, *([self.covariates]
+                                                            if self.covariates else [])]
+
+    def parameters(self) -> dict:
+        return {"estimator": self.estimator, "holdout": int(self.holdout),
+                "chunk_tasks": int(self.chunk_tasks), "yhat": bool(self.yhat),
+                "new_rows": None if self.new_rows is None else str(self.new_rows)}
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        source, store = self.source, ctx.store
+        # uniform task ranges: chunk j of the plan is chunk j of every output array
+        chunks = plan_chunks(source.task_ptr(), None, self.chunk_tasks,
+                             max_rows=source.n_rows + 1)
+        if store is not None:
+            _create_result(store, source.n_tasks, source.n_features, self.W.shape[0],
+                           self.chunk_tasks, self.holdout)
+        futures = map_chunks(ctx.client, _predict_chunk, chunks, source, self.W, self.s2,
+                             self.p, self.estimator, int(self.holdout), store, name="predict")
+        total = tree_reduce(ctx.client, futures, mlr.combine_stats, leaf=_sums,
+                            name="predict-sse")
+        wait_progress(ctx.client, futures, [c.n for c in chunks], "predict",
+                      enabled=ctx.progress)
+        sums = total.result()
+        ds = xr.Dataset()
+        if store is None:
+            ds = _in_memory([f[0] for f in ctx.client.gather(futures)])
+        coef = None if store is not None else ds.coef.values
+        for name, rows, dim in (("yhat", source if self.yhat else None, "row"),
+                                ("new_yhat", self.covariates, "new_row")):
+            if rows is not None:
+                if store is not None:
+                    _create_rows(store, name, dim, rows)
+                values = _predict_rows(ctx.client, rows, coef, store, name, ctx.progress)
+                if values is not None:
+                    ds[name] = ((dim,), values)
+        ds.attrs.update({"estimator": self.estimator,
+                         "model": str(getattr(locate(self.model), "shown", "") or self.model),
+                         "model_method": str(self.model_attrs.get("method", "")),
+                         "holdout": int(self.holdout)})
+        if self.holdout:
+            ds.attrs.update({"holdout_mse": float(sums["sse"] / sums["rows"]),
+                             "holdout_rows": int(sums["rows"])})
+        return ds
 
 
 def _sums(result):
     return result[1]
 
 
-def _create_result(path: Path, n: int, d: int, K: int, chunk_tasks: int, holdout: int) -> None:
-    g = zarr.open_group(for_workers(path), mode="w", zarr_format=3)
+def _create_result(store, n: int, d: int, K: int, chunk_tasks: int, holdout: int) -> None:
+    g = zarr.open_group(store, mode="w", zarr_format=3)
     c = min(chunk_tasks, n)
     spec = {"coef": ((n, d), (c, d), "float64", ["task", "feature"]),
             "posterior": ((n, K), (c, K), "float64", ["task", "cluster"])}
@@ -270,18 +281,17 @@ def _create_result(path: Path, n: int, d: int, K: int, chunk_tasks: int, holdout
     g.attrs["complete"] = False
 
 
-def _create_rows(path: Path, name: str, dim: str, source: TaskSource) -> None:
-    g = zarr.open_group(for_workers(path), mode="r+")
+def _create_rows(store, name: str, dim: str, source: TaskSource) -> None:
+    g = zarr.open_group(store, mode="r+")
     g.create_array(name, shape=(source.n_rows,), chunks=(max(1, source.chunk_rows),),
                    dtype="float64", dimension_names=[dim], fill_value=np.nan,
                    compressors=compressors())
 
 
-def _in_memory(parts, attrs) -> xr.Dataset:
+def _in_memory(parts) -> xr.Dataset:
     dims = {"coef": ("task", "feature"), "posterior": ("task", "cluster"),
             "holdout_sse": ("task",), "holdout_rows": ("task",)}
     ds = xr.Dataset({name: (dims[name], np.concatenate([p[name] for p in parts]))
                      for name in parts[0]})
-    ds.attrs.update(attrs)
     ds.attrs["complete"] = True
     return ds

@@ -125,6 +125,7 @@ def cluster_failure(exc: BaseException, client: Client | None = None) -> Cluster
     something else: a lost scheduler, tasks whose workers kept dying (KilledWorker)."""
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
 
     address = getattr(getattr(client, "scheduler", None), "address", None) or "?"
     if isinstance(exc, KilledWorker):
@@ -134,7 +135,8 @@ def cluster_failure(exc: BaseException, client: Client | None = None) -> Cluster
             "(KilledWorker): a worker ran out of memory or crashed; give the workers more "
             "memory (--memory-limit) or read less per Dask task (fit's --segment-size)")
     lost = "scheduler-connection-lost" in str(getattr(exc, "reason", "") or exc)
-    if isinstance(exc, FutureCancelledError) and lost or \
+    # a closed comm may reach the caller before the client has noticed the loss itself
+    if isinstance(exc, FutureCancelledError) and lost or isinstance(exc, CommClosedError) or \
             client is not None and getattr(client, "status", "running") != "running":
         return ClusterError(
             f"lost the connection to the Dask scheduler at {address} during the run "

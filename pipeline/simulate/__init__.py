@@ -4,4 +4,5 @@
   populations of the interleaved study and the IRMA study's samples
 - :mod:`.tasks`: multi-task stores of a mixture of linear regressions
   (:func:`~streamlsq.simulate_mlr`)
+- :mod:`.common`: the checks of a store's layout and its chunks written in parallel
 """

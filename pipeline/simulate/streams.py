@@ -3,14 +3,13 @@
 The numbers come from the pure generators in :mod:`streamlsq.kernels.synthetic`
 (reproducible by row index, so the data do not depend on the chunking or the
 number of workers); this module only lays out the store and maps chunk writers
-over the cluster. Each store is built under a temporary name and renamed into
-place when every chunk is written.
+over the Dask cluster (:func:`~streamlsq.simulate.common.write_chunks`). Each store
+is built under a temporary name and renamed into place when every chunk is written.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +17,15 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.codecs import check_codec, compressors
+from streamlsq.io.codecs import compressors
 from streamlsq.io.results import atomic_store, for_workers, published
-from streamlsq.runtime.client import dask_client
-from streamlsq.runtime.progress import track_futures
+from streamlsq.simulate.common import (
+    checked_chunk_size,
+    checked_codec,
+    checked_float_dtype,
+    chunk_ranges,
+    write_chunks,
+)
 
 __all__ = ["simulate_interleaved", "simulate_irma", "simulate_stream", "default_chunk_rows"]
 
@@ -42,11 +46,15 @@ def _write_rows(path, rows, args, start, stop) -> int:
     return stop - start
 
 
-def _codec(codec: str | None, command: str) -> str:
-    try:
-        return check_codec(codec)
-    except ValueError as exc:
-        raise InputError(f"{command}: {exc}") from None
+def _create_rows(g: zarr.Group, shape, chunk_rows: int, dtype, codec: str) -> None:
+    """The arrays X (sample, feature) and y (sample, target) of a stream store in the group
+    ``g``, ``shape`` = (rows, features, targets), not yet written."""
+    n_rows, n_features, n_targets = shape
+    for var, width, dims in (("X", n_features, ["sample", "feature"]),
+                             ("y", n_targets, ["sample", "target"])):
+        g.create_array(var, shape=(n_rows, width), chunks=(chunk_rows, width), dtype=dtype,
+                       dimension_names=dims, fill_value=np.nan,
+                       compressors=compressors(codec, np.dtype(dtype).itemsize))
 
 
 def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, args, *,
@@ -61,25 +69,15 @@ def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, a
     with atomic_store(out, overwrite) as tmp:
         g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
         g.attrs.update(attrs)
-        for var, width, dims in (("X", n_features, ["sample", "feature"]),
-                                 ("y", n_targets, ["sample", "target"])):
-            g.create_array(var, shape=(n_rows, width), chunks=(chunk_rows, width), dtype=dtype,
-                           dimension_names=dims, fill_value=np.nan,
-                           compressors=compressors(codec, itemsize))
+        _create_rows(g, shape, chunk_rows, dtype, codec)
         for var, (values, dims) in (extra or {}).items():
             g.create_array(var, shape=values.shape, dtype=values.dtype,
                            dimension_names=dims)[...] = values
-        edges = list(range(0, n_rows, chunk_rows)) + [n_rows]
-        tag = uuid.uuid4().hex[:6]
-        with dask_client(client, scheduler,
-                         data_bytes=n_rows * (n_features + n_targets) * itemsize) as cl:
-            futures = [
-                cl.submit(_write_rows, for_workers(tmp), rows, args, a, b, pure=False,
-                          key=f"simulate-{name}-{tag}-{i}")
-                for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
-            ]
-            track_futures(cl, futures, total=n_rows, desc="simulate", unit="rows",
-                          enabled=progress)
+        write_chunks(for_workers(tmp), _write_rows,
+                     [(rows, args, a, b) for a, b in chunk_ranges(n_rows, chunk_rows)],
+                     name=name, rows=n_rows,
+                     data_bytes=n_rows * (n_features + n_targets) * itemsize, client=client,
+                     scheduler=scheduler, progress=progress)
     return published(out)
 
 
@@ -106,7 +104,7 @@ def simulate_stream(
     X has ``n_rows`` rows of ``n_features`` correlated Gaussian features with
     condition number about ``condition``; y = X·coef_true + noise·N(0, 1) with
     ``n_targets`` columns. Chunks of ``chunk_rows`` rows (default ≈ 25 MB of X)
-    are generated and written in parallel on the cluster, compressed with ``codec``
+    are generated and written in parallel on the Dask cluster, compressed with ``codec``
     (:data:`streamlsq.io.codecs.CODECS`; default Blosc-LZ4 with shuffle).
 
     Examples
@@ -124,16 +122,14 @@ def simulate_stream(
 
     if n_rows < 1 or n_features < 1 or n_targets < 1:
         raise InputError("simulate: rows, features and targets must be positive")
-    if np.dtype(dtype).kind != "f":
-        raise InputError(f"simulate: dtype must be float32 or float64, got {dtype}")
+    checked_float_dtype(dtype, "simulate")
     try:
         design = stream_design(seed, n_features, n_targets, condition, noise)
     except ValueError as exc:
         raise InputError(f"simulate: {exc}") from None
-    chunk_rows = chunk_rows or default_chunk_rows(n_features, n_rows)
-    if chunk_rows < 1:
-        raise InputError(f"simulate: chunk size must be positive, got {chunk_rows}")
-    codec = _codec(codec, "simulate")
+    chunk_rows = checked_chunk_size(chunk_rows or default_chunk_rows(n_features, n_rows),
+                                    "simulate")
+    codec = checked_codec(codec, "simulate")
     from streamlsq.kernels.synthetic.streams import stream_rows
 
     attrs = {
@@ -156,6 +152,7 @@ def _stream_rows(stream_rows, seed, design, dtype, start, stop):
 
 
 def _write_interleaved_chunk(path, seed, params, j0, j1) -> int:
+    """Dask task: write blocks ``j0:j1`` of the three populations."""
     from streamlsq.kernels.synthetic.interleaved import figure1_population_blocks
 
     blocks = figure1_population_blocks(seed, params, j0, j1)
@@ -215,10 +212,8 @@ def simulate_interleaved(
         raise InputError(f"simulate interleaved: {exc}") from None
     if chunk_blocks is None:
         chunk_blocks = max(1, default_chunk_rows(q, n * steps) // n)
-    if chunk_blocks < 1:
-        raise InputError(f"simulate interleaved: chunk size must be positive, got {chunk_blocks}")
-    chunk_blocks = min(chunk_blocks, steps)
-    codec = _codec(codec, "simulate interleaved")
+    chunk_blocks = min(checked_chunk_size(chunk_blocks, "simulate interleaved"), steps)
+    codec = checked_codec(codec, "simulate interleaved")
     n_rows = n * steps
     settings = {"alpha": params.alpha, "n": n, "q": q, "steps": steps,
                 "mu1": params.mu1, "mu2": params.mu2}
@@ -231,24 +226,14 @@ def simulate_interleaved(
             g = root.create_group(name)
             g.attrs.update({"generator": "streamlsq.simulate_interleaved", "population": role,
                             "parameters": settings, "seed": seed, "block_size": n})
-            for var, shape, dims in (("X", (n_rows, q), ["sample", "feature"]),
-                                     ("y", (n_rows, 1), ["sample", "target"])):
-                g.create_array(var, shape=shape, chunks=(chunk_blocks * n, shape[1]),
-                               dtype="float64", dimension_names=dims, fill_value=np.nan,
-                               compressors=compressors(codec))
+            _create_rows(g, (n_rows, q, 1), chunk_blocks * n, "float64", codec)
             c = g.create_array("coef_true", shape=(q, 1), dtype="float64",
                                dimension_names=["feature", "target"])
             c[...] = truth[coef][:, None]
-        edges = list(range(0, steps, chunk_blocks)) + [steps]
-        tag = uuid.uuid4().hex[:6]
-        with dask_client(client, scheduler, data_bytes=3 * n_rows * (q + 1) * 8) as cl:
-            futures = [
-                cl.submit(_write_interleaved_chunk, for_workers(tmp), seed, params, j0, j1,
-                          pure=False, key=f"simulate-interleaved-{tag}-{i}")
-                for i, (j0, j1) in enumerate(zip(edges[:-1], edges[1:], strict=True))
-            ]
-            track_futures(cl, futures, total=3 * n_rows, desc="simulate", unit="rows",
-                          enabled=progress)
+        write_chunks(for_workers(tmp), _write_interleaved_chunk,
+                     [(seed, params, j0, j1) for j0, j1 in chunk_ranges(steps, chunk_blocks)],
+                     name="interleaved", rows=3 * n_rows, data_bytes=3 * n_rows * (q + 1) * 8,
+                     client=client, scheduler=scheduler, progress=progress)
     return published(out)
 
 
@@ -276,7 +261,7 @@ def simulate_irma(
 
     X (sample, feature) holds the raw inputs x ~ U[a, b) on ``domain`` (one column),
     y (sample, target) = x·exp(−x²) + u with u ~ U[−noise, noise) (the paper: [0, 3],
-    ±0.05), from :func:`streamlsq.kernels.synthetic.irma_rows` (reproducible by row
+    ±0.05), from :func:`streamlsq.kernels.synthetic.streams.irma_rows` (reproducible by row
     index). The attrs hold ``domain`` (the default domain of ``fit irma``) and
     ``block_size`` (default 1: one example per step, as the paper records it).
     Chunks of ``chunk_rows`` rows (default ≈ 25 MB) are written in parallel.
@@ -295,8 +280,7 @@ def simulate_irma(
 
     if n_rows < 1:
         raise InputError(f"simulate irma: rows must be positive, got {n_rows}")
-    if np.dtype(dtype).kind != "f":
-        raise InputError(f"simulate irma: dtype must be float32 or float64, got {dtype}")
+    checked_float_dtype(dtype, "simulate irma")
     try:
         a, b = (float(v) for v in domain)
         irma_rows(seed, 0, 0, (a, b), noise)  # validates domain and noise, draws nothing
@@ -304,10 +288,9 @@ def simulate_irma(
         raise InputError(f"simulate irma: {exc}") from None
     if block_size < 1:
         raise InputError(f"simulate irma: block size must be positive, got {block_size}")
-    chunk_rows = chunk_rows or default_chunk_rows(1, n_rows)
-    if chunk_rows < 1:
-        raise InputError(f"simulate irma: chunk size must be positive, got {chunk_rows}")
-    codec = _codec(codec, "simulate irma")
+    chunk_rows = checked_chunk_size(chunk_rows or default_chunk_rows(1, n_rows),
+                                    "simulate irma")
+    codec = checked_codec(codec, "simulate irma")
     attrs = {
         "generator": "streamlsq.simulate_irma",
         "parameters": {"n_rows": n_rows, "target": "x*exp(-x^2)",

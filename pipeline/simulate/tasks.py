@@ -1,6 +1,6 @@
 """``streamlsq simulate mlr``: a synthetic multi-task store of the mixed-linear-regression model.
 
-The numbers come from :mod:`streamlsq.kernels.synthetic_mlr`: the mixture
+The numbers come from :mod:`streamlsq.kernels.synthetic.mlr`: the mixture
 (W, s, p) from ``seed``, and task i of a task set from the seed words
 ``[task_seed, tag]`` with tag 1 for the light tasks D_L1, 2 for the heavy tasks
 D_H and 3 for the second light set D_L2 — a function of (seed, task index)
@@ -15,7 +15,6 @@ chunk and the store can be far larger than memory. The client holds only
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +22,10 @@ import zarr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.codecs import check_codec, compressors
+from streamlsq.io.codecs import compressors
 from streamlsq.io.results import atomic_store, for_workers, published
 from streamlsq.io.tasks import ROLE_ATTRS, ROLE_CODES
-from streamlsq.runtime.client import dask_client
-from streamlsq.runtime.progress import track_futures
+from streamlsq.simulate.common import checked_chunk_size, checked_codec, chunk_ranges, write_chunks
 
 __all__ = ["simulate_mlr", "SET_TAGS"]
 
@@ -150,13 +148,8 @@ def simulate_mlr(
     layout, n_rows, n_tasks = _layout([(r, int(n), int(t)) for r, n, t in sets])
     if n_tasks == 0:
         raise InputError("simulate mlr: every task set is empty")
-    chunk_rows = int(chunk_rows or default_task_chunk_rows(d))
-    if chunk_rows < 1:
-        raise InputError(f"simulate mlr: chunk size must be positive, got {chunk_rows}")
-    try:
-        codec = check_codec(codec)
-    except ValueError as exc:
-        raise InputError(f"simulate mlr: {exc}") from None
+    chunk_rows = checked_chunk_size(int(chunk_rows or default_task_chunk_rows(d)), "simulate mlr")
+    codec = checked_codec(codec, "simulate mlr")
     with atomic_store(out, overwrite) as tmp:
         g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
         g.attrs.update({
@@ -176,33 +169,40 @@ def simulate_mlr(
         g.create_array("y", shape=(n_rows,), chunks=(chunk_rows,), dtype="float64",
                        dimension_names=["row"], fill_value=np.nan,
                        compressors=compressors(codec))
-        ptr = np.zeros(n_tasks + 1, dtype=np.int64)
-        role = np.zeros(n_tasks, dtype=np.int8)
-        for r, off, task0, n, t in layout:
-            ptr[task0 + 1 : task0 + n + 1] = off + t * np.arange(1, n + 1, dtype=np.int64)
-            role[task0 : task0 + n] = ROLE_CODES[r]
-        _put(g, "task_ptr", ptr, ["task_edge"])
-        _put(g, "role", role, ["task"]).attrs.update(ROLE_ATTRS)
+        _put_task_layout(g, layout, n_tasks)
         _put(g, "w_true", W, ["component", "feature"])
         _put(g, "s_true", s, ["component"])
         _put(g, "p_true", p, ["component"])
-        edges = list(range(0, n_rows, chunk_rows)) + [n_rows]
-        component = np.full(n_tasks, -1, dtype=np.int16)
-        with dask_client(client, scheduler, data_bytes=n_rows * (d + 1) * 8) as cl:
-            tag = uuid.uuid4().hex[:6]
-            futures = [
-                cl.submit(_write_rows, for_workers(tmp), a, b, layout, task_seed, W, s, p, features,
-                          pure=False,
-                          key=f"simulate-mlr-{tag}-{i}")
-                for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
-            ]
-            results = track_futures(cl, futures, total=n_rows, desc="simulate mlr",
-                                    unit="rows", enabled=progress)
-        for _, comps in results:
-            for first, comp in comps:
-                component[first : first + comp.size] = comp
-        _put(g, "component", component, ["task"])
+        results = write_chunks(
+            for_workers(tmp), _write_rows,
+            [(a, b, layout, task_seed, W, s, p, features)
+             for a, b in chunk_ranges(n_rows, chunk_rows)],
+            name="mlr", rows=n_rows, data_bytes=n_rows * (d + 1) * 8, client=client,
+            scheduler=scheduler, progress=progress, desc="simulate mlr")
+        _put(g, "component", _task_components(results, n_tasks), ["task"])
     return published(out)
+
+
+def _put_task_layout(g: zarr.Group, layout, n_tasks: int) -> None:
+    """``task_ptr`` and ``role`` of the store: the task sets of ``layout`` one after the
+    other."""
+    ptr = np.zeros(n_tasks + 1, dtype=np.int64)
+    role = np.zeros(n_tasks, dtype=np.int8)
+    for r, off, task0, n, t in layout:
+        ptr[task0 + 1 : task0 + n + 1] = off + t * np.arange(1, n + 1, dtype=np.int64)
+        role[task0 : task0 + n] = ROLE_CODES[r]
+    _put(g, "task_ptr", ptr, ["task_edge"])
+    _put(g, "role", role, ["task"]).attrs.update(ROLE_ATTRS)
+
+
+def _task_components(results, n_tasks: int) -> np.ndarray:
+    """The true component of every task, gathered from the chunk writers' ``results``: each
+    chunk returns those of the tasks whose first row it holds."""
+    component = np.full(n_tasks, -1, dtype=np.int16)
+    for _, comps in results:
+        for first, comp in comps:
+            component[first : first + comp.size] = comp
+    return component
 
 
 def _put(g: zarr.Group, name: str, values: np.ndarray, dims: list[str]) -> zarr.Array:

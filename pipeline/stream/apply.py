@@ -13,22 +13,22 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
+from typing import Any, Unpack
 
 import numpy as np
 import xarray as xr
 import zarr
-from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
-from streamlsq.io.provenance import provenance
-from streamlsq.io.results import atomic_store, for_workers, open_result, prepare_output
+from streamlsq.io.results import open_result
 from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.recursions.registry import RECURSIONS
-from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.progress import track_futures
 
-__all__ = ["is_stream_fit", "predict_stream"]
+__all__ = ["StreamPrediction", "is_stream_fit", "predict_stream"]
 
 
 def is_stream_fit(attrs: dict) -> bool:
@@ -36,7 +36,7 @@ def is_stream_fit(attrs: dict) -> bool:
     return str(attrs.get("method", "")) in RECURSIONS.stream_methods()
 
 
-def _apply_chunk(source: StreamSource, a: int, b: int, W: np.ndarray, store, sample_dim: str):
+def _apply_chunk(source: StreamSource, a: int, b: int, W: np.ndarray, store):
     X = source.read_features(a, b)
     yhat = X @ W
     sums = {"sse": np.zeros(W.shape[1]), "rows": 0}
@@ -63,11 +63,7 @@ def predict_stream(
     y=None,
     sample_dim: str | None = None,
     step: int | None = None,
-    storage_options: dict | None = None,
-    overwrite: bool = False,
-    client: Client | None = None,
-    scheduler: str | None = None,
-    progress: bool | None = None,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Apply the stream fit ``result`` to the rows of ``data``: ŷ and, with targets, residuals.
 
@@ -78,6 +74,8 @@ def predict_stream(
     where ``data`` has the targets, ``residual (sample, target)`` with the pooled
     ``mse`` per target as an attribute. The IRMA family's coefficients belong to basis
     functions, not to the columns of X: it is refused.
+
+    ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
 
     Examples
     --------
@@ -91,97 +89,127 @@ def predict_stream(
     (('sample', 'target'), True)
     >>> tmp.cleanup()
     """
-    fit = result if isinstance(result, xr.Dataset) else open_result(
-        result, storage_options=storage_options)
-    attrs = dict(fit.attrs)
-    loc = None if isinstance(result, xr.Dataset) else locate(result)
-    shown = (loc.shown or loc.url) if loc is not None else "the fit"
-    if not is_stream_fit(attrs):
-        raise InputError(f"{shown}: not the result of a stream fit (method "
-                         f"{attrs.get('method')!r})")
-    cls = RECURSIONS[attrs["method"]]
-    if getattr(cls, "intercept_kind", "column") == "basis":
-        raise InputError(f"{shown}: a {cls.name} fit has coefficients of basis functions, "
-                         "not of the columns of X; apply it with the kernel's basis "
-                         "(streamlsq.kernels.make_basis)")
-    coef = fit.coef.isel(step=-1) if step is None else fit.coef.sel(step=step)
-    W = np.asarray(coef.transpose("feature", "target").values, dtype=np.float64)
-    labels = [str(v) for v in fit.feature.values]
-    intercept = bool(labels) and labels[0] == "intercept"
-    saved_x = json.loads(attrs.get("x_variables", '["X"]'))
-    saved_y = json.loads(attrs.get("y_variables", '["y"]'))
-    dim = sample_dim or attrs.get("sample_dim") or "sample"
-    x_given = x is not None or saved_x != ["X"]
-    source = open_stream(
-        data, group,
-        x=x if x is not None else (saved_x if x_given else None),
-        y=y if y is not None else (saved_y if saved_y != ["y"] or x_given else None),
-        sample_dim=dim if (sample_dim or x_given or dim != "sample") else None,
-        fit_intercept=intercept, storage_options=storage_options, targets=False)
-    if source.n_features != W.shape[0]:
-        raise InputError(f"{source.label}: has {source.n_data_features} feature column(s) but "
-                         f"{shown} was fitted on {W.shape[0] - int(intercept)}")
-    fitted = labels[int(intercept):]
-    if source.features and all(not v.isdigit() for v in fitted) and \
-            [str(v) for v in source.features] != fitted:
-        raise InputError(f"{source.label}: its features {list(map(str, source.features))} are "
-                         f"not those {shown} was fitted on ({fitted})")
-    if source.y_vars and source.n_targets != W.shape[1]:
-        raise InputError(f"{source.label}: has {source.n_targets} target(s) but {shown} "
-                         f"predicts {W.shape[1]}")
-    target = fit.target.values
-    inputs = [source] + ([loc] if loc is not None else [])
-    if out is not None:
-        prepare_output(out, overwrite, inputs, storage_options)
-    parameters = {"step": None if step is None else int(step), "x": list(source.x_vars),
-                  "y": list(source.y_vars), "sample_dim": source.sample_dim}
-    out_attrs = provenance("predict", parameters, [source])
-    out_attrs.update({"model": shown, "model_method": attrs["method"],
-                      "model_step": int(coef.step), "fit_intercept": intercept})
-    edges = source.chunk_edges()
-    spans = list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
-    K = W.shape[1]
-    dims = [source.sample_dim, "target"]
+    job = StreamPrediction(result, data, group=group, x=x, y=y, sample_dim=sample_dim, step=step)
+    return Run(out, **run).execute(job)
 
-    def run(store):
+
+@dataclass(eq=False)
+class StreamPrediction(Job):
+    """A stream fit applied to new rows: reads the fit's coefficients and the rows, computes
+    ŷ (and residuals where the rows have targets) chunk by chunk, writes ``yhat`` and
+    ``residual (sample, target)`` (:func:`predict_stream`)."""
+
+    result: Any
+    data: Any
+    group: str | None = None
+    x: Any = None
+    y: Any = None
+    sample_dim: str | None = None
+    step: int | None = None
+
+    name = "predict"
+    writes_chunks = True
+
+    def open(self, run: Run) -> list:
+        fit = self.result if isinstance(self.result, xr.Dataset) else open_result(
+            self.result, storage_options=run.storage_options)
+        self.model = None if isinstance(self.result, xr.Dataset) else locate(self.result)
+        self.shown = (self.model.shown or self.model.url) if self.model is not None \
+            else "the fit"
+        intercept = self.read_coefficients(fit)
+        self.source = self.open_rows(fit.attrs, intercept, run.storage_options)
+        self.check_rows(fit, intercept)
+        return [self.source] + ([self.model] if self.model is not None else [])
+
+    def read_coefficients(self, fit: xr.Dataset) -> bool:
+        """W (feature, target) of the recorded step; whether its first row is an intercept."""
+        attrs = dict(fit.attrs)
+        if not is_stream_fit(attrs):
+            raise InputError(f"{self.shown}: not the result of a stream fit (method "
+                             f"{attrs.get('method')!r})")
+        cls = RECURSIONS[attrs["method"]]
+        if cls.intercept_kind == "basis":
+            raise InputError(f"{self.shown}: a {cls.name} fit has coefficients of basis "
+                             "functions, not of the columns of X; apply it with the kernel's "
+                             "basis (streamlsq.kernels.make_basis)")
+        coef = fit.coef.isel(step=-1) if self.step is None else fit.coef.sel(step=self.step)
+        self.coef_step, self.method = int(coef.step), attrs["method"]
+        self.W = np.asarray(coef.transpose("feature", "target").values, dtype=np.float64)
+        self.labels = [str(v) for v in fit.feature.values]
+        self.target = fit.target.values
+        return bool(self.labels) and self.labels[0] == "intercept"
+
+    def open_rows(self, attrs: dict, intercept: bool, storage_options) -> StreamSource:
+        """The new rows, read as the fit read its data unless named anew."""
+        saved_x = json.loads(attrs.get("x_variables", '["X"]'))
+        saved_y = json.loads(attrs.get("y_variables", '["y"]'))
+        dim = self.sample_dim or attrs.get("sample_dim") or "sample"
+        x_given = self.x is not None or saved_x != ["X"]
+        return open_stream(
+            self.data, self.group,
+            x=self.x if self.x is not None else (saved_x if x_given else None),
+            y=self.y if self.y is not None else (saved_y if saved_y != ["y"] or x_given
+                                                 else None),
+            sample_dim=dim if (self.sample_dim or x_given or dim != "sample") else None,
+            fit_intercept=intercept, storage_options=storage_options, targets=False)
+
+    def check_rows(self, fit: xr.Dataset, intercept: bool) -> None:
+        source, W, shown = self.source, self.W, self.shown
+        if source.n_features != W.shape[0]:
+            raise InputError(f"{source.label}: has {source.n_data_features} feature column(s) "
+                             f"but {shown} was fitted on {W.shape[0] - int(intercept)}")
+        fitted = self.labels[int(intercept):]
+        if source.features and all(not v.isdigit() for v in fitted) and \
+                [str(v) for v in source.features] != fitted:
+            raise InputError(f"{source.label}: its features "
+                             f"{list(map(str, source.features))} are not those {shown} was "
+                             f"fitted on ({fitted})")
+        if source.y_vars and source.n_targets != W.shape[1]:
+            raise InputError(f"{source.label}: has {source.n_targets} target(s) but {shown} "
+                             f"predicts {W.shape[1]}")
+        self.intercept = intercept
+
+    def parameters(self) -> dict:
+        return {"step": self.step, "x": list(self.source.x_vars),
+                "y": list(self.source.y_vars), "sample_dim": self.source.sample_dim}
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        source = self.source
+        dims = [source.sample_dim, "target"]
+        if ctx.store is not None:
+            self.create_arrays(ctx.store, dims)
+        edges = source.chunk_edges()
         tag = uuid.uuid4().hex[:8]
-        with dask_client(client, scheduler) as cl:
-            W_ = cl.scatter(W, broadcast=True)
-            futures = [cl.submit(_apply_chunk, source, a, b, W_, store, source.sample_dim,
-                                 key=f"predict-stream-{tag}-{i}", pure=False)
-                       for i, (a, b) in enumerate(spans)]
-            return track_futures(cl, futures, source.n_rows, "predict", enabled=progress)
-
-    if out is None:
-        parts = run(None)
-        ds = xr.Dataset({"yhat": (dims, np.concatenate([p[0]["yhat"] for p in parts]))},
-                        coords={"target": target})
+        W = ctx.client.scatter(self.W, broadcast=True)
+        futures = [ctx.client.submit(_apply_chunk, source, a, b, W, ctx.store,
+                                     key=f"predict-stream-{tag}-{i}", pure=False)
+                   for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
+                                                  strict=True))]
+        parts = track_futures(ctx.client, futures, source.n_rows, "predict",
+                              enabled=ctx.progress)
+        ds = xr.Dataset(coords={"target": self.target})
+        if ctx.store is None:
+            ds["yhat"] = (dims, np.concatenate([p[0]["yhat"] for p in parts]))
+            if source.y_vars:
+                ds["residual"] = (dims, np.concatenate([p[0]["residual"] for p in parts]))
+            ds.attrs["complete"] = True
+        ds.attrs.update({"model": self.shown, "model_method": self.method,
+                         "model_step": self.coef_step, "fit_intercept": self.intercept})
         if source.y_vars:
-            ds["residual"] = (dims, np.concatenate([p[0]["residual"] for p in parts]))
-        _mse(out_attrs, parts, source)
-        ds.attrs.update(out_attrs)
-        ds.attrs["complete"] = True
+            sse = np.sum([p[1]["sse"] for p in parts], axis=0)
+            rows = int(sum(p[1]["rows"] for p in parts))
+            ds.attrs.update({"mse": [float(v) for v in np.atleast_1d(sse / max(rows, 1))],
+                             "rows": rows})
         return ds
-    with atomic_store(out, overwrite, inputs, storage_options) as tmp:
-        store = for_workers(tmp)
+
+    def create_arrays(self, store, dims) -> None:
+        """The result's arrays in the temporary store, which the Dask tasks fill chunk by
+        chunk."""
+        source, K = self.source, self.W.shape[1]
         g = zarr.open_group(store, mode="w", zarr_format=3)
-        names = ["yhat"] + (["residual"] if source.y_vars else [])
-        for name in names:
+        for name in ["yhat"] + (["residual"] if source.y_vars else []):
             g.create_array(name, shape=(source.n_rows, K), chunks=(source.chunk_rows, K),
                            dtype="float64", dimension_names=dims, fill_value=np.nan)
-        labels_t = np.asarray(target)
-        g.create_array("target", shape=(K,), dtype=str if labels_t.dtype.kind in "UO"
-                       else labels_t.dtype, dimension_names=["target"])[...] = labels_t
-        parts = run(store)
-        _mse(out_attrs, parts, source)
-        g.attrs.update(out_attrs | {"complete": False})
-    return open_result(out, storage_options=storage_options)
-
-
-def _mse(attrs: dict, parts, source) -> None:
-    if not source.y_vars:
-        return
-    sse = np.sum([p[1]["sse"] for p in parts], axis=0)
-    rows = int(sum(p[1]["rows"] for p in parts))
-    attrs["mse"] = [float(v) for v in np.atleast_1d(sse / max(rows, 1))]
-    attrs["rows"] = rows
+        labels = np.asarray(self.target)
+        g.create_array("target", shape=(K,), dtype=str if labels.dtype.kind in "UO"
+                       else labels.dtype, dimension_names=["target"])[...] = labels

@@ -45,12 +45,12 @@ from streamlsq.stream.guards import (
     nonfinite_error,
     overflow_error,
     overflow_in_rows,
-    overflow_in_segment,
+    overflow_in_span,
 )
-from streamlsq.stream.plans import Section, Segment, StreamPlan, plan_segments
+from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
 
 __all__ = [
-    "Trajectory", "plan_segments", "read_segment", "run_scan", "run_sequential", "bytes_per_call",
+    "Trajectory", "plan_segments", "read_span", "run_scan", "run_sequential", "bytes_per_call",
 ]
 
 #: rows-bytes of X a sequential segment folds in one Dask task (a few seconds of work)
@@ -100,7 +100,7 @@ def _load(source: StreamSource, chunk: int, lo: int, hi: int, section: Section, 
     return X, Y
 
 
-def _singular_block_error(task, piece, method, state, X, Y, edges, k, buf_start, exc):
+def _singular_block_error(span, part, method, state, X, Y, edges, k, buf_start, exc):
     """Find the block that made H singular (error path only) and say how to fix it."""
     j = 0
     for j in range(len(edges) - 1):
@@ -109,9 +109,9 @@ def _singular_block_error(task, piece, method, state, X, Y, edges, k, buf_start,
         except SingularMatrixError as e:
             exc = e
             break
-    sec = piece.section
-    src = task.sources[sec.source]
-    step = piece.step_base + k + j + 1
+    sec = part.section
+    src = span.sources[sec.source]
+    step = part.step_base + k + j + 1
     rank = f"numerical rank {exc.rank} of {exc.size}" if exc.rank is not None else str(exc)
     which = "the first block" if step == 1 else f"block {step}"
     row = sec.storage_row(src, buf_start + int(edges[j]))
@@ -121,25 +121,25 @@ def _singular_block_error(task, piece, method, state, X, Y, edges, k, buf_start,
         last = sec.start + buf_start + int(edges[j + 1]) - 1
         where = (f"{src.label}: variable 'X' chunk {row // src.chunk_rows}: {which} "
                  f"(rows {row}-{last})")
-    return InputError(f"{where} leaves the normal matrix singular ({rank}); {task.remedy}")
+    return InputError(f"{where} leaves the normal matrix singular ({rank}); {span.remedy}")
 
 
-def _bad_row_error(task, piece, exc: BadRowError) -> InputError:
+def _bad_row_error(span, part, exc: BadRowError) -> InputError:
     """Name the store, variable, chunk and row of a row the kernel refused."""
-    sec = piece.section
-    src = task.sources[sec.source]
-    row = sec.source_row(src, exc.row - piece.row_base)
+    sec = part.section
+    src = span.sources[sec.source]
+    row = sec.source_row(src, exc.row - part.row_base)
     variable = {"x": "X", "X": "X", "Y": "y", "y": "y"}.get(exc.variable, exc.variable)
     epoch = f" (epoch {sec.epoch})" if sec.epoch or sec.shuffle else ""
     return InputError(f"{src.label}: variable '{variable}' chunk {row // src.chunk_rows} "
                       f"row {row}{epoch} {exc.reason}")
 
 
-def _kernel_error(task, piece, k, kend, exc: ValueError) -> InputError:
+def _kernel_error(span, part, k, kend, exc: ValueError) -> InputError:
     """Any other refusal of the kernel: name the store and the blocks it was folding."""
-    sec = piece.section
-    src = task.sources[sec.source]
-    s0, s1 = piece.step_base + k + 1, piece.step_base + kend
+    sec = part.section
+    src = span.sources[sec.source]
+    s0, s1 = part.step_base + k + 1, part.step_base + kend
     blocks = f"block {s0}" if s0 == s1 else f"blocks {s0}-{s1}"
     a, b = sec.storage_row(src, sec.grid.edge(k)), sec.storage_row(src, sec.grid.edge(kend))
     rows = f" (rows {a}-{b - 1})" if a is not None else f" (epoch {sec.epoch}, shuffled rows)"
@@ -147,23 +147,23 @@ def _kernel_error(task, piece, k, kend, exc: ValueError) -> InputError:
 
 
 def fold_segment(
-    task: Segment,
+    span: BlockSpan,
     method: Recursion,
     previous,
     record_every: int,
     dtype: str,
     prefetch: int = 2,
 ):
-    """Dask task: fold global blocks ``task.K0+1..task.K1`` starting from ``previous`` (a state or
+    """Dask task: fold global blocks ``span.K0+1..span.K1`` starting from ``previous`` (a state or
     a previous segment's result). Returns (rows folded, result dict)."""
     # ``previous`` is the state itself or the (rows, part) result of the previous segment
     state = previous[1]["state"] if isinstance(previous, tuple) else previous
     with fast_large_allocations():
-        return _fold_segment(task, method, state, record_every, dtype, prefetch)
+        return _fold_segment(span, method, state, record_every, dtype, prefetch)
 
 
-def _fold_segment(task, method, state, record_every, dtype, prefetch):
-    loads, slices = task.loads()
+def _fold_segment(span, method, state, record_every, dtype, prefetch):
+    loads, slices = span.loads()
     last_use = {j: n for n, (_, j, *_rest) in enumerate(slices)}
     steps, coefs, rows, diags = [], [], [], {}
     futures: dict = {}
@@ -174,7 +174,7 @@ def _fold_segment(task, method, state, record_every, dtype, prefetch):
             # keep ``prefetch`` chunk reads ahead of the one being folded
             while submitted < len(loads) and submitted <= j + prefetch:
                 si, chunk, a, b, sec = loads[submitted]
-                futures[submitted] = pool.submit(_load, task.sources[si], chunk, a, b, sec, dtype)
+                futures[submitted] = pool.submit(_load, span.sources[si], chunk, a, b, sec, dtype)
                 submitted += 1
             X, Y = futures[j].result()
             if last_use[j] == n:
@@ -182,33 +182,33 @@ def _fold_segment(task, method, state, record_every, dtype, prefetch):
             X, Y = X[lo:hi], Y[lo:hi]
             if pi != current:  # a new section: blocks never straddle sections
                 current = pi
-                piece = task.pieces[pi]
-                grid = piece.section.grid
-                k = piece.k0
+                part = span.parts[pi]
+                grid = part.section.grid
+                k = part.k0
                 buf_X = buf_Y = None
-                buf_start = piece.first_row
+                buf_start = part.first_row
             if buf_X is not None and len(buf_X):
                 X, Y = np.concatenate([buf_X, X]), np.concatenate([buf_Y, Y])
-            kend = piece.k1 if vend >= piece.last_row else min(grid.floor_edge(vend), piece.k1)
+            kend = part.k1 if vend >= part.last_row else min(grid.floor_edge(vend), part.k1)
             if kend > k:
                 edges = grid.edges(k, kend) - buf_start
                 used = int(edges[-1])
                 try:
                     with np.errstate(all="ignore"):  # every result is checked finite below
                         res = method.fold(state, X[:used], Y[:used], edges,
-                                          piece.step_base + k + 1, record_every,
-                                          piece.row_base + buf_start)
+                                          part.step_base + k + 1, record_every,
+                                          part.row_base + buf_start)
                 except SingularMatrixError as exc:
-                    raise (overflow_error(task, piece, X, Y, edges, k, buf_start)
-                           or _singular_block_error(task, piece, method, state, X, Y, edges, k,
+                    raise (overflow_error(span, part, X, Y, edges, k, buf_start)
+                           or _singular_block_error(span, part, method, state, X, Y, edges, k,
                                                     buf_start, exc)) from None
                 except BadRowError as exc:
-                    raise _bad_row_error(task, piece, exc) from None
+                    raise _bad_row_error(span, part, exc) from None
                 except ValueError as exc:
-                    raise (overflow_error(task, piece, X, Y, edges, k, buf_start)
-                           or _kernel_error(task, piece, k, kend, exc)) from None
+                    raise (overflow_error(span, part, X, Y, edges, k, buf_start)
+                           or _kernel_error(span, part, k, kend, exc)) from None
                 if not (state_is_finite(res.state) and np.isfinite(res.coefs).all()):
-                    raise nonfinite_error(task, piece, method, state, X, Y, edges, k, buf_start)
+                    raise nonfinite_error(span, part, method, state, X, Y, edges, k, buf_start)
                 state = res.state
                 steps.append(res.steps)
                 coefs.append(res.coefs)
@@ -220,7 +220,7 @@ def _fold_segment(task, method, state, record_every, dtype, prefetch):
                 k = kend
             else:
                 buf_X, buf_Y = X, Y
-    return task.n_rows, {
+    return span.n_rows, {
         "state": state,
         "steps": np.concatenate(steps) if steps else np.zeros(0, np.int64),
         "coefs": np.concatenate(coefs) if coefs else None,
@@ -289,7 +289,7 @@ def run_sequential(
             while nxt < len(segments) and len(in_flight) < 2:
                 K0, K1 = segments[nxt]
                 fut = client.submit(
-                    fold_segment, plan.segment(K0, K1), method, previous, record_every, dtype,
+                    fold_segment, plan.span(K0, K1), method, previous, record_every, dtype,
                     key=f"fold-{method.name}-{tag}-{nxt}", pure=False,
                 )
                 in_flight.append((nxt, fut))
@@ -321,35 +321,35 @@ def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
     return np.unique(np.concatenate([rec, [k1], extra]).astype(np.int64)) - k0
 
 
-def read_segment(task: Segment, dtype, check: bool = True
+def read_span(span: BlockSpan, dtype, check: bool = True
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All rows of a Dask task's blocks, concatenated in stream order, and their block edges.
 
-    One read for a single storage-order piece (the plain case); otherwise every
+    One read for a single part in storage order (the plain case); otherwise every
     chunk is loaded once and sliced (interleaved blocks share chunks).
     """
     edges = [np.zeros(1, np.int64)]
     offset = 0
-    for piece in task.pieces:
-        e = piece.section.grid.edges(piece.k0, piece.k1) - piece.first_row + offset
+    for part in span.parts:
+        e = part.section.grid.edges(part.k0, part.k1) - part.first_row + offset
         edges.append(e[1:])
         offset = int(e[-1])
     edges = np.concatenate(edges)
-    if len(task.pieces) == 1 and not task.pieces[0].section.shuffle:
-        piece = task.pieces[0]
-        sec = piece.section
-        X, Y = task.sources[sec.source].read(sec.start + piece.first_row,
-                                             sec.start + piece.last_row, dtype, check)
+    if len(span.parts) == 1 and not span.parts[0].section.shuffle:
+        part = span.parts[0]
+        sec = part.section
+        X, Y = span.sources[sec.source].read(sec.start + part.first_row,
+                                             sec.start + part.last_row, dtype, check)
         return X, Y, edges
-    loads, slices = task.loads()
-    data = [_load(task.sources[si], chunk, a, b, sec, dtype, check)
+    loads, slices = span.loads()
+    data = [_load(span.sources[si], chunk, a, b, sec, dtype, check)
             for si, chunk, a, b, sec in loads]
     X = np.concatenate([data[j][0][lo:hi] for _, j, lo, hi, _ in slices])
     Y = np.concatenate([data[j][1][lo:hi] for _, j, lo, hi, _ in slices])
     return X, Y, edges
 
 
-def summarize_piece(task: Segment, method, record_every, dtype):
+def summarize_piece(span: BlockSpan, method, record_every, dtype):
     """Dask task: read global blocks K0+1..K1 and return their interval summaries (small).
 
     Values are checked on the summaries rather than on every row (NaN or Inf in a
@@ -358,18 +358,18 @@ def summarize_piece(task: Segment, method, record_every, dtype):
     names the chunk and row at fault.
     """
     with fast_large_allocations():
-        X, Y, edges = read_segment(task, dtype, check=False)
+        X, Y, edges = read_span(span, dtype, check=False)
     with np.errstate(all="ignore"):  # the summaries are checked finite below
-        summaries = method.summarize(X, Y, edges, _piece_cuts(task.K0, task.K1, record_every))
+        summaries = method.summarize(X, Y, edges, _piece_cuts(span.K0, span.K1, record_every))
     if not all(np.isfinite(v).all() for s in summaries for v in s.values()):
         del X, Y
         with fast_large_allocations():
-            X, Y, _ = read_segment(task, dtype, check=True)  # raises InputError naming the row
-        raise overflow_in_rows(task, X, Y) or InputError(
-            f"{task.sources[task.pieces[0].section.source].label}: variable 'X': the sums of "
-            f"blocks {task.K0 + 1}-{task.K1} overflow; rescale the data"
+            X, Y, _ = read_span(span, dtype, check=True)  # raises InputError naming the row
+        raise overflow_in_rows(span, X, Y) or InputError(
+            f"{span.sources[span.parts[0].section.source].label}: variable 'X': the sums of "
+            f"blocks {span.K0 + 1}-{span.K1} overflow; rescale the data"
         )
-    return task.n_rows, summaries
+    return span.n_rows, summaries
 
 
 def finish_states(method, infos, steps, label, remedy):
@@ -421,7 +421,7 @@ def run_scan(
     todo = [i for i in range(len(pieces)) if i not in done]
     futures = [
         client.submit(
-            summarize_piece, plan.segment(*pieces[i]), method, record_every, dtype,
+            summarize_piece, plan.span(*pieces[i]), method, record_every, dtype,
             key=f"summarize-{method.name}-{tag}-{i}", pure=False,
         )
         for i in todo
@@ -460,8 +460,8 @@ def run_scan(
         ))
     except NonFiniteSolve as exc:
         # a summary that stayed finite (a QR factor) can still solve to Inf: name the rows
-        suspects = [plan.segment(k0, k1) for k0, k1 in pieces if k0 < exc.step]
-        found = client.gather(client.map(overflow_in_segment, suspects,
+        suspects = [plan.span(k0, k1) for k0, k1 in pieces if k0 < exc.step]
+        found = client.gather(client.map(overflow_in_span, suspects,
                                          [dtype] * len(suspects), pure=False))
         raise next((e for e in found if e is not None), exc) from None
     by_index = dict(zip(solve, (s for g in solved for s in g), strict=True))

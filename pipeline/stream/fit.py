@@ -1,44 +1,57 @@
-"""Fitting a recursion over a stream store: the public ``fit_stream`` and its result layout."""
+"""Fitting a recursion over stream stores: the public :func:`fit_stream` and its job.
+
+:class:`StreamFit` is the definition :meth:`streamlsq.jobs.Run.execute` runs: it opens the
+store(s) and the recursion (:meth:`StreamFit.open`), plans the blocks
+(:func:`~streamlsq.stream.plans.plan_fit`; a continued fit plans only the rows appended
+since: :mod:`streamlsq.stream.resume`), runs an engine (:mod:`streamlsq.stream.engines`)
+and lays the trajectory out as a result (:mod:`streamlsq.stream.layout`). A recursion that
+needs more than a fit of its rows has a job of its own deriving from this one (interleaved
+KF4LLS and its test population: :mod:`streamlsq.stream.interleaved`).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-from datetime import UTC, datetime
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
-from distributed import Client
 
-from streamlsq.errors import InputError, check_int
-from streamlsq.io.checkpoint import Checkpoint, fingerprint_digest, prepare_run
-from streamlsq.io.provenance import provenance
-from streamlsq.io.results import write_result
-from streamlsq.io.stream import StreamSource, open_stream
-from streamlsq.kernels.limits import state_is_finite
-from streamlsq.kernels.recursions.contract import BlockGrid, Recursion, ScanRecursion
-from streamlsq.runtime.client import dask_client
+from streamlsq.errors import InputError, checked
+from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
+from streamlsq.io.stream import open_stream
+from streamlsq.jobs import Context, Job, Run
+from streamlsq.kernels.recursions.contract import Param, Recursion, ScanRecursion
 from streamlsq.stream.engines import Trajectory, run_scan, run_sequential
-from streamlsq.stream.methods import METHODS, make_method, params_from_store
-from streamlsq.stream.plans import Section, StreamPlan
+from streamlsq.stream.layout import check_trajectory, trajectory_dataset
+from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_from_store
+from streamlsq.stream.plans import StreamPlan, plan_fit
 from streamlsq.stream.resume import (
+    ScanPieces,
     continued_plan,
     continued_result,
-    fit_checkpoint,
     join_previous,
     previous_state,
-    remove_finished_checkpoint,
     rows_fingerprint,
     run_fingerprint,
+    segment_reads,
 )
 from streamlsq.stream.stability import add_stability
 
-__all__ = ["fit_stream", "run_plan", "trajectory_dataset", "DEFAULT_RECORDED_STEPS"]
+__all__ = ["StreamFit", "check_trajectory", "fit_stream", "DEFAULT_RECORDED_STEPS"]
 
 #: with ``record_every=None`` about this many steps are recorded
 DEFAULT_RECORDED_STEPS = 1000
 ENGINES = ("sequential", "scan")
+EPOCHS = Param("epochs", 1, "Passes over the store (the state carries over from one to the "
+               "next).", type=int, gt=0)
+SEED = Param("seed", 0, "Seed of the shuffled order of epochs.", type=int, ge=0)
+RECORD_EVERY = Param("record_every", None, "Record the coefficients every this many steps.",
+                     type=int, gt=0, optional=True)
+SEGMENT_BYTES = Param("segment size (bytes)", None, "Bytes of X per Dask task.", type=int,
+                      gt=0, optional=True, requirement="a positive number of bytes")
 
 
 def fit_stream(
@@ -52,7 +65,6 @@ def fit_stream(
     sample_dim: str | None = None,
     fit_intercept: bool | None = None,
     continue_from=None,
-    storage_options: dict | None = None,
     engine: str = "sequential",
     block_size: int | None = None,
     first_block_size: int | None = None,
@@ -61,14 +73,8 @@ def fit_stream(
     shuffle: bool = False,
     seed: int = 0,
     dtype: str = "float64",
-    client: Client | None = None,
-    scheduler: str | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
     segment_bytes: int | None = None,
-    **params,
+    **options,
 ) -> xr.Dataset:
     """Run a recursive estimator over the stream store ``data`` in order.
 
@@ -81,7 +87,7 @@ def fit_stream(
         :class:`xarray.Dataset`, lazy (dask-backed, e.g. opened from NetCDF files) or in
         memory.
     method : str or Recursion
-        A name of :data:`streamlsq.METHODS` (``"kf4lls"``, ``"rls"``, ``"lms"``,
+        A name of :data:`streamlsq.RECURSIONS` (``"kf4lls"``, ``"rls"``, ``"lms"``,
         ``"bfgs"``, ``"irma"``, ``"irma-gd"``, ``"irma-rls"``) or a configured kernel
         object.
     out : str, os.PathLike, zarr store or None
@@ -112,10 +118,6 @@ def fit_stream(
         differ. The blocks of the new rows start at the earlier run's last row: the
         result equals a fit from scratch to rounding when that row was a block edge (always
         for least squares with KF4LLS and for the per-sample recursions).
-    storage_options : dict or None
-        Options of the fsspec filesystem of a URL given as ``data``, ``out`` or
-        ``continue_from`` (credentials, ``endpoint_url``, …); by default fsspec's and the
-        cloud libraries' own configuration (environment variables).
     engine : {"sequential", "scan"}
         ``"sequential"`` (in-order fold, any recursion) or ``"scan"`` (parallel sums
         + prefix, for KF4LLS/RLS); both give the same numbers.
@@ -141,26 +143,17 @@ def fit_stream(
         not on the workers).
     dtype : str
         Floating-point type of the arithmetic (``"float64"`` or ``"float32"``).
-    client, scheduler : distributed.Client or None, str or None
-        A Dask client or scheduler address; by default the ``DASK_SCHEDULER_ADDRESS``
-        variable, the current default client, or an embedded LocalCluster.
-    checkpoint, resume : str or os.PathLike or None, bool
-        Commit progress to this folder (a new or empty folder, or a streamlsq
-        checkpoint) and, with ``resume``, continue a killed run from it; the folder is
-        removed once the result is published to ``out``. Both engines (the scan engine
-        commits each piece's summaries). ``resume`` after the result was published
-        returns it (attribute ``already_complete``).
-    overwrite : bool
-        Replace an existing result store at ``out``.
-    progress : bool or None
-        Show a progress bar (default: only when standard error is a terminal).
     segment_bytes : int or None
         Bytes of X one sequential task folds (default 256 MiB), or one scan task
         summarises (default 96 MiB); the defaults are cut to a sixteenth of the
         smallest worker memory limit. A resumed run keeps the segments of its
         checkpoint.
-    **params
-        The recursion's parameters, given to its constructor (e.g. ``ridge=1e-3``,
+    **options
+        The options of the run around the fit (:class:`streamlsq.jobs.RunOptions`:
+        ``overwrite``, ``checkpoint`` and ``resume`` — both engines checkpoint, the scan
+        engine each piece's summaries —, ``client``, ``scheduler``, ``progress``,
+        ``storage_options`` of URLs given as ``data``, ``out`` or ``continue_from``), and
+        the recursion's parameters, given to its constructor (e.g. ``ridge=1e-3``,
         ``forgetting=0.99``, ``schedule="inverse", rate=0.05, tau=1e4``,
         ``rate="exact"``). The IRMA family takes ``order``, ``domain`` ((a, b), or
         one interval per column of X for a box; default: the store's ``domain``
@@ -208,89 +201,178 @@ def fit_stream(
     {'intercept': 3.0, 'a': 2.0, 'b': 0.0, 'c': -1.0}
     >>> tmp.cleanup()
     """
-    check_run_options(engine, dtype, checkpoint, resume, record_every, segment_bytes)
-    column, params = intercept_options(method, fit_intercept, params)
-    source = open_stream(data, group, x=x, y=y, sample_dim=sample_dim, fit_intercept=column,
-                         storage_options=storage_options)
-    rec = make_method(method, **params_from_store(method, params, source.attrs))
-    if engine == "scan" and not isinstance(rec, ScanRecursion):
-        raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
-    if engine == "scan" and rec.scan_unavailable():
-        raise InputError(f"{rec.name}: {rec.scan_unavailable()}: use --engine sequential")
-    check_layout(source, rec, dtype)
-    epochs = check_int("epochs", epochs, 1, "a positive integer")
-    seed = check_int("seed", seed, 0, "a non-negative integer")
-    previous = None
-    if continue_from is not None:
-        previous = continued_result(continue_from, source, rec, dtype, block_size, epochs,
-                                    shuffle, storage_options)
-        plan, record_every = continued_plan(previous, source, record_every)
-        if plan is None:  # no row was appended since: the earlier result is the answer
-            ds = previous.copy()
-            ds.attrs.update({"continued_from": str(continue_from),
-                             "rows_continued": int(previous.attrs["n_rows"])})
-            for key in ("complete", "written_by", "already_complete"):
-                ds.attrs.pop(key, None)
-            if out is not None:
-                write_result(ds, out, overwrite, inputs=[source],
-                             storage_options=storage_options)
-            return ds
-    else:
+    run, params = Run.split(out, options)
+    job = job_class(method)(
+        data, method, params, group=group, x=x, y=y, sample_dim=sample_dim,
+        fit_intercept=fit_intercept, continue_from=continue_from, engine=engine,
+        block_size=block_size, first_block_size=first_block_size, record_every=record_every,
+        epochs=epochs, shuffle=shuffle, seed=seed, dtype=dtype, segment_bytes=segment_bytes)
+    return run.execute(job)
+
+
+@dataclass(eq=False)
+class StreamFit(Job):
+    """A recursion over the rows of stream stores, in order: reads the stores, computes the
+    trajectory of the coefficients on the ``sequential`` or ``scan`` engine, writes
+    ``coef (step, feature, target)`` and the final state (:func:`fit_stream` says what
+    each option means)."""
+
+    data: Any
+    method: str | Recursion
+    params: dict = field(default_factory=dict)
+    group: str | None = None
+    x: Any = None
+    y: Any = None
+    sample_dim: str | None = None
+    fit_intercept: bool | None = None
+    continue_from: Any = None
+    engine: str = "sequential"
+    block_size: int | None = None
+    first_block_size: int | None = None
+    record_every: int | None = None
+    epochs: int = 1
+    shuffle: bool = False
+    seed: int = 0
+    dtype: str = "float64"
+    segment_bytes: int | None = None
+
+    checkpoint_kind: ClassVar[str] = "fit"
+    #: options of this job besides the recursion's parameters (the command line adds them)
+    options: ClassVar[tuple[Param, ...]] = ()
+
+    @property
+    def name(self) -> str:
+        return self.recursion.name
+
+    def check(self) -> None:
+        check_run_options(self.engine, self.dtype, self.record_every, self.segment_bytes)
+        self.epochs = checked(EPOCHS, self.epochs)
+        self.seed = checked(SEED, self.seed)
+
+    def open(self, run: Run) -> list:
+        column, params = intercept_options(self.method, self.fit_intercept, self.params)
+        self.sources = self.open_sources(column, run.storage_options)
+        params = params_from_store(self.method, params, self.sources[0].attrs)
+        self.recursion = make_method(self.method, **params)
+        if len(self.sources) != len(self.recursion.inputs):
+            roles = ", ".join(self.recursion.inputs)
+            raise InputError(f"method '{self.recursion.name}' reads {len(self.recursion.inputs)} "
+                             f"store(s) ({roles}), got {len(self.sources)}")
+        check_engine(self.recursion, self.engine)
+        check_layout(self.sources, self.recursion, self.dtype)
+        self.previous = None
+        if self.continue_from is None:
+            self.plan = self.plan_rows()
+        else:
+            self.previous = continued_result(
+                self.continue_from, self.sources[0], self.recursion, self.dtype,
+                self.block_size, self.epochs, self.shuffle, run.storage_options)
+            self.plan, self.record_every = continued_plan(self.previous, self.sources[0],
+                                                          self.record_every)
+        if self.plan is not None and self.record_every is None:
+            self.record_every = max(1, -(-self.plan.n_blocks // DEFAULT_RECORDED_STEPS))
+        return list(self.sources)
+
+    def open_sources(self, fit_intercept: bool, storage_options) -> list:
+        """The stores the recursion reads: ``data``, or one store per input role of a
+        recursion that reads several (``data`` a sequence of them)."""
+        many = isinstance(self.data, list | tuple)
+        stores = list(self.data) if many else [self.data]
+        return [open_stream(d, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
+                            fit_intercept=fit_intercept, storage_options=storage_options)
+                for d in stores]
+
+    def plan_rows(self) -> StreamPlan:
+        rec = self.recursion
         try:
-            size = source.block_size if block_size is None else int(block_size)
-            grids = [BlockGrid(source.n_rows, size, first_block_size if e == 0 else None)
-                     for e in range(epochs)]
+            return plan_fit(self.sources, rec.block_order, block_size=self.block_size,
+                            first_block_size=self.first_block_size, epochs=self.epochs,
+                            shuffle=self.shuffle, seed=self.seed, roles=rec.inputs)
         except ValueError as exc:
-            raise InputError(f"{source.label}: {exc}") from None
-        sections = [Section(0, 0, source.n_rows, grid, epoch=e, shuffle=bool(shuffle),
-                            seed=seed) for e, grid in enumerate(grids)]
-        plan = StreamPlan((source,), sections, attrs={
-            "epochs": epochs, "shuffle": bool(shuffle), "seed": seed,
-            "rows_per_epoch": source.n_rows,
-        })
-    record_every = resolve_record_every(plan, record_every)
-    fingerprint = run_fingerprint(plan, rec, record_every, dtype, engine)
-    done = prepare_run(out, overwrite, checkpoint, resume, fingerprint, plan.sources,
-                       lambda: remove_finished_checkpoint(checkpoint, fingerprint, engine,
-                                                          plan.sources),
-                       storage_options=storage_options)
-    if done is not None:
-        return done
-    with fit_checkpoint(checkpoint, resume, plan, rec, record_every, dtype, engine,
-                        Checkpoint) as ckpt:
-        traj, seconds, record_every = run_plan(
-            plan, rec, engine=engine, record_every=record_every, dtype=dtype,
-            client=client, scheduler=scheduler, checkpoint=ckpt, resume=resume,
-            progress=progress, segment_bytes=segment_bytes,
-            initial_state=None if previous is None else previous_state(previous, rec),
-        )
-        ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
-        ds["epoch"] = (("step",), step_sections(plan, traj.steps, "epoch"))
-        ds.attrs.update(rec.result_attrs(traj.state))
-        if previous is not None:
-            ds = join_previous(previous, ds, continue_from)
+            raise InputError(str(exc)) from None
+
+    def fingerprint(self) -> dict:
+        return run_fingerprint(self.plan, self.recursion, self.record_every, self.dtype,
+                               self.engine)
+
+    def parameters(self) -> dict:
+        return self.recursion.get_params()
+
+    def input_roles(self) -> list[str]:
+        return list(self.recursion.inputs)
+
+    def data_bytes(self) -> int | None:
+        return None if self.plan is None else self.plan.nbytes
+
+    def new_checkpoint(self, directory, fingerprint, resume, inputs):
+        if self.engine == "scan":
+            return EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
+                                   kind="fit-scan")
+        return Checkpoint(directory, dict(fingerprint), resume=resume, inputs=inputs,
+                          reads=lambda a, b: segment_reads(self.plan, a, b))
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        if self.plan is None:  # continued, but no row was appended since: the earlier fit
+            return self.unchanged_result()
+        started = time.perf_counter()
+        traj = self.trajectory(ctx)
+        ds = trajectory_dataset(traj, self.recursion, self.plan, self.record_every,
+                                self.engine, self.dtype, time.perf_counter() - started)
+        if self.previous is not None:
+            ds = join_previous(self.previous, ds, self.continue_from)
         ds = add_stability(ds)  # CUSUM tests, when the fit recorded recursive residuals
-        ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
+        source = self.sources[0]
         ds.attrs["rows_fingerprint"] = json.dumps(rows_fingerprint(source, source.n_rows))
-        if out is not None:
-            write_result(ds, out, overwrite, inputs=plan.sources,
-                         storage_options=storage_options)
-            if ckpt is not None:
-                ckpt.remove()
-    return ds
+        return ds
+
+    def trajectory(self, ctx: Context) -> Trajectory:
+        """The recorded steps and the final state, from the chosen engine (checked finite:
+        never a NaN coefficient in a result)."""
+        initial = None if self.previous is None else previous_state(self.previous,
+                                                                    self.recursion)
+        args = (ctx.client, self.plan, self.recursion, self.record_every, self.dtype)
+        if self.engine == "scan":
+            pieces = None if ctx.checkpoint is None else ScanPieces(ctx.checkpoint, self.plan)
+            traj = run_scan(*args, ctx.progress, self.segment_bytes, checkpoint=pieces,
+                            initial_state=initial)
+        else:
+            traj = run_sequential(*args, ctx.checkpoint, ctx.progress, self.segment_bytes,
+                                  initial_state=initial)
+        check_trajectory(traj, self.plan)
+        return traj
+
+    @classmethod
+    def notes(cls, ds: xr.Dataset) -> list[str]:
+        """Short phrases about a result for the command line's one-line summary: the
+        recursion's own (``result_notes``), then the job's."""
+        notes = list(RECURSIONS[ds.attrs["method"]].result_notes(ds.attrs))
+        if int(ds.attrs.get("epochs", 1)) != 1:
+            notes.append(f"{ds.attrs['epochs']} epoch(s)")
+        if "rows_continued" in ds.attrs:
+            notes.append(f"continued from {ds.attrs['continued_from']} after its "
+                         f"{ds.attrs['rows_continued']} rows")
+        return notes
+
+    def unchanged_result(self) -> xr.Dataset:
+        ds = self.previous.copy()
+        ds.attrs.update({"continued_from": str(self.continue_from),
+                         "rows_continued": int(self.previous.attrs["n_rows"])})
+        for key in ("complete", "written_by", "already_complete", "run_fingerprint"):
+            ds.attrs.pop(key, None)
+        return ds
 
 
 def intercept_options(method, fit_intercept, params: dict) -> tuple[bool, dict]:
     """(whether the reading path prepends a constant column, the recursion's parameters)
-    for ``fit_intercept``: the column for recursions fitted on X as it is, the kernel's
-    own switch for LMS, a refusal where the constant is part of the model (IRMA's basis,
-    interleaved KF4LLS's centred blocks)."""
-    cls = type(method) if isinstance(method, Recursion) else METHODS.get(method)
+    for ``fit_intercept``, as the recursion declares it (``intercept_kind``): the column
+    for recursions fitted on X as it is, the kernel's own switch (LMS), a refusal where the
+    constant is part of the model (IRMA's basis, interleaved KF4LLS's centred blocks)."""
+    cls = type(method) if isinstance(method, Recursion) else RECURSIONS.get(method)
     if cls is None:
         return bool(fit_intercept), params
     if fit_intercept is not None and not isinstance(fit_intercept, bool | np.bool_):
         raise InputError(f"fit_intercept must be True, False or None, got {fit_intercept!r}")
-    kind = getattr(cls, "intercept_kind", "column")
+    kind = cls.intercept_kind
     if kind in ("basis", "centred"):
         if fit_intercept:
             why = ("the constant function is one of its basis functions" if kind == "basis"
@@ -307,18 +389,36 @@ def intercept_options(method, fit_intercept, params: dict) -> tuple[bool, dict]:
         return False, {**params, "intercept": flag}
     return flag, params
 
-def check_layout(source: StreamSource, rec: Recursion, dtype) -> None:
-    """Refuse a store whose shape the recursion cannot take (before any reading)."""
+
+def check_engine(rec: Recursion, engine: str) -> None:
+    """Refuse the scan engine for a recursion (or a configuration of it) without a scan form."""
+    if engine == "scan" and not isinstance(rec, ScanRecursion):
+        raise InputError(f"method '{rec.name}' has no scan form; use --engine sequential")
+    if engine == "scan" and rec.scan_unavailable():
+        raise InputError(f"{rec.name}: {rec.scan_unavailable()}: use --engine sequential")
+
+
+def check_layout(sources, rec: Recursion, dtype) -> None:
+    """Refuse stores whose shape the recursion cannot take (before any reading); stores
+    read together must share their features and targets."""
+    first = sources[0]
+    for other in sources[1:]:
+        for what, name in (("n_features", "features"), ("n_targets", "targets")):
+            if getattr(other, what) != getattr(first, what):
+                variable = "X" if name == "features" else "y"
+                raise InputError(
+                    f"{other.label}: variable '{variable}' has {getattr(other, what)} {name} "
+                    f"but {first.label} has {getattr(first, what)}; the stores read together "
+                    f"must share their {name}")
     try:
-        rec.check_shape(source.n_features, source.n_targets)
-        rec.init(source.n_features, source.n_targets, np.dtype(dtype))
+        rec.check_shape(first.n_features, first.n_targets)
+        rec.init(first.n_features, first.n_targets, np.dtype(dtype))
     except ValueError as exc:
-        raise InputError(f"{source.label}: {exc}") from None
+        raise InputError(f"{first.label}: {exc}") from None
 
 
-def check_run_options(engine, dtype, checkpoint, resume, record_every,
-                      segment_bytes=None) -> None:
-    """Refuse engine/dtype/checkpoint options that cannot work (before any reading)."""
+def check_run_options(engine, dtype, record_every, segment_bytes=None) -> None:
+    """Refuse engine/dtype/recording options that cannot work (before any reading)."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
     try:
@@ -327,162 +427,5 @@ def check_run_options(engine, dtype, checkpoint, resume, record_every,
         ok = False
     if not ok:
         raise InputError(f"dtype must be float64 or float32, got {dtype}")
-    if resume and checkpoint is None:
-        raise InputError("--resume needs --checkpoint DIR")
-    if record_every is not None:
-        check_int("record_every", record_every, 1, "a positive integer")
-    if segment_bytes is not None:
-        check_int("segment size (bytes)", segment_bytes, 1, "a positive number of bytes")
-
-
-def resolve_record_every(plan: StreamPlan, record_every: int | None) -> int:
-    """The record interval: as given, else about :data:`DEFAULT_RECORDED_STEPS` steps."""
-    if record_every is None:
-        return max(1, -(-plan.n_blocks // DEFAULT_RECORDED_STEPS))
-    return int(record_every)
-
-
-def step_sections(plan: StreamPlan, steps, attribute: str) -> np.ndarray:
-    """The ``attribute`` of the section each step belongs to (e.g. its epoch or source)."""
-    return np.array([getattr(plan.sections[i], attribute)
-                     for i in plan.section_of_steps(steps)], dtype=np.int64)
-
-
-def run_plan(
-    plan: StreamPlan,
-    rec: Recursion,
-    *,
-    engine: str,
-    record_every: int | None,
-    dtype: str,
-    client: Client | None,
-    scheduler: str | None,
-    checkpoint,
-    resume: bool,
-    progress: bool | None,
-    segment_bytes: int | None,
-    initial_state: dict | None = None,
-) -> tuple[Trajectory, float, int]:
-    """Run ``rec`` over ``plan`` with the chosen engine; returns (trajectory, seconds,
-    record_every).
-
-    ``checkpoint`` is an open checkpoint (:func:`~streamlsq.stream.resume.fit_checkpoint`)
-    or a folder, opened (and its lock released) here. The trajectory is checked finite:
-    never a NaN coefficient in a result."""
-    record_every = resolve_record_every(plan, record_every)
-    with contextlib.ExitStack() as stack:
-        if isinstance(checkpoint, str | os.PathLike):
-            checkpoint = stack.enter_context(fit_checkpoint(
-                checkpoint, resume, plan, rec, record_every, dtype, engine, Checkpoint))
-        started = datetime.now(UTC)
-        with dask_client(client, scheduler, data_bytes=plan.nbytes) as cl:
-            if engine == "scan":
-                traj = run_scan(cl, plan, rec, record_every, dtype, progress, segment_bytes,
-                                checkpoint=checkpoint, initial_state=initial_state)
-            else:
-                traj = run_sequential(cl, plan, rec, record_every, dtype, checkpoint, progress,
-                                      segment_bytes, initial_state=initial_state)
-    seconds = (datetime.now(UTC) - started).total_seconds()
-    check_trajectory(traj, plan)
-    return traj, seconds, record_every
-
-
-def check_trajectory(traj: Trajectory, plan: StreamPlan) -> None:
-    """Refuse a trajectory with a non-finite coefficient or final state (the engines name
-    the block that broke it; this is the last guard before anything is written)."""
-    bad = ~np.isfinite(traj.coefs).reshape(len(traj.coefs), -1).all(axis=1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{plan.label}: the coefficients at step {int(traj.steps[i])} (after "
-                         f"{int(traj.rows_seen[i])} rows) are not finite: the data's "
-                         "magnitudes overflow float64; rescale the data")
-    if not state_is_finite(traj.state):
-        raise InputError(f"{plan.label}: the final state is not finite: the data's magnitudes "
-                         "overflow float64; rescale the data")
-
-
-def trajectory_dataset(
-    traj: Trajectory,
-    rec: Recursion,
-    plan: StreamPlan,
-    record_every: int,
-    engine: str,
-    dtype: str,
-    seconds: float,
-) -> xr.Dataset:
-    """The result layout of a stream fit (``docs/stores.md#stream-fit-result``)."""
-    n_coef = traj.coefs.shape[1]
-    feature = coef_labels(rec, plan.sources[0], n_coef)
-    targets = plan.sources[0].targets
-    target = (np.asarray(targets) if len(targets) == traj.coefs.shape[2]
-              else np.arange(traj.coefs.shape[2]))
-    ds = xr.Dataset(
-        {
-            "coef": (("step", "feature", "target"), traj.coefs),
-            "rows_seen": (("step",), traj.rows_seen),
-        },
-        coords={"step": traj.steps, "feature": feature, "target": target},
-    )
-    for name, values in traj.diagnostics.items():
-        values = np.asarray(values)  # one value per step, or one per step and target
-        ds[name] = (("step", "target")[: values.ndim], values)
-    for name, dims in rec.state_dims().items():
-        value = np.asarray(traj.state[name])
-        # a state axis whose length differs from the result's axis of that name gets its own
-        dims = tuple(
-            d if d not in ds.sizes or ds.sizes[d] == n else f"state_{d}"
-            for d, n in zip(dims, value.shape, strict=True)
-        )
-        ds[f"state_{name}"] = (dims, value)
-    first = plan.sections[0].grid
-    ds.attrs.update(provenance(rec.name, rec.get_params(), plan.sources, roles=plan.roles,
-                               seconds=seconds))
-    ds.attrs.update(
-        {
-            "engine": engine,
-            "n_rows": plan.n_rows,
-            "block_size": first.block_size,
-            "first_block_size": first.first,
-            "n_blocks": plan.n_blocks,
-            "record_every": record_every,
-            "dtype": str(np.dtype(dtype)),
-            "rows_per_second": round(plan.n_new_rows / seconds, 1) if seconds > 0 else None,
-        }
-    )
-    ds.attrs.update(plan.attrs)
-    selection = plan.sources[0].selection() if hasattr(plan.sources[0], "selection") else {}
-    if selection:
-        ds.attrs.update({"x_variables": json.dumps(selection["x"]),
-                         "y_variables": json.dumps(selection["y"]),
-                         "sample_dim": selection["sample_dim"],
-                         "fit_intercept": bool(selection["fit_intercept"]
-                                               or getattr(rec, "intercept", False) is True)})
-    return ds
-
-
-def coef_labels(rec: Recursion, source, n_coef: int) -> np.ndarray:
-    """Labels of the rows of ``coef``: the basis functions of the IRMA family; else
-    ``intercept`` first when one is fitted, then the data's feature labels (their variable
-    names or the coordinate of X's feature dimension), or ``x0, x1, …`` beside an
-    intercept, or the numbers 0..q−1 when the data name none."""
-    kind = getattr(rec, "intercept_kind", "column")
-    names = rec.coef_names(n_coef) if kind not in ("column", "kernel") else None
-    if names is not None:
-        return np.asarray(names)
-    if kind == "kernel":
-        has_constant = bool(getattr(rec, "intercept", True))
-    else:
-        has_constant = bool(getattr(source, "intercept", False))
-    n_data = n_coef - int(has_constant)
-    data = list(getattr(source, "features", ()) or ())
-    if len(data) != n_data:
-        data = []
-    if not has_constant:
-        if data:
-            ints = all(isinstance(v, int) for v in data)
-            return np.asarray(data if ints else [str(v) for v in data])
-        if kind == "kernel":  # LMS labels its rows by name
-            return np.asarray([f"x{j}" for j in range(n_data)])
-        return np.arange(n_coef)
-    data = [str(v) for v in data] or [f"x{j}" for j in range(n_data)]
-    return np.asarray(["intercept", *data])
+    checked(RECORD_EVERY, record_every)
+    checked(SEGMENT_BYTES, segment_bytes)

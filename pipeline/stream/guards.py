@@ -23,13 +23,13 @@ __all__ = [
     "nonfinite_error",
     "overflow_error",
     "overflow_in_rows",
-    "overflow_in_segment",
+    "overflow_in_span",
 ]
 
 
 class NonFiniteSolve(InputError):
     """A solve of the scan engine at ``step`` gave a non-finite state. The engine then
-    looks for the rows that caused it (:func:`overflow_in_segment`) to name them; this
+    looks for the rows that caused it (:func:`overflow_in_span`) to name them; this
     message is what the user gets when none is found."""
 
     def __init__(self, label: str, step: int):
@@ -55,10 +55,10 @@ def largest_value(X: np.ndarray, Y: np.ndarray) -> tuple[str, int, float]:
     return best
 
 
-def _where(task, piece, buf_start, lo, hi, offset):
+def _where(span, part, buf_start, lo, hi, offset):
     """(source, first storage row, last storage row or None, storage row of ``offset``)."""
-    sec = piece.section
-    src = task.sources[sec.source]
+    sec = part.section
+    src = span.sources[sec.source]
     first = sec.storage_row(src, buf_start + lo)
     last = sec.storage_row(src, buf_start + hi - 1)
     row = sec.source_row(src, buf_start + lo + offset)
@@ -73,15 +73,15 @@ def _chunk_of(src, variable: str, row: int) -> int:
     return row // max(rows, 1)
 
 
-def _message(task, piece, k, j, buf_start, edges, X, Y, what: str) -> str:
+def _message(span, part, k, j, buf_start, edges, X, Y, what: str) -> str:
     lo, hi = int(edges[j]), int(edges[j + 1])
     variable, offset, value = largest_value(X[lo:hi], Y[lo:hi])
-    src, first, last, row = _where(task, piece, buf_start, lo, hi, offset)
-    step = piece.step_base + k + j + 1
-    sec = piece.section
+    src, first, last, row = _where(span, part, buf_start, lo, hi, offset)
+    step = part.step_base + k + j + 1
+    sec = part.section
     rows = (f"rows {first}-{last}" if first is not None
             else f"epoch {sec.epoch}, shuffled rows")
-    limit = largest_safe_magnitude(_stream_rows(task))
+    limit = largest_safe_magnitude(_stream_rows(span))
     size = (f"above {limit:.3g}, where the sums over the store's rows overflow float64"
             if value > limit else "the data's scale overflows the recursion's arithmetic")
     return (f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)}: block "
@@ -89,8 +89,8 @@ def _message(task, piece, k, j, buf_start, edges, X, Y, what: str) -> str:
             f"({size}): rescale the data")
 
 
-def _stream_rows(task) -> int:
-    return max(int(s.n_rows) for s in task.sources)
+def _stream_rows(span) -> int:
+    return max(int(s.n_rows) for s in span.sources)
 
 
 def first_nonfinite_block(method, state, X, Y, edges) -> tuple[int, BaseException | None]:
@@ -108,50 +108,50 @@ def first_nonfinite_block(method, state, X, Y, edges) -> tuple[int, BaseExceptio
     return len(edges) - 1, None
 
 
-def nonfinite_error(task, piece, method, state, X, Y, edges, k, buf_start) -> InputError:
+def nonfinite_error(span, part, method, state, X, Y, edges, k, buf_start) -> InputError:
     """The fold of blocks ``edges`` gave a non-finite state or coefficients: name the block."""
     j, _ = first_nonfinite_block(method, state, X, Y, edges)
     j = min(j, len(edges) - 2)
-    return InputError(_message(task, piece, k, j, buf_start, edges, X, Y,
+    return InputError(_message(span, part, k, j, buf_start, edges, X, Y,
                                f"makes the {method.name} state non-finite"))
 
 
-def overflow_error(task, piece, X, Y, edges, k, buf_start) -> InputError | None:
+def overflow_error(span, part, X, Y, edges, k, buf_start) -> InputError | None:
     """When a kernel refused blocks ``edges`` and their rows hold values above the safe
     magnitude, the error that says so (the kernel's own message would mislead); else None."""
-    limit = largest_safe_magnitude(_stream_rows(task))
+    limit = largest_safe_magnitude(_stream_rows(span))
     for j in range(len(edges) - 1):
         lo, hi = int(edges[j]), int(edges[j + 1])
         _, _, value = largest_value(X[lo:hi], Y[lo:hi])
         if value > limit:
-            return InputError(_message(task, piece, k, j, buf_start, edges, X, Y,
+            return InputError(_message(span, part, k, j, buf_start, edges, X, Y,
                                        "cannot be solved in float64"))
     return None
 
 
-def overflow_in_segment(task, dtype) -> InputError | None:
-    """Dask task, on the error path only: read a segment's rows with every check (NaN and
+def overflow_in_span(span, dtype) -> InputError | None:
+    """Dask span, on the error path only: read a segment's rows with every check (NaN and
     Inf raise naming their row) and return the error naming a value too large for the
     sums, or None. The scan engine asks this of the pieces before a non-finite solve."""
-    from streamlsq.stream.engines import read_segment
+    from streamlsq.stream.engines import read_span
 
-    X, Y, _ = read_segment(task, dtype, check=True)
-    return overflow_in_rows(task, X, Y)
+    X, Y, _ = read_span(span, dtype, check=True)
+    return overflow_in_rows(span, X, Y)
 
 
-def overflow_in_rows(task, X, Y) -> InputError | None:
-    """For a Dask task's rows as read by ``read_segment`` (its pieces one after another):
+def overflow_in_rows(span, X, Y) -> InputError | None:
+    """For a Dask task's rows as read by ``read_span`` (its parts one after another):
     the error naming the largest value when it is above the safe magnitude, else None."""
     variable, offset, value = largest_value(X, Y)
-    limit = largest_safe_magnitude(_stream_rows(task))
+    limit = largest_safe_magnitude(_stream_rows(span))
     if value <= limit:
         return None
-    for piece in task.pieces:
-        n = piece.last_row - piece.first_row
+    for part in span.parts:
+        n = part.last_row - part.first_row
         if offset < n:
-            sec = piece.section
-            src = task.sources[sec.source]
-            row = sec.source_row(src, piece.first_row + offset)
+            sec = part.section
+            src = span.sources[sec.source]
+            row = sec.source_row(src, part.first_row + offset)
             return InputError(
                 f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)} has "
                 f"|value| {value:.3g} at row {row}, above {limit:.3g}, where the sums over the "

@@ -17,47 +17,37 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from typing import ClassVar, Unpack
 
 import numpy as np
 import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.checkpoint import fingerprint_digest
-from streamlsq.io.outputs import check_apart
-from streamlsq.io.results import prepare_output, write_result
 from streamlsq.io.stream import StreamSource, open_stream
-from streamlsq.kernels.recursions.contract import BlockGrid
+from streamlsq.jobs import Context, Run, RunOptions
+from streamlsq.kernels.recursions.contract import BlockGrid, Param
 from streamlsq.kernels.recursions.interleaved import (
+    ALPHA,
     InterleavedKF4LLS,
     bias_of_run,
     column_moments,
     estimate_alpha_grid,
     estimate_alpha_means,
-    interleaved_block_order,
     merge_column_moments,
     merge_residual_factors,
     residual_factor_mse,
     residual_factor_summaries,
     validate_alpha,
 )
-from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.progress import track_futures
-from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call, read_segment
-from streamlsq.stream.fit import (
-    DEFAULT_RECORDED_STEPS,
-    check_run_options,
-    run_plan,
-    trajectory_dataset,
-)
-from streamlsq.stream.plans import Section, StreamPlan, plan_segments
-from streamlsq.stream.resume import (
-    finished_result,
-    remove_finished_checkpoint,
-    run_fingerprint,
-)
+from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call, read_span
+from streamlsq.stream.fit import StreamFit, check_layout
+from streamlsq.stream.plans import StreamPlan, plan_segments
 
-__all__ = ["ALPHA_ESTIMATORS", "fit_interleaved", "open_population", "split_store_spec"]
+__all__ = ["ALPHA_ESTIMATORS", "InterleavedFit", "fit_interleaved", "open_population",
+           "split_store_spec"]
 
 #: ways to estimate α from the three populations (``--estimate-alpha``)
 ALPHA_ESTIMATORS = ("means", "grid")
@@ -77,19 +67,6 @@ def split_store_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
 def open_population(spec: str | os.PathLike) -> StreamSource:
     """Open and validate the stream store (or store group) ``path[#group]``."""
     return open_stream(*split_store_spec(spec))
-
-
-def _check_alike(first: StreamSource, other: StreamSource) -> None:
-    if other.n_features != first.n_features:
-        raise InputError(
-            f"{other.label}: variable 'X' has {other.n_features} features but {first.label} has "
-            f"{first.n_features}; the populations must share their features"
-        )
-    if other.n_targets != first.n_targets:
-        raise InputError(
-            f"{other.label}: variable 'y' has {other.n_targets} targets but {first.label} has "
-            f"{first.n_targets}; the populations must share their targets"
-        )
 
 
 def _grid(source: StreamSource, block_size: int | None) -> BlockGrid:
@@ -149,10 +126,10 @@ def _estimate_alpha(client, how, a, b, c, progress):
 # -- the test population: QR factors of C's blocks 1..t -----------------------------------
 
 
-def _test_factor_piece(task, cuts):
+def _test_factor_piece(span, cuts):
     """Dask task: residual factors of the test blocks of one piece, per interval between cuts."""
-    X, Y, edges = read_segment(task, np.float64)
-    return task.n_rows, residual_factor_summaries(X, Y, edges, cuts)
+    X, Y, edges = read_span(span, np.float64)
+    return span.n_rows, residual_factor_summaries(X, Y, edges, cuts)
 
 
 def _submit_test_factors(client, source: StreamSource, grid: BlockGrid, prefixes) -> tuple:
@@ -162,7 +139,7 @@ def _submit_test_factors(client, source: StreamSource, grid: BlockGrid, prefixes
     futures = []
     for K0, K1 in pieces:
         cuts = sorted({int(j) - K0 for j in prefixes if K0 < j <= K1} | {K1 - K0})
-        futures.append(client.submit(_test_factor_piece, plan.segment(K0, K1), cuts, pure=False))
+        futures.append(client.submit(_test_factor_piece, plan.span(K0, K1), cuts, pure=False))
     return pieces, futures
 
 
@@ -200,13 +177,8 @@ def fit_interleaved(
     block_size: int | None = None,
     record_every: int | None = None,
     dtype: str = "float64",
-    client: Client | None = None,
-    scheduler: str | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
     segment_bytes: int | None = None,
+    **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Interleaved KF4LLS on populations ``a`` and ``b`` (paths, or ``path#group``).
 
@@ -237,10 +209,10 @@ def fit_interleaved(
     solver : {"qr", "normal"}
         ``"qr"`` (square-root information form, the default) or ``"normal"`` (normal
         equations), as for :class:`~streamlsq.kernels.KF4LLS`.
-    out, engine, block_size, record_every, dtype, client, scheduler
+    out, engine, block_size, record_every, dtype, segment_bytes
         As for :func:`streamlsq.fit_stream`. Both engines apply.
-    checkpoint, resume, overwrite, progress, segment_bytes
-        As for :func:`streamlsq.fit_stream`.
+    **run
+        The options of the run around the fit (:class:`streamlsq.jobs.RunOptions`).
 
     Returns
     -------
@@ -272,144 +244,170 @@ def fit_interleaved(
     (0.25, 8, True)
     >>> tmp.cleanup()
     """
-    check_run_options(engine, dtype, checkpoint, resume, record_every)
-    if (alpha is None) == (estimate_alpha is None):
-        raise InputError("give either --alpha A (a number in [0, 1]) or --estimate-alpha "
-                         f"{'|'.join(ALPHA_ESTIMATORS)}, not both or neither")
-    if alpha is not None:
-        try:
-            alpha = validate_alpha(alpha)
-        except ValueError as exc:
-            raise InputError(f"--alpha: {exc}") from None
-    elif estimate_alpha not in ALPHA_ESTIMATORS:
-        raise InputError(f"--estimate-alpha must be one of {', '.join(ALPHA_ESTIMATORS)}, "
-                         f"got {estimate_alpha!r}")
-    elif test is None:
-        raise InputError("--estimate-alpha needs the test population (--test C): alpha is "
-                         "estimated from the column moments of A, B and C")
-    if start not in ("a", "b"):
-        raise InputError(f"--start must be 'a' or 'b', got {start!r}")
-    src_a, src_b = open_population(a), open_population(b)
-    _check_alike(src_a, src_b)
-    src_c = r_p = None
-    if test is not None:
-        src_c = open_population(test)
-        _check_alike(src_a, src_c)
-        r_p = src_c.read_variable("coef_true")
-        if r_p is not None:
-            r_p = np.asarray(r_p, dtype=np.float64)
-            if r_p.size != src_c.n_features * src_c.n_targets:
-                raise InputError(
-                    f"{src_c.label}: variable 'coef_true' has shape {r_p.shape}, expected "
-                    f"({src_c.n_features}, {src_c.n_targets})"
-                )
-            r_p = r_p.reshape(src_c.n_features, src_c.n_targets)
-            if not np.isfinite(r_p).all():
-                raise InputError(f"{src_c.label}: variable 'coef_true' has NaN or Inf")
-    input_sources = [src for src in (src_a, src_b, src_c) if src is not None]
-    if out is not None and not resume:  # a resumed run may find its result published
-        prepare_output(out, overwrite, inputs=input_sources)
-    if out is not None and checkpoint is not None:  # the inputs first: they matter most
-        check_apart(checkpoint, input_sources, "--checkpoint")
-        check_apart(checkpoint, [out], "--checkpoint", of="output")
-    grid_a, grid_b = _grid(src_a, block_size), _grid(src_b, block_size)
-    grid_c = _grid(src_c, block_size) if src_c is not None else None
-    if alpha is not None:
-        try:
-            InterleavedKF4LLS(alpha, start=start, ridge=ridge, solver=solver)
-        except ValueError as exc:
-            raise InputError(f"interleaved: {exc}") from None
+    params = {"alpha": alpha, "start": start, "ridge": ridge, "solver": solver,
+              "test": test, "estimate_alpha": estimate_alpha}
+    job = InterleavedFit([a, b], "interleaved-kf4lls", params, engine=engine,
+                         block_size=block_size, record_every=record_every, dtype=dtype,
+                         segment_bytes=segment_bytes)
+    return Run(out, **run).execute(job)
 
-    order = interleaved_block_order(grid_a.n_blocks, grid_b.n_blocks, start)
-    grids = {"a": grid_a, "b": grid_b}
-    sections = []
-    for pop, i in order:
-        g = grids[pop]
-        r0, r1 = g.edge(i), g.edge(i + 1)
-        sections.append(Section(0 if pop == "a" else 1, r0, r1, BlockGrid(r1 - r0, r1 - r0)))
-    used = {p: sum(1 for q, _ in order if q == p) for p in "ab"}
-    attrs = {
-        "start": start,
-        "block_size_a": grid_a.block_size,
-        "block_size_b": grid_b.block_size,
-        "blocks_a": grid_a.n_blocks,
-        "blocks_b": grid_b.n_blocks,
-        "blocks_used_a": used["a"],
-        "blocks_used_b": used["b"],
-        "rows_unused_a": src_a.n_rows - grid_a.edge(used["a"]),
-        "rows_unused_b": src_b.n_rows - grid_b.edge(used["b"]),
-    }
-    roles: tuple[str, ...] = ("a", "b")
-    sources: tuple[StreamSource, ...] = (src_a, src_b)
-    if src_c is not None:
-        attrs.update({"input_test": str(src_c.path), "input_test_group": src_c.group or "",
-                      "block_size_test": grid_c.block_size, "blocks_test": grid_c.n_blocks})
-    plan = StreamPlan(sources, sections, roles=roles, attrs=attrs,
-                      remedy="start from a ridge (--ridge DELTA) or use larger blocks "
-                             "(--block-size)")
-    if record_every is None:
-        record_every = max(1, -(-plan.n_blocks // DEFAULT_RECORDED_STEPS))
-    steps = _recorded_steps(plan.n_blocks, record_every)
 
-    with dask_client(client, scheduler, data_bytes=plan.nbytes) as cl:
+@dataclass(eq=False)
+class InterleavedFit(StreamFit):
+    """Interleaved KF4LLS over populations A and B (:func:`fit_interleaved`): a stream fit
+    whose α may first be estimated from the column moments of A, B and the test population
+    C (a parallel chunked reduction), and whose recorded steps are then scored on C."""
+
+    options: ClassVar[tuple[Param, ...]] = (
+        ALPHA.replace(default=None, optional=True, help="Mixing weight in [0, 1]: the test "
+                      "population is alpha*A + (1-alpha)*B (or --estimate-alpha)."),
+        Param("test", None, "Test population C: records test_mse(step), and bias(step) if "
+              "C has coef_true.", type=str, optional=True, metavar="C"),
+        Param("estimate_alpha", None, "Estimate alpha from the column moments of A, B and "
+              "--test C instead of giving --alpha.", type=str, choices=ALPHA_ESTIMATORS,
+              optional=True),
+    )
+
+    def __post_init__(self):
+        self.params = dict(self.params)
+        self.test = self.params.pop("test", None)
+        self.estimate_alpha = self.params.pop("estimate_alpha", None)
+
+    def check(self) -> None:
+        super().check()
+        alpha = self.params.get("alpha")
+        if (alpha is None) == (self.estimate_alpha is None):
+            raise InputError("give either --alpha A (a number in [0, 1]) or --estimate-alpha "
+                             f"{'|'.join(ALPHA_ESTIMATORS)}, not both or neither")
+        if alpha is not None:
+            try:
+                self.params["alpha"] = validate_alpha(alpha)
+            except ValueError as exc:
+                raise InputError(f"--alpha: {exc}") from None
+        elif self.estimate_alpha not in ALPHA_ESTIMATORS:
+            raise InputError(f"--estimate-alpha must be one of {', '.join(ALPHA_ESTIMATORS)}, "
+                             f"got {self.estimate_alpha!r}")
+        elif self.test is None:
+            raise InputError("--estimate-alpha needs the test population (--test C): alpha is "
+                             "estimated from the column moments of A, B and C")
+        if self.params.get("start", "a") not in ("a", "b"):
+            raise InputError(f"--start must be 'a' or 'b', got {self.params['start']!r}")
+
+    def open(self, run) -> list:
+        given = self.params.get("alpha")
+        if given is None:  # a provisional α until it is estimated (checks the layout)
+            self.params["alpha"] = 0.5
+        sources = super().open(run)
+        self.params["alpha"] = given
+        self.test_source = self.truth = None
+        if self.test is not None:
+            self.test_source = open_population(self.test)
+            check_layout([sources[0], self.test_source], self.recursion, self.dtype)
+            self.truth = read_truth(self.test_source)
+        return sources + ([self.test_source] if self.test is not None else [])
+
+    def open_sources(self, fit_intercept: bool, storage_options) -> list:
+        return [open_population(spec) for spec in self.data]
+
+    def fingerprint(self) -> dict:
+        fp = super().fingerprint()
+        if self.estimate_alpha is not None:  # α is computed from the inputs: name how
+            params = {**self.recursion.get_params(), "alpha": f"estimate:{self.estimate_alpha}"}
+            fp["parameters"] = json.dumps(params, sort_keys=True, default=str)
+        if self.test_source is not None:
+            fp["test"] = [self.test_source.identity(), self.test_source.group or "",
+                          f"token:{self.test_source.token}"]
+        return fp
+
+    def input_roles(self) -> list[str]:
+        return [*super().input_roles(), *(["test"] if self.test_source is not None else [])]
+
+    @classmethod
+    def notes(cls, ds: xr.Dataset) -> list[str]:
+        notes = [f"alpha {ds.attrs['alpha']:.4g}", *super().notes(ds)]
+        if "test_mse" in ds:
+            notes.append(f"final test MSE {float(ds.test_mse[-1]):.4g}")
+        return notes
+
+    def compute(self, ctx: Context) -> xr.Dataset:
         estimate = None
-        if estimate_alpha is not None:
-            estimate = _estimate_alpha(cl, estimate_alpha, src_a, src_b, src_c, progress)
-            alpha = estimate.combined
-        try:
-            rec = InterleavedKF4LLS(alpha, start=start, ridge=ridge, solver=solver)
-        except ValueError as exc:
-            raise InputError(f"interleaved (estimated alpha {alpha:.6g}): {exc}") from None
-        fingerprint = run_fingerprint(plan, rec, record_every, dtype, engine)
-        if resume:
-            done = finished_result(out, fingerprint)
-            if done is not None:
-                remove_finished_checkpoint(checkpoint, fingerprint, engine, plan.sources)
-                return done
-            if out is not None:
-                prepare_output(out, overwrite, inputs=input_sources)
-        test_futures = None
-        if src_c is not None:
-            prefixes = np.unique(np.minimum(steps, grid_c.n_blocks))
-            test_pieces, test_futures = _submit_test_factors(cl, src_c, grid_c, prefixes)
-        traj, seconds, record_every = run_plan(
-            plan, rec, engine=engine, record_every=record_every, dtype=dtype, client=cl,
-            scheduler=None, checkpoint=checkpoint, resume=resume, progress=progress,
-            segment_bytes=segment_bytes,
-        )
-        if test_futures is not None:
-            results = track_futures(cl, test_futures, src_c.n_rows, "test population",
-                                    enabled=progress)
-            factors = _prefix_factors(test_pieces, prefixes, results)
+        if self.estimate_alpha is not None:
+            estimate = _estimate_alpha(ctx.client, self.estimate_alpha, *self.sources,
+                                       self.test_source, ctx.progress)
+            self.recursion = interleaved_recursion(estimate.combined, self.params)
+        scoring = None
+        if self.test_source is not None:  # scored on C while the fit runs
+            steps = _recorded_steps(self.plan.n_blocks, self.record_every)
+            scoring = TestScoring(ctx.client, self.test_source, self.block_size, steps)
+        ds = super().compute(ctx)
+        sec_index = self.plan.section_of_steps(ds.step.values)
+        ds["population"] = (("step",), np.array(
+            [self.plan.roles[self.plan.sections[i].source] for i in sec_index]))
+        if scoring is not None:
+            scoring.add_to(ds, ctx.progress, self.truth)
+        ds.attrs.update({"start": self.recursion.start, "alpha": float(self.recursion.alpha),
+                         "alpha_source": "given" if estimate is None else estimate.method})
+        if estimate is not None:
+            add_alpha_estimate(ds, estimate)
+        return ds
 
-    ds = trajectory_dataset(traj, rec, plan, record_every, engine, dtype, seconds)
-    sec_index = plan.section_of_steps(traj.steps)
-    ds["population"] = (("step",), np.array([roles[plan.sections[i].source] for i in sec_index]))
-    if src_c is not None:
-        mse = []
-        for t, psi in zip(traj.steps, traj.coefs, strict=True):
-            R, rows = factors[int(min(t, grid_c.n_blocks))]
-            mse.append(residual_factor_mse(psi, R, rows))
-        ds["test_mse"] = (("step",), np.array(mse))
-        ds["test_rows"] = (("step",), np.array(
-            [factors[int(min(t, grid_c.n_blocks))][1] for t in traj.steps], dtype=np.int64))
-        if r_p is not None:
-            ds["bias"] = (("step",), np.array([bias_of_run(psi, r_p) for psi in traj.coefs]))
-            ds["coef_true_test"] = (("feature", "target"), r_p)
-    if src_c is not None:
-        inputs = json.loads(ds.attrs["inputs"])
-        inputs.append({"role": "test", "path": str(src_c.path), "group": src_c.group or ""})
-        ds.attrs["inputs"] = json.dumps(inputs)
-    ds.attrs.update(rec.result_attrs(traj.state))
-    ds.attrs["alpha"] = float(alpha)
-    ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
-    ds.attrs["alpha_source"] = "given" if estimate is None else estimate.method
-    if estimate is not None:
-        ds["alpha_per_column"] = (("feature",), np.asarray(estimate.per_column))
-        if estimate.criterion is not None:
-            ds["alpha_criterion"] = (("feature", "alpha_grid"), estimate.criterion)
-            ds = ds.assign_coords(alpha_grid=estimate.grid)
-    if out is not None:
-        write_result(ds, out, overwrite, inputs=input_sources)
-        remove_finished_checkpoint(checkpoint, fingerprint, engine, plan.sources)
-    return ds
+
+def interleaved_recursion(alpha: float, params: dict) -> InterleavedKF4LLS:
+    """The recursion with an estimated α (refused in one line when it cannot run)."""
+    try:
+        return InterleavedKF4LLS(alpha, start=params.get("start", "a"),
+                                 ridge=params.get("ridge", 0.0),
+                                 solver=params.get("solver", "qr"))
+    except ValueError as exc:
+        raise InputError(f"interleaved (estimated alpha {alpha:.6g}): {exc}") from None
+
+
+def read_truth(source: StreamSource) -> np.ndarray | None:
+    """The test population's ``coef_true`` (r_p), checked, or None when it has none."""
+    r_p = source.read_variable("coef_true")
+    if r_p is None:
+        return None
+    r_p = np.asarray(r_p, dtype=np.float64)
+    if r_p.size != source.n_features * source.n_targets:
+        raise InputError(f"{source.label}: variable 'coef_true' has shape {r_p.shape}, "
+                         f"expected ({source.n_features}, {source.n_targets})")
+    if not np.isfinite(r_p).all():
+        raise InputError(f"{source.label}: variable 'coef_true' has NaN or Inf")
+    return r_p.reshape(source.n_features, source.n_targets)
+
+
+def add_alpha_estimate(ds: xr.Dataset, estimate) -> None:
+    ds["alpha_per_column"] = (("feature",), np.asarray(estimate.per_column))
+    if estimate.criterion is not None:
+        ds["alpha_criterion"] = (("feature", "alpha_grid"), estimate.criterion)
+        ds.coords["alpha_grid"] = estimate.grid
+
+
+class TestScoring:
+    """The test population's residual factors of blocks 1..t for every recorded step t
+    (submitted when built, so they are computed while the fit runs), and the scores they
+    give: ``test_mse (step)``, ``test_rows (step)`` and, with the truth, ``bias (step)``."""
+
+    def __init__(self, client, source: StreamSource, block_size, steps):
+        self.client, self.source = client, source
+        self.grid = _grid(source, block_size)
+        self.prefixes = np.unique(np.minimum(steps, self.grid.n_blocks))
+        self.pieces, self.futures = _submit_test_factors(client, source, self.grid,
+                                                         self.prefixes)
+
+    def add_to(self, ds: xr.Dataset, progress, truth) -> None:
+        results = track_futures(self.client, self.futures, self.source.n_rows,
+                                "test population", enabled=progress)
+        factors = _prefix_factors(self.pieces, self.prefixes, results)
+        at = [factors[int(min(t, self.grid.n_blocks))] for t in ds.step.values]
+        ds["test_mse"] = (("step",), np.array(
+            [residual_factor_mse(psi, R, rows) for psi, (R, rows) in zip(
+                ds.coef.values, at, strict=True)]))
+        ds["test_rows"] = (("step",), np.array([rows for _, rows in at], dtype=np.int64))
+        if truth is not None:
+            ds["bias"] = (("step",), np.array([bias_of_run(psi, truth) for psi in ds.coef.values]))
+            ds["coef_true_test"] = (("feature", "target"), truth)
+        ds.attrs.update({"input_test": str(self.source.path),
+                         "input_test_group": self.source.group or "",
+                         "block_size_test": self.grid.block_size,
+                         "blocks_test": self.grid.n_blocks})

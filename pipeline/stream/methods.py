@@ -1,29 +1,34 @@
 """The recursions the pipeline can run, by name: a configured kernel from the registry.
 
-:data:`METHODS` is the kernels' registry (:mod:`streamlsq.kernels.recursions.registry`);
+:data:`RECURSIONS` is the kernels' registry (:mod:`streamlsq.kernels.recursions.registry`);
 :func:`make_method` builds a recursion from a name and its declared parameters and
 turns the kernel's refusals into :class:`~streamlsq.errors.InputError`.
 """
 
 from __future__ import annotations
 
+import importlib
+
 from streamlsq.errors import InputError
 from streamlsq.kernels.recursions.contract import Recursion
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
-__all__ = ["METHODS", "make_method", "params_from_store"]
+__all__ = ["OWN_JOBS", "RECURSIONS", "job_class", "make_method", "params_from_store"]
 
-#: every registered recursion, by name (read-only mapping name -> kernel class)
-METHODS = RECURSIONS
-
-#: how to run the recursions that read two stores
-_OTHER_FITS = {2: "fit_interleaved (streamlsq fit interleaved A B)"}
+#: recursions whose fit is more than a fit of their rows: name -> "module:job class" (the
+#: job derives from :class:`streamlsq.stream.fit.StreamFit`)
+OWN_JOBS = {"interleaved-kf4lls": "streamlsq.stream.interleaved:InterleavedFit"}
 
 
-def _refuse_multi_input(cls: type[Recursion]) -> None:
-    if cls.n_inputs != 1:
-        how = _OTHER_FITS.get(cls.n_inputs, "its own fit function")
-        raise InputError(f"method '{cls.name}' reads {cls.n_inputs} stores: use {how}")
+def job_class(method):
+    """The job that fits ``method`` (a name or a recursion): the recursion's own job, or
+    :class:`~streamlsq.stream.fit.StreamFit` (imported when asked for: the command line
+    builds a command from the declarations alone)."""
+    name = getattr(method, "name", method)
+    spec = OWN_JOBS.get(name, "streamlsq.stream.fit:StreamFit") if isinstance(name, str) \
+        else "streamlsq.stream.fit:StreamFit"
+    module, attr = spec.split(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def make_method(method: str | Recursion, **params) -> Recursion:
@@ -39,14 +44,12 @@ def make_method(method: str | Recursion, **params) -> Recursion:
     if isinstance(method, Recursion):
         if params:
             raise InputError("pass parameters to the method's constructor, not to fit_stream")
-        _refuse_multi_input(type(method))
         return method
     try:
-        cls = METHODS[method]
+        cls = RECURSIONS[method]
     except KeyError:
         raise InputError(f"unknown method '{method}'; available: "
-                         f"{', '.join(sorted(METHODS.stream_methods()))}") from None
-    _refuse_multi_input(cls)
+                         f"{', '.join(sorted(RECURSIONS))}") from None
     try:
         return cls.from_params(**params)
     except (TypeError, ValueError) as exc:
@@ -56,10 +59,10 @@ def make_method(method: str | Recursion, **params) -> Recursion:
 def params_from_store(method: str | Recursion, params: dict, store_attrs: dict) -> dict:
     """``params`` with the defaults a store supplies (a Param's ``store_attr``) filled in
     where the user gave none."""
-    if not isinstance(method, str) or method not in METHODS:
+    if not isinstance(method, str) or method not in RECURSIONS:
         return params
     out = dict(params)
-    for p in METHODS[method].params:
+    for p in RECURSIONS[method].params:
         if p.store_attr and out.get(p.name) is None and p.store_attr in store_attrs:
             out[p.name] = store_attrs[p.store_attr]
     return out

@@ -9,9 +9,10 @@ its own :class:`~streamlsq.kernels.recursion.BlockGrid` (blocks never straddle t
 sections) — and numbers the blocks of all sections consecutively: global step
 ``s`` is block ``s - step_base[i]`` of section ``i``.
 
-The engines cut the global block range into segments (:func:`plan_segments`) and
-hand each Dask task the :class:`Segment` for its range, which lists the (section,
-local block range) pieces it folds and the chunk *loads* those pieces need. This
+The engines cut the global block range into segments or pieces (:func:`plan_segments`)
+and hand each Dask task the :class:`BlockSpan` of its range, which lists its parts in
+each section (:class:`SectionSpan`: a local block range of one section) and the chunk
+*loads* those parts need. This
 module only does the bookkeeping of rows, chunks and blocks; the permutations of
 shuffled epochs come from the pure functions of :mod:`streamlsq.kernels.lms`.
 """
@@ -29,10 +30,11 @@ from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.kernels.recursions.shuffle import chunk_row_permutation, epoch_chunk_order
 
 __all__ = [
-    "Piece",
+    "BlockSpan",
     "Section",
-    "Segment",
+    "SectionSpan",
     "StreamPlan",
+    "plan_fit",
     "plan_segments",
 ]
 
@@ -123,7 +125,7 @@ class Section:
 
 
 @dataclass(frozen=True)
-class Piece:
+class SectionSpan:
     """Blocks ``k0+1..k1`` of one section, with the global numbering of its block 0."""
 
     section: Section
@@ -142,18 +144,19 @@ class Piece:
 
 
 @dataclass(frozen=True)
-class Segment:
-    """What one Dask task folds or summarises: global blocks ``K0+1..K1`` as pieces of sections."""
+class BlockSpan:
+    """What one Dask task folds (a segment) or summarises (a piece): global blocks
+    ``K0+1..K1``, as their parts in each section."""
 
     sources: tuple[StreamSource, ...]
-    pieces: tuple[Piece, ...]
+    parts: tuple[SectionSpan, ...]
     K0: int
     K1: int
     remedy: str
 
     @property
     def n_rows(self) -> int:
-        return sum(p.last_row - p.first_row for p in self.pieces)
+        return sum(p.last_row - p.first_row for p in self.parts)
 
     def loads(self) -> tuple[list[tuple], list[tuple]]:
         """The chunk reads this Dask task needs, in order of first use, and its slices.
@@ -168,10 +171,10 @@ class Segment:
         loads: list[list] = []
         slices: list[tuple] = []
         last_of_source: dict[int, int] = {}
-        for i, piece in enumerate(self.pieces):
-            sec = piece.section
+        for i, part in enumerate(self.parts):
+            sec = part.section
             src = self.sources[sec.source]
-            for chunk, lo, hi, vend in sec.slices(src, piece.first_row, piece.last_row):
+            for chunk, lo, hi, vend in sec.slices(src, part.first_row, part.last_row):
                 key = (sec.source, chunk, sec.epoch if sec.shuffle else None)
                 j = last_of_source.get(sec.source)
                 if j is None or loads[j][5] != key:
@@ -290,19 +293,60 @@ class StreamPlan:
             desc = np.append(desc.ravel(), [self.step_offset, self.row_offset])
         return hashlib.sha256(desc.tobytes()).hexdigest()[:16]
 
-    def segment(self, K0: int, K1: int) -> Segment:
-        """The pieces of global blocks ``K0+1..K1``."""
+    def span(self, K0: int, K1: int) -> BlockSpan:
+        """Global blocks ``K0+1..K1``, as their parts in each section."""
         i0 = bisect.bisect_right(self.step_base, K0) - 1
-        pieces = []
+        parts = []
         i = i0
         while i < len(self.sections) and self.step_base[i] < K1:
             base = self.step_base[i]
             sec = self.sections[i]
             k0, k1 = max(K0 - base, 0), min(K1 - base, sec.n_blocks)
             if k1 > k0:
-                pieces.append(Piece(sec, k0, k1, base, self.row_base[i]))
+                parts.append(SectionSpan(sec, k0, k1, base, self.row_base[i]))
             i += 1
-        return Segment(self.sources, tuple(pieces), K0, K1, self.remedy)
+        return BlockSpan(self.sources, tuple(parts), K0, K1, self.remedy)
+
+
+def plan_fit(sources, block_order, *, block_size: int | None = None,
+             first_block_size: int | None = None, epochs: int = 1, shuffle: bool = False,
+             seed: int = 0, roles: tuple[str, ...] = ("data",)) -> StreamPlan:
+    """The stream a fit reads: one source over ``epochs`` passes (each in a seeded shuffled
+    order with ``shuffle``), or several sources whose whole blocks are taken in the
+    recursion's ``block_order(n_blocks of each source) -> [(source, block), ...]``.
+
+    Blocks: ``block_size`` rows (default: each store's ``block_size`` attribute, else its
+    chunk size); ``first_block_size`` for the very first block of a single source. A grid
+    that cannot be cut raises ``ValueError`` naming the source.
+    """
+    grids = []
+    for s in sources:
+        size = s.block_size if block_size is None else int(block_size)
+        try:
+            grids.append(BlockGrid(s.n_rows, size, first_block_size if len(sources) == 1
+                                   else None))
+        except ValueError as exc:
+            raise ValueError(f"{s.label}: {exc}") from None
+    if len(sources) == 1:
+        sections = [Section(0, 0, sources[0].n_rows, grids[0] if e == 0 else
+                            BlockGrid(sources[0].n_rows, grids[0].block_size), epoch=e,
+                            shuffle=bool(shuffle), seed=seed) for e in range(epochs)]
+        return StreamPlan(tuple(sources), sections, roles=roles, attrs={
+            "epochs": epochs, "shuffle": bool(shuffle), "seed": seed,
+            "rows_per_epoch": sources[0].n_rows})
+    order = block_order([g.n_blocks for g in grids])
+    sections = []
+    for i, k in order:
+        r0, r1 = grids[i].edge(k), grids[i].edge(k + 1)
+        sections.append(Section(i, r0, r1, BlockGrid(r1 - r0, r1 - r0)))
+    attrs = {}
+    for i, (role, s, g) in enumerate(zip(roles, sources, grids, strict=True)):
+        used = sum(1 for j, _ in order if j == i)
+        attrs.update({f"block_size_{role}": g.block_size, f"blocks_{role}": g.n_blocks,
+                      f"blocks_used_{role}": used, f"rows_unused_{role}": s.n_rows - g.edge(used)})
+    return StreamPlan(tuple(sources), sections, roles=roles, attrs=attrs,
+                      remedy="start from a ridge (--ridge DELTA) or use larger blocks "
+                             "(--block-size)")
 
 
 def plan_segments(plan: StreamPlan, target_bytes: int) -> list[tuple[int, int]]:

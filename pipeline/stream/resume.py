@@ -1,39 +1,33 @@
-"""Checkpoints of stream fits on both engines, and what a resumed fit checks first.
+"""What identifies a stream fit, how it resumes, and how it continues on grown data.
 
-- sequential engine: :class:`~streamlsq.io.checkpoint.Checkpoint` commits the state after
-  every segment (the segments are folded in order);
-- scan engine: :class:`ScanPieces` commits each piece's summaries as it arrives (pieces
-  finish in any order); a resumed run summarises only the others, then redoes the
+- A fit is identified by its fingerprint (:func:`run_fingerprint`: inputs with their
+  metadata version, method, parameters, plan, record interval, dtype, engine), which the
+  result keeps as ``run_fingerprint`` (:class:`streamlsq.jobs.Run` compares it when a run
+  is resumed).
+- Checkpoints: the sequential engine commits the state after every segment
+  (:class:`~streamlsq.io.checkpoint.Checkpoint`, the segments being folded in order; it
+  checks on resume that the chunks committed work read are unchanged: :func:`segment_reads`);
+  the scan engine commits each piece's summaries as it arrives (:class:`ScanPieces`:
+  pieces finish in any order); a resumed run summarises only the others, then redoes the
   prefix and the solves, which are cheap and deterministic.
-
-A run is identified by its fingerprint (:func:`run_fingerprint`: inputs with their
-metadata version, method, parameters, plan, record interval, dtype, engine), which the
-result keeps as ``run_fingerprint``: ``--resume`` after the result was published finds
-it complete (:func:`finished_result`) and does nothing but remove a checkpoint left by a
-kill between publication and clean-up.
+- ``continue_from``: an earlier result of the same fit restarts the recursion from its final
+  state over the rows appended since (:func:`continued_result`, :func:`continued_plan`,
+  :func:`join_previous`), refused when the rows it read changed (:func:`rows_fingerprint`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 
 import numpy as np
 
 from streamlsq.errors import InputError
-from streamlsq.io.checkpoint import (
-    Checkpoint,
-    EntryCheckpoint,
-    finished_result,
-    merge_spans,
-    remove_finished,
-)
+from streamlsq.io.checkpoint import EntryCheckpoint, merge_spans
 from streamlsq.stream.plans import StreamPlan
 
 __all__ = ["ScanPieces", "check_rows_unchanged", "continued_plan", "continued_result",
-           "finished_result", "fit_checkpoint", "join_previous", "previous_state",
-           "remove_finished_checkpoint", "rows_fingerprint", "run_fingerprint",
+           "join_previous", "previous_state", "rows_fingerprint", "run_fingerprint",
            "segment_reads"]
 
 
@@ -41,8 +35,13 @@ __all__ = ["ScanPieces", "check_rows_unchanged", "continued_plan", "continued_re
 _DEFAULT_SELECTION = {"x": ["X"], "y": ["y"], "sample_dim": "sample", "fit_intercept": False}
 
 
-def run_fingerprint(plan: StreamPlan, rec, record_every: int, dtype, engine: str) -> dict:
-    """What identifies a fit: resuming with anything different is refused."""
+def run_fingerprint(plan: StreamPlan | None, rec, record_every: int, dtype, engine: str
+                    ) -> dict:
+    """What identifies a fit: resuming with anything different is refused. (``plan`` None:
+    a continued fit with no new rows, identified by its method alone.)"""
+    if plan is None:
+        return {"method": rec.name, "parameters": json.dumps(rec.get_params(), sort_keys=True,
+                                                             default=str)}
     fp = {
         "inputs": [[role, s.identity(), s.group or "",
                     s.n_rows, s.n_features, s.n_targets, f"token:{s.token}"]
@@ -62,7 +61,7 @@ def run_fingerprint(plan: StreamPlan, rec, record_every: int, dtype, engine: str
 
 def segment_reads(plan: StreamPlan, K0: int, K1: int) -> list[tuple[int, int, int]]:
     """(input index, first row, end row) of the chunk reads of global blocks K0+1..K1."""
-    loads, _ = plan.segment(K0, K1).loads()
+    loads, _ = plan.span(K0, K1).loads()
     spans = []
     for si, chunk, lo, hi, _sec in loads:
         base = chunk * plan.sources[si].chunk_rows
@@ -98,55 +97,6 @@ class ScanPieces:
 
     def remove(self) -> None:
         self.folder.remove()
-
-
-def open_fit_checkpoint(directory, resume: bool, plan: StreamPlan, rec, record_every: int,
-                        dtype, engine: str, sequential=Checkpoint):
-    """The checkpoint of a fit on ``engine``, opened (checked and locked); ``sequential``
-    is the class of the sequential engine's checkpoint."""
-    fp = run_fingerprint(plan, rec, record_every, dtype, engine)
-    if engine == "scan":
-        folder = EntryCheckpoint(directory, fp, resume=resume, inputs=plan.sources,
-                                 kind="fit-scan")
-        folder.open()
-        try:
-            return ScanPieces(folder, plan)
-        except BaseException:
-            folder.close()
-            raise
-    ckpt = sequential(directory, fp, resume=resume, inputs=plan.sources,
-                      reads=lambda a, b: segment_reads(plan, a, b))
-    ckpt.open()
-    return ckpt
-
-
-@contextlib.contextmanager
-def fit_checkpoint(directory, resume: bool, plan: StreamPlan, rec, record_every: int, dtype,
-                   engine: str, sequential=Checkpoint):
-    """The open checkpoint for the block (None without ``directory``); its lock is released
-    when the block ends, and :meth:`remove` it once the result is published."""
-    if directory is None:
-        yield None
-        return
-    ckpt = open_fit_checkpoint(directory, resume, plan, rec, record_every, dtype, engine,
-                               sequential)
-    try:
-        yield ckpt
-    finally:
-        ckpt.close()
-
-
-def remove_finished_checkpoint(directory, fingerprint: dict, engine: str, inputs) -> None:
-    """After a resumed run found its result published: remove the checkpoint a kill between
-    publication and clean-up left behind (only a streamlsq checkpoint of this run)."""
-    if directory is None:
-        return
-    if engine == "scan":
-        folder = EntryCheckpoint(directory, fingerprint, resume=True, inputs=inputs,
-                                 kind="fit-scan")
-    else:
-        folder = Checkpoint(directory, dict(fingerprint), resume=True, inputs=inputs)
-    remove_finished(folder)
 
 
 # -- continuing a fit on a store that grew (``fit_stream(..., continue_from=RESULT)``) ---------
@@ -233,8 +183,9 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
     saved = {"x": json.loads(a.get("x_variables", '["X"]')),
              "y": json.loads(a.get("y_variables", '["y"]')),
              "sample_dim": a.get("sample_dim", "sample"),
-             "fit_intercept": bool(a.get("fit_intercept", intercept if rec.name == "lms"
-                                         else False))}
+             # results of earlier versions say nothing: a kernel's own constant was on
+             "fit_intercept": bool(a.get("fit_intercept", intercept
+                                         if rec.intercept_kind == "kernel" else False))}
     wanted = {"x": selection["x"], "y": selection["y"], "sample_dim": selection["sample_dim"],
               "fit_intercept": intercept}
     diff = [k for k in wanted if saved[k] != wanted[k]]

@@ -10,7 +10,7 @@ work over the Dask cluster as fixed-size batches (same tables on any number of
 workers), and returns a :class:`StudyResult`. ``quick=True`` shrinks every size
 so the study runs in seconds. The math is in ``streamlsq.kernels`` (the study
 kernels ``study_*`` and the estimators); these modules only draw batches, map
-them over the cluster, tabulate and plot.
+them over the Dask cluster, tabulate and plot.
 
 :data:`STUDIES` is the registry the command line reads. To add a study, write
 its module with a ``run_<name>`` and add one :class:`StudySpec` to

@@ -2,8 +2,8 @@
 
 De Melo (2019), ``docs/studies.md#bfgs`` (the paper publishes no experiment:
 this study measures what the method does). The math is in
-:mod:`streamlsq.kernels.study_bfgs`; streams are simulated and learned in
-batches of :data:`BATCH_STREAMS` mapped over the cluster.
+:mod:`streamlsq.kernels.studies.bfgs`; streams are simulated and learned in
+batches of :data:`BATCH_STREAMS` mapped over the Dask cluster.
 
 1. Regression: streams of 60 blocks of 50 rows, 10 features plus an intercept,
    unit noise; KF4LLS (the exact least-squares fit of all blocks so far), BFGS
@@ -35,7 +35,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_STREAMS", "bfgs_binary_table", "bfgs_regression_table", "plot_binary",
            "plot_regression", "run_bfgs"]
 
-#: streams per cluster task (fixed: the tables must not depend on the worker count)
+#: streams per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_STREAMS = 25
 FULL = {"streams": 200, "reg_blocks": 60, "bin_blocks": 40}
 QUICK = {"streams": 20, "reg_blocks": 20, "bin_blocks": 15}
@@ -192,14 +192,14 @@ def plot_binary(table: pd.DataFrame) -> Figure:
 
 
 def _at(table, metric, method, block, stat="median"):
+    """The statistic ``stat`` over the streams of ``metric`` for ``method`` at ``block``."""
     part = table[(table.metric == metric) & (table.method == method) & (table.block == block)]
     return float(part[stat].iloc[0])
 
 
 def _summary(reg, binary, streams, rate, seed) -> str:
-    last_r, last_b = int(reg.block.max()), int(binary.block.max())
-    methods_r = [m for m in reg.method.unique() if m != "lstsq"]
-    lines = [
+    """``summary.md``: what the paper describes, then the regression and the binary case."""
+    intro = [
         "# Study `bfgs`: incremental BFGS against exact least squares and LMS",
         "",
         "The paper (De Melo, 2019; full reference in streamlsq's docs/references.md) describes "
@@ -209,7 +209,15 @@ def _summary(reg, binary, streams, rate, seed) -> str:
         "class-balanced rates for binary targets; it reports no experiment, so there is no "
         f"published number to compare with. This run: {streams} streams per case, seed "
         f"{seed}.",
-        "",
+    ]
+    return common.markdown(intro, _regression_section(reg), _binary_section(binary, rate))
+
+
+def _regression_section(reg) -> list[str]:
+    """The regression case: errors per method after a few blocks, and why BFGS stalls."""
+    last_r = int(reg.block.max())
+    methods_r = [m for m in reg.method.unique() if m != "lstsq"]
+    lines = [
         f"## Regression ({last_r} blocks of {REG['block_rows']} rows, {REG['n_features']} "
         f"features + intercept, noise σ = {REG['noise']:g})",
         "",
@@ -255,7 +263,15 @@ def _summary(reg, binary, streams, rate, seed) -> str:
                     for m in methods_r if m.startswith("lms"))
         + ". A constant step stalls at a floor set by the step (as BFGS with a fixed "
         "rate); a decreasing step keeps improving, slowly.",
-        "",
+    ]
+    return lines
+
+
+def _binary_section(binary, rate) -> list[str]:
+    """The binary case: each method's classification after the last block, and what the
+    class-balanced rates change."""
+    last_b = int(binary.block.max())
+    lines = [
         f"## Binary targets ({BIN['positive_fraction']:.0%} positives, {last_b} blocks of "
         f"{BIN['block_rows']} rows, {BIN['n_features']} features, class means "
         f"{BIN['separation']:g} apart; α_r = {rate:g})",
@@ -287,7 +303,7 @@ def _summary(reg, binary, streams, rate, seed) -> str:
         "coefficients approach that fit (last column). With equal classes the balanced "
         f"step equals the fixed rate α_r/2 = {rate / 2:g}, the unbalanced row above.",
     ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def run_bfgs(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,

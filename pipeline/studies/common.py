@@ -1,4 +1,4 @@
-"""What every study shares: the result object, the output folder, batches on the cluster.
+"""What every study shares: the result object, the output folder, batches on the Dask cluster.
 
 A study's Monte-Carlo work is cut into batches of a FIXED size (a constant of
 the study, never derived from the number of workers); batch ``i`` draws its
@@ -35,9 +35,10 @@ import numpy as np
 import pandas as pd
 
 from streamlsq import __version__
-from streamlsq.errors import InputError, check_int
+from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import EntryCheckpoint, fingerprint_digest, remove_finished
 from streamlsq.io.outputs import OwnedTemporary, check_apart, publish, reclaim_leftovers
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.progress import track_futures
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "check_count",
     "check_seed",
     "map_batches",
+    "markdown",
     "run_study_into",
     "summary_frame",
 ]
@@ -65,7 +67,7 @@ class StudyResult:
     ``tables``: name → tidy DataFrame (also written as ``<name>.csv``);
     ``figures``: name → path of the PNG; ``summary``: the markdown of
     ``summary.md``; ``params``: the settings used (sizes, seed, options);
-    ``seconds``: wall time; ``n_workers``: workers of the cluster it ran on.
+    ``seconds``: wall time; ``n_workers``: workers of the Dask cluster it ran on.
     """
 
     name: str
@@ -84,12 +86,12 @@ class StudyResult:
 
 def check_seed(seed) -> int:
     """The seed as a non-negative int (InputError otherwise)."""
-    return check_int("--seed", seed, 0)
+    return checked(Param("--seed", 0, "Seed of the study.", type=int, ge=0), seed)
 
 
 def check_count(option: str, value, minimum: int = 1) -> int:
     """An integer option ≥ ``minimum`` (InputError naming ``option`` otherwise)."""
-    return check_int(option, value, minimum)
+    return checked(Param(option, minimum, "A count of the study.", type=int, ge=minimum), value)
 
 
 def batch_sizes(total: int, batch_size: int) -> list[int]:
@@ -107,7 +109,7 @@ def map_batches(
     unit: str,
     progress: bool | None = None,
 ) -> list:
-    """Run ``fn(*batches[i])`` on the cluster for every batch; results in batch order.
+    """Run ``fn(*batches[i])`` on the Dask cluster for every batch; results in batch order.
 
     ``fn`` returns ``(n_items, value)``; ``sizes`` are the items per batch (for
     the progress bar, shown on a terminal only). The first failure cancels the
@@ -150,7 +152,7 @@ def summary_frame(
 
     ``arrays`` maps a metric to values (runs, len(labels), len(steps)); the
     statistics over runs come from the kernel's
-    :func:`~streamlsq.kernels.study_common.distribution_summary` (columns
+    :func:`~streamlsq.kernels.studies.common.distribution_summary` (columns
     ``mean, std, median, p05, p95``). ``extra`` adds per-step columns (e.g.
     rows seen).
     """
@@ -360,6 +362,12 @@ def _jsonable(v):
 
 def n_workers_of(client) -> int:
     return len(client.scheduler_info()["workers"])
+
+
+def markdown(*sections: Sequence[str]) -> str:
+    """The text of a ``summary.md``: its sections (each a list of lines) one after the other,
+    a blank line between two."""
+    return "\n\n".join("\n".join(section) for section in sections) + "\n"
 
 
 def fmt(x: float, digits: int = 3) -> str:

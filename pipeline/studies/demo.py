@@ -1,4 +1,4 @@
-"""``streamlsq demo``: the whole pipeline on an embedded cluster, in a few minutes.
+"""``streamlsq demo``: the whole pipeline on an embedded Dask cluster, in a few minutes.
 
 1. simulates a stream store;
 2. fits it with KF4LLS (both engines), RLS with a forgetting factor and LMS
@@ -107,10 +107,128 @@ def _metalearn_figure(model, truth_W, pred) -> Figure:
     return fig
 
 
+def _cluster_line(cl) -> str:
+    """The demo's first line: the Dask cluster it runs on."""
+    workers = cl.scheduler_info()["workers"].values()
+    n_threads = sum(w.get("nthreads", 1) for w in workers)
+    link = cl.dashboard_link
+    return (f"streamlsq demo: Dask cluster at {cl.scheduler.address} with "
+            f"{len(workers)} worker{'s' * (len(workers) != 1)} ({n_threads} threads)"
+            f"{'' if not link else f', dashboard {link}'}")
+
+
+def _fit_stream_store(cl, data: Path, out: Path, rows: int, features: int) -> dict:
+    """The demo's fits of the stream store ``data``: run name → result Dataset."""
+    # small blocks, each recorded: the trajectories show the first thousands of rows too
+    traj = max(min(rows // 100, 2_000), 10 * features)
+    runs = {
+        "kf4lls-sequential": dict(method="kf4lls", engine="sequential", block_size=traj,
+                                  record_every=1),
+        "kf4lls-scan": dict(method="kf4lls", engine="scan"),
+        "rls-g0.9999": dict(method="rls", engine="sequential", forgetting=0.9999,
+                            block_size=10_000),
+        # normalised LMS: the step ρ/‖x‖² is stable for ρ < 2 whatever the feature scale
+        "lms-normalized": dict(method="lms", engine="sequential", normalized=True,
+                               schedule="inverse", rate=1.0, tau=1e3, block_size=traj,
+                               record_every=1),
+    }
+    return {name: fit_stream(data, out=out / f"{name}.zarr", overwrite=True, client=cl, **kw)
+            for name, kw in runs.items()}
+
+
+def _stream_accuracy(results: dict, data: Path, truth: np.ndarray, say) -> dict:
+    """Per fit its speed and its largest errors against numpy's least squares on the same
+    rows and against the truth, and how far the two KF4LLS engines differ; printed as a
+    table. Returns the report's entries."""
+    # reference: numpy least squares on the same rows (fits in memory at demo size)
+    g = zarr.open_group(str(data), mode="r")
+    X, y = g["X"][:], g["y"][:]
+    ref = np.linalg.lstsq(X, y, rcond=None)[0]
+    ref = ref[:, None] if ref.ndim == 1 else ref
+    del X, y
+    report: dict = {}
+    say("2. fitted the stream (result stores in the same folder):")
+    say(f"   {'run':<20}{'rows/s':>12}{'max rel. err vs lstsq':>24}{'error vs truth':>17}")
+    for name, ds in results.items():
+        coef = _slopes(ds).isel(step=-1).values
+        rel = float(np.abs(coef - ref).max() / np.abs(ref).max())
+        err = float(np.abs(coef - truth).max())
+        report[name] = {"rows_per_second": ds.attrs["rows_per_second"],
+                        "seconds": ds.attrs["seconds"], "rel_error_vs_lstsq": rel,
+                        "error_vs_truth": err}
+        say(f"   {name:<20}{ds.attrs['rows_per_second']:>12.3e}{rel:>24.2e}{err:>17.3e}")
+    seq, scan = results["kf4lls-sequential"], results["kf4lls-scan"]
+    agree = float(np.abs(seq.coef.isel(step=-1) - scan.coef.isel(step=-1)).max())
+    report["engines_max_abs_difference"] = agree
+    say(f"   The two KF4LLS engines agree to {agree:.1e} (both are exact least squares); "
+        "RLS with forgetting 0.9999 weights recent blocks more and LMS takes one small "
+        "step per row, so both differ from least squares by design.")
+    return report
+
+
+def _simulate_task_store(cl, path: Path, tasks: int, seed: int) -> tuple[int, int]:
+    """The demo's multi-task store: ``tasks`` light tasks of 4 rows, a quarter as many of 10
+    rows to classify and 200 heavy tasks of 200 rows. Returns its tasks and rows."""
+    sizes = {"n_light": tasks, "t_light": 4, "n_heavy": 200, "t_heavy": 200,
+             "n_light2": max(tasks // 4, 4 * MLR_K), "t_light2": 10}
+    simulate_mlr(path, k=MLR_K, d=MLR_D, seed=seed, overwrite=True, client=cl, **sizes)
+    roles = ("light", "heavy", "light2")
+    return (sum(sizes[f"n_{r}"] for r in roles),
+            sum(sizes[f"n_{r}"] * sizes[f"t_{r}"] for r in roles))
+
+
+def _metalearn_accuracy(model, seconds: float, n_task_rows: int, say) -> dict:
+    """The meta-learned model against the truth, and its speed; printed as one line.
+    Returns the report's entry."""
+    a = model.attrs
+    say(f"4. meta-learned the mixture (Algorithm 1) in {seconds:.1f} s "
+        f"({n_task_rows / seconds:.3e} rows/s): {model.coef.shape[0]} clusters; against "
+        f"the truth: heavy tasks clustered {a['heavy_accuracy']:.0%} right, light tasks "
+        f"classified {a['classification_accuracy']:.1%} right, max ‖ŵ − w‖ = "
+        f"{a['coef_error']:.3f}, max |ŝ − s| = {a['noise_error']:.3f}, max |p̂ − p| = "
+        f"{a['weight_error']:.3f} (subspace error {a['subspace_error']:.3f})")
+    return {
+        "seconds": seconds, "rows_per_second": n_task_rows / seconds,
+        **{k: float(a[k]) for k in ("subspace_error", "heavy_accuracy",
+                                    "classification_accuracy", "coef_error",
+                                    "noise_error", "weight_error")},
+        "n_clusters": int(model.coef.shape[0]),
+    }
+
+
+def _predict_new_tasks(cl, out: Path, model_path: Path, seed: int) -> list[tuple]:
+    """(τ, estimator, held-out MSE) for :data:`NEW_TASKS` new tasks of each τ in :data:`TAUS`
+    and each estimator: the new tasks are drawn from the same mixture with another seed."""
+    pred = []
+    for tau in TAUS:
+        new = simulate_mlr(out / f"new-tasks-{tau}.zarr", k=MLR_K, d=MLR_D, seed=seed,
+                           task_seed=1_000 * (seed + 1) + tau, n_light=0, n_heavy=0,
+                           n_light2=NEW_TASKS, t_light2=tau + HOLDOUT, overwrite=True,
+                           client=cl)
+        for est in ESTIMATORS:
+            res = predict(model_path, new, estimator=est, holdout=HOLDOUT, client=cl)
+            pred.append((tau, est, float(res.attrs["holdout_mse"])))
+    return pred
+
+
+def _prediction_table(prediction: dict, seconds: float) -> list[str]:
+    """The lines that print the held-out MSE of every estimator against τ."""
+    return [
+        f"5. predicted {NEW_TASKS:,} new tasks from τ examples each, scored on {HOLDOUT} "
+        f"held-out rows per task ({seconds:.1f} s); held-out MSE (noise s² = 1 is the floor):",
+        f"   {'τ':>5}" + "".join(f"{label:>24}" for label in ESTIMATORS.values()),
+        *[f"   {tau:>5}" + "".join(f"{prediction[e][tau]:>24.3f}" for e in ESTIMATORS)
+          for tau in TAUS],
+        "   With few examples the learned mixture predicts far better than least squares "
+        f"on the task alone (underdetermined for τ < d = {MLR_D}, unstable at τ = d); "
+        "all approach s² as τ grows.",
+    ]
+
+
 def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features: int = 20,
              seed: int = 0, client=None, scheduler=None, echo=print,
              tasks: int = 100_000) -> dict:
-    """Run the demo into folder ``out``; returns the figures it printed.
+    """Run the demo into folder ``out``, printing with ``echo``; returns its report.
 
     ``rows`` × ``features``: the stream; ``tasks``: light tasks of the
     multi-task store (D_L1 has ``tasks`` tasks of 4 rows, D_L2 ``tasks // 4``
@@ -123,7 +241,6 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
     started = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    report: dict = {}
     lines: list[str] = []
 
     def say(text: str = "") -> None:
@@ -131,118 +248,40 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
         lines.append(text)
 
     with dask_client(client, scheduler) as cl:
-        workers = cl.scheduler_info()["workers"].values()
-        n_threads = sum(w.get("nthreads", 1) for w in workers)
-        link = cl.dashboard_link
-        say(f"streamlsq demo: Dask cluster at {cl.scheduler.address} with "
-            f"{len(workers)} worker{'s' * (len(workers) != 1)} ({n_threads} threads)"
-            f"{'' if not link else f', dashboard {link}'}")
+        say(_cluster_line(cl))
         data = out / "stream.zarr"
         t = time.perf_counter()
         simulate_stream(data, rows, features, 1, condition=10.0, seed=seed, client=cl,
                         overwrite=True)
         say(f"1. simulated a stream of {rows:,} rows x {features} features, y = X·w + N(0, 1) "
             f"-> {data} ({time.perf_counter() - t:.1f} s)")
-
-        g = zarr.open_group(str(data), mode="r")
-        truth = np.asarray(g["coef_true"][:]).reshape(features, -1)
-        # small blocks, each recorded: the trajectories show the first thousands of rows too
-        traj = max(min(rows // 100, 2_000), 10 * features)
-        runs = {
-            "kf4lls-sequential": dict(method="kf4lls", engine="sequential", block_size=traj,
-                                      record_every=1),
-            "kf4lls-scan": dict(method="kf4lls", engine="scan"),
-            "rls-g0.9999": dict(method="rls", engine="sequential", forgetting=0.9999,
-                                block_size=10_000),
-            # normalised LMS: the step ρ/‖x‖² is stable for ρ < 2 whatever the feature scale
-            "lms-normalized": dict(method="lms", engine="sequential", normalized=True,
-                                   schedule="inverse", rate=1.0, tau=1e3, block_size=traj,
-                                   record_every=1),
-        }
-        results = {}
-        for name, kw in runs.items():
-            ds = fit_stream(data, out=out / f"{name}.zarr", overwrite=True, client=cl, **kw)
-            results[name] = ds
-            report[name] = {"rows_per_second": ds.attrs["rows_per_second"],
-                            "seconds": ds.attrs["seconds"]}
-        # reference: numpy least squares on the same rows (fits in memory at demo size)
-        X, y = g["X"][:], g["y"][:]
-        ref = np.linalg.lstsq(X, y, rcond=None)[0]
-        ref = ref[:, None] if ref.ndim == 1 else ref
-        del X, y
-        say("2. fitted the stream (result stores in the same folder):")
-        say(f"   {'run':<20}{'rows/s':>12}{'max rel. err vs lstsq':>24}{'error vs truth':>17}")
-        for name, ds in results.items():
-            coef = _slopes(ds).isel(step=-1).values
-            rel = float(np.abs(coef - ref).max() / np.abs(ref).max())
-            err = float(np.abs(coef - truth).max())
-            report[name].update(rel_error_vs_lstsq=rel, error_vs_truth=err)
-            say(f"   {name:<20}{ds.attrs['rows_per_second']:>12.3e}{rel:>24.2e}{err:>17.3e}")
-        seq, scan = results["kf4lls-sequential"], results["kf4lls-scan"]
-        agree = float(np.abs(seq.coef.isel(step=-1) - scan.coef.isel(step=-1)).max())
-        report["engines_max_abs_difference"] = agree
-        say(f"   The two KF4LLS engines agree to {agree:.1e} (both are exact least squares); "
-            "RLS with forgetting 0.9999 weights recent blocks more and LMS takes one small "
-            "step per row, so both differ from least squares by design.")
+        truth = np.asarray(zarr.open_group(str(data), mode="r")["coef_true"][:])
+        truth = truth.reshape(features, -1)
+        results = _fit_stream_store(cl, data, out, rows, features)
+        report = _stream_accuracy(results, data, truth, say)
 
         tasks_path, model_path = out / "tasks.zarr", out / "model.zarr"
-        sizes = {"n_light": tasks, "t_light": 4, "n_heavy": 200, "t_heavy": 200,
-                 "n_light2": max(tasks // 4, 4 * MLR_K), "t_light2": 10}
         t = time.perf_counter()
-        simulate_mlr(tasks_path, k=MLR_K, d=MLR_D, seed=seed, overwrite=True, client=cl,
-                     **sizes)
-        n_task_rows = sum(sizes[f"n_{r}"] * sizes[f"t_{r}"] for r in ("light", "heavy",
-                                                                       "light2"))
-        n_tasks = sizes["n_light"] + sizes["n_heavy"] + sizes["n_light2"]
+        n_tasks, n_task_rows = _simulate_task_store(cl, tasks_path, tasks, seed)
         say(f"3. simulated a multi-task store: {n_tasks:,} tasks ({n_task_rows:,} rows) of a "
             f"mixture of k = {MLR_K} linear regressions in d = {MLR_D}, noise s = 1 -> "
             f"{tasks_path} ({time.perf_counter() - t:.1f} s)")
         t = time.perf_counter()
         model = metalearn(tasks_path, MLR_K, out=model_path, overwrite=True, client=cl)
-        seconds = time.perf_counter() - t
-        a = model.attrs
-        report["metalearn"] = {
-            "seconds": seconds, "rows_per_second": n_task_rows / seconds,
-            **{k: float(a[k]) for k in ("subspace_error", "heavy_accuracy",
-                                        "classification_accuracy", "coef_error",
-                                        "noise_error", "weight_error")},
-            "n_clusters": int(model.coef.shape[0]),
-        }
-        say(f"4. meta-learned the mixture (Algorithm 1) in {seconds:.1f} s "
-            f"({n_task_rows / seconds:.3e} rows/s): {model.coef.shape[0]} clusters; against "
-            f"the truth: heavy tasks clustered {a['heavy_accuracy']:.0%} right, light tasks "
-            f"classified {a['classification_accuracy']:.1%} right, max ‖ŵ − w‖ = "
-            f"{a['coef_error']:.3f}, max |ŝ − s| = {a['noise_error']:.3f}, max |p̂ − p| = "
-            f"{a['weight_error']:.3f} (subspace error {a['subspace_error']:.3f})")
+        report["metalearn"] = _metalearn_accuracy(model, time.perf_counter() - t, n_task_rows,
+                                                  say)
 
-        pred = []
         t = time.perf_counter()
-        for tau in TAUS:
-            new = simulate_mlr(out / f"new-tasks-{tau}.zarr", k=MLR_K, d=MLR_D, seed=seed,
-                               task_seed=1_000 * (seed + 1) + tau, n_light=0, n_heavy=0,
-                               n_light2=NEW_TASKS, t_light2=tau + HOLDOUT, overwrite=True,
-                               client=cl)
-            for est in ESTIMATORS:
-                res = predict(model_path, new, estimator=est, holdout=HOLDOUT, client=cl)
-                pred.append((tau, est, float(res.attrs["holdout_mse"])))
+        pred = _predict_new_tasks(cl, out, model_path, seed)
         report["prediction"] = {est: {tau: m for tau, e, m in pred if e == est}
                                 for est in ESTIMATORS}
-        say(f"5. predicted {NEW_TASKS:,} new tasks from τ examples each, scored on {HOLDOUT} "
-            f"held-out rows per task ({time.perf_counter() - t:.1f} s); held-out MSE "
-            "(noise s² = 1 is the floor):")
-        say(f"   {'τ':>5}" + "".join(f"{label:>24}" for label in ESTIMATORS.values()))
-        for tau in TAUS:
-            say(f"   {tau:>5}" + "".join(f"{report['prediction'][e][tau]:>24.3f}"
-                                       for e in ESTIMATORS))
-        say("   With few examples the learned mixture predicts far better than least squares "
-            f"on the task alone (underdetermined for τ < d = {MLR_D}, unstable at τ = d); "
-            "all approach s² as τ grows.")
+        for line in _prediction_table(report["prediction"], time.perf_counter() - t):
+            say(line)
 
         figures = {"stream": out / "stream.png", "metalearn": out / "metalearn.png"}
         _stream_figure(results, truth, rows).savefig(figures["stream"], dpi=110)
-        _metalearn_figure(model, np.asarray(zarr.open_group(str(tasks_path), mode="r")
-                                            ["w_true"][:]), pred).savefig(
-            figures["metalearn"], dpi=110)
+        truth_W = np.asarray(zarr.open_group(str(tasks_path), mode="r")["w_true"][:])
+        _metalearn_figure(model, truth_W, pred).savefig(figures["metalearn"], dpi=110)
         total = time.perf_counter() - started
         say(f"6. figures: {figures['stream']} (coefficient trajectories, error vs rows), "
             f"{figures['metalearn']} (components found, prediction error vs τ); "

@@ -2,8 +2,8 @@
 
 The settings (r_b, r_f, μ₁, μ₂) are drawn once from the seed; the Monte-Carlo
 iterations are simulated in batches of :data:`BATCH_ITERATIONS` by the kernel's
-vectorised :func:`~streamlsq.kernels.interleaved.figure1_sums`, mapped over the
-cluster, and their additive sums combined in batch order.
+vectorised :func:`~streamlsq.kernels.studies.interleaved.figure1_sums`, mapped over the
+Dask cluster, and their additive sums combined in batch order.
 
 Outputs: ``figure1.csv`` (``scheme, step, bias, bias_se, mse, mse_se``, bias in
 units of D and the expected shape), ``figure1.png`` and ``summary.md``.
@@ -25,7 +25,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_ITERATIONS", "figure1_table", "interleaved_curves", "plot_figure1",
            "run_interleaved"]
 
-#: iterations per cluster task (fixed: the tables must not depend on the worker count)
+#: iterations per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_ITERATIONS = 250
 #: the paper's block size n and number of features q
 BLOCK_ROWS, FEATURES = 100, 6
@@ -65,7 +65,7 @@ def interleaved_curves(
     scheduler: str | None = None,
     progress: bool | None = None,
 ):
-    """Simulate Figure 1 on the cluster; returns (Figure1Parameters, Figure1Curves).
+    """Simulate Figure 1 on the Dask cluster; returns (Figure1Parameters, Figure1Curves).
 
     The parameters come from ``default_rng([seed, tag])``; batch i of
     :data:`BATCH_ITERATIONS` iterations from ``default_rng([seed, tag', i])``.
@@ -124,6 +124,8 @@ def plot_figure1(table: pd.DataFrame, params) -> Figure:
 
 
 def _summary(params, curves, table, iterations, seed) -> str:
+    """``summary.md``: the settings and the paper's shape, the bias of every scheme beside
+    the expected one, and what agrees and what differs."""
     from streamlsq.kernels.studies.interleaved import figure1_findings
 
     f = figure1_findings(curves, params)
@@ -149,8 +151,14 @@ def _summary(params, curves, table, iterations, seed) -> str:
                         ("penguins", "penguins only")):
         lines.append(f"| {label} | {f[name]['expected']:.3g} | {f[name]['bias_over_D']:.4f} | "
                      f"{f[name]['max_se_over_D']:.4f} |")
-    lines += [
-        "",
+    return common.markdown(lines, _interleaved_bias_table(f, params.steps),
+                           _findings(f, params, table))
+
+
+def _interleaved_bias_table(f: dict, steps: int) -> list[str]:
+    """The bias of the two interleaved schemes per step beside its first- and second-order
+    expectations (``f``: :func:`~streamlsq.kernels.studies.interleaved.figure1_findings`)."""
+    lines = [
         "Interleaved schemes, bias/D per step (theory: first order = the quoted shape; "
         "second order adds the O(q/n) Wishart term):",
         "",
@@ -159,12 +167,19 @@ def _summary(params, curves, table, iterations, seed) -> str:
     ]
     for scheme, label in (("interleaved_birds_first", "birds first"),
                           ("interleaved_fish_first", "fish first")):
-        for t in range(params.steps):
+        for t in range(steps):
             lines.append(
                 f"| {label} | {t + 1} | {f['interleaved'][scheme][t]:.4f} | "
                 f"{f['interleaved_se'][scheme][t]:.4f} | {f['expected'][scheme][t]:.4f} | "
                 f"{f['expected_2nd'][scheme][t]:.4f} |"
             )
+    return lines
+
+
+def _findings(f: dict, params, table) -> list[str]:
+    """What agrees with the paper and what differs: the single populations' levels, the
+    even steps, the size of the interleaved bias, the penguins' MSE and the interleaved
+    scheme's excess MSE."""
     z = table[table.scheme.str.startswith("interleaved")].z.abs().max()
     pm = ", ".join(f"{v:.4f}" for v in f["penguin_mse"])
     pe = ", ".join(f"{v:.4f}" for v in f["penguin_mse_expected"])
@@ -172,8 +187,7 @@ def _summary(params, curves, table, iterations, seed) -> str:
     single = max(abs(f[s]["bias_over_D"] - f[s]["expected"]) for s in ("birds", "fish"))
     dev1, dev2 = f["mean_abs_dev_first_order"], f["mean_abs_dev_second_order"]
     closer = "second-order" if dev2 < dev1 else "first-order (quoted)"
-    lines += [
-        "",
+    lines = [
         "What agrees and what differs:",
         "",
         f"- Birds and fish sit at the paper's levels: |bias/D − expected| ≤ {single:.4f}, "
@@ -207,7 +221,7 @@ def _summary(params, curves, table, iterations, seed) -> str:
             f"The excess over penguins falls from {x2:.3f} at step 2 to {xl:.3f} at step "
             f"{last_even} (rows seen ×{last_even // 2})."
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def run_interleaved(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,

@@ -1,8 +1,8 @@
 """Study ``irma``: Figure 1 and Table I of the IRMA paper (``docs/studies.md#irma``).
 
 Sequences are drawn and learned in batches of :data:`BATCH_SEQUENCES` by the
-vectorised kernels of :mod:`streamlsq.kernels.study_irma`, mapped over the
-cluster; the per-sequence results (cumulative losses, MSEs) are concatenated
+vectorised kernels of :mod:`streamlsq.kernels.studies.irma`, mapped over the
+Dask cluster; the per-sequence results (cumulative losses, MSEs) are concatenated
 in batch order and summarised.
 
 Outputs: ``figure1.csv`` (``method, examples, loss_mean, loss_std,
@@ -26,7 +26,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_SEQUENCES", "irma_figure1", "irma_table1", "plot_figure1", "plot_table1",
            "run_irma"]
 
-#: sequences per cluster task (fixed: the tables must not depend on the worker count)
+#: sequences per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_SEQUENCES = 100
 FULL = {"fig_sequences": 500, "table_sequences": 1000}
 QUICK = {"fig_sequences": 100, "table_sequences": 200}
@@ -39,18 +39,39 @@ _LABELS = {"gd": "GD (normalised, Tikhonov)", "rls": "RLS (g = 0.9, Tikhonov)", 
 _COLORS = {"gd": "tab:orange", "rls": "tab:blue", "irma": "tab:green"}
 
 
-def _figure1_batch(seed: int, index: int, n_seq: int):
-    from streamlsq.kernels.studies.irma import figure1_cumulative_losses, paper_sequences
+def _paper_sequences(seed: int, tag: int, index: int, n_seq: int):
+    """Batch ``index``'s ``n_seq`` sequences of the paper: inputs x and targets y."""
+    from streamlsq.kernels.studies.irma import paper_sequences
 
-    x, y = paper_sequences(np.random.default_rng([seed, _TAG_FIGURE1, index]), n_seq, LENGTH)
+    return paper_sequences(np.random.default_rng([seed, tag, index]), n_seq, LENGTH)
+
+
+def _figure1_batch(seed: int, index: int, n_seq: int):
+    from streamlsq.kernels.studies.irma import figure1_cumulative_losses
+
+    x, y = _paper_sequences(seed, _TAG_FIGURE1, index, n_seq)
     return n_seq, figure1_cumulative_losses(x, y, order=FIGURE1_ORDER)
 
 
 def _table1_batch(seed: int, index: int, n_seq: int):
-    from streamlsq.kernels.studies.irma import paper_sequences, table1_mse
+    from streamlsq.kernels.studies.irma import table1_mse
 
-    x, y = paper_sequences(np.random.default_rng([seed, _TAG_TABLE1, index]), n_seq, LENGTH)
+    x, y = _paper_sequences(seed, _TAG_TABLE1, index, n_seq)
     return n_seq, table1_mse(x, y, n_test=N_TEST)
+
+
+def _map_sequence_batches(batch, seed, sequences, option, desc, client, scheduler,
+                          progress) -> list:
+    """``batch(seed, i, n)`` for the batches of :data:`BATCH_SEQUENCES` of ``sequences``
+    sequences, mapped over the Dask cluster; their results in batch order. ``option``: the
+    option ``sequences`` comes from, named when it is refused."""
+    seed = common.check_seed(seed)
+    sequences = common.check_count(option, sequences, 2)
+    sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
+    batches = [(seed, i, n) for i, n in enumerate(sizes)]
+    with dask_client(client, scheduler) as cl:
+        return common.map_batches(cl, batch, batches, sizes, desc=desc, unit="sequences",
+                                  progress=progress)
 
 
 def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=None,
@@ -62,13 +83,8 @@ def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=Non
     from streamlsq.kernels.studies.common import distribution_summary
     from streamlsq.kernels.studies.irma import FIGURE1_METHODS
 
-    seed = common.check_seed(seed)
-    sequences = common.check_count("--fig-sequences", sequences, 2)
-    sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
-    batches = [(seed, i, n) for i, n in enumerate(sizes)]
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(cl, _figure1_batch, batches, sizes, desc="irma-figure1",
-                                   unit="sequences", progress=progress)
+    parts = _map_sequence_batches(_figure1_batch, seed, sequences, "--fig-sequences",
+                                  "irma-figure1", client, scheduler, progress)
     frames = []
     for method in FIGURE1_METHODS:
         s = distribution_summary(np.concatenate([p[method] for p in parts]), axis=0)
@@ -84,13 +100,8 @@ def irma_table1(seed: int = 0, sequences: int = 1000, client=None, scheduler=Non
     """Table I over ``sequences`` sequences: one row per (order, examples, method)."""
     from streamlsq.kernels.studies.irma import table1_records
 
-    seed = common.check_seed(seed)
-    sequences = common.check_count("--table-sequences", sequences, 2)
-    sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
-    batches = [(seed, i, n) for i, n in enumerate(sizes)]
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(cl, _table1_batch, batches, sizes, desc="irma-table1",
-                                   unit="sequences", progress=progress)
+    parts = _map_sequence_batches(_table1_batch, seed, sequences, "--table-sequences",
+                                  "irma-table1", client, scheduler, progress)
     return pd.DataFrame(table1_records(np.concatenate(parts)))
 
 
@@ -134,7 +145,8 @@ def plot_table1(table: pd.DataFrame) -> Figure:
 
 
 def _summary(fig1, table, fig_sequences, table_sequences, seed) -> str:
-    lines = [
+    """``summary.md``: the settings, then Table I and Figure 1 beside the paper's."""
+    intro = [
         "# Study `irma`: Figure 1 and Table I of the IRMA paper",
         "",
         f"Settings: f(x) = x·exp(−x²) on [0, 3], inputs uniform, noise uniform ±0.05, "
@@ -144,7 +156,14 @@ def _summary(fig1, table, fig_sequences, table_sequences, seed) -> str:
         "orthonormal on [0, 3] (the same function as monomial IRMA); GD (normalised) and "
         "RLS (P₀ = I, g = 0.9), both with Tikhonov μ = 0.05, on monomials as in the paper; "
         "batch: least squares on the Vandermonde matrix (minimum-norm when under-determined).",
-        "",
+    ]
+    return common.markdown(intro, _table1_section(table), _figure1_section(fig1))
+
+
+def _table1_section(table) -> list[str]:
+    """Table I beside the paper's, and why the batch means at 10 examples are no numbers to
+    reproduce."""
+    lines = [
         "## Table I",
         "",
         "The paper's \"±\" values are far below the squared means (e.g. 3.1e-3 ± 2.9e-5): "
@@ -186,7 +205,14 @@ def _summary(fig1, table, fig_sequences, table_sequences, seed) -> str:
         "basic solution with a rank warning, so the two differ there.",
         f"- With 80 and 150 examples batch and incremental agree with the paper to within a "
         f"factor {later.factor_to_published.max():.2f}.",
-        "",
+    ]
+    return lines
+
+
+def _figure1_section(fig1) -> list[str]:
+    """Figure 1's cumulative losses after 10, 80 and 150 examples, beside the paper's
+    picture."""
+    lines = [
         "## Figure 1",
         "",
         "The paper: IRMA has the lowest cumulative loss with nearly no spread, GD is "
@@ -217,7 +243,7 @@ def _summary(fig1, table, fig_sequences, table_sequences, seed) -> str:
         "with large early errors carries it; the paper's log-scale bands show the same "
         "asymmetry.",
     ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def run_irma(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,

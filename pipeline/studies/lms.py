@@ -1,7 +1,7 @@
 """Study ``lms``: the sample-by-sample paper's demonstration and convergence to least squares.
 
 The sample-by-sample lecture notes, ``docs/studies.md#lms``; the math is in
-:mod:`streamlsq.kernels.study_lms` (data, LMS runs, least squares, errors).
+:mod:`streamlsq.kernels.studies.lms` (data, LMS runs, least squares, errors).
 
 1. Demonstration (one cloud per seed, as the paper): 100 samples, a line
    (curvature 0) and the curved cloud (curvature 0.05) sharing x and noise;
@@ -10,7 +10,7 @@ The sample-by-sample lecture notes, ``docs/studies.md#lms``; the math is in
 2. Convergence (Monte Carlo): on many fresh clouds, the distance of W to that
    cloud's least-squares W_LS at the end of every epoch, for the constant
    step sizes and one decreasing schedule ρ₀/(1 + k/τ). Clouds are drawn in
-   batches of :data:`BATCH_CLOUDS` mapped over the cluster.
+   batches of :data:`BATCH_CLOUDS` mapped over the Dask cluster.
 
 Outputs: ``demonstration.csv`` (``curvature, rate, update, epoch, w0, w1``),
 ``fits.csv``, ``convergence.csv`` (``curvature, schedule, epoch, metric, mean,
@@ -35,7 +35,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_CLOUDS", "lms_convergence_table", "lms_demonstration", "plot_convergence",
            "plot_demonstration", "run_lms"]
 
-#: clouds per cluster task (fixed: the tables must not depend on the worker count)
+#: clouds per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_CLOUDS = 25
 FULL = {"clouds": 200, "epochs": 200}
 QUICK = {"clouds": 20, "epochs": 20}
@@ -215,7 +215,9 @@ def plot_convergence(conv: pd.DataFrame) -> Figure:
 
 
 def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
-    lines = [
+    """``summary.md``: the paper's demonstration and claims, then the demonstration and the
+    convergence of this run."""
+    intro = [
         "# Study `lms`: sample-by-sample linear regression (LMS)",
         "",
         "The paper (the sample-by-sample lecture notes; full reference in streamlsq's "
@@ -225,7 +227,13 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
         "It prints no numbers: the comparison below is with its claims and with the "
         f"least-squares line. Seed {seed}; step sizes {', '.join(f'{r:g}' for r in rates)}; "
         f"convergence over {clouds} clouds and {epochs} epochs.",
-        "",
+    ]
+    return common.markdown(intro, _demonstration_section(fits), _convergence_section(conv))
+
+
+def _demonstration_section(fits) -> list[str]:
+    """The fits of the demonstration beside the least-squares line, after 1 and 20 epochs."""
+    lines = [
         "## The demonstration (one cloud)",
         "",
         "| cloud | ρ | epochs | w0 | w1 | ‖W − W_LS‖ | excess training MSE |",
@@ -255,7 +263,14 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
         + ": the paper's picture of LMS settling on the line.",
         "- On the curved cloud LMS approaches the least-squares *line* — the best line, "
         "not the curve; its residuals are larger, so the step-size floor below is higher.",
-        "",
+    ]
+    return lines
+
+
+def _convergence_section(conv) -> list[str]:
+    """The distance to least squares at the end of a few epochs, for every schedule, and
+    how the constant and the decreasing steps differ."""
+    lines = [
         "## Convergence to least squares (end of epoch, median over clouds)",
         "",
     ]
@@ -287,7 +302,7 @@ def _summary(fits, conv, rates, clouds, epochs, seed) -> str:
     if last < 100:
         lines.append(f"- Only {last} epochs here (e.g. --quick): too few to reach the "
                      "constant-step floors; run the full study to see them.")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def run_lms(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=None, *,

@@ -1,13 +1,13 @@
 """Study ``mlr``: Appendix E of the meta-learning paper in kind (``docs/studies.md#mlr``).
 
 Model: d = 8, k = 4 orthonormal components wₕ, noise s = 1, uniform weights p
-(``kernels.synthetic_mlr.mlr_components``). Two kinds of runs:
+(``kernels.synthetic.mlr.mlr_components``). Two kinds of runs:
 
 - **grids** (subspace error against (n_L1, t_L1), clustering accuracy against
   (n_H, t_H), classification accuracy and parameter errors against t_L2): many
   small trials, each drawn in memory and run through the in-memory reference of
   Algorithm 1 (the kernels of ``kernels.mlr.meta_learn``, see
-  ``kernels.study_mlr``), mapped over the Dask cluster in batches of
+  ``kernels.studies.mlr``), mapped over the Dask cluster in batches of
   :data:`BATCH_TRIALS` trials. A trial's numbers come from seed words naming the
   trial, so the tables do not depend on the batches or the workers;
 - **pipeline** (parameter errors of one full run, prediction error against τ,
@@ -33,7 +33,7 @@ from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 __all__ = ["BATCH_TRIALS", "D", "K", "run_mlr"]
 
 D, K = 8, 4
-#: trials per cluster task (fixed: the tables must not depend on the worker count)
+#: trials per Dask task (fixed: the tables must not depend on the worker count)
 BATCH_TRIALS = 10
 #: the D_L1 set that gives the basis U in the clustering grid, and the baseline run
 BASE = {"n_light": 20_000, "t_light": 4, "n_heavy": 200, "t_heavy": 200,
@@ -248,14 +248,23 @@ def plot_em(em) -> Figure:
 
 # -- summary ---------------------------------------------------------------------------------
 def _summary(sub, clus, clas, out, params, mode) -> str:
-    pred, em, parameters = out["prediction"], out["em"], out["parameters"]
-    sm = sub.groupby(["n_times_t", "rows_per_task"]).subspace_error.mean().unstack()
-    cm = clus.groupby(["n_heavy", "t_heavy"]).accuracy.mean().unstack()
-    km = clas.groupby("t_light2")[["classification_accuracy", "coef_error", "noise_error",
-                                   "weight_error"]].mean()
-    pm = pred.pivot(index="tau", columns="estimator", values="holdout_mse")
-    small = pm.index.min()
-    lines = [
+    """``summary.md``: the paper's claims beside this run, one row per experiment of
+    Appendix E, then the pipeline run's tables and notes."""
+    pm = out["prediction"].pivot(index="tau", columns="estimator", values="holdout_mse")
+    claims = [
+        *_summary_intro(params, mode),
+        _subspace_row(sub),
+        _clustering_row(clus),
+        _classification_row(clas),
+        _prediction_row(pm),
+        _em_row(out["em"]),
+    ]
+    return common.markdown(claims, *_pipeline_tables(out["parameters"], pm), _summary_notes())
+
+
+def _summary_intro(params, mode) -> list[str]:
+    """The title, the settings and the head of the table of the paper's claims."""
+    return [
         "# Study `mlr`: meta-learning mixed linear regressions (Appendix E in kind)",
         "",
         "The paper (Kong et al., 2020, Appendix E; full reference in streamlsq's "
@@ -271,23 +280,39 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
         "| the paper (its numbers are lost in the text) | this run |",
         "|---|---|",
     ]
+
+
+def _subspace_row(sub) -> str:
+    """E.1: the subspace error against n·t, and how much the split into n and t matters."""
+    sm = sub.groupby(["n_times_t", "rows_per_task"]).subspace_error.mean().unstack()
     big, low = sm.index.max(), sm.index.min()
     ratios = (sm.max(axis=1) / sm.min(axis=1))
-    lines.append(
+    return (
         "| E.1, Table 2: subspace error for pairs (n_L1, t_L1); it depends on the product "
         "n·t | mean error "
         f"{fmt(sm.loc[low].mean())} at n·t = {low:,} → {fmt(sm.loc[big].mean())} at "
         f"{big:,}; at the same n·t the splits t = {', '.join(map(str, sm.columns))} differ "
         f"by a factor ≤ {ratios.max():.2f} (longer tasks better, see the note below) |")
+
+
+def _clustering_row(clus) -> str:
+    """E.2: the clustering accuracy of D_H at the shortest and the longest heavy tasks."""
+    cm = clus.groupby(["n_heavy", "t_heavy"]).accuracy.mean().unstack()
     tmax, tmin = cm.columns.max(), cm.columns.min()
-    lines.append(
+    return (
         "| E.2, Figure 3, Table 3: the smallest t_H that clusters D_H correctly, for several "
         "n_H and k | "
         f"accuracy at t_H = {tmin}: {', '.join(fmt(v) for v in cm[tmin])}; at t_H = {tmax}: "
         f"{', '.join(fmt(v) for v in cm[tmax])} (n_H = "
         f"{', '.join(map(str, cm.index))}). More tasks need more rows per task: single "
         "linkage chains through one bad pair, and there are n_H² pairs |")
-    lines.append(
+
+
+def _classification_row(clas) -> str:
+    """E.3: classification accuracy and parameter errors at the shortest and longest t_L2."""
+    km = clas.groupby("t_light2")[["classification_accuracy", "coef_error", "noise_error",
+                                   "weight_error"]].mean()
+    return (
         "| E.3, Figures 4–5, Table 4: classification accuracy grows with t_L2; errors of "
         "w, s, p fall | "
         f"accuracy {fmt(km.classification_accuracy.iloc[0])} at t_L2 = {km.index[0]} → "
@@ -295,13 +320,19 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
         f"{fmt(km.coef_error.iloc[0])} → {fmt(km.coef_error.iloc[-1])}, max |ŝ − s| "
         f"{fmt(km.noise_error.iloc[0])} → {fmt(km.noise_error.iloc[-1])}, max |p̂ − p| "
         f"{fmt(km.weight_error.iloc[0])} → {fmt(km.weight_error.iloc[-1])} |")
+
+
+def _prediction_row(pm) -> str:
+    """E.4: the held-out error of the three estimators at the smallest and largest τ, and
+    where the ordering posterior mean ≤ MAP ≤ least squares holds."""
+    small = pm.index.min()
     below = pm[pm.index < D]
     broken = [int(t) for t, r in below.iterrows()
               if not r["bayes"] <= r["map"] <= r["lstsq"]]
     order = (f"holds at every τ < d = {D}" if not broken else
              f"holds at τ < d = {D} except τ = {', '.join(map(str, broken))}, where MAP, "
              "choosing one component from so few examples, is no better than least squares")
-    lines.append(
+    return (
         "| E.4, Figure 2: prediction error of the Bayes (posterior mean) and MAP estimators "
         "against per-task least squares; meta-learning gains most at small τ | at τ = "
         f"{small}: posterior mean {fmt(pm.loc[small, 'bayes'])}, MAP "
@@ -310,11 +341,15 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
         f"{pm.index.max()}: "
         + ", ".join(f"{fmt(v)}" for v in pm.loc[pm.index.max(), ["bayes", "map", "lstsq"]])
         + " (s² = 1) |")
+
+
+def _em_row(em) -> str:
+    """E.5: EM from perturbed starts against EM from the truth and Algorithm 1."""
     em_runs = em[(em.method == "EM") & (em.init == "perturbed")]
     failed = em_runs[em_runs.coef_error > 0.5]
     truth = em[em.init == "truth"].iloc[0]
     alg1 = em[em.method == "algorithm 1"].iloc[0]
-    lines.append(
+    return (
         "| E.5: EM started at the truth plus noise fails to converge for larger "
         "perturbations, unlike Algorithm 1 | "
         f"k = {EM_STORE['k']}, d = {EM_STORE['d']}: Algorithm 1 max ‖ŵ − w‖ "
@@ -324,21 +359,30 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
         "a component's noise variance reaching 0, the others converged to a wrong optimum"
         + (f", scales {', '.join(f'{v:g}' for v in sorted(failed.scale.unique()))}"
            if len(failed) else "") + ") |")
-    lines += [
-        "",
+
+
+def _pipeline_tables(parameters, pm) -> list[list[str]]:
+    """The pipeline run's parameter errors and its held-out MSE against τ: two sections."""
+    return [[
         "## One pipeline run (metalearn on the training store)",
         "",
         "| metric | value |",
         "|---|---|",
         *[f"| {r.metric} | {fmt(r.value)} |" for r in parameters.itertuples()],
-        "",
+    ], [
         "## Held-out prediction MSE against τ",
         "",
         "| τ | posterior mean | MAP | per-task least squares |",
         "|---|---|---|---|",
         *[f"| {tau} | {fmt(r['bayes'])} | {fmt(r['map'])} | {fmt(r['lstsq'])} |"
           for tau, r in pm.iterrows()],
-        "",
+    ]]
+
+
+def _summary_notes() -> list[str]:
+    """What explains the numbers: least squares below τ = d, the floor of the weight error,
+    the subspace error at t = 2."""
+    return [
         f"- For τ < d = {D} per-task least squares is the minimum-norm interpolant and "
         "predicts badly; the mixture estimators use the k learned components instead.",
         f"- The weight error max |p̂ − p| stays near √(p(1 − p)/n_L2) ≈ "
@@ -349,7 +393,6 @@ def _summary(sub, clus, clas, out, params, mode) -> str:
         "t = 2 each split half is a single row, so the product β̂⁽¹⁾β̂⁽²⁾ᵀ is noisier than "
         "for longer tasks; the paper's statement is up to constants and logarithms.",
     ]
-    return "\n".join(lines) + "\n"
 
 
 #: how the study's parts ran, for its summary

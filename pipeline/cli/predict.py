@@ -1,0 +1,90 @@
+"""``streamlsq predict``: estimate new tasks under a meta-learned model, or apply a stream fit
+to new rows."""
+
+from __future__ import annotations
+
+import click
+
+from streamlsq.cli.common import (
+    CONTEXT,
+    _chunk_tasks_option,
+    _client,
+    _friendly_errors,
+    _scheduler_options,
+)
+
+__all__ = ["predict"]
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("model", type=click.Path())
+@click.argument("tasks", type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Result store to create.")
+@click.option("--estimator", type=click.Choice(["bayes", "map", "lstsq"]), default="bayes",
+              show_default=True, help="Posterior mean, most probable cluster, or per-task "
+              "least squares.")
+@click.option("--holdout", default=0, show_default=True,
+              help="Hold out the last N rows of every task and report their squared error.")
+@click.option("--yhat", is_flag=True, help="Also write yhat (row,): the predicted target of "
+              "every row of TASKS (the held-out rows are each task's last N).")
+@click.option("--new-rows", type=click.Path(), default=None,
+              help="A store of new covariates (X, task_ptr over the same tasks): write "
+              "new_yhat (new_row,) for its rows.")
+@_chunk_tasks_option
+@click.option("--x", "x", default=None, metavar="NAMES",
+              help="A stream fit: the feature variables of TASKS (default: the fit's).")
+@click.option("--y", "y", default=None, metavar="NAMES",
+              help="A stream fit: the target variables of TASKS, if any (default: the fit's).")
+@click.option("--sample-dim", default=None, metavar="DIM",
+              help="A stream fit: the dimension of the rows of TASKS (default: the fit's).")
+@click.option("--step", type=int, default=None,
+              help="A stream fit: apply the coefficients of this recorded step (default: the "
+                   "last).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
+@_scheduler_options
+@_friendly_errors
+def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, x, y,
+            sample_dim, step, overwrite, scheduler, n_workers, memory_limit):
+    """Estimate every task of TASKS under the meta-learned MODEL, or apply the stream fit
+    MODEL to the rows of the stream store TASKS.
+
+    With a stream fit (a result of streamlsq fit METHOD) as MODEL, TASKS is a store of new
+    rows holding the fit's feature variables: the result has yhat (sample, target) and,
+    where TASKS has the targets, residual (sample, target) and their mean square, written
+    chunk by chunk in parallel.
+
+    \b
+    Examples:
+      streamlsq predict model.zarr new-tasks.zarr --out pred.zarr
+      streamlsq predict model.zarr new-tasks.zarr --out pred.zarr --estimator map --holdout 10
+      streamlsq predict model.zarr tasks.zarr --out pred.zarr --holdout 5 --yhat
+      streamlsq predict model.zarr tasks.zarr --out pred.zarr --new-rows new-x.zarr
+      streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr          # a stream fit
+    """
+    from streamlsq.io.results import open_result
+    from streamlsq.mlr.predict import predict as run
+    from streamlsq.stream.apply import is_stream_fit, predict_stream
+
+    if is_stream_fit(open_result(model).attrs):
+        with _client(scheduler, n_workers, memory_limit) as client:
+            ds = predict_stream(model, tasks, out=out, x=x, y=y, sample_dim=sample_dim,
+                                step=step, overwrite=overwrite, client=client)
+        line = (f"wrote {out}: yhat for {ds.sizes[ds.yhat.dims[0]]} rows of {tasks} from the "
+                f"{ds.attrs['model_method']} fit {model} (step {ds.attrs['model_step']})")
+        if "mse" in ds.attrs:
+            line += "; residual mean square " + ", ".join(f"{v:.4g}" for v in ds.attrs["mse"])
+        click.echo(line)
+        return
+
+    with _client(scheduler, n_workers, memory_limit, data=tasks) as client:
+        ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout, yhat=yhat,
+                 new_rows=new_rows, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
+    line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {estimator}"
+    if holdout:
+        line += (f"; held-out MSE {ds.attrs['holdout_mse']:.4g} over "
+                 f"{ds.attrs['holdout_rows']} rows")
+    if yhat:
+        line += f"; yhat for {ds.sizes['row']} rows"
+    if new_rows is not None:
+        line += f"; new_yhat for {ds.sizes['new_row']} rows of {new_rows}"
+    click.echo(line)

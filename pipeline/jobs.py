@@ -1,0 +1,270 @@
+"""One run path for every job: a :class:`Run` (where, with what) executes a :class:`Job`
+(what to read, compute and write) in one order.
+
+Every public function that reads data and writes a result — ``fit_stream``,
+``fit_interleaved``, ``predict_stream``, ``metalearn``, ``fit_em``, ``predict`` — is a
+short job definition handed to a run::
+
+    options checked → inputs opened → fingerprint → checkpoint → compute
+        → provenance and attributes → publish
+
+:meth:`Run.execute` is that order, once. A job says what is particular to it (the hooks
+of :class:`Job`); the run does everything they share: refusing ``--resume`` without
+``--checkpoint``, returning the published result of a run resumed after it finished,
+checking the output and the checkpoint against the inputs before any work, opening the
+checkpoint and the Dask client, timing, the provenance attributes of every result store,
+and the atomic publication (``docs/architecture.md#run-path``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, TypedDict
+
+import xarray as xr
+import zarr
+from distributed import Client
+
+from streamlsq.errors import InputError
+from streamlsq.io.checkpoint import (
+    CheckpointFolder,
+    EntryCheckpoint,
+    fingerprint_digest,
+    finished_result,
+    remove_finished,
+)
+from streamlsq.io.outputs import check_apart
+from streamlsq.io.provenance import provenance
+from streamlsq.io.results import (
+    atomic_store,
+    for_workers,
+    open_result,
+    prepare_output,
+    write_result,
+)
+from streamlsq.runtime.client import dask_client
+
+__all__ = ["Context", "Job", "Run", "RunOptions"]
+
+
+class RunOptions(TypedDict, total=False):
+    """The keywords every job function takes besides ``out`` (the fields of :class:`Run`):
+    what a run does around the job, not what the job computes.
+
+    Attributes
+    ----------
+    overwrite : bool
+        Replace an existing result at ``out`` (only a store streamlsq wrote).
+    checkpoint : str or os.PathLike or None
+        Commit progress to this folder (a new or empty folder, or a streamlsq checkpoint);
+        removed once the result is published. Jobs that cannot resume refuse it.
+    resume : bool
+        Continue a killed run from ``checkpoint``; after the result was published, return
+        it (attribute ``already_complete``).
+    client : distributed.Client or None
+        The Dask client to run on (default: the current client).
+    scheduler : str or None
+        The address of a running Dask scheduler (or ``DASK_SCHEDULER_ADDRESS``); without a
+        client or scheduler an embedded LocalCluster is started for the call.
+    progress : bool or None
+        Show progress bars (default: when standard error is a terminal).
+    storage_options : dict or None
+        Options of the fsspec filesystem of URLs given as inputs or output (credentials,
+        ``endpoint_url``, …).
+    """
+
+    overwrite: bool
+    checkpoint: str | os.PathLike | None
+    resume: bool
+    client: Client | None
+    scheduler: str | None
+    progress: bool | None
+    storage_options: dict | None
+
+
+@dataclass
+class Context:
+    """What a job's :meth:`Job.compute` works with: the Dask ``client``, the open
+    ``checkpoint`` (None without ``--checkpoint``), whether to show ``progress``, and for a
+    job that writes its result chunk by chunk the temporary output ``store`` its Dask tasks
+    write into (None when the job returns its result in memory)."""
+
+    client: Client
+    checkpoint: CheckpointFolder | None = None
+    progress: bool | None = None
+    store: Any = None
+
+
+class Job:
+    """What one public function reads, computes and writes; :meth:`Run.execute` runs it.
+
+    A job sets its options as attributes when it is built, and fills in the hooks below.
+    The defaults suit a job that reads stores, cannot be checkpointed and returns a
+    Dataset that the run publishes with :func:`~streamlsq.io.results.write_result`.
+    """
+
+    #: what made the result: its ``method`` attribute (``"metalearn"``, ``"predict"``, …; a
+    #: stream fit names its recursion)
+    name: str = "job"
+    #: the kind of checkpoint this job commits to (None: the job takes no ``--checkpoint``)
+    checkpoint_kind: str | None = None
+    #: the input variables whose chunks committed work reads (checked when resuming)
+    checkpoint_variables: tuple[str, ...] = ("X", "y")
+    #: True: :meth:`compute` writes the result's arrays chunk by chunk into
+    #: ``Context.store`` (a result larger than memory); False: it returns the Dataset
+    writes_chunks: bool = False
+
+    def check(self) -> None:
+        """Refuse options that cannot work, before any input is opened."""
+
+    def open(self, run: Run) -> list:
+        """Open and validate the inputs (stores, earlier results); return the sources the
+        result is computed from (the output and the checkpoint must stay apart from them)."""
+        raise NotImplementedError
+
+    def fingerprint(self) -> dict | None:
+        """What identifies this run when it is resumed (None: it is never resumed)."""
+        return None
+
+    def parameters(self) -> dict:
+        """The settings recorded as the result's ``parameters`` attribute."""
+        return {}
+
+    def input_roles(self) -> list[str] | None:
+        """The roles of the inputs when there are several (the ``inputs`` attribute)."""
+        return None
+
+    def data_bytes(self) -> int | None:
+        """Bytes the job reads, when known (an embedded cluster for small inputs runs its
+        workers as threads of this process)."""
+        return None
+
+    def new_checkpoint(self, directory, fingerprint: dict, resume: bool, inputs: list):
+        """The (unopened) checkpoint folder of this job; by default one entry per committed
+        piece of work (:class:`~streamlsq.io.checkpoint.EntryCheckpoint`)."""
+        return EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
+                               variables=self.checkpoint_variables, kind=self.checkpoint_kind)
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        """The work itself, on the cluster: returns the result (without the provenance
+        attributes, which the run adds); a job that ``writes_chunks`` writes its arrays
+        into ``ctx.store`` and returns a Dataset holding the attributes to add (and, when
+        there is no output, the arrays)."""
+        raise NotImplementedError
+
+
+@dataclass
+class Run:
+    """Where a job's result goes and what it runs with: the output ``out`` (a path, an
+    fsspec URL or a zarr store object; None: in memory only) and ``overwrite``; the
+    ``checkpoint`` folder and ``resume``; the Dask ``client`` or ``scheduler`` address
+    (default: the current client or an embedded cluster); ``progress`` bars; the
+    ``storage_options`` of the URLs named as inputs or output."""
+
+    out: Any = None
+    overwrite: bool = False
+    checkpoint: str | os.PathLike | None = None
+    resume: bool = False
+    client: Client | None = None
+    scheduler: str | None = None
+    progress: bool | None = None
+    storage_options: dict | None = None
+    seconds: float = field(default=0.0, init=False)
+
+    @classmethod
+    def split(cls, out, options: dict) -> tuple[Run, dict]:
+        """A run to ``out`` with the run options among ``options``, and the other options
+        (a fit's recursion parameters)."""
+        names = {f.name for f in fields(cls) if f.init}
+        run = cls(out, **{k: v for k, v in options.items() if k in names})
+        return run, {k: v for k, v in options.items() if k not in names}
+
+    def execute(self, job: Job) -> xr.Dataset:
+        """Run ``job`` in the one order of every job; returns its result (the published
+        store, opened, for a job that writes its chunks; else the Dataset)."""
+        self._check_options(job)
+        job.check()
+        inputs = job.open(self)
+        fingerprint = job.fingerprint()
+        if self.resume:  # the run being resumed may have published its result before a kill
+            done = finished_result(self.out, fingerprint)
+            if done is not None:
+                remove_finished(job.new_checkpoint(self.checkpoint, fingerprint, True, inputs))
+                return done
+        self._prepare_output(inputs)
+        with self._open_checkpoint(job, fingerprint, inputs) as checkpoint:
+            if job.writes_chunks and self.out is not None:
+                return self._compute_into_store(job, inputs, checkpoint)
+            ds = self._compute(job, inputs, checkpoint, store=None)
+            self._add_attrs(job, ds, inputs, fingerprint)
+            if self.out is not None:
+                write_result(ds, self.out, self.overwrite, inputs=inputs,
+                             storage_options=self.storage_options)
+                if checkpoint is not None:
+                    checkpoint.remove()
+        return ds
+
+    # -- the steps ---------------------------------------------------------------------
+    def _check_options(self, job: Job) -> None:
+        if self.checkpoint is not None and job.checkpoint_kind is None:
+            raise InputError(f"{job.name} takes no --checkpoint: it is not resumable")
+        if self.resume and self.checkpoint is None:
+            raise InputError("--resume needs --checkpoint DIR")
+
+    def _prepare_output(self, inputs: list) -> None:
+        """The output and the checkpoint usable and apart from the inputs (which matter
+        most) and from each other, before any work."""
+        if self.out is None:
+            return
+        prepare_output(self.out, self.overwrite, inputs=inputs,
+                       storage_options=self.storage_options)
+        if self.checkpoint is not None:
+            check_apart(self.checkpoint, inputs, "--checkpoint")
+            check_apart(self.checkpoint, [self.out], "--checkpoint", of="output")
+
+    @contextlib.contextmanager
+    def _open_checkpoint(self, job: Job, fingerprint, inputs):
+        """The job's checkpoint, opened (checked and locked) for the block; None without
+        ``--checkpoint``. Its lock is released when the block ends; it is removed once the
+        result is published."""
+        if self.checkpoint is None:
+            yield None
+            return
+        checkpoint = job.new_checkpoint(self.checkpoint, fingerprint, self.resume, inputs)
+        checkpoint.open()
+        try:
+            yield checkpoint
+        finally:
+            checkpoint.close()
+
+    def _compute(self, job: Job, inputs, checkpoint, store) -> xr.Dataset:
+        started = time.perf_counter()
+        with dask_client(self.client, self.scheduler, data_bytes=job.data_bytes()) as client:
+            ds = job.compute(Context(client, checkpoint, self.progress, store))
+        self.seconds = time.perf_counter() - started
+        return ds
+
+    def _add_attrs(self, job: Job, ds: xr.Dataset, inputs, fingerprint) -> None:
+        """Provenance first (the attributes every result has), then the job's own."""
+        own = dict(ds.attrs)
+        ds.attrs.clear()
+        ds.attrs.update(provenance(job.name, job.parameters(), inputs, roles=job.input_roles(),
+                                   seconds=self.seconds))
+        ds.attrs.update(own)
+        if fingerprint is not None:
+            ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
+
+    def _compute_into_store(self, job: Job, inputs, checkpoint) -> xr.Dataset:
+        """A job that writes its arrays chunk by chunk: into a temporary store next to the
+        output, published once complete (``complete=True`` last)."""
+        with atomic_store(self.out, self.overwrite, inputs, self.storage_options) as tmp:
+            store = for_workers(tmp)
+            ds = self._compute(job, inputs, checkpoint, store)
+            self._add_attrs(job, ds, inputs, job.fingerprint())
+            zarr.open_group(store, mode="r+").attrs.update(dict(ds.attrs) | {"complete": False})
+        if checkpoint is not None:
+            checkpoint.remove()
+        return open_result(self.out, storage_options=self.storage_options)

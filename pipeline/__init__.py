@@ -95,13 +95,10 @@ _NAMES = [
 
 def __getattr__(name: str):
     if name == "__all__":  # the functions, and an estimator for every registered recursion
-        from streamlsq import estimators
-
+        estimators = importlib.import_module("streamlsq.estimators")
         return sorted([*_NAMES, *estimators.__all__], key=str.lower)
     if name.endswith("Regressor"):  # the written estimators and the generated ones
-        from streamlsq import estimators
-
-        return getattr(estimators, name)
+        return getattr(importlib.import_module("streamlsq.estimators"), name)
     if name == "METHODS":  # the registry's earlier name
         import warnings
 

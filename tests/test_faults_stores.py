@@ -305,3 +305,93 @@ def test_a_stopped_run_leaves_no_result(tmp_path, client, stop_after_commits):
         fit_stream(data, "kf4lls", out=out, checkpoint=tmp_path / "ck", block_size=500,
                    segment_bytes=500 * 4 * 8, client=client, progress=False)
     assert not out.exists() and leftovers(out) == []
+
+
+# -- sharded stores ---------------------------------------------------------------------
+
+
+def _sharded(path, X, y, shard_rows=1_000, chunk_rows=250, skip=None):
+    """A stream store in shards of ``shard_rows`` rows of inner chunks of ``chunk_rows``;
+    ``skip`` = (variable, first row, end row): rows never written (their inner chunks stay
+    empty entries of the shard's index, the shard's file exists)."""
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    for name, A, dims in (("X", X, ["sample", "feature"]), ("y", y, ["sample", "target"])):
+        a = g.create_array(name, shape=A.shape, dtype=A.dtype, dimension_names=dims,
+                           chunks=(chunk_rows, A.shape[1]), shards=(shard_rows, A.shape[1]))
+        if skip is not None and skip[0] == name:
+            a[: skip[1]] = A[: skip[1]]
+            a[skip[2]:] = A[skip[2]:]
+        else:
+            a[...] = A
+    return path
+
+
+def test_a_complete_sharded_store_fits_as_least_squares(tmp_path, run, client):
+    X, y = _good()
+    data = _sharded(tmp_path / "s.zarr", X, y)
+    for engine in ("sequential", "scan"):
+        ds = fit_stream(data, "kf4lls", engine=engine, block_size=250, client=client)
+        np.testing.assert_allclose(ds.coef[-1], np.linalg.lstsq(X, y, rcond=None)[0],
+                                   rtol=1e-10)
+    assert run("info", data, "--check").exit_code == 0
+
+
+def _sharded_copy(source, path, skip):
+    """The task store ``source`` copied with X and y in shards of 1,000 rows (inner chunks of
+    250), the rows ``skip`` = (variable, first, end) of one never written."""
+    g = zarr.open_group(str(source), mode="r")
+    out = zarr.open_group(str(path), mode="w", zarr_format=3)
+    for name in g.array_keys():
+        a = g[name]
+        sharded = name in ("X", "y")
+        b = out.create_array(name, shape=a.shape, dtype=a.dtype,
+                             chunks=(250, *a.shape[1:]) if sharded else a.chunks,
+                             shards=(1_000, *a.shape[1:]) if sharded else None,
+                             dimension_names=list(a.metadata.dimension_names),
+                             attributes=dict(a.attrs))
+        values = a[...]
+        if name == skip[0]:
+            b[: skip[1]], b[skip[2]:] = values[: skip[1]], values[skip[2]:]
+        else:
+            b[...] = values
+    return path
+
+
+@pytest.mark.parametrize("command", ["fit-sequential", "fit-scan", "info", "metalearn"])
+def test_an_inner_chunk_of_a_shard_never_written_is_refused(tmp_path, run, client, command):
+    """The shard's file exists (a listing of the store finds every shard), its index marks
+    the inner chunk empty: it used to read as zeros, be fitted and be called finite."""
+    out = tmp_path / "o.zarr"
+    if command == "metalearn":
+        tasks = simulate_mlr(tmp_path / "t.zarr", k=2, d=3, n_light=500, t_light=4, n_heavy=40,
+                             t_heavy=30, n_light2=200, t_light2=6, client=client)
+        data = _sharded_copy(tasks, tmp_path / "st.zarr", ("y", 1_250, 1_500))
+        where = "variable 'y' chunk (5,) was never written (rows 1250-1499"
+        args = ("metalearn", data, "--out", out, "--k", 2)
+    else:
+        X, y = _good()
+        data = _sharded(tmp_path / "s.zarr", X, y, skip=("X", 750, 1_000))
+        where = "variable 'X' chunk (3, 0) was never written (rows 750-999"
+        args = ("info", data, "--check") if command == "info" else \
+            ("fit", "kf4lls", data, "--out", out, "--engine", command.split("-")[1])
+    before = snapshot(tmp_path)
+    line = refusal(run(*args))
+    assert str(data) in line and where in line and "1 of " in line, line
+    assert snapshot(tmp_path) == before
+    assert not out.exists() and leftovers(out) == []
+
+
+def test_an_inner_chunk_emptied_after_the_store_was_opened_is_refused_by_the_reader(tmp_path):
+    """A shard rewritten during a run with one inner chunk dropped (zarr does not store a
+    chunk equal to the fill value): the Dask task that reads it names it."""
+    from streamlsq import open_stream
+
+    X, y = _good()
+    data = _sharded(tmp_path / "s.zarr", X, y)
+    source = open_stream(data)
+    zarr.open_group(str(data), mode="r+")["X"][1_250:1_500] = 0.0  # the fill value
+    np.testing.assert_array_equal(source.read(0, 1_000)[0], X[:1_000])  # other shard: fine
+    with pytest.raises(InputError, match=r"s.zarr: variable 'X' chunk \(5, 0\) \(rows "
+                                         r"1250-1499\) was never written: its shard's index "
+                                         r"has no entry for it"):
+        source.read(1_200, 1_300)

@@ -194,3 +194,68 @@ def test_simulate_overwrite_of_a_users_store_is_refused(tmp_path, client):
                           "--overwrite", scheduler=client.scheduler.address))
     assert "was not written by streamlsq" in line
     assert snapshot(tmp_path) == before
+
+
+# -- files beside the output ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory, client):
+    from streamlsq import simulate_mlr
+
+    return simulate_mlr(tmp_path_factory.mktemp("tasks") / "t.zarr", k=2, d=3, n_light=2_000,
+                        t_light=4, n_heavy=40, t_heavy=30, n_light2=400, t_light2=6, seed=2,
+                        client=client)
+
+
+def _metalearn(tasks, out, client, *extra):
+    return invoke("metalearn", tasks, "--out", out, *extra, scheduler=client.scheduler.address)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("what", ["file", "link", "dangling link", "folder"])
+def test_files_beside_the_output_are_the_outputs(tmp_path, tasks, client, what, overwrite):
+    """metalearn --k auto writes OUT.k-curve.csv and .png: it used to write them over the
+    user's files and through links, and to publish the model before refusing a folder."""
+    (tmp_path / "victim.txt").write_text("the user's")
+    if what == "file":
+        (tmp_path / "model.k-curve.csv").write_text("the user's table")
+    elif what == "folder":
+        (tmp_path / "model.k-curve.csv").mkdir()
+    else:
+        target = tmp_path / ("victim.txt" if what == "link" else "nowhere.png")
+        (tmp_path / "model.k-curve.png").symlink_to(target)
+    before = snapshot(tmp_path)
+    out = tmp_path / "model.zarr"
+    line = refusal(_metalearn(tasks, out, client, *(["--overwrite"] if overwrite else [])))
+    name = "model.k-curve.png" if "link" in what else "model.k-curve.csv"
+    reason = {"file": "exists and was not written" if overwrite else "already exists",
+              "link": "is a symbolic link", "dangling link": "is a symbolic link",
+              "folder": "exists and is not a file"}[what]
+    assert f"{tmp_path / name}: {reason}" in line, line
+    assert snapshot(tmp_path) == before  # no model, no temporary, the user's bytes as they were
+    assert not out.exists() and leftovers(out) == []
+
+
+def test_files_beside_the_output_are_published_and_replaced_with_it(tmp_path, tasks, client):
+    import pandas as pd
+
+    out = tmp_path / "model.zarr"
+    assert _metalearn(tasks, out, client).exit_code == 0
+    model = open_result(out)
+    table = pd.read_csv(tmp_path / "model.k-curve.csv")
+    np.testing.assert_array_equal(table.k, model.k_candidate)
+    np.testing.assert_allclose(table.heldout_loglik, model.k_loglik, rtol=1e-12)
+    assert (tmp_path / "model.k-curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(model.attrs["beside_files"]) == ["model.k-curve.csv", "model.k-curve.png"]
+    ok = _metalearn(tasks, out, client, "--overwrite")  # streamlsq's own files: replaced
+    assert ok.exit_code == 0, ok.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "model.k-curve.csv", "model.k-curve.png", "model.zarr"]
+    with open(tmp_path / "model.k-curve.csv", "a") as f:
+        f.write("# the user's note\n")  # changed since: no longer streamlsq's to replace
+    before = snapshot(tmp_path)
+    line = refusal(_metalearn(tasks, out, client, "--overwrite"))
+    assert "model.k-curve.csv: exists and was not written by streamlsq (or was changed " \
+           "since)" in line
+    assert snapshot(tmp_path) == before

@@ -19,7 +19,9 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.location import Location, locate
 from streamlsq.io.outputs import (
+    BESIDE,
     WRITTEN_BY,
+    BesideFiles,
     OwnedTemporary,
     RemoteTemporary,
     check_apart,
@@ -45,18 +47,24 @@ __all__ = [
 ]
 
 
-def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None):
+def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None,
+                   beside: dict | None = None):
     """Check ``out`` before any work: it is apart from every input store (``inputs``: paths
     or sources), it does not exist unless ``overwrite`` (and then it is a store streamlsq
     wrote), its folder exists and is writable; leftovers of killed runs on ``out`` are
-    reclaimed. Returns the local :class:`~pathlib.Path`, or the
-    :class:`~streamlsq.io.location.Location` of an output on an object store (an fsspec URL
-    or a zarr ``FsspecStore``; ``storage_options`` for a URL)."""
+    reclaimed. ``beside`` (suffix → writer): the files written beside ``out``, checked by the
+    same rules (:class:`~streamlsq.io.outputs.BesideFiles`; a local output only). Returns the
+    local :class:`~pathlib.Path`, or the :class:`~streamlsq.io.location.Location` of an
+    output on an object store (an fsspec URL or a zarr ``FsspecStore``; ``storage_options``
+    for a URL)."""
     loc = locate(out, storage_options)
     if loc is None:
         raise InputError(f"{out!r}: an output is a path, an fsspec URL or a zarr store object "
                          "(LocalStore, FsspecStore)")
     if loc.remote:
+        if beside:
+            raise InputError(f"{loc.shown or loc.url}: the files {', '.join(beside)} are "
+                             "written beside a local output only")
         check_apart(loc.url, inputs, "--out")
         shown = loc.shown or loc.url
         if loc.exists():
@@ -71,6 +79,7 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
         return loc
     out = Path(loc.shown or loc.url)
     check_apart(out, inputs, "--out")
+    reclaim_leftovers(out)  # a killed run's, also when this one is refused below
     if os.path.lexists(out):
         if not overwrite:
             raise InputError(f"{out}: already exists; choose another --out or pass --overwrite")
@@ -80,12 +89,14 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
     if not out.parent.exists():
         raise InputError(f"{out.parent}: output folder does not exist")
     check_writable(out.parent)
-    reclaim_leftovers(out)
+    if beside:
+        BesideFiles(out, beside).check(overwrite)
     return out
 
 
 @contextlib.contextmanager
-def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None) -> Iterator:
+def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
+                 beside: dict | None = None) -> Iterator:
     """Build a store under a temporary name next to ``out``; publish it only when complete.
 
     Yields the temporary store to write into (a local :class:`~pathlib.Path`, or a zarr
@@ -99,8 +110,14 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None) 
     ``complete=True`` last). If the block raises, the temporary store is removed: nothing
     that looks complete is left. A write that fails for lack of space or permission
     becomes one line (:class:`~streamlsq.errors.OutputError`).
+
+    ``beside`` (suffix → a function writing the file at the path it is given): files that
+    belong to the output (``OUT.k-curve.csv``), checked with it before any work, written
+    when the block finishes, listed with their digests in the root attribute
+    ``beside_files`` and renamed into place just before the store (taken back if the store
+    cannot be published).
     """
-    out = prepare_output(out, overwrite, inputs, storage_options)
+    out = prepare_output(out, overwrite, inputs, storage_options, beside)
     if isinstance(out, Location):
         with RemoteTemporary(out, "partial") as tmp:
             store = tmp.store
@@ -110,13 +127,22 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None) 
             consolidate(tmp.location)
             publish_remote(tmp, out, overwrite)
         return
-    with OwnedTemporary(out, "partial") as tmp:
+    files = BesideFiles(out, beside or {})
+    with OwnedTemporary(out, "partial") as tmp, contextlib.closing(files):
         try:
             yield tmp.path
             g = zarr.open_group(str(tmp.path), mode="r+")
-            g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}"})
+            mark = {"complete": True, WRITTEN_BY: f"streamlsq {_version()}"}
+            if beside:
+                mark[BESIDE] = files.write()
+            g.attrs.update(mark)
             consolidate(tmp.path)
-            publish(tmp, out, overwrite)
+            files.publish(overwrite)
+            try:
+                publish(tmp, out, overwrite)
+            except BaseException:
+                files.withdraw()
+                raise
         except OSError as exc:
             failure = output_failure(exc, out, tmp.path)
             if failure is None:
@@ -140,16 +166,17 @@ def published(out, storage_options=None):
 
 
 def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
-                 storage_options=None):
+                 storage_options=None, beside: dict | None = None):
     """Write ``ds`` atomically: temporary path, ``complete=True`` last, then published (renamed
-    into place; on an object store claimed, copied and marked complete last)."""
+    into place; on an object store claimed, copied and marked complete last); ``beside``: the
+    files that belong to it (:func:`atomic_store`)."""
     ds = ds.copy()
     # zarr v3 has a specified variable-length string type, not numpy's fixed-width one
     strings = {n: ds[n].astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
     ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
     ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
     ds.attrs["complete"] = False
-    with atomic_store(out, overwrite, inputs, storage_options) as tmp:
+    with atomic_store(out, overwrite, inputs, storage_options, beside) as tmp:
         ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
     loc = locate(out, storage_options)
     return loc if loc.remote else Path(loc.url)

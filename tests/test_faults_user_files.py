@@ -259,3 +259,50 @@ def test_files_beside_the_output_are_published_and_replaced_with_it(tmp_path, ta
     assert "model.k-curve.csv: exists and was not written by streamlsq (or was changed " \
            "since)" in line
     assert snapshot(tmp_path) == before
+
+
+# -- the demo's folder -----------------------------------------------------------------
+
+DEMO = ("--rows", 20_000, "--features", 4, "--tasks", 2_000)
+
+
+@pytest.mark.parametrize("holds", ["files", "store", "nothing"])
+def test_the_demo_refuses_a_users_folder_before_writing_anything(tmp_path, client, holds):
+    """It used to replace the user's summary.md and stream.png, and to refuse a store of the
+    user's named like one of its own only after writing six stores beside it."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    if holds == "files":
+        (mine / "summary.md").write_text("my summary")
+        (mine / "stream.png").write_bytes(b"my figure")
+    elif holds == "store":
+        write_stream(mine / "model.zarr", np.ones((4, 1)), np.ones((4, 1)), 2)
+    before = snapshot(tmp_path)
+    line = refusal(invoke("demo", "--out", mine, *DEMO, scheduler=client.scheduler.address))
+    assert f"{mine}: exists and was not written by streamlsq demo" in line
+    assert snapshot(tmp_path) == before
+
+
+def test_the_demo_replaces_only_its_own_folder_and_restores_it_when_it_fails(tmp_path, client):
+    out = tmp_path / "demo"
+    first = invoke("demo", "--out", out, *DEMO, scheduler=client.scheduler.address)
+    assert first.exit_code == 0, first.output
+    assert json_of(out / "demo.json")["complete"] is True
+    truth = zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:]
+    before = snapshot(tmp_path)
+    failed = invoke("demo", "--out", out, "--rows", 20_000, "--features", 0,
+                    scheduler=client.scheduler.address)
+    assert failed.exit_code == 2 and "features" in failed.stderr
+    assert snapshot(tmp_path) == before  # the earlier demo put back, nothing else left
+    again = invoke("demo", "--out", out, *DEMO, "--seed", 1, scheduler=client.scheduler.address)
+    assert again.exit_code == 0, again.output
+    assert not np.array_equal(zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:],
+                              truth)  # the new demo's (seed 1), not a mixture
+    assert open_result(out / "model.zarr").attrs["complete"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
+
+
+def json_of(path):
+    import json
+
+    return json.loads(path.read_text())

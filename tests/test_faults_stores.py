@@ -395,3 +395,82 @@ def test_an_inner_chunk_emptied_after_the_store_was_opened_is_refused_by_the_rea
                                          r"1250-1499\) was never written: its shard's index "
                                          r"has no entry for it"):
         source.read(1_200, 1_300)
+
+
+# -- per-row recursions on data of extreme scale -------------------------------------------
+
+
+def _scaled(tmp_path, scale, name):
+    X, y = _good(n=4_000, q=3, seed=4)
+    return write_stream(tmp_path / name, X * scale, y * scale, chunk_rows=1_000)
+
+
+@pytest.mark.parametrize("scale, dtype", [(1e155, "float64"), (1e200, "float64"),
+                                          (1e20, "float32"), (1e30, "float32")])
+def test_normalized_lms_is_invariant_to_the_datas_scale(tmp_path, run, scale, dtype):
+    """Normalised LMS (no intercept, eps 0) takes the same steps on X·s, y·s as on X, y. Its
+    ‖x‖² used to overflow (float64 above 1e154; float32 above 1e19, summed in float32) and its
+    step to become 0: coefficients of zero were published as complete."""
+    one, big = _scaled(tmp_path, 1.0, "one.zarr"), _scaled(tmp_path, scale, "big.zarr")
+    opts = ("--normalized", "--rate", "1", "--schedule", "inverse", "--tau", "200", "--eps",
+            "0", "--no-intercept", "--block-size", "500")
+    for data, out in ((one, "one-fit.zarr"), (big, "big-fit.zarr")):
+        ok = run("fit", "lms", data, "--out", tmp_path / out, *opts, "--dtype", dtype)
+        assert ok.exit_code == 0, ok.output
+    reference = open_result(tmp_path / "one-fit.zarr").coef.values
+    scaled = open_result(tmp_path / "big-fit.zarr").coef.values
+    np.testing.assert_allclose(scaled, reference, rtol=1e-10 if dtype == "float64" else 1e-4)
+    X, y = _good(n=4_000, q=3, seed=4)
+    np.testing.assert_allclose(scaled[-1], np.linalg.lstsq(X, y, rcond=None)[0], atol=0.2)
+    out = tmp_path / "plain.zarr"  # plain LMS diverges there, and says so
+    _refused_leaving_nothing(run("fit", "lms", big, "--out", out, "--rate", "0.5", "--dtype",
+                                 dtype), big, out, "variable '", "rescale the data")
+
+
+@pytest.mark.parametrize("scale, dtype", [(1e155, "float64"), (1e200, "float64"),
+                                          (1e20, "float32")])
+@pytest.mark.parametrize("method", ["bfgs", "irma", "irma-gd", "irma-rls"])
+def test_per_row_recursions_refuse_what_they_cannot_carry(tmp_path, run, method, scale, dtype):
+    """BFGS and the IRMA family on targets (and, for BFGS, features) of extreme scale: a line
+    naming the variable, chunk, value and remedy (BFGS in float32 used to say "Eigenvalues
+    did not converge"), or, where the recursion is linear in y (IRMA in float32), the
+    unscaled fit times the scale."""
+    rng = np.random.default_rng(5)
+    if method == "bfgs":
+        data = _scaled(tmp_path, scale, "big.zarr")
+        opts = ()
+    else:
+        x = rng.uniform(0, 3, (2_000, 1))
+        y = np.sin(x) + 0.1 * rng.standard_normal((2_000, 1))
+        write_stream(tmp_path / "one.zarr", x, y, chunk_rows=500)
+        data = write_stream(tmp_path / "big.zarr", x, y * scale, chunk_rows=500)
+        opts = ("--domain", "0", "3", "--order", "4")
+    out = tmp_path / "o.zarr"
+    result = run("fit", method, data, "--out", out, "--dtype", dtype, *opts)
+    if method != "bfgs" and dtype == "float32":  # linear in y: no overflow in float32
+        assert result.exit_code == 0, result.output
+        assert run("fit", method, tmp_path / "one.zarr", "--out", tmp_path / "ref.zarr",
+                   "--dtype", dtype, *opts).exit_code == 0
+        # the final step: mid-stream, IRMA-GD's interpolating steps amplify float32 rounding
+        np.testing.assert_allclose(open_result(out).coef[-1].values / scale,
+                                   open_result(tmp_path / "ref.zarr").coef[-1].values,
+                                   rtol=1e-4, atol=1e-6)
+        return
+    line = _refused_leaving_nothing(result, data, out, str(data), "chunk", "|value|",
+                                    "rescale the data")
+    assert ("compute in float64" in line) == (dtype == "float32"), line
+
+
+@pytest.mark.parametrize("method", ["kf4lls", "rls", "bfgs", "lms"])
+def test_estimators_name_values_too_large_for_the_sums(method):
+    """RLSRegressor and IncrementalBFGSRegressor near 1e160 used to raise a raw LinAlgError
+    ("SVD did not converge", "Eigenvalues did not converge")."""
+    from streamlsq import regressor_for
+
+    X, y = _good(n=1_000, q=3, seed=6)
+    X[417, 2] = 3e160
+    with pytest.raises(ValueError, match=r"Regressor: X\[417, 2\] = 3e\+160 is above 4.24e\+152, "
+                                         r"where the least-squares sums over 1000 rows overflow "
+                                         r"float64; rescale X and y") as info:
+        regressor_for(method)().fit(X, y[:, 0])
+    assert type(info.value) is ValueError  # a scikit-learn estimator's error, not LinAlgError

@@ -323,9 +323,11 @@ class StoreSource:
         """Rows ``start:stop`` of variable ``name`` as xarray decodes them, in ``dtype``;
         NaN/Inf (a decoded fill value is a NaN: a missing value) refused by chunk and row
         unless ``check=False``."""
-        values = np.asarray(self.rows.read(name, start, stop), dtype=dtype)
+        stored = np.asarray(self.rows.read(name, start, stop))
+        values = np.asarray(stored, dtype=dtype)
         if check:
-            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name))
+            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name),
+                              stored)
         return values
 
     def chunk_stamps(self, names) -> dict:
@@ -699,12 +701,21 @@ def nonfinite(values: np.ndarray) -> np.ndarray | None:
     return bad if bad.any() else None  # else the sum overflowed on finite values
 
 
-def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int) -> None:
-    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row."""
+def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int,
+                      stored: np.ndarray | None = None) -> None:
+    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row.
+    ``stored``: the values before they were cast to ``A``'s dtype; a finite one that became
+    Inf is too large for that dtype, and the message says so."""
     bad = nonfinite(A)
     if bad is None:
         return
-    row = start + int(np.argwhere(bad)[0][0])
+    where = tuple(np.argwhere(bad)[0])
+    row = start + int(where[0])
+    if stored is not None and stored.shape == A.shape and np.isfinite(stored[where]):
+        raise InputError(
+            f"{label}: variable '{name}' chunk {row // chunk_rows} has |value| "
+            f"{abs(float(stored[where])):.3g} at row {row}, beyond the range of {A.dtype}: "
+            f"compute in float64 (--dtype float64) or rescale the data")
     kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
     raise InputError(
         f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row {row}; "

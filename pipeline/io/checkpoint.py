@@ -162,10 +162,10 @@ class CheckpointFolder:
         return bool(info.get("created_folder", created))
 
     def _write_marker(self) -> None:
-        from streamlsq import __version__
+        from streamlsq.io.provenance import _version
 
         _atomic_write(self.directory / MARKER, json.dumps({
-            "streamlsq_checkpoint": 1, "kind": self.kind, "streamlsq_version": __version__,
+            "streamlsq_checkpoint": 1, "kind": self.kind, "streamlsq_version": _version(),
             "created_folder": self._created}).encode())
 
     def _clear(self) -> None:

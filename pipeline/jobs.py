@@ -37,7 +37,7 @@ from streamlsq.io.checkpoint import (
     finished_result,
     remove_finished,
 )
-from streamlsq.io.outputs import beside_path, check_apart
+from streamlsq.io.outputs import beside_path, check_apart, reclaim_leftovers
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import (
     atomic_store,
@@ -198,7 +198,8 @@ class Run:
         fingerprint = job.fingerprint()
         if self.resume:  # the run being resumed may have published its result before a kill
             done = finished_result(self.out, fingerprint)
-            if done is not None:
+            if done is not None:  # killed between publication and clean-up: finish that
+                reclaim_leftovers(self.out)
                 remove_finished(job.new_checkpoint(self.checkpoint, fingerprint, True, inputs))
                 return done
         self._prepare_output(job, inputs)

@@ -280,3 +280,41 @@ def test_an_explicit_segment_size_is_capped_by_the_workers_memory(tmp_path):
             CheckpointFolder.remove = kept
         segments = json.loads((ckpt / "progress.json").read_text())["segments"]
         assert len(segments) == 2, segments
+
+
+_KILLED_AFTER_RENAME = """
+import os, signal, sys
+from streamlsq.io.outputs import OwnedTemporary
+tmp = OwnedTemporary(sys.argv[1], "partial")  # its owner file, locked, then the folder
+tmp.create()
+os.rename(tmp.path, sys.argv[2])  # the publication's rename: the temporary is gone ...
+os.kill(os.getpid(), signal.SIGKILL)  # ... and the run killed before removing its owner file
+"""
+
+
+@pytest.mark.parametrize("rerun", ["--resume", "again", "--overwrite"])
+def test_an_owner_file_left_by_a_kill_after_publication_is_reclaimed(data, tmp_path, run,
+                                                                     rerun):
+    """SIGKILL right after the rename into place left .NAME.partial-*.owner, which survived
+    --resume (it returned before looking) and reruns (refused before looking)."""
+    import subprocess
+    import sys
+
+    out, ckpt = tmp_path / "fit.zarr", tmp_path / "ckpt"
+    args = ("fit", "kf4lls", data, "--out", out, "--checkpoint", ckpt, *FIT)
+    assert run(*args).exit_code == 0
+    killed = subprocess.run([sys.executable, "-c", _KILLED_AFTER_RENAME, str(out),
+                             str(tmp_path / "published-elsewhere")])
+    assert killed.returncode == -9
+    (tmp_path / "published-elsewhere").rmdir()
+    assert [p.endswith(".owner") for p in leftovers(out)] == [True]
+    published = snapshot(out)
+    result = run(*args, rerun) if rerun != "again" else run(*args)
+    if rerun == "again":
+        assert "already exists" in refusal(result)
+    else:
+        assert result.exit_code == 0, result.output
+    assert leftovers(out) == []
+    if rerun != "--overwrite":
+        assert snapshot(out) == published
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.zarr", "fit.zarr"]

@@ -9,10 +9,13 @@ mark.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 import zarr
 
@@ -35,10 +38,18 @@ from streamlsq.io.outputs import (
     written_by_streamlsq,
 )
 from streamlsq.io.provenance import _version
-from streamlsq.io.stores import consolidate, open_dataset
+from streamlsq.io.stores import (
+    consolidate,
+    dimension_names,
+    open_dataset,
+    open_group,
+    read_checked,
+    unwritten_chunks,
+)
 
 __all__ = [
     "atomic_store",
+    "check_result",
     "for_workers",
     "published",
     "open_result",
@@ -123,7 +134,8 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
             store = tmp.store
             yield store
             g = zarr.open_group(store, mode="r+")
-            g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}"})
+            g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}",
+                            EVERY_CHUNK_WRITTEN: _every_chunk_written(g)})
             consolidate(tmp.location)
             publish_remote(tmp, out, overwrite)
         return
@@ -132,7 +144,8 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
         try:
             yield tmp.path
             g = zarr.open_group(str(tmp.path), mode="r+")
-            mark = {"complete": True, WRITTEN_BY: f"streamlsq {_version()}"}
+            mark = {"complete": True, WRITTEN_BY: f"streamlsq {_version()}",
+                    EVERY_CHUNK_WRITTEN: _every_chunk_written(g)}
             if beside:
                 mark[BESIDE] = files.write()
             g.attrs.update(mark)
@@ -148,6 +161,12 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
             if failure is None:
                 raise
             raise failure from None
+
+
+def _every_chunk_written(g: zarr.Group) -> bool:
+    """Whether no chunk of any array of the finished store ``g`` was left unwritten (what
+    lets :func:`check_result` take a missing chunk later for damage)."""
+    return all(unwritten_chunks(arr).count == 0 for _, arr in g.arrays())
 
 
 def for_workers(tmp):
@@ -177,7 +196,9 @@ def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
     ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
     ds.attrs["complete"] = False
     with atomic_store(out, overwrite, inputs, storage_options, beside) as tmp:
-        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
+        # every chunk stored, also one equal to the fill value (a chunk of zeros): a chunk
+        # found missing later is damage (check_result)
+        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, write_empty_chunks=True)
     loc = locate(out, storage_options)
     return loc if loc.remote else Path(loc.url)
 
@@ -185,7 +206,8 @@ def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
 def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
                 ) -> xr.Dataset:
     """Open a result store (a path, an fsspec URL or a zarr store object); refuse one that an
-    interrupted run left incomplete.
+    interrupted run left incomplete, or that was damaged since (:func:`check_result`: a
+    chunk missing, unreadable or holding a non-finite value, named by variable and chunk).
 
     Examples
     --------
@@ -201,4 +223,110 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     ds = open_dataset(path, storage_options=storage_options, lazy=lazy)
     if ds.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
+    return check_result(ds, path, storage_options, lazy)
+
+
+#: arrays of a result up to this many bytes are read and checked when the result is opened
+#: (every array of a fit or a model); larger ones (the rows of a prediction) are checked
+#: chunk by chunk as they are read, so that opening a prediction reads none of its rows
+CHECKED_WHEN_OPENED = 64 * 2**20
+#: root attribute: every chunk of every array was found written when the result was published
+EVERY_CHUNK_WRITTEN = "every_chunk_written"
+_DAMAGED = "the result is damaged: compute it again"
+
+
+def check_result(ds: xr.Dataset, path, storage_options=None, lazy: bool = True) -> xr.Dataset:
+    """``ds``, the opened result store at ``path``, checked: every chunk written, readable and
+    finite, else an :class:`~streamlsq.errors.InputError` naming the result, the variable and
+    the chunk. Results never hold NaN or Inf (every run checks what it publishes), so one is
+    damage. A chunk never written reads as the array's fill value: damage in a result whose
+    root says every chunk was written (``every_chunk_written``, set on publication), and
+    always where the fill value is NaN; in an integer array of an earlier result it is a
+    chunk of zeros zarr did not store (``write_empty_chunks=False``), read as such.
+
+    Arrays up to :data:`CHECKED_WHEN_OPENED` bytes (and all of them with ``lazy=False``) are
+    read and checked now; a larger one (``yhat``, ``residual``, a prediction's ``coef``) is
+    checked chunk by chunk whenever its dask array is computed."""
+    loc = locate(path, storage_options)
+    label = loc.shown or loc.url
+    g = open_group(loc, None)
+    every = g.attrs.get(EVERY_CHUNK_WRITTEN) is True
+    for name, arr in g.arrays():
+        fill = np.asarray(arr.fill_value) if arr.fill_value is not None else None
+        strict = every or (fill is not None and fill.dtype.kind in "fc"
+                           and not np.isfinite(fill).all())
+        gaps = unwritten_chunks(arr) if strict else None
+        if gaps is not None and gaps.count:
+            coords, (a, b) = gaps.found[0]
+            dims = dimension_names(arr)
+            span = f" ({dims[0] if dims else 'index'} {a}-{b - 1})" if arr.ndim else ""
+            raise InputError(f"{label}: variable '{name}' chunk {coords}{span} is missing "
+                             f"({gaps.count} of {gaps.total} chunks; it would read as "
+                             f"{arr.fill_value}); {_DAMAGED}")
+        if name not in ds.variables or arr.dtype.kind not in "fciub":
+            continue
+        if arr.nbytes <= CHECKED_WHEN_OPENED or not lazy:
+            _finite(label, name, arr, read_checked(loc.url, None, name, arr, 0, _length(arr),
+                                                   label, _DAMAGED, not strict), 0)
+        elif arr.dtype.kind in "fc" and ds[name].chunks is not None:
+            ds[name] = ds[name].copy(data=_checked_lazily(loc, label, name, arr,
+                                                          ds[name].data.chunks))
     return ds
+
+
+def _length(arr) -> int:
+    return int(arr.shape[0]) if arr.ndim else 1
+
+
+def _finite(label: str, name: str, arr, values: np.ndarray, start: int) -> None:
+    """Refuse a NaN or Inf in ``values`` (rows ``start:`` of the result's array ``arr``)."""
+    if values.dtype.kind not in "fc" or np.isfinite(values).all():
+        return
+    where = tuple(int(i) for i in np.argwhere(~np.isfinite(values))[0])
+    kind = "NaN" if np.isnan(values[where]) else "Inf"
+    if not arr.ndim:
+        raise InputError(f"{label}: variable '{name}' (one value) is {kind}; {_DAMAGED}")
+    row = start + where[0]
+    dims = dimension_names(arr)
+    raise InputError(f"{label}: variable '{name}' chunk {row // int(arr.chunks[0])} has {kind} "
+                     f"at {dims[0] if dims else 'index'} {row}; {_DAMAGED}")
+
+
+@dataclasses.dataclass
+class _CheckedRows:
+    """A large array of a result read as :func:`check_result` reads a small one (its chunks
+    named when missing or unreadable, its values checked finite), row range by row range as
+    dask asks for them."""
+
+    arr: zarr.Array
+    url: str
+    label: str
+    name: str
+
+    @property
+    def shape(self):
+        return self.arr.shape
+
+    @property
+    def dtype(self):
+        return self.arr.dtype
+
+    @property
+    def ndim(self):
+        return self.arr.ndim
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        rows = key[0] if key else slice(None)
+        start, stop, _ = rows.indices(self.arr.shape[0])
+        values = read_checked(self.url, None, self.name, self.arr, start, stop, self.label,
+                              _DAMAGED)
+        _finite(self.label, self.name, self.arr, values, start)
+        return values[(slice(None), *key[1:])]
+
+
+def _checked_lazily(loc, label: str, name: str, arr, chunks):
+    import dask.array as da
+
+    return da.from_array(_CheckedRows(arr, loc.url, label, name), chunks=chunks,
+                         name=f"checked-{name}-{uuid.uuid4().hex[:8]}", asarray=False)

@@ -352,19 +352,29 @@ def identity(path) -> str:
 
 def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start: int,
                  stop: int, label: str | None = None,
-                 remedy: str = "restore it or rewrite the store") -> np.ndarray:
+                 remedy: str = "restore it or rewrite the store",
+                 unwritten_ok: bool = False) -> np.ndarray:
     """``arr[start:stop]`` of a store's variable ``name``, where a missing chunk file, an
     inner chunk of a shard that was never written, or a chunk that cannot be decoded is an
     :class:`InputError` naming the chunk and its rows (never a traceback, never fill values
-    read in place of data); ``remedy`` ends the message of a chunk that cannot be read."""
+    read in place of data); ``remedy`` ends the message of a chunk that cannot be read.
+    ``unwritten_ok``: a chunk never written reads as the fill value, as zarr reads it (an
+    array whose fill value is a value it holds)."""
     label = label or store_label(path, group)
-    for coords, rows, file in chunk_files(path, group, name, arr, start, stop):
+    if not arr.ndim:  # one value, one chunk
+        try:
+            return np.asarray(arr[...])
+        except Exception as exc:
+            raise InputError(f"{label}: variable '{name}' (one value) cannot be read "
+                             f"({type(exc).__name__}: {_first_line(exc)}); {remedy}") from None
+    for coords, rows, file in [] if unwritten_ok else \
+            chunk_files(path, group, name, arr, start, stop):
         if file is not None and not file.exists():
             raise InputError(
                 f"{label}: variable '{name}' chunk {coords} (rows {rows[0]}-{rows[1] - 1}) is "
                 f"missing: its file {file} was removed; restore it (a checkpointed run then "
                 "continues with --resume)")
-    if _shard_layout(arr)[0] is not None:
+    if not unwritten_ok and _shard_layout(arr)[0] is not None:
         gaps = unwritten_chunks(arr, start, stop)
         if gaps.count:
             coords, (a, b) = gaps.found[0]

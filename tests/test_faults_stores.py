@@ -474,3 +474,20 @@ def test_estimators_name_values_too_large_for_the_sums(method):
                                          r"float64; rescale X and y") as info:
         regressor_for(method)().fit(X, y[:, 0])
     assert type(info.value) is ValueError  # a scikit-learn estimator's error, not LinAlgError
+
+
+@pytest.mark.parametrize("chunks", [(250, 0), (250, 1)])
+def test_a_store_without_targets_is_refused(tmp_path, run, chunks):
+    """y of shape (n, 0): info --check used to call it valid, and a fit to end in
+    ZeroDivisionError (exit 1) or to publish a result of no target."""
+    g = zarr.open_group(str(tmp_path / "d.zarr"), mode="w", zarr_format=3)
+    g.create_array("X", shape=(1_000, 3), chunks=(250, 3), dtype="f8",
+                   dimension_names=["sample", "feature"])[...] = _good(n=1_000, q=3)[0]
+    g.create_array("y", shape=(1_000, 0), chunks=chunks, dtype="f8",
+                   dimension_names=["sample", "target"])
+    data, out = tmp_path / "d.zarr", tmp_path / "o.zarr"
+    phrase = "variable 'y' has no target column (shape (1000, 0)); a stream store needs at " \
+             "least one target"
+    assert phrase in refusal(run("info", data, "--check"))
+    for method in ("kf4lls", "lms"):
+        _refused_leaving_nothing(run("fit", method, data, "--out", out), data, out, phrase)

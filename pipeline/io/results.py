@@ -220,10 +220,22 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     (True, 'kf4lls')
     >>> tmp.cleanup()
     """
-    ds = open_dataset(path, storage_options=storage_options, lazy=lazy)
-    if ds.attrs.get("complete") is not True:
+    loc = locate(path, storage_options)
+    if loc is None:  # an in-memory zarr store: read as xarray reads it
+        ds = open_dataset(path, lazy=lazy)
+        if ds.attrs.get("complete") is not True:
+            raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
+        return ds
+    g = open_group(loc, None)
+    if g.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
-    return check_result(ds, path, storage_options, lazy)
+    large = check_result(g, loc, whole=not lazy)
+    ds = open_dataset(loc, lazy=lazy)
+    for name in large:
+        if name in ds.data_vars and ds[name].chunks is not None:
+            ds[name] = ds[name].copy(data=_checked_lazily(loc, name, g[name],
+                                                          ds[name].data.chunks))
+    return ds
 
 
 #: arrays of a result up to this many bytes are read and checked when the result is opened
@@ -235,22 +247,23 @@ EVERY_CHUNK_WRITTEN = "every_chunk_written"
 _DAMAGED = "the result is damaged: compute it again"
 
 
-def check_result(ds: xr.Dataset, path, storage_options=None, lazy: bool = True) -> xr.Dataset:
-    """``ds``, the opened result store at ``path``, checked: every chunk written, readable and
-    finite, else an :class:`~streamlsq.errors.InputError` naming the result, the variable and
-    the chunk. Results never hold NaN or Inf (every run checks what it publishes), so one is
-    damage. A chunk never written reads as the array's fill value: damage in a result whose
-    root says every chunk was written (``every_chunk_written``, set on publication), and
-    always where the fill value is NaN; in an integer array of an earlier result it is a
-    chunk of zeros zarr did not store (``write_empty_chunks=False``), read as such.
+def check_result(g: zarr.Group, location: Location, whole: bool = False) -> list[str]:
+    """Check the arrays of the result store ``g`` (at ``location``): every chunk
+    written, readable and finite, else an :class:`~streamlsq.errors.InputError` naming the
+    result, the variable and the chunk. Results never hold NaN or Inf (every run checks
+    what it publishes), so one is damage. A chunk never written reads as the array's fill
+    value: damage in a result whose root says every chunk was written
+    (``every_chunk_written``, set on publication), and always where the fill value is NaN;
+    in an integer array of an earlier result it is a chunk of zeros zarr did not store
+    (``write_empty_chunks=False``), read as such.
 
-    Arrays up to :data:`CHECKED_WHEN_OPENED` bytes (and all of them with ``lazy=False``) are
-    read and checked now; a larger one (``yhat``, ``residual``, a prediction's ``coef``) is
-    checked chunk by chunk whenever its dask array is computed."""
-    loc = locate(path, storage_options)
-    label = loc.shown or loc.url
-    g = open_group(loc, None)
+    Arrays up to :data:`CHECKED_WHEN_OPENED` bytes (all of them with ``whole``) are read
+    and checked here; returns the names of the larger floating-point ones (``yhat``,
+    ``residual``, a prediction's ``coef``), whose chunks the caller checks as they are read
+    (:func:`open_result` gives them dask arrays that do)."""
+    label = location.shown or location.url
     every = g.attrs.get(EVERY_CHUNK_WRITTEN) is True
+    large = []
     for name, arr in g.arrays():
         fill = np.asarray(arr.fill_value) if arr.fill_value is not None else None
         strict = every or (fill is not None and fill.dtype.kind in "fc"
@@ -263,15 +276,12 @@ def check_result(ds: xr.Dataset, path, storage_options=None, lazy: bool = True) 
             raise InputError(f"{label}: variable '{name}' chunk {coords}{span} is missing "
                              f"({gaps.count} of {gaps.total} chunks; it would read as "
                              f"{arr.fill_value}); {_DAMAGED}")
-        if name not in ds.variables or arr.dtype.kind not in "fciub":
-            continue
-        if arr.nbytes <= CHECKED_WHEN_OPENED or not lazy:
-            _finite(label, name, arr, read_checked(loc.url, None, name, arr, 0, _length(arr),
+        if arr.nbytes <= CHECKED_WHEN_OPENED or whole or arr.dtype.kind not in "fc":
+            _finite(label, name, arr, read_checked(location.url, None, name, arr, 0, _length(arr),
                                                    label, _DAMAGED, not strict), 0)
-        elif arr.dtype.kind in "fc" and ds[name].chunks is not None:
-            ds[name] = ds[name].copy(data=_checked_lazily(loc, label, name, arr,
-                                                          ds[name].data.chunks))
-    return ds
+        else:
+            large.append(name)
+    return large
 
 
 def _length(arr) -> int:
@@ -299,8 +309,7 @@ class _CheckedRows:
     dask asks for them."""
 
     arr: zarr.Array
-    url: str
-    label: str
+    location: Location
     name: str
 
     @property
@@ -319,14 +328,15 @@ class _CheckedRows:
         key = key if isinstance(key, tuple) else (key,)
         rows = key[0] if key else slice(None)
         start, stop, _ = rows.indices(self.arr.shape[0])
-        values = read_checked(self.url, None, self.name, self.arr, start, stop, self.label,
-                              _DAMAGED)
-        _finite(self.label, self.name, self.arr, values, start)
+        label = self.location.shown or self.location.url
+        values = read_checked(self.location.url, None, self.name, self.arr, start, stop,
+                              label, _DAMAGED)
+        _finite(label, self.name, self.arr, values, start)
         return values[(slice(None), *key[1:])]
 
 
-def _checked_lazily(loc, label: str, name: str, arr, chunks):
+def _checked_lazily(loc: Location, name: str, arr, chunks):
     import dask.array as da
 
-    return da.from_array(_CheckedRows(arr, loc.url, label, name), chunks=chunks,
+    return da.from_array(_CheckedRows(arr, loc, name), chunks=chunks,
                          name=f"checked-{name}-{uuid.uuid4().hex[:8]}", asarray=False)

@@ -306,3 +306,21 @@ def json_of(path):
     import json
 
     return json.loads(path.read_text())
+
+
+def test_info_plot_writes_only_its_own_png(folder, run):
+    """--plot PNG names a file to write: never a file of the user's, never through a link;
+    a PNG streamlsq drew (its Software text) is replaced."""
+    assert run(folder, "fit", "rls", "data.zarr", "--out", "fit.zarr", "--block-size", 1,
+               "--ridge", "1e-3", "--diagnostics").exit_code == 0
+    ok = run(folder, "info", "fit.zarr", "--plot", "fit.png")
+    assert ok.exit_code == 0 and (folder / "fit.png").read_bytes()[:4] == b"\x89PNG"
+    assert run(folder, "info", "fit.zarr", "--plot", "fit.png").exit_code == 0  # its own
+    (folder / "mine.png").write_bytes(b"\x89PNG my own figure")
+    (folder / "link.png").symlink_to(folder / "notes.txt")
+    before = snapshot(folder)
+    line = refusal(run(folder, "info", "fit.zarr", "--plot", "mine.png"))
+    assert "mine.png: exists and was not written by streamlsq" in line
+    line = refusal(run(folder, "info", "fit.zarr", "--plot", "link.png"))
+    assert "link.png: is a symbolic link; streamlsq never writes through a link" in line
+    assert snapshot(folder) == before and leftovers(folder / "fit.png") == []

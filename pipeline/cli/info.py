@@ -51,6 +51,8 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
 
 def _plot_result(store, path, target):
     from streamlsq.errors import InputError
+    from streamlsq.io.outputs import write_file
+    from streamlsq.io.provenance import _version
     from streamlsq.io.results import open_result
     from streamlsq.stream.stability import plot_fit
 
@@ -59,6 +61,17 @@ def _plot_result(store, path, target):
         raise InputError(f"{store}: --plot needs the result of a stream fit (coef, rows_seen)")
     if not 0 <= target < ds.sizes["target"]:
         raise InputError(f"--target must be in 0..{ds.sizes['target'] - 1}, got {target}")
-    plot_fit(ds, path, target=target)
+    software = f"streamlsq {_version()}"
+
+    def draw(tmp):
+        plot_fit(ds, target=target).savefig(tmp, dpi=110, format="png",
+                                            metadata={"Software": software})
+
+    def ours(existing) -> bool:  # a PNG whose Software text says streamlsq wrote it
+        with open(existing, "rb") as f:
+            head = f.read(1 << 16)
+        return head.startswith(b"\x89PNG") and b"Software\x00streamlsq" in head
+
+    write_file(path, draw, ours, "--plot")
     tests = "and its CUSUM tests" if "cusum" in ds else "(no recursive residuals recorded)"
     click.echo(f"wrote {path}: coefficients {tests}")

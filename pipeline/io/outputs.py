@@ -44,6 +44,7 @@ from streamlsq.io.locks import FileLock
 __all__ = [
     "BesideFiles",
     "OwnedTemporary",
+    "write_file",
     "RemoteTemporary",
     "check_apart",
     "check_writable",
@@ -543,3 +544,25 @@ class BesideFiles:
         for tmp in self.temporaries.values():
             tmp.close()
         self.temporaries = {}
+
+
+def write_file(path, write: Callable[[Path], None], ours: Callable[[Path], bool],
+               what: str = "the file") -> None:
+    """Write a file a command is told to write (``info --plot PNG``) as outputs are written:
+    never through a link, never over a folder or a file streamlsq did not write (``ours``
+    tells its own), checked before ``write`` runs; written under an owned temporary next to
+    it and renamed into place."""
+    path = Path(path)
+    reclaim_leftovers(path)
+    if path.is_symlink():
+        raise InputError(f"{path}: is a symbolic link; streamlsq never writes through a link: "
+                         f"choose another path for {what}")
+    if os.path.lexists(path) and not (path.is_file() and ours(path)):
+        raise InputError(f"{path}: exists and was not written by streamlsq; streamlsq replaces "
+                         f"only its own files: choose another path for {what}")
+    if not path.parent.is_dir():
+        raise InputError(f"{path.parent}: folder does not exist")
+    check_writable(path.parent)
+    with OwnedTemporary(path, "partial") as tmp:
+        write(tmp.path)
+        publish(tmp, path, overwrite=True, ours=ours)

@@ -19,6 +19,7 @@ and the atomic publication (``docs/architecture.md#run-path``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from dataclasses import dataclass, field, fields
@@ -36,7 +37,7 @@ from streamlsq.io.checkpoint import (
     finished_result,
     remove_finished,
 )
-from streamlsq.io.outputs import check_apart
+from streamlsq.io.outputs import beside_path, check_apart, reclaim_leftovers
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import (
     atomic_store,
@@ -137,6 +138,12 @@ class Job:
         """The roles of the inputs when there are several (the ``inputs`` attribute)."""
         return None
 
+    def beside(self) -> dict:
+        """Files written beside the output, which belong to it: suffix (``.k-curve.csv``) →
+        ``write(result, path)``. They are checked with the output before any work and
+        published with it (:func:`~streamlsq.io.results.atomic_store`); none by default."""
+        return {}
+
     def data_bytes(self) -> int | None:
         """Bytes the job reads, when known (an embedded cluster for small inputs runs its
         workers as threads of this process)."""
@@ -191,18 +198,21 @@ class Run:
         fingerprint = job.fingerprint()
         if self.resume:  # the run being resumed may have published its result before a kill
             done = finished_result(self.out, fingerprint)
-            if done is not None:
+            if done is not None:  # killed between publication and clean-up: finish that
+                reclaim_leftovers(self.out)
                 remove_finished(job.new_checkpoint(self.checkpoint, fingerprint, True, inputs))
                 return done
-        self._prepare_output(inputs)
+        self._prepare_output(job, inputs)
         with self._open_checkpoint(job, fingerprint, inputs) as checkpoint:
             if job.writes_chunks and self.out is not None:
                 return self._compute_into_store(job, inputs, checkpoint)
             ds = self._compute(job, inputs, checkpoint, store=None)
             self._add_attrs(job, ds, inputs, fingerprint)
             if self.out is not None:
+                beside = {suffix: functools.partial(write, ds)
+                          for suffix, write in job.beside().items()}
                 write_result(ds, self.out, self.overwrite, inputs=inputs,
-                             storage_options=self.storage_options)
+                             storage_options=self.storage_options, beside=beside)
                 if checkpoint is not None:
                     checkpoint.remove()
         return ds
@@ -214,16 +224,19 @@ class Run:
         if self.resume and self.checkpoint is None:
             raise InputError("--resume needs --checkpoint DIR")
 
-    def _prepare_output(self, inputs: list) -> None:
-        """The output and the checkpoint usable and apart from the inputs (which matter
-        most) and from each other, before any work."""
+    def _prepare_output(self, job: Job, inputs: list) -> None:
+        """The output (with the files beside it) and the checkpoint usable and apart from the
+        inputs (which matter most) and from each other, before any work."""
         if self.out is None:
             return
+        beside = job.beside()
         prepare_output(self.out, self.overwrite, inputs=inputs,
-                       storage_options=self.storage_options)
+                       storage_options=self.storage_options, beside=beside)
         if self.checkpoint is not None:
             check_apart(self.checkpoint, inputs, "--checkpoint")
-            check_apart(self.checkpoint, [self.out], "--checkpoint", of="output")
+            check_apart(self.checkpoint, [self.out, *(beside_path(self.out, suffix)
+                                                      for suffix in beside)],
+                        "--checkpoint", of="output")
 
     @contextlib.contextmanager
     def _open_checkpoint(self, job: Job, fingerprint, inputs):

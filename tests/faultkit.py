@@ -7,6 +7,7 @@ and no temporary or owner file next to the output.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -50,11 +51,17 @@ def snapshot(folder) -> dict[str, tuple]:
     for root, dirs, files in os.walk(folder):
         for d in dirs:
             p = Path(root, d)
-            out[str(p.relative_to(folder))] = ("dir",)
+            out[str(p.relative_to(folder))] = ("link", os.readlink(p)) if p.is_symlink() \
+                else ("dir",)
         for f in files:
             p = Path(root, f)
+            if p.is_symlink():
+                out[str(p.relative_to(folder))] = ("link", os.readlink(p))
+                continue
             st = p.stat()
-            out[str(p.relative_to(folder))] = ("file", st.st_size, st.st_mtime_ns)
+            digest = hashlib.sha256(p.read_bytes()).hexdigest() if st.st_size <= 1 << 20 \
+                else None
+            out[str(p.relative_to(folder))] = ("file", st.st_size, st.st_mtime_ns, digest)
     return out
 
 

@@ -20,7 +20,8 @@ from streamlsq import fit_stream, metalearn, open_result, simulate_mlr, simulate
 from streamlsq.errors import ClusterError
 from streamlsq.runtime.client import dask_client
 
-from faultkit import cli, commits, leftovers, refusal, start, wait_for
+from conftest import write_stream
+from faultkit import cli, commits, invoke, leftovers, refusal, snapshot, start, wait_for
 from loopback import LoopbackCluster
 
 pytestmark = pytest.mark.cluster
@@ -246,3 +247,82 @@ def test_a_restart_loop_ends_with_one_line(slow_stream, tmp_path):
         ("(KilledWorker)" in line and "--memory-limit" in line), line
     assert time.monotonic() - started < 90
     assert not (tmp_path / "o.zarr").exists()
+
+
+# -- settings and addresses ----------------------------------------------------------------
+
+
+@pytest.fixture
+def small_stream(tmp_path):
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((2_000, 3))
+    return write_stream(tmp_path / "d.zarr", X, X @ np.ones((3, 1)), chunk_rows=500)
+
+
+@pytest.mark.parametrize("name, value, requirement", [
+    ("streamlsq.paused-timeout", "abc", "a finite number >= 0, got 'abc'"),
+    ("streamlsq.no-workers-timeout", -5, "a finite number >= 0, got -5"),
+    ("streamlsq.connect-timeout", 0, "a finite number > 0, got 0"),
+    ("streamlsq.in-process-bytes", "lots", "a finite number >= 0, got 'lots'"),
+])
+def test_a_bad_setting_is_one_line_naming_it(small_stream, tmp_path, client, name, value,
+                                            requirement):
+    """Used to be "unexpected error (ValueError: could not convert string to float...)", not
+    naming the setting, and -5 was taken."""
+    variable = "DASK_" + name.upper().replace(".", "__").replace("-", "_")
+    before = snapshot(tmp_path)
+    with dask.config.set({name: value}):
+        line = refusal(invoke("fit", "kf4lls", small_stream, "--out", tmp_path / "o.zarr",
+                              scheduler=client.scheduler.address))
+    assert f"the dask config {name} ({variable}) must be {requirement}" in line
+    assert snapshot(tmp_path) == before
+
+
+def test_settings_take_durations_and_sizes_as_dask_writes_them(small_stream, tmp_path):
+    with dask.config.set({"streamlsq.paused-timeout": "90s", "streamlsq.in-process-bytes":
+                          "1GiB", "streamlsq.no-workers-timeout": None}):
+        from streamlsq.runtime.client import setting
+
+        assert (setting("streamlsq.paused-timeout"), setting("streamlsq.in-process-bytes"),
+                setting("streamlsq.no-workers-timeout")) == (90.0, 2**30, 0.0)
+        ok = invoke("fit", "kf4lls", small_stream, "--out", tmp_path / "o.zarr")
+    assert ok.exit_code == 0, ok.output
+
+
+@pytest.mark.parametrize("where", ["a file", "below a file"])
+def test_an_unusable_temporary_directory_is_one_line(small_stream, tmp_path, where):
+    """Used to be "unexpected error (RuntimeError: Cluster failed to start: ...)"."""
+    import subprocess
+
+    (tmp_path / "afile").write_text("not a folder")
+    folder = tmp_path / "afile" / ("" if where == "a file" else "scratch")
+    before = snapshot(tmp_path)
+    env = dict(os.environ, DASK_TEMPORARY_DIRECTORY=str(folder).rstrip("/"))
+    env.pop("DASK_SCHEDULER_ADDRESS", None)  # the embedded cluster
+    result = subprocess.run(cli("fit", "kf4lls", small_stream, "--out", tmp_path / "o.zarr",
+                                "--workers", 1), capture_output=True, text=True, env=env,
+                            timeout=120)
+    line = refusal(result)
+    assert "the dask config temporary-directory (DASK_TEMPORARY_DIRECTORY)" in line
+    assert ("not a folder" if where == "a file" else "afile is not a folder") in line
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("address, reason", [
+    ("not a url::", "invalid address 'not a url::'"),
+    ("http://127.0.0.1:1", "unknown protocol 'http'"),
+    ("tcp://scheduler-host", "missing port number"),
+])
+def test_a_malformed_scheduler_address_is_one_line(small_stream, tmp_path, address, reason):
+    """Used to wait 62 s, then print one line and a 9-line Client.__del__ traceback; a
+    malformed address is refused before a client is made (refusal() asserts one line)."""
+    import subprocess
+
+    before = snapshot(tmp_path)
+    result = subprocess.run(cli("fit", "kf4lls", small_stream, "--out", tmp_path / "o.zarr",
+                                "--scheduler", address),
+                            capture_output=True, text=True, timeout=120)
+    line = refusal(result)
+    assert f"--scheduler (DASK_SCHEDULER_ADDRESS) {address}: not the address of a Dask " \
+           f"scheduler ({reason}" in line and "tcp://HOST:PORT" in line
+    assert snapshot(tmp_path) == before

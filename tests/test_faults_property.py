@@ -1,8 +1,10 @@
 """Property tests of the refusal contract (docs/faults.md): hypothesis writes malformed
 stores (dims, dtypes, shapes, chunkings, non-finite values at random places, damaged or
-missing chunk files, broken task_ptr) and out-of-range options, and every one must be
-refused with exit code 2, one line on stderr naming the store (or the option), no output
-and the input left as it was."""
+missing chunk files, sharded arrays with inner chunks never written, broken task_ptr),
+out-of-range options, files and links where a command writes beside its output, and damaged
+results, and every one must be refused with exit code 2, one line on stderr naming the store
+(or the option, the file, the result's variable), no output and the input left as it
+was."""
 
 from __future__ import annotations
 
@@ -232,3 +234,164 @@ def test_every_out_of_range_option_is_refused(client, good_store, which, data):
     assert _names_option(line, name), line
     assert snapshot(good_store.parent) == before
     assert not out.exists() and leftovers(out) == []
+
+
+# -- sharded stores with holes -------------------------------------------------------------
+
+
+@st.composite
+def holey_sharded_stream(draw):
+    """(arrays, inner chunk rows, chunks per shard, variable, first row, end row): a stream
+    store in shards whose variable leaves the inner chunks of rows first:end unwritten, by
+    writing around them or by writing them with the fill value (zarr then stores nothing)."""
+    inner = draw(st.integers(5, 60))
+    per_shard = draw(st.integers(2, 4))
+    n = inner * draw(st.integers(2, 8)) - draw(st.integers(0, inner - 1))
+    q = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    X = rng.standard_normal((n, q))
+    y = X @ rng.standard_normal(q)[:, None] + rng.standard_normal((n, 1))
+    n_chunks = -(-n // inner)
+    first = draw(st.integers(0, n_chunks - 1))
+    last = draw(st.integers(first, min(n_chunks - 1, first + 2)))
+    return ({"X": X, "y": y}, inner, per_shard, draw(st.sampled_from(["X", "y"])),
+            first * inner, min((last + 1) * inner, n), draw(st.booleans()))
+
+
+@SETTINGS
+@given(case=holey_sharded_stream())
+def test_every_sharded_store_with_a_hole_is_refused(client, case):
+    arrays, inner, per_shard, var, a, b, by_fill = case
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data.zarr"
+        g = zarr.open_group(str(data), mode="w", zarr_format=3)
+        for name, values in arrays.items():
+            arr = g.create_array(name, shape=values.shape, dtype="f8",
+                                 chunks=(inner, values.shape[1]),
+                                 shards=(inner * per_shard, values.shape[1]),
+                                 dimension_names=["sample", "feature" if name == "X"
+                                                  else "target"])
+            if name != var:
+                arr[...] = values
+            elif by_fill:
+                arr[...] = values
+                arr[a:b] = 0.0  # the fill value: the inner chunks are dropped from the shards
+            else:
+                arr[:a], arr[b:] = values[:a], values[b:]
+        before = snapshot(tmp)
+        out = Path(tmp) / "out.zarr"
+        expected = f"variable '{var}' chunk ({a // inner}, 0) was never written (rows {a}-"
+        for args in (("fit", "kf4lls", data, "--out", out, "--ridge", "1e-6"),
+                     ("info", data, "--check")):
+            line = refusal(invoke(*args, scheduler=client.scheduler.address))
+            assert str(data) in line and expected in line, line
+        assert snapshot(tmp) == before
+        assert not out.exists() and leftovers(out) == []
+
+
+# -- files and links beside the output -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def task_store(tmp_path_factory, client):
+    from streamlsq import simulate_mlr
+
+    return simulate_mlr(tmp_path_factory.mktemp("beside") / "t.zarr", k=2, d=3, n_light=1_000,
+                        t_light=4, n_heavy=30, t_heavy=30, n_light2=200, t_light2=6, seed=1,
+                        client=client)
+
+
+@SETTINGS
+@given(suffix=st.sampled_from([".k-curve.csv", ".k-curve.png"]),
+       what=st.sampled_from(["file", "link to a file", "link to a folder", "dangling link",
+                             "folder", "link to the input"]),
+       overwrite=st.booleans(), model_too=st.booleans())
+def test_nothing_is_written_over_or_through_what_lies_beside_the_output(
+        client, task_store, suffix, what, overwrite, model_too):
+    """Whatever is where metalearn --k auto writes OUT.k-curve.*, and whether or not OUT is
+    an earlier model streamlsq wrote: refused before any work, every file as it was."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        out = tmp / "model.zarr"
+        if model_too:  # an earlier model, which does not list the user's file as its own
+            assert invoke("metalearn", task_store, "--out", out, "--k", 2,
+                          scheduler=client.scheduler.address).exit_code == 0
+        (tmp / "victim.txt").write_text("the user's")
+        (tmp / "victim").mkdir()
+        place = tmp / f"model{suffix}"
+        if what == "file":
+            place.write_text("the user's")
+        elif what == "folder":
+            place.mkdir()
+        else:
+            place.symlink_to({"link to a file": tmp / "victim.txt",
+                              "link to a folder": tmp / "victim",
+                              "dangling link": tmp / "nowhere",
+                              "link to the input": task_store}[what])
+        before = snapshot(tmp)
+        line = refusal(invoke("metalearn", task_store, "--out", out,
+                              *(["--overwrite"] if overwrite else []),
+                              scheduler=client.scheduler.address))
+        # the earlier model, without --overwrite, is refused first: either names what is there
+        assert str(place) in line or model_too and not overwrite and \
+            f"{out}: already exists" in line, line
+        assert snapshot(tmp) == before
+        assert leftovers(out) == [] and leftovers(place) == []
+
+
+# -- damaged results ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory, client):
+    from streamlsq import fit_stream, simulate_stream
+
+    root = tmp_path_factory.mktemp("fitted")
+    data = simulate_stream(root / "s.zarr", 3_000, 3, 1, chunk_rows=500, seed=2, client=client)
+    fit_stream(data, "kf4lls", out=root / "fit.zarr", block_size=250, record_every=1,
+               client=client)
+    return root
+
+
+@SETTINGS
+@given(pick=st.integers(0, 10**6), how=st.sampled_from(["missing", "truncated", "garbage",
+                                                        "nan", "inf"]),
+       where=st.floats(0, 1, exclude_max=True), keep=st.floats(0, 0.9))
+def test_every_damaged_result_is_refused_when_read(client, fitted, pick, how, where, keep):
+    """One array of a fit damaged (a chunk file removed, cut or replaced; a value made NaN
+    or Inf): open_result and predict refuse it naming the result and the variable."""
+    import shutil
+
+    from streamlsq import open_result
+    from streamlsq.errors import InputError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fit = Path(tmp) / "fit.zarr"
+        shutil.copytree(fitted / "fit.zarr", fit)
+        g = zarr.open_group(str(fit), mode="r+", use_consolidated=False)
+        names = sorted(n for n, a in g.arrays()
+                       if how in ("missing", "truncated", "garbage") or a.dtype.kind == "f")
+        name = names[pick % len(names)]
+        arr = g[name]
+        if how in ("nan", "inf"):
+            values = arr[...]
+            values.flat[int(where * values.size)] = np.nan if how == "nan" else -np.inf
+            arr[...] = values
+        else:
+            files = sorted(p for p in (fit / name).rglob("*") if p.is_file()
+                           and p.name != "zarr.json")
+            target = files[pick % len(files)]
+            if how == "missing":
+                target.unlink()
+            else:
+                target.write_bytes(target.read_bytes()[: int(len(target.read_bytes()) * keep)]
+                                   if how == "truncated" else bytes(range(256)) * 3)
+        with pytest.raises(InputError, match=f"variable '{name}'") as refused:
+            open_result(fit)
+        assert str(fit) in str(refused.value) and "damaged" in str(refused.value)
+        before = snapshot(tmp)
+        out = Path(tmp) / "pred.zarr"
+        line = refusal(invoke("predict", fit, fitted / "s.zarr", "--out", out,
+                              scheduler=client.scheduler.address))
+        assert f"{fit}: variable '{name}'" in line, line
+        assert snapshot(tmp) == before

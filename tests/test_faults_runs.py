@@ -280,3 +280,118 @@ def test_an_explicit_segment_size_is_capped_by_the_workers_memory(tmp_path):
             CheckpointFolder.remove = kept
         segments = json.loads((ckpt / "progress.json").read_text())["segments"]
         assert len(segments) == 2, segments
+
+
+_KILLED_AFTER_RENAME = """
+import os, signal, sys
+from streamlsq.io.outputs import OwnedTemporary
+tmp = OwnedTemporary(sys.argv[1], "partial")  # its owner file, locked, then the folder
+tmp.create()
+os.rename(tmp.path, sys.argv[2])  # the publication's rename: the temporary is gone ...
+os.kill(os.getpid(), signal.SIGKILL)  # ... and the run killed before removing its owner file
+"""
+
+
+@pytest.mark.parametrize("rerun", ["--resume", "again", "--overwrite"])
+def test_an_owner_file_left_by_a_kill_after_publication_is_reclaimed(data, tmp_path, run,
+                                                                     rerun):
+    """SIGKILL right after the rename into place left .NAME.partial-*.owner, which survived
+    --resume (it returned before looking) and reruns (refused before looking)."""
+    import subprocess
+    import sys
+
+    out, ckpt = tmp_path / "fit.zarr", tmp_path / "ckpt"
+    args = ("fit", "kf4lls", data, "--out", out, "--checkpoint", ckpt, *FIT)
+    assert run(*args).exit_code == 0
+    killed = subprocess.run([sys.executable, "-c", _KILLED_AFTER_RENAME, str(out),
+                             str(tmp_path / "published-elsewhere")])
+    assert killed.returncode == -9
+    (tmp_path / "published-elsewhere").rmdir()
+    assert [p.endswith(".owner") for p in leftovers(out)] == [True]
+    published = snapshot(out)
+    result = run(*args, rerun) if rerun != "again" else run(*args)
+    if rerun == "again":
+        assert "already exists" in refusal(result)
+    else:
+        assert result.exit_code == 0, result.output
+    assert leftovers(out) == []
+    if rerun != "--overwrite":
+        assert snapshot(out) == published
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.zarr", "fit.zarr"]
+
+
+def _file_size_limit(nbytes):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+    return limit
+
+
+@pytest.mark.parametrize("limit, failing", [(64, "streamlsq-checkpoint.json"),
+                                            (2_000, "state-000000.npz")])
+def test_a_full_disk_for_the_checkpoint_is_one_line_and_resumes(data, tmp_path, client, run,
+                                                                limit, failing):
+    """A write into the checkpoint past the space left (RLIMIT_FSIZE: EFBIG, as a full disk
+    gives ENOSPC) used to be "No space left on device" naming no path, and left its
+    temporary (progress.json.tmp); at the marker, a folder holding only the lock."""
+    import subprocess
+
+    out, ckpt = tmp_path / "fit.zarr", tmp_path / "ckpt"
+    args = ("fit", "kf4lls", data, "--out", out, "--checkpoint", ckpt, *FIT)
+    before = snapshot(tmp_path)
+    result = subprocess.run(cli(*args, "--scheduler", client.scheduler.address),
+                            capture_output=True, text=True, preexec_fn=_file_size_limit(limit))
+    line = refusal(result)
+    assert f"{ckpt}: writing the checkpoint failed (File too large; {failing}); its last " \
+           "commit stays valid" in line and "--resume" in line
+    assert not out.exists() and leftovers(out) == []
+    if failing == "streamlsq-checkpoint.json":  # nothing could be written: nothing is left
+        assert snapshot(tmp_path) == before
+        return
+    assert not [p.name for p in ckpt.iterdir() if ".tmp" in p.name]
+    resumed = run(*args, "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    fresh = fit_stream(data, "kf4lls", block_size=500, record_every=1, client=client)
+    np.testing.assert_array_equal(open_result(out).coef, fresh.coef)
+    assert not ckpt.exists()
+
+
+_KILLED_HOLDING_THE_LOCK = """
+import os, signal, sys
+from pathlib import Path
+from streamlsq.io.locks import FileLock
+Path(sys.argv[1]).mkdir()
+FileLock(Path(sys.argv[1]) / "lock").acquire()  # what CheckpointFolder.open takes first ...
+os.kill(os.getpid(), signal.SIGKILL)  # ... killed before it wrote the marker
+"""
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_checkpoint_killed_between_its_lock_and_its_marker_is_used(data, tmp_path, client,
+                                                                     run, resume):
+    """Such a folder holds only the lock file, which says who held it: it used to be refused
+    for ever as "not a streamlsq checkpoint"."""
+    import subprocess
+    import sys
+
+    out, ckpt = tmp_path / "fit.zarr", tmp_path / "ckpt"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_HOLDING_THE_LOCK, str(ckpt)])
+    assert killed.returncode == -9 and [p.name for p in ckpt.iterdir()] == ["lock"]
+    ok = run("fit", "kf4lls", data, "--out", out, "--checkpoint", ckpt, *FIT,
+             *(["--resume"] if resume else []))
+    assert ok.exit_code == 0, ok.output
+    fresh = fit_stream(data, "kf4lls", block_size=500, record_every=1, client=client)
+    np.testing.assert_array_equal(open_result(out).coef, fresh.coef)
+    assert not ckpt.exists() or not any(ckpt.iterdir())  # none of streamlsq's files left
+
+
+def test_a_users_folder_holding_a_file_named_lock_is_still_refused(data, tmp_path, run):
+    ckpt = tmp_path / "mine"
+    ckpt.mkdir()
+    (ckpt / "lock").write_text("the user's own lock file\n")
+    before = snapshot(tmp_path)
+    line = refusal(run("fit", "kf4lls", data, "--out", tmp_path / "o.zarr", "--checkpoint",
+                       ckpt))
+    assert f"{ckpt}: not a streamlsq checkpoint (it holds lock)" in line
+    assert snapshot(tmp_path) == before

@@ -305,3 +305,189 @@ def test_a_stopped_run_leaves_no_result(tmp_path, client, stop_after_commits):
         fit_stream(data, "kf4lls", out=out, checkpoint=tmp_path / "ck", block_size=500,
                    segment_bytes=500 * 4 * 8, client=client, progress=False)
     assert not out.exists() and leftovers(out) == []
+
+
+# -- sharded stores ---------------------------------------------------------------------
+
+
+def _sharded(path, X, y, shard_rows=1_000, chunk_rows=250, skip=None):
+    """A stream store in shards of ``shard_rows`` rows of inner chunks of ``chunk_rows``;
+    ``skip`` = (variable, first row, end row): rows never written (their inner chunks stay
+    empty entries of the shard's index, the shard's file exists)."""
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    for name, A, dims in (("X", X, ["sample", "feature"]), ("y", y, ["sample", "target"])):
+        a = g.create_array(name, shape=A.shape, dtype=A.dtype, dimension_names=dims,
+                           chunks=(chunk_rows, A.shape[1]), shards=(shard_rows, A.shape[1]))
+        if skip is not None and skip[0] == name:
+            a[: skip[1]] = A[: skip[1]]
+            a[skip[2]:] = A[skip[2]:]
+        else:
+            a[...] = A
+    return path
+
+
+def test_a_complete_sharded_store_fits_as_least_squares(tmp_path, run, client):
+    X, y = _good()
+    data = _sharded(tmp_path / "s.zarr", X, y)
+    for engine in ("sequential", "scan"):
+        ds = fit_stream(data, "kf4lls", engine=engine, block_size=250, client=client)
+        np.testing.assert_allclose(ds.coef[-1], np.linalg.lstsq(X, y, rcond=None)[0],
+                                   rtol=1e-10)
+    assert run("info", data, "--check").exit_code == 0
+
+
+def _sharded_copy(source, path, skip):
+    """The task store ``source`` copied with X and y in shards of 1,000 rows (inner chunks of
+    250), the rows ``skip`` = (variable, first, end) of one never written."""
+    g = zarr.open_group(str(source), mode="r")
+    out = zarr.open_group(str(path), mode="w", zarr_format=3)
+    for name in g.array_keys():
+        a = g[name]
+        sharded = name in ("X", "y")
+        b = out.create_array(name, shape=a.shape, dtype=a.dtype,
+                             chunks=(250, *a.shape[1:]) if sharded else a.chunks,
+                             shards=(1_000, *a.shape[1:]) if sharded else None,
+                             dimension_names=list(a.metadata.dimension_names),
+                             attributes=dict(a.attrs))
+        values = a[...]
+        if name == skip[0]:
+            b[: skip[1]], b[skip[2]:] = values[: skip[1]], values[skip[2]:]
+        else:
+            b[...] = values
+    return path
+
+
+@pytest.mark.parametrize("command", ["fit-sequential", "fit-scan", "info", "metalearn"])
+def test_an_inner_chunk_of_a_shard_never_written_is_refused(tmp_path, run, client, command):
+    """The shard's file exists (a listing of the store finds every shard), its index marks
+    the inner chunk empty: it used to read as zeros, be fitted and be called finite."""
+    out = tmp_path / "o.zarr"
+    if command == "metalearn":
+        tasks = simulate_mlr(tmp_path / "t.zarr", k=2, d=3, n_light=500, t_light=4, n_heavy=40,
+                             t_heavy=30, n_light2=200, t_light2=6, client=client)
+        data = _sharded_copy(tasks, tmp_path / "st.zarr", ("y", 1_250, 1_500))
+        where = "variable 'y' chunk (5,) was never written (rows 1250-1499"
+        args = ("metalearn", data, "--out", out, "--k", 2)
+    else:
+        X, y = _good()
+        data = _sharded(tmp_path / "s.zarr", X, y, skip=("X", 750, 1_000))
+        where = "variable 'X' chunk (3, 0) was never written (rows 750-999"
+        args = ("info", data, "--check") if command == "info" else \
+            ("fit", "kf4lls", data, "--out", out, "--engine", command.split("-")[1])
+    before = snapshot(tmp_path)
+    line = refusal(run(*args))
+    assert str(data) in line and where in line and "1 of " in line, line
+    assert snapshot(tmp_path) == before
+    assert not out.exists() and leftovers(out) == []
+
+
+def test_an_inner_chunk_emptied_after_the_store_was_opened_is_refused_by_the_reader(tmp_path):
+    """A shard rewritten during a run with one inner chunk dropped (zarr does not store a
+    chunk equal to the fill value): the Dask task that reads it names it."""
+    from streamlsq import open_stream
+
+    X, y = _good()
+    data = _sharded(tmp_path / "s.zarr", X, y)
+    source = open_stream(data)
+    zarr.open_group(str(data), mode="r+")["X"][1_250:1_500] = 0.0  # the fill value
+    np.testing.assert_array_equal(source.read(0, 1_000)[0], X[:1_000])  # other shard: fine
+    with pytest.raises(InputError, match=r"s.zarr: variable 'X' chunk \(5, 0\) \(rows "
+                                         r"1250-1499\) was never written: its shard's index "
+                                         r"has no entry for it"):
+        source.read(1_200, 1_300)
+
+
+# -- per-row recursions on data of extreme scale -------------------------------------------
+
+
+def _scaled(tmp_path, scale, name):
+    X, y = _good(n=4_000, q=3, seed=4)
+    return write_stream(tmp_path / name, X * scale, y * scale, chunk_rows=1_000)
+
+
+@pytest.mark.parametrize("scale, dtype", [(1e155, "float64"), (1e200, "float64"),
+                                          (1e20, "float32"), (1e30, "float32")])
+def test_normalized_lms_is_invariant_to_the_datas_scale(tmp_path, run, scale, dtype):
+    """Normalised LMS (no intercept, eps 0) takes the same steps on X·s, y·s as on X, y. Its
+    ‖x‖² used to overflow (float64 above 1e154; float32 above 1e19, summed in float32) and its
+    step to become 0: coefficients of zero were published as complete."""
+    one, big = _scaled(tmp_path, 1.0, "one.zarr"), _scaled(tmp_path, scale, "big.zarr")
+    opts = ("--normalized", "--rate", "1", "--schedule", "inverse", "--tau", "200", "--eps",
+            "0", "--no-intercept", "--block-size", "500")
+    for data, out in ((one, "one-fit.zarr"), (big, "big-fit.zarr")):
+        ok = run("fit", "lms", data, "--out", tmp_path / out, *opts, "--dtype", dtype)
+        assert ok.exit_code == 0, ok.output
+    reference = open_result(tmp_path / "one-fit.zarr").coef.values
+    scaled = open_result(tmp_path / "big-fit.zarr").coef.values
+    np.testing.assert_allclose(scaled, reference, rtol=1e-10 if dtype == "float64" else 1e-4)
+    X, y = _good(n=4_000, q=3, seed=4)
+    np.testing.assert_allclose(scaled[-1], np.linalg.lstsq(X, y, rcond=None)[0], atol=0.2)
+    out = tmp_path / "plain.zarr"  # plain LMS diverges there, and says so
+    _refused_leaving_nothing(run("fit", "lms", big, "--out", out, "--rate", "0.5", "--dtype",
+                                 dtype), big, out, "variable '", "rescale the data")
+
+
+@pytest.mark.parametrize("scale, dtype", [(1e155, "float64"), (1e200, "float64"),
+                                          (1e20, "float32")])
+@pytest.mark.parametrize("method", ["bfgs", "irma", "irma-gd", "irma-rls"])
+def test_per_row_recursions_refuse_what_they_cannot_carry(tmp_path, run, method, scale, dtype):
+    """BFGS and the IRMA family on targets (and, for BFGS, features) of extreme scale: a line
+    naming the variable, chunk, value and remedy (BFGS in float32 used to say "Eigenvalues
+    did not converge"), or, where the recursion is linear in y (IRMA in float32), the
+    unscaled fit times the scale."""
+    rng = np.random.default_rng(5)
+    if method == "bfgs":
+        data = _scaled(tmp_path, scale, "big.zarr")
+        opts = ()
+    else:
+        x = rng.uniform(0, 3, (2_000, 1))
+        y = np.sin(x) + 0.1 * rng.standard_normal((2_000, 1))
+        write_stream(tmp_path / "one.zarr", x, y, chunk_rows=500)
+        data = write_stream(tmp_path / "big.zarr", x, y * scale, chunk_rows=500)
+        opts = ("--domain", "0", "3", "--order", "4")
+    out = tmp_path / "o.zarr"
+    result = run("fit", method, data, "--out", out, "--dtype", dtype, *opts)
+    if method != "bfgs" and dtype == "float32":  # linear in y: no overflow in float32
+        assert result.exit_code == 0, result.output
+        assert run("fit", method, tmp_path / "one.zarr", "--out", tmp_path / "ref.zarr",
+                   "--dtype", dtype, *opts).exit_code == 0
+        # the final step: mid-stream, IRMA-GD's interpolating steps amplify float32 rounding
+        np.testing.assert_allclose(open_result(out).coef[-1].values / scale,
+                                   open_result(tmp_path / "ref.zarr").coef[-1].values,
+                                   rtol=1e-4, atol=1e-6)
+        return
+    line = _refused_leaving_nothing(result, data, out, str(data), "chunk", "|value|",
+                                    "rescale the data")
+    assert ("compute in float64" in line) == (dtype == "float32"), line
+
+
+@pytest.mark.parametrize("method", ["kf4lls", "rls", "bfgs", "lms"])
+def test_estimators_name_values_too_large_for_the_sums(method):
+    """RLSRegressor and IncrementalBFGSRegressor near 1e160 used to raise a raw LinAlgError
+    ("SVD did not converge", "Eigenvalues did not converge")."""
+    from streamlsq import regressor_for
+
+    X, y = _good(n=1_000, q=3, seed=6)
+    X[417, 2] = 3e160
+    with pytest.raises(ValueError, match=r"Regressor: X\[417, 2\] = 3e\+160 is above 4.24e\+152, "
+                                         r"where the least-squares sums over 1000 rows overflow "
+                                         r"float64; rescale X and y") as info:
+        regressor_for(method)().fit(X, y[:, 0])
+    assert type(info.value) is ValueError  # a scikit-learn estimator's error, not LinAlgError
+
+
+@pytest.mark.parametrize("chunks", [(250, 0), (250, 1)])
+def test_a_store_without_targets_is_refused(tmp_path, run, chunks):
+    """y of shape (n, 0): info --check used to call it valid, and a fit to end in
+    ZeroDivisionError (exit 1) or to publish a result of no target."""
+    g = zarr.open_group(str(tmp_path / "d.zarr"), mode="w", zarr_format=3)
+    g.create_array("X", shape=(1_000, 3), chunks=(250, 3), dtype="f8",
+                   dimension_names=["sample", "feature"])[...] = _good(n=1_000, q=3)[0]
+    g.create_array("y", shape=(1_000, 0), chunks=chunks, dtype="f8",
+                   dimension_names=["sample", "target"])
+    data, out = tmp_path / "d.zarr", tmp_path / "o.zarr"
+    phrase = "variable 'y' has no target column (shape (1000, 0)); a stream store needs at " \
+             "least one target"
+    assert phrase in refusal(run("info", data, "--check"))
+    for method in ("kf4lls", "lms"):
+        _refused_leaving_nothing(run("fit", method, data, "--out", out), data, out, phrase)

@@ -194,3 +194,133 @@ def test_simulate_overwrite_of_a_users_store_is_refused(tmp_path, client):
                           "--overwrite", scheduler=client.scheduler.address))
     assert "was not written by streamlsq" in line
     assert snapshot(tmp_path) == before
+
+
+# -- files beside the output ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory, client):
+    from streamlsq import simulate_mlr
+
+    return simulate_mlr(tmp_path_factory.mktemp("tasks") / "t.zarr", k=2, d=3, n_light=2_000,
+                        t_light=4, n_heavy=40, t_heavy=30, n_light2=400, t_light2=6, seed=2,
+                        client=client)
+
+
+def _metalearn(tasks, out, client, *extra):
+    return invoke("metalearn", tasks, "--out", out, *extra, scheduler=client.scheduler.address)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("what", ["file", "link", "dangling link", "folder"])
+def test_files_beside_the_output_are_the_outputs(tmp_path, tasks, client, what, overwrite):
+    """metalearn --k auto writes OUT.k-curve.csv and .png: it used to write them over the
+    user's files and through links, and to publish the model before refusing a folder."""
+    (tmp_path / "victim.txt").write_text("the user's")
+    if what == "file":
+        (tmp_path / "model.k-curve.csv").write_text("the user's table")
+    elif what == "folder":
+        (tmp_path / "model.k-curve.csv").mkdir()
+    else:
+        target = tmp_path / ("victim.txt" if what == "link" else "nowhere.png")
+        (tmp_path / "model.k-curve.png").symlink_to(target)
+    before = snapshot(tmp_path)
+    out = tmp_path / "model.zarr"
+    line = refusal(_metalearn(tasks, out, client, *(["--overwrite"] if overwrite else [])))
+    name = "model.k-curve.png" if "link" in what else "model.k-curve.csv"
+    reason = {"file": "exists and was not written" if overwrite else "already exists",
+              "link": "is a symbolic link", "dangling link": "is a symbolic link",
+              "folder": "exists and is not a file"}[what]
+    assert f"{tmp_path / name}: {reason}" in line, line
+    assert snapshot(tmp_path) == before  # no model, no temporary, the user's bytes as they were
+    assert not out.exists() and leftovers(out) == []
+
+
+def test_files_beside_the_output_are_published_and_replaced_with_it(tmp_path, tasks, client):
+    import pandas as pd
+
+    out = tmp_path / "model.zarr"
+    assert _metalearn(tasks, out, client).exit_code == 0
+    model = open_result(out)
+    table = pd.read_csv(tmp_path / "model.k-curve.csv")
+    np.testing.assert_array_equal(table.k, model.k_candidate)
+    np.testing.assert_allclose(table.heldout_loglik, model.k_loglik, rtol=1e-12)
+    assert (tmp_path / "model.k-curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(model.attrs["beside_files"]) == ["model.k-curve.csv", "model.k-curve.png"]
+    ok = _metalearn(tasks, out, client, "--overwrite")  # streamlsq's own files: replaced
+    assert ok.exit_code == 0, ok.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "model.k-curve.csv", "model.k-curve.png", "model.zarr"]
+    with open(tmp_path / "model.k-curve.csv", "a") as f:
+        f.write("# the user's note\n")  # changed since: no longer streamlsq's to replace
+    before = snapshot(tmp_path)
+    line = refusal(_metalearn(tasks, out, client, "--overwrite"))
+    assert "model.k-curve.csv: exists and was not written by streamlsq (or was changed " \
+           "since)" in line
+    assert snapshot(tmp_path) == before
+
+
+# -- the demo's folder -----------------------------------------------------------------
+
+DEMO = ("--rows", 20_000, "--features", 4, "--tasks", 2_000)
+
+
+@pytest.mark.parametrize("holds", ["files", "store", "nothing"])
+def test_the_demo_refuses_a_users_folder_before_writing_anything(tmp_path, client, holds):
+    """It used to replace the user's summary.md and stream.png, and to refuse a store of the
+    user's named like one of its own only after writing six stores beside it."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    if holds == "files":
+        (mine / "summary.md").write_text("my summary")
+        (mine / "stream.png").write_bytes(b"my figure")
+    elif holds == "store":
+        write_stream(mine / "model.zarr", np.ones((4, 1)), np.ones((4, 1)), 2)
+    before = snapshot(tmp_path)
+    line = refusal(invoke("demo", "--out", mine, *DEMO, scheduler=client.scheduler.address))
+    assert f"{mine}: exists and was not written by streamlsq demo" in line
+    assert snapshot(tmp_path) == before
+
+
+def test_the_demo_replaces_only_its_own_folder_and_restores_it_when_it_fails(tmp_path, client):
+    out = tmp_path / "demo"
+    first = invoke("demo", "--out", out, *DEMO, scheduler=client.scheduler.address)
+    assert first.exit_code == 0, first.output
+    assert json_of(out / "demo.json")["complete"] is True
+    truth = zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:]
+    before = snapshot(tmp_path)
+    failed = invoke("demo", "--out", out, "--rows", 20_000, "--features", 0,
+                    scheduler=client.scheduler.address)
+    assert failed.exit_code == 2 and "features" in failed.stderr
+    assert snapshot(tmp_path) == before  # the earlier demo put back, nothing else left
+    again = invoke("demo", "--out", out, *DEMO, "--seed", 1, scheduler=client.scheduler.address)
+    assert again.exit_code == 0, again.output
+    assert not np.array_equal(zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:],
+                              truth)  # the new demo's (seed 1), not a mixture
+    assert open_result(out / "model.zarr").attrs["complete"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
+
+
+def json_of(path):
+    import json
+
+    return json.loads(path.read_text())
+
+
+def test_info_plot_writes_only_its_own_png(folder, run):
+    """--plot PNG names a file to write: never a file of the user's, never through a link;
+    a PNG streamlsq drew (its Software text) is replaced."""
+    assert run(folder, "fit", "rls", "data.zarr", "--out", "fit.zarr", "--block-size", 1,
+               "--ridge", "1e-3", "--diagnostics").exit_code == 0
+    ok = run(folder, "info", "fit.zarr", "--plot", "fit.png")
+    assert ok.exit_code == 0 and (folder / "fit.png").read_bytes()[:4] == b"\x89PNG"
+    assert run(folder, "info", "fit.zarr", "--plot", "fit.png").exit_code == 0  # its own
+    (folder / "mine.png").write_bytes(b"\x89PNG my own figure")
+    (folder / "link.png").symlink_to(folder / "notes.txt")
+    before = snapshot(folder)
+    line = refusal(run(folder, "info", "fit.zarr", "--plot", "mine.png"))
+    assert "mine.png: exists and was not written by streamlsq" in line
+    line = refusal(run(folder, "info", "fit.zarr", "--plot", "link.png"))
+    assert "link.png: is a symbolic link; streamlsq never writes through a link" in line
+    assert snapshot(folder) == before and leftovers(folder / "fit.png") == []

@@ -120,6 +120,33 @@ class StepSchedule:
 # ---------------------------------------------------------------------------
 # The compiled loop
 # ---------------------------------------------------------------------------
+@numba.njit(cache=True, inline="always")
+def _normalized_step(rho, x, const, eps):
+    """(ρ', scale) of normalised LMS for the row x̃ = [1, x] (or x): the update
+    ρ e x̃/(ε + ‖x̃‖²) is ρ'·(e·scale)·(x̃·scale). Normally scale = 1 and ρ' = ρ/(ε + ‖x̃‖²),
+    ‖x̃‖² summed in float64 whatever the data's dtype. When ‖x̃‖² overflows float64 (entries
+    above about 1e154) the same update is taken with x̃ divided by s = max|x̃ᵢ|:
+    ρ e x̃/(ε + ‖x̃‖²) = ρ (e/s)(x̃/s)/(ε/s² + ‖x̃/s‖²), so scale = 1/s and
+    ρ' = ρ/(ε/s² + ‖x̃/s‖²): the step is invariant to the data's scale, as normalised LMS is
+    (it used to become 0, leaving the coefficients where they started)."""
+    norm2 = 1.0 if const else 0.0  # the constant column of x̃
+    for c in range(x.shape[0]):
+        v = np.float64(x[c])
+        norm2 += v * v
+    if np.isfinite(norm2):
+        # x̃ = 0 with ε = 0 carries no information: no step (rather than 0/0)
+        return (rho / (eps + norm2) if eps + norm2 > 0.0 else 0.0), 1.0
+    top = 1.0 if const else 0.0
+    for c in range(x.shape[0]):
+        top = max(top, abs(np.float64(x[c])))
+    scale = 1.0 / top
+    norm2 = scale * scale if const else 0.0
+    for c in range(x.shape[0]):
+        v = np.float64(x[c]) * scale
+        norm2 += v * v
+    return rho / (eps * scale * scale + norm2), scale
+
+
 @numba.njit(cache=True)
 def _lms_loop(W, k0, X, Y, edges, record_blocks, coefs, code, rate, tau, power, normalized, eps,
               const):
@@ -146,22 +173,20 @@ def _lms_loop(W, k0, X, Y, edges, record_blocks, coefs, code, rate, tau, power, 
                 rho = rate / (1.0 + k / tau)
             else:
                 rho = rate / float(k) ** power
+            scale = 1.0  # x̃ is used as x̃·scale below
             if normalized:
-                norm2 = 1.0 if const else 0.0  # the constant column of x̃
-                for c in range(q):
-                    norm2 += float(X[i, c]) * float(X[i, c])
-                rho = rho / (eps + norm2)
+                rho, scale = _normalized_step(rho, X[i], const, eps)
             for t in range(K):
                 pred = W[0, t] if const else zero
                 for c in range(q):
                     pred += X[i, c] * W[c + off, t]
                 err[t] = Y[i, t] - pred
             for t in range(K):
-                g = rho * err[t]
+                g = rho * err[t] * scale
                 if const:
-                    W[0, t] += g
+                    W[0, t] += g * scale
                 for c in range(q):
-                    W[c + off, t] += g * X[i, c]
+                    W[c + off, t] += g * (np.float64(X[i, c]) * scale)
         for t in range(K):
             for c in range(q + off):
                 if not np.isfinite(W[c, t]):
@@ -206,9 +231,8 @@ def lms_fold_arrays(
     """
     W = np.array(W, copy=True, order="C")
     dtype = W.dtype
-    X_in, Y_in = X, as_2d(Y)
     X = np.ascontiguousarray(X, dtype=dtype)
-    Y = np.ascontiguousarray(Y_in, dtype=dtype)
+    Y = np.ascontiguousarray(as_2d(Y), dtype=dtype)
     edges = np.ascontiguousarray(edges, dtype=np.int64)
     record_blocks = np.ascontiguousarray(record_blocks, dtype=np.int64)
     coefs = np.empty((record_blocks.size, *W.shape), dtype=dtype)
@@ -234,8 +258,9 @@ def lms_fold_arrays(
         # a NaN or Inf in the rows makes W non-finite at once, so the rows are checked
         # here, on the error path, rather than in a separate pass over every row first
         stop = int(edges[bad + 1])
-        check_finite("X", np.asarray(X_in)[:stop])
-        check_finite("Y", np.asarray(Y_in)[:stop])
+        # the rows as computed with: a value beyond W's dtype is Inf there
+        check_finite("X", X[:stop])
+        check_finite("Y", Y[:stop])
         raise ValueError(
             f"LMS diverged (non-finite coefficients) in local block {bad}, by sample {k}: "
             f"the rate {schedule.rate!r} is too large for the data scale "

@@ -11,7 +11,8 @@ __all__ = ["demo"]
 
 @click.command(context_settings=CONTEXT)
 @click.option("--out", default="streamlsq-demo", show_default=True, type=click.Path(),
-              help="Folder for the demo's stores, summary and figures.")
+              help="Folder the demo creates for its stores, summary and figures (a folder "
+                   "of yours is refused; an earlier demo's is replaced).")
 @click.option("--rows", default=2_000_000, show_default=True, help="Rows of the stream.")
 @click.option("--features", default=20, show_default=True)
 @click.option("--seed", default=0, show_default=True)
@@ -33,8 +34,9 @@ def demo(out, rows, features, seed, tasks, scheduler, n_workers, memory_limit):
       streamlsq demo
       streamlsq demo --out /tmp/demo --rows 500000 --tasks 10000
     """
-    from streamlsq.studies.demo import run_demo
+    from streamlsq.studies.demo import DemoFolder, run_demo
 
+    DemoFolder(out).check()  # a folder of the user's is refused before a cluster starts
     size = max(0, rows * (features + 1) * 8 + tasks * 80 * 9)  # the stream and the tasks
     with _client(scheduler, n_workers, memory_limit, data=size) as client:
         run_demo(out, rows, features, seed, client=client, echo=click.echo, tasks=tasks)

@@ -13,7 +13,8 @@ __all__ = ["info"]
 @click.argument("store", type=click.Path())
 @click.option("--check", is_flag=True,
               help="Also read every chunk (a parallel pass): refuse unreadable chunks, NaN/Inf "
-                   "and values so large that the least-squares sums would overflow.")
+                   "and values so large that the least-squares sums would overflow (a result: "
+                   "a chunk missing, unreadable or not finite).")
 @click.option("--plot", "plot", type=click.Path(), default=None, metavar="PNG",
               help="For the result of a stream fit: draw its coefficients and, when it "
                    "recorded recursive residuals (--diagnostics), its CUSUM tests.")
@@ -30,12 +31,18 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
       streamlsq info data.zarr --check
       streamlsq info rls.zarr --plot rls.png     # a fit: coefficients, CUSUM tests
     """
-    from streamlsq.io.describe import check_values, describe
+    from streamlsq.io.describe import check_values, describe, store_kind
+    from streamlsq.io.stores import open_group
 
     click.echo(describe(store))
     if plot is not None:
         _plot_result(store, plot, target)
-    if check:
+    if check and store_kind(open_group(store, None)) == "result":
+        from streamlsq.io.results import open_result
+
+        open_result(store, lazy=False)  # every chunk read and checked
+        click.echo("checked: every chunk of every variable written, readable and finite")
+    elif check:
         with _client(scheduler, n_workers, memory_limit, data=store) as client:
             n = check_values(store, client)
         click.echo(f"checked: every value finite in {n} rows, none so large that the "
@@ -44,6 +51,8 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
 
 def _plot_result(store, path, target):
     from streamlsq.errors import InputError
+    from streamlsq.io.outputs import write_file
+    from streamlsq.io.provenance import _version
     from streamlsq.io.results import open_result
     from streamlsq.stream.stability import plot_fit
 
@@ -52,6 +61,17 @@ def _plot_result(store, path, target):
         raise InputError(f"{store}: --plot needs the result of a stream fit (coef, rows_seen)")
     if not 0 <= target < ds.sizes["target"]:
         raise InputError(f"--target must be in 0..{ds.sizes['target'] - 1}, got {target}")
-    plot_fit(ds, path, target=target)
+    software = f"streamlsq {_version()}"
+
+    def draw(tmp):
+        plot_fit(ds, target=target).savefig(tmp, dpi=110, format="png",
+                                            metadata={"Software": software})
+
+    def ours(existing) -> bool:  # a PNG whose Software text says streamlsq wrote it
+        with open(existing, "rb") as f:
+            head = f.read(1 << 16)
+        return head.startswith(b"\x89PNG") and b"Software\x00streamlsq" in head
+
+    write_file(path, draw, ours, "--plot")
     tests = "and its CUSUM tests" if "cusum" in ds else "(no recursive residuals recorded)"
     click.echo(f"wrote {path}: coefficients {tests}")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from streamlsq.cli.common import (
@@ -75,13 +73,17 @@ def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, he
       streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
       streamlsq metalearn tasks.zarr --out model.zarr --k 4 --checkpoint ckpt/ --resume
     """
+    from streamlsq.io.location import locate
+    from streamlsq.io.outputs import beside_path
     from streamlsq.mlr.metalearn import metalearn as run
 
+    # the curve's files belong to the model store: checked with it, published with it
+    k_curve = k == "auto" and not getattr(locate(out), "remote", False)
     with _client(scheduler, n_workers, memory_limit, data=data) as client:
         ds = run(data, k, out=out, k_max=k_max, linkage=linkage, threshold=threshold,
                  splits=splits, whiten=whiten, roles=roles, heavy_rows=heavy_rows,
                  holdout=holdout, chunk_tasks=chunk_tasks, tile=tile, overwrite=overwrite,
-                 client=client, checkpoint=checkpoint, resume=resume)
+                 client=client, checkpoint=checkpoint, resume=resume, k_curve=k_curve)
     done = _done_line(out, ds)
     if done:
         click.echo(done)
@@ -97,12 +99,11 @@ def metalearn(data, out, k, k_max, linkage, threshold, splits, whiten, roles, he
     click.echo(f"roles: {a['role_rule']}" + (f"; {a['n_unused_tasks']} task(s) with fewer "
                "than 2 rows unused" if a["n_unused_tasks"] else ""))
     if k == "auto":
-        from streamlsq.mlr.kcurve import write_k_curve
-
-        csv, png = write_k_curve(ds, Path(out).with_suffix(""))
+        where = (f"{beside_path(out, '.k-curve.csv')} and {beside_path(out, '.k-curve.png')}"
+                 if k_curve else "the model's k_loglik (no files beside an object store)")
         click.echo(f"k = {a['k_chosen']} chosen from k = 1..{ds.sizes['k_candidate']} by "
                    f"held-out likelihood on {a['n_validation_tasks']} light2 tasks "
-                   f"(one-standard-error rule); curve in {csv} and {png}")
+                   f"(one-standard-error rule); curve in {where}")
     if a.get("n_fallback_clusters"):
         click.echo(f"refinement fell back for {a['n_fallback_clusters']} cluster(s): "
                    f"{a['fallback_clusters']}")

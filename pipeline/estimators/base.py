@@ -64,6 +64,7 @@ from streamlsq.kernels import (
     State,
     block_edges,
 )
+from streamlsq.kernels.limits import largest_safe_magnitude, state_is_finite
 from streamlsq.kernels.recursions.contract import BLOCK_SIZE, FIRST_BLOCK_SIZE, Param
 from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.runtime.memory import fast_large_allocations
@@ -298,20 +299,47 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
             if n_blocks == 0:
                 continue
             try:
-                state = self._fold_pass(kernel, state, p, n_steps, rows_seen)
+                with np.errstate(all="ignore"):  # the state is checked finite below
+                    state = self._fold_pass(kernel, state, p, n_steps, rows_seen)
             except SingularMatrixError as exc:
-                raise ValueError(
+                raise self._too_large(X, Y, rows_seen) or ValueError(
                     f"{type(self).__name__}: the recursion's H became singular while folding "
                     f"n_samples = {X.shape[0]} rows in {n_blocks} block(s) of "
                     f"block_size={self.block_size!r} ({exc}): a rank-deficient first block "
                     f"or collinear columns; {self._singular_hint}"
                 ) from exc
+            except (ValueError, ArithmeticError) as exc:  # LinAlgError is a ValueError
+                too_large = self._too_large(X, Y, rows_seen)
+                if too_large is None:
+                    raise
+                raise too_large from exc
+            if not state_is_finite(state):
+                raise self._too_large(X, Y, rows_seen) or ValueError(
+                    f"{type(self).__name__}: the recursion's state stopped being finite while "
+                    f"folding n_samples = {X.shape[0]} rows: the data's scale overflows its "
+                    "arithmetic; rescale X and y (e.g. with sklearn.preprocessing."
+                    "StandardScaler)")
             n_steps += n_blocks
             rows_seen += int(p.edges[-1])
         if first_call and n_steps == 0:
             raise ValueError(f"{type(self).__name__}: no block to fold: none of the rows was used")
         self._set_fitted(kernel, state, n_steps, rows_seen, y.ndim == 1 if first_call else None)
         return self
+
+    def _too_large(self, X: np.ndarray, Y: np.ndarray, rows_before: int) -> ValueError | None:
+        """The error naming a value of X or y too large for the least-squares sums over the
+        rows seen (:func:`~streamlsq.kernels.limits.largest_safe_magnitude`), else None."""
+        limit = largest_safe_magnitude(rows_before + X.shape[0])
+        for name, A in (("X", X), ("y", Y)):
+            big = np.abs(A) > limit
+            if big.any():
+                i, j = (int(v) for v in np.argwhere(big)[0])
+                return ValueError(
+                    f"{type(self).__name__}: {name}[{i}, {j}] = {float(A[i, j]):.3g} is above "
+                    f"{limit:.3g}, where the least-squares sums over {rows_before + X.shape[0]} "
+                    "rows overflow float64; rescale X and y (e.g. with sklearn.preprocessing."
+                    "StandardScaler)")
+        return None
 
     #: rows of X handed to the kernel at a time, in whole blocks (when blocks are smaller):
     #: the design (e.g. X with a column of ones) is then built piece by piece in cache

@@ -34,12 +34,13 @@ import json
 import os
 import pickle
 import re
+import shutil
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from streamlsq.errors import InputError
+from streamlsq.errors import InputError, OutputError
 from streamlsq.io.locks import FileLock
 from streamlsq.io.outputs import check_apart
 
@@ -53,16 +54,42 @@ OWN_FILES = re.compile(r"^(streamlsq-checkpoint\.json|lock|progress\.json|inputs
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
+    with _replacing(path, ".tmp") as tmp, open(tmp, "wb") as f:
         f.write(data)
-    os.replace(tmp, path)
 
 
 def _atomic_savez(path: Path, **arrays) -> None:
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    with _replacing(path, ".tmp.npz") as tmp:
+        np.savez(tmp, **arrays)
+
+
+@contextlib.contextmanager
+def _replacing(path: Path, suffix: str):
+    """Yield a temporary name next to ``path``, then rename it over ``path`` (a kill leaves
+    the previous file or the new one, never a torn one). A write that fails (a full disk, a
+    file size limit, permissions) removes the temporary and is one line naming the
+    checkpoint folder (:class:`~streamlsq.errors.OutputError`); the last commit stays."""
+    tmp = path.with_name(path.name + suffix)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(
+            f"{path.parent}: writing the checkpoint failed ({exc.strerror or exc}; "
+            f"{path.name}); its last commit stays valid: free space (or choose another "
+            "--checkpoint) and run the command again with --resume") from None
+
+
+def _lock_file_is_ours(path: Path) -> bool:
+    """Whether a ``lock`` file is one :class:`~streamlsq.io.locks.FileLock` wrote: empty (the
+    process died as it took it) or the one line describing its owner."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return text == "" or bool(re.fullmatch(r"host .*, process \d+, since .*\n?", text))
 
 
 def fingerprint_digest(fingerprint: dict) -> str:
@@ -103,31 +130,8 @@ class CheckpointFolder:
         check_apart(d, self.inputs, "--checkpoint")
         if d.exists() and not d.is_dir():
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
-        marker = d / MARKER
-        if d.is_dir() and not marker.is_file():
-            names = sorted(p.name for p in d.iterdir())
-            # a checkpoint of an earlier version has no marker: only streamlsq's own files
-            legacy = "progress.json" in names and all(OWN_FILES.match(n) for n in names)
-            foreign = [] if legacy else names
-            if foreign:
-                raise InputError(
-                    f"{d}: not a streamlsq checkpoint (it holds {', '.join(foreign[:3])}"
-                    f"{', ...' if len(foreign) > 3 else ''}); streamlsq uses only a new or "
-                    "empty folder for --checkpoint: choose another")
-        created = not d.exists()
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"{d}: cannot create the checkpoint folder ({exc.strerror})"
-                             ) from None
-        try:
-            taken = self._lock.acquire()
-        except OSError as exc:
-            raise InputError(f"{d}: cannot write the checkpoint folder ({exc.strerror})"
-                             ) from None
-        if not taken:
-            raise InputError(f"{d}: checkpoint in use by another run ({self._lock.owner()}); "
-                             "wait for it to end or choose another --checkpoint")
+        self._check_not_foreign()
+        created = self._take()
         self._opened = True
         try:
             self._created = self._read_marker(created)
@@ -137,11 +141,74 @@ class CheckpointFolder:
                 if self.fingerprint_complete():
                     self._check_fingerprint(self.saved)
             else:
-                self._clear()
-                self._write_marker()
-                self._stamp_inputs()
+                self._start_afresh()
         except BaseException:
             self.close()
+            raise
+
+    def _check_not_foreign(self) -> None:
+        """Refuse a folder that holds anything but streamlsq's checkpoint files. Without the
+        marker, a folder of streamlsq's files alone is still one: an earlier version's
+        checkpoint (its ``progress.json``), or one whose run was killed (or whose disk was
+        full) after it took the lock and before it wrote the marker (the ``lock`` file,
+        which says who held it)."""
+        d = self.directory
+        if not d.is_dir() or (d / MARKER).is_file():
+            return
+        names = sorted(p.name for p in d.iterdir())
+        own = all(OWN_FILES.match(n) for n in names)
+        started = "progress.json" in names or any(n.startswith(MARKER) for n in names) or \
+            LOCK in names and _lock_file_is_ours(d / LOCK)
+        foreign = [] if own and started else names
+        if foreign:
+            raise InputError(
+                f"{d}: not a streamlsq checkpoint (it holds {', '.join(foreign[:3])}"
+                f"{', ...' if len(foreign) > 3 else ''}); streamlsq uses only a new or "
+                "empty folder for --checkpoint: choose another")
+
+    def _take(self) -> bool:
+        """Create the folder if need be (and mark it at once: a folder streamlsq created is
+        removed with the checkpoint) and take its lock; returns whether it was created."""
+        d = self.directory
+        created = not d.exists()
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{d}: cannot create the checkpoint folder ({exc.strerror})"
+                             ) from None
+        if created:
+            self._created = True
+            try:
+                self._write_marker()
+            except OutputError:
+                shutil.rmtree(d, ignore_errors=True)  # it holds nothing but what this made
+                raise
+        try:
+            taken = self._lock.acquire()
+        except OSError as exc:
+            raise InputError(f"{d}: cannot write the checkpoint folder ({exc.strerror})"
+                             ) from None
+        if not taken:
+            raise InputError(f"{d}: checkpoint in use by another run ({self._lock.owner()}); "
+                             "wait for it to end or choose another --checkpoint")
+        return created
+
+    def _start_afresh(self) -> None:
+        """A run that does not resume: the folder emptied of an earlier run's files, marked,
+        its inputs stamped. A write that fails here (a full disk) removes what was written
+        (and the folder, if this run created it): the folder is left as it was found."""
+        try:
+            self._clear()
+            self._write_marker()
+            self._stamp_inputs()
+        except OutputError:
+            self._clear()
+            (self.directory / MARKER).unlink(missing_ok=True)
+            self._lock.release(unlink=True)
+            self._opened = False
+            if self._created:
+                with contextlib.suppress(OSError):
+                    self.directory.rmdir()
             raise
 
     def fingerprint_complete(self) -> bool:
@@ -162,10 +229,10 @@ class CheckpointFolder:
         return bool(info.get("created_folder", created))
 
     def _write_marker(self) -> None:
-        from streamlsq import __version__
+        from streamlsq.io.provenance import _version
 
         _atomic_write(self.directory / MARKER, json.dumps({
-            "streamlsq_checkpoint": 1, "kind": self.kind, "streamlsq_version": __version__,
+            "streamlsq_checkpoint": 1, "kind": self.kind, "streamlsq_version": _version(),
             "created_folder": self._created}).encode())
 
     def _clear(self) -> None:

@@ -14,8 +14,8 @@ from streamlsq.io.stores import (
     array_names,
     dimension_names,
     get_array,
-    missing_chunks,
     open_group,
+    unwritten_chunks,
 )
 from streamlsq.io.stream import open_stream
 from streamlsq.kernels.limits import largest_safe_magnitude
@@ -52,8 +52,8 @@ def describe(path: str) -> str:
     for name in sorted(names):
         a = get_array(g, str(path), name)
         # zarr does not store chunks equal to the fill value: only input data must be whole
-        gaps = missing_chunks(a) if name in DATA_VARIABLES and kind != "result" else []
-        missing = f", {a.nchunks - a.nchunks_initialized} chunks MISSING" if gaps else ""
+        gaps = unwritten_chunks(a).count if name in DATA_VARIABLES and kind != "result" else 0
+        missing = f", {gaps} chunks MISSING" if gaps else ""
         lines.append(
             f"  {name:<14} {str(dimension_names(a)):<28} {str(a.shape):<18} {str(a.dtype):<8} "
             f"chunks {a.chunks}{missing}"

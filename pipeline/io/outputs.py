@@ -16,7 +16,12 @@ The rules (``docs/faults.md``):
   (:func:`check_writable`), and a write that fails for lack of space or permission
   is one line (:func:`output_failure`);
 - temporaries left by killed runs (their owner file is no longer locked) are removed
-  by the next run on the same output (:func:`reclaim_leftovers`).
+  by the next run on the same output (:func:`reclaim_leftovers`);
+- a file a command writes beside its output (``OUT.k-curve.csv``) is the output's: reserved
+  by name with the same rules, checked with the output before any work, written under an
+  owned temporary and renamed into place with it (:class:`BesideFiles`); the output's root
+  attribute ``beside_files`` keeps each file's digest, which is how ``--overwrite`` knows a
+  file beside the output as streamlsq's own.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ from streamlsq.errors import InputError, OutputError
 from streamlsq.io.locks import FileLock
 
 __all__ = [
+    "BesideFiles",
     "OwnedTemporary",
+    "write_file",
     "RemoteTemporary",
     "check_apart",
     "check_writable",
@@ -51,6 +58,8 @@ __all__ = [
 KINDS = ("partial", "old", "stores")
 #: root attribute that marks a store as written by streamlsq (set when it is published)
 WRITTEN_BY = "written_by"
+#: root attribute of a result: {name of a file beside it: sha256 of the file's bytes}
+BESIDE = "beside_files"
 #: errors of a write that no retry fixes: the output is unusable, say so in one line
 WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
 _ACCESS_ERRNOS = {errno.EACCES, errno.EPERM}
@@ -426,3 +435,134 @@ def publish_remote(tmp: RemoteTemporary, out, overwrite: bool) -> None:
     if keys:
         fs.copy(keys, [dst + k[len(src):] for k in keys])
     fs.pipe_file(f"{dst}/zarr.json", root)
+
+
+# -- files beside an output ----------------------------------------------------------------
+
+
+def beside_path(out, suffix: str) -> Path:
+    """The file ``suffix`` beside the output ``out``: OUT without its extension, then the
+    suffix (``model.zarr`` → ``model.k-curve.csv``)."""
+    out = Path(out)
+    return out.with_name(out.with_suffix("").name + suffix)
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    with open(path, "rb") as f:
+        return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _root_attrs(out) -> dict:
+    try:
+        meta = json.loads((Path(out) / "zarr.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    attrs = meta.get("attributes") if isinstance(meta, dict) else None
+    return attrs if isinstance(attrs, dict) else {}
+
+
+def beside_is_ours(path: Path, out) -> bool:
+    """Whether the file ``path`` beside ``out`` is the one streamlsq wrote with the result at
+    ``out``: that result lists it with the digest of its present bytes."""
+    listed = _root_attrs(out).get(BESIDE)
+    if not written_by_streamlsq(out) or not isinstance(listed, dict) or \
+            path.name not in listed:
+        return False
+    try:
+        return listed[path.name] == _digest(path)
+    except OSError:
+        return False
+
+
+class BesideFiles:
+    """Files a command writes beside its output ``out`` (``writers``: suffix → a function
+    writing the file at the path it is given), with the output's rules.
+
+    :meth:`check` (before any work, with the output): each name is free, or with
+    ``overwrite`` a regular file that the result at ``out`` lists with its digest; never a
+    link, a folder or a file of the user's. :meth:`write` writes each file under an owned
+    temporary next to it and returns their digests (the result's ``beside_files``);
+    :meth:`publish` renames them into place (never over what appeared since, unless it is
+    streamlsq's and ``overwrite``), and :meth:`withdraw` takes them back when the output
+    itself could not be published. :meth:`close` removes the temporaries.
+    """
+
+    def __init__(self, out, writers: dict[str, Callable[[Path], None]]):
+        self.out = Path(out)
+        self.writers = {beside_path(out, suffix): write for suffix, write in writers.items()}
+        self.temporaries: dict[Path, OwnedTemporary] = {}
+        self.published: list[Path] = []
+
+    def check(self, overwrite: bool) -> None:
+        for path in self.writers:
+            reclaim_leftovers(path)
+            if path.is_symlink():
+                raise InputError(f"{path}: is a symbolic link; streamlsq writes its files "
+                                 f"beside {self.out} but never through a link: remove it or "
+                                 "choose another --out")
+            if not os.path.lexists(path):
+                continue
+            if not path.is_file():
+                raise InputError(f"{path}: exists and is not a file; streamlsq writes a file "
+                                 f"of that name beside {self.out}: choose another --out")
+            if not overwrite:
+                raise InputError(f"{path}: already exists; streamlsq writes it beside "
+                                 f"{self.out}: choose another --out or pass --overwrite")
+            if not beside_is_ours(path, self.out):
+                raise InputError(f"{path}: exists and was not written by streamlsq (or was "
+                                 "changed since); --overwrite replaces only streamlsq's own "
+                                 "files: choose another --out")
+
+    def write(self) -> dict[str, str]:
+        digests = {}
+        for path, write in self.writers.items():
+            tmp = self.temporaries[path] = OwnedTemporary(path, "partial")
+            write(tmp.path)
+            digests[path.name] = _digest(tmp.path)
+        return digests
+
+    def publish(self, overwrite: bool) -> None:
+        for path, tmp in self.temporaries.items():
+            publish(tmp, path, overwrite, ours=lambda p: beside_is_ours(p, self.out))
+            self.published.append(path)
+
+    def withdraw(self) -> None:
+        """Undo :meth:`publish`: the previous file back where it was swapped out, else the
+        new file removed (it is this run's)."""
+        for path in reversed(self.published):
+            tmp = self.temporaries[path]
+            with contextlib.suppress(OSError):
+                if os.path.lexists(tmp.path):  # the previous file, swapped out
+                    _renameat2(tmp.path, path, _RENAME_EXCHANGE)
+                else:
+                    path.unlink()
+        self.published = []
+
+    def close(self) -> None:
+        for tmp in self.temporaries.values():
+            tmp.close()
+        self.temporaries = {}
+
+
+def write_file(path, write: Callable[[Path], None], ours: Callable[[Path], bool],
+               what: str = "the file") -> None:
+    """Write a file a command is told to write (``info --plot PNG``) as outputs are written:
+    never through a link, never over a folder or a file streamlsq did not write (``ours``
+    tells its own), checked before ``write`` runs; written under an owned temporary next to
+    it and renamed into place."""
+    path = Path(path)
+    reclaim_leftovers(path)
+    if path.is_symlink():
+        raise InputError(f"{path}: is a symbolic link; streamlsq never writes through a link: "
+                         f"choose another path for {what}")
+    if os.path.lexists(path) and not (path.is_file() and ours(path)):
+        raise InputError(f"{path}: exists and was not written by streamlsq; streamlsq replaces "
+                         f"only its own files: choose another path for {what}")
+    if not path.parent.is_dir():
+        raise InputError(f"{path.parent}: folder does not exist")
+    check_writable(path.parent)
+    with OwnedTemporary(path, "partial") as tmp:
+        write(tmp.path)
+        publish(tmp, path, overwrite=True, ours=ours)

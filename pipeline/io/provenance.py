@@ -17,11 +17,16 @@ __all__ = ["provenance"]
 
 
 def _version() -> str:
-    """The package version, as result stores record it: here, and in the mark of who wrote
-    a store (:mod:`streamlsq.io.results`)."""
-    from streamlsq import __version__
+    """The package version, as result stores record it: here, in the mark of who wrote a
+    store (:mod:`streamlsq.io.results`) and in a checkpoint's marker. Read from the installed
+    metadata, as ``streamlsq.__version__`` is, without importing the package's top (which
+    imports every layer: the io layer stays below them)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return __version__
+    try:
+        return version("streamlsq")
+    except PackageNotFoundError:  # a source tree without installation
+        return "0.0.0+unknown"
 
 
 def provenance(method: str, parameters: dict, inputs: Sequence = (), *,

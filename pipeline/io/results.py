@@ -9,17 +9,22 @@ mark.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import Location, locate
 from streamlsq.io.outputs import (
+    BESIDE,
     WRITTEN_BY,
+    BesideFiles,
     OwnedTemporary,
     RemoteTemporary,
     check_apart,
@@ -33,10 +38,18 @@ from streamlsq.io.outputs import (
     written_by_streamlsq,
 )
 from streamlsq.io.provenance import _version
-from streamlsq.io.stores import consolidate, open_dataset
+from streamlsq.io.stores import (
+    consolidate,
+    dimension_names,
+    open_dataset,
+    open_group,
+    read_checked,
+    unwritten_chunks,
+)
 
 __all__ = [
     "atomic_store",
+    "check_result",
     "for_workers",
     "published",
     "open_result",
@@ -45,18 +58,24 @@ __all__ = [
 ]
 
 
-def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None):
+def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None,
+                   beside: dict | None = None):
     """Check ``out`` before any work: it is apart from every input store (``inputs``: paths
     or sources), it does not exist unless ``overwrite`` (and then it is a store streamlsq
     wrote), its folder exists and is writable; leftovers of killed runs on ``out`` are
-    reclaimed. Returns the local :class:`~pathlib.Path`, or the
-    :class:`~streamlsq.io.location.Location` of an output on an object store (an fsspec URL
-    or a zarr ``FsspecStore``; ``storage_options`` for a URL)."""
+    reclaimed. ``beside`` (suffix → writer): the files written beside ``out``, checked by the
+    same rules (:class:`~streamlsq.io.outputs.BesideFiles`; a local output only). Returns the
+    local :class:`~pathlib.Path`, or the :class:`~streamlsq.io.location.Location` of an
+    output on an object store (an fsspec URL or a zarr ``FsspecStore``; ``storage_options``
+    for a URL)."""
     loc = locate(out, storage_options)
     if loc is None:
         raise InputError(f"{out!r}: an output is a path, an fsspec URL or a zarr store object "
                          "(LocalStore, FsspecStore)")
     if loc.remote:
+        if beside:
+            raise InputError(f"{loc.shown or loc.url}: the files {', '.join(beside)} are "
+                             "written beside a local output only")
         check_apart(loc.url, inputs, "--out")
         shown = loc.shown or loc.url
         if loc.exists():
@@ -71,6 +90,7 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
         return loc
     out = Path(loc.shown or loc.url)
     check_apart(out, inputs, "--out")
+    reclaim_leftovers(out)  # a killed run's, also when this one is refused below
     if os.path.lexists(out):
         if not overwrite:
             raise InputError(f"{out}: already exists; choose another --out or pass --overwrite")
@@ -80,12 +100,14 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
     if not out.parent.exists():
         raise InputError(f"{out.parent}: output folder does not exist")
     check_writable(out.parent)
-    reclaim_leftovers(out)
+    if beside:
+        BesideFiles(out, beside).check(overwrite)
     return out
 
 
 @contextlib.contextmanager
-def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None) -> Iterator:
+def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
+                 beside: dict | None = None) -> Iterator:
     """Build a store under a temporary name next to ``out``; publish it only when complete.
 
     Yields the temporary store to write into (a local :class:`~pathlib.Path`, or a zarr
@@ -99,29 +121,52 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None) 
     ``complete=True`` last). If the block raises, the temporary store is removed: nothing
     that looks complete is left. A write that fails for lack of space or permission
     becomes one line (:class:`~streamlsq.errors.OutputError`).
+
+    ``beside`` (suffix → a function writing the file at the path it is given): files that
+    belong to the output (``OUT.k-curve.csv``), checked with it before any work, written
+    when the block finishes, listed with their digests in the root attribute
+    ``beside_files`` and renamed into place just before the store (taken back if the store
+    cannot be published).
     """
-    out = prepare_output(out, overwrite, inputs, storage_options)
+    out = prepare_output(out, overwrite, inputs, storage_options, beside)
     if isinstance(out, Location):
         with RemoteTemporary(out, "partial") as tmp:
             store = tmp.store
             yield store
             g = zarr.open_group(store, mode="r+")
-            g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}"})
+            g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}",
+                            EVERY_CHUNK_WRITTEN: _every_chunk_written(g)})
             consolidate(tmp.location)
             publish_remote(tmp, out, overwrite)
         return
-    with OwnedTemporary(out, "partial") as tmp:
+    files = BesideFiles(out, beside or {})
+    with OwnedTemporary(out, "partial") as tmp, contextlib.closing(files):
         try:
             yield tmp.path
             g = zarr.open_group(str(tmp.path), mode="r+")
-            g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}"})
+            mark = {"complete": True, WRITTEN_BY: f"streamlsq {_version()}",
+                    EVERY_CHUNK_WRITTEN: _every_chunk_written(g)}
+            if beside:
+                mark[BESIDE] = files.write()
+            g.attrs.update(mark)
             consolidate(tmp.path)
-            publish(tmp, out, overwrite)
+            files.publish(overwrite)
+            try:
+                publish(tmp, out, overwrite)
+            except BaseException:
+                files.withdraw()
+                raise
         except OSError as exc:
             failure = output_failure(exc, out, tmp.path)
             if failure is None:
                 raise
             raise failure from None
+
+
+def _every_chunk_written(g: zarr.Group) -> bool:
+    """Whether no chunk of any array of the finished store ``g`` was left unwritten (what
+    lets :func:`check_result` take a missing chunk later for damage)."""
+    return all(unwritten_chunks(arr).count == 0 for _, arr in g.arrays())
 
 
 def for_workers(tmp):
@@ -140,17 +185,20 @@ def published(out, storage_options=None):
 
 
 def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
-                 storage_options=None):
+                 storage_options=None, beside: dict | None = None):
     """Write ``ds`` atomically: temporary path, ``complete=True`` last, then published (renamed
-    into place; on an object store claimed, copied and marked complete last)."""
+    into place; on an object store claimed, copied and marked complete last); ``beside``: the
+    files that belong to it (:func:`atomic_store`)."""
     ds = ds.copy()
     # zarr v3 has a specified variable-length string type, not numpy's fixed-width one
     strings = {n: ds[n].astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
     ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
     ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
     ds.attrs["complete"] = False
-    with atomic_store(out, overwrite, inputs, storage_options) as tmp:
-        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
+    with atomic_store(out, overwrite, inputs, storage_options, beside) as tmp:
+        # every chunk stored, also one equal to the fill value (a chunk of zeros): a chunk
+        # found missing later is damage (check_result)
+        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, write_empty_chunks=True)
     loc = locate(out, storage_options)
     return loc if loc.remote else Path(loc.url)
 
@@ -158,7 +206,8 @@ def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
 def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
                 ) -> xr.Dataset:
     """Open a result store (a path, an fsspec URL or a zarr store object); refuse one that an
-    interrupted run left incomplete.
+    interrupted run left incomplete, or that was damaged since (:func:`check_result`: a
+    chunk missing, unreadable or holding a non-finite value, named by variable and chunk).
 
     Examples
     --------
@@ -171,7 +220,123 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     (True, 'kf4lls')
     >>> tmp.cleanup()
     """
-    ds = open_dataset(path, storage_options=storage_options, lazy=lazy)
-    if ds.attrs.get("complete") is not True:
+    loc = locate(path, storage_options)
+    if loc is None:  # an in-memory zarr store: read as xarray reads it
+        ds = open_dataset(path, lazy=lazy)
+        if ds.attrs.get("complete") is not True:
+            raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
+        return ds
+    g = open_group(loc, None)
+    if g.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
+    large = check_result(g, loc, whole=not lazy)
+    ds = open_dataset(loc, lazy=lazy)
+    for name in large:
+        if name in ds.data_vars and ds[name].chunks is not None:
+            ds[name] = ds[name].copy(data=_checked_lazily(loc, name, g[name],
+                                                          ds[name].data.chunks))
     return ds
+
+
+#: arrays of a result up to this many bytes are read and checked when the result is opened
+#: (every array of a fit or a model); larger ones (the rows of a prediction) are checked
+#: chunk by chunk as they are read, so that opening a prediction reads none of its rows
+CHECKED_WHEN_OPENED = 64 * 2**20
+#: root attribute: every chunk of every array was found written when the result was published
+EVERY_CHUNK_WRITTEN = "every_chunk_written"
+_DAMAGED = "the result is damaged: compute it again"
+
+
+def check_result(g: zarr.Group, location: Location, whole: bool = False) -> list[str]:
+    """Check the arrays of the result store ``g`` (at ``location``): every chunk
+    written, readable and finite, else an :class:`~streamlsq.errors.InputError` naming the
+    result, the variable and the chunk. Results never hold NaN or Inf (every run checks
+    what it publishes), so one is damage. A chunk never written reads as the array's fill
+    value: damage in a result whose root says every chunk was written
+    (``every_chunk_written``, set on publication), and always where the fill value is NaN;
+    in an integer array of an earlier result it is a chunk of zeros zarr did not store
+    (``write_empty_chunks=False``), read as such.
+
+    Arrays up to :data:`CHECKED_WHEN_OPENED` bytes (all of them with ``whole``) are read
+    and checked here; returns the names of the larger floating-point ones (``yhat``,
+    ``residual``, a prediction's ``coef``), whose chunks the caller checks as they are read
+    (:func:`open_result` gives them dask arrays that do)."""
+    label = location.shown or location.url
+    every = g.attrs.get(EVERY_CHUNK_WRITTEN) is True
+    large = []
+    for name, arr in g.arrays():
+        fill = np.asarray(arr.fill_value) if arr.fill_value is not None else None
+        strict = every or (fill is not None and fill.dtype.kind in "fc"
+                           and not np.isfinite(fill).all())
+        gaps = unwritten_chunks(arr) if strict else None
+        if gaps is not None and gaps.count:
+            coords, (a, b) = gaps.found[0]
+            dims = dimension_names(arr)
+            span = f" ({dims[0] if dims else 'index'} {a}-{b - 1})" if arr.ndim else ""
+            raise InputError(f"{label}: variable '{name}' chunk {coords}{span} is missing "
+                             f"({gaps.count} of {gaps.total} chunks; it would read as "
+                             f"{arr.fill_value}); {_DAMAGED}")
+        if arr.nbytes <= CHECKED_WHEN_OPENED or whole or arr.dtype.kind not in "fc":
+            _finite(label, name, arr, read_checked(location.url, None, name, arr, 0, _length(arr),
+                                                   label, _DAMAGED, not strict), 0)
+        else:
+            large.append(name)
+    return large
+
+
+def _length(arr) -> int:
+    return int(arr.shape[0]) if arr.ndim else 1
+
+
+def _finite(label: str, name: str, arr, values: np.ndarray, start: int) -> None:
+    """Refuse a NaN or Inf in ``values`` (rows ``start:`` of the result's array ``arr``)."""
+    if values.dtype.kind not in "fc" or np.isfinite(values).all():
+        return
+    where = tuple(int(i) for i in np.argwhere(~np.isfinite(values))[0])
+    kind = "NaN" if np.isnan(values[where]) else "Inf"
+    if not arr.ndim:
+        raise InputError(f"{label}: variable '{name}' (one value) is {kind}; {_DAMAGED}")
+    row = start + where[0]
+    dims = dimension_names(arr)
+    raise InputError(f"{label}: variable '{name}' chunk {row // int(arr.chunks[0])} has {kind} "
+                     f"at {dims[0] if dims else 'index'} {row}; {_DAMAGED}")
+
+
+@dataclasses.dataclass
+class _CheckedRows:
+    """A large array of a result read as :func:`check_result` reads a small one (its chunks
+    named when missing or unreadable, its values checked finite), row range by row range as
+    dask asks for them."""
+
+    arr: zarr.Array
+    location: Location
+    name: str
+
+    @property
+    def shape(self):
+        return self.arr.shape
+
+    @property
+    def dtype(self):
+        return self.arr.dtype
+
+    @property
+    def ndim(self):
+        return self.arr.ndim
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        rows = key[0] if key else slice(None)
+        start, stop, _ = rows.indices(self.arr.shape[0])
+        label = self.location.shown or self.location.url
+        values = read_checked(self.location.url, None, self.name, self.arr, start, stop,
+                              label, _DAMAGED)
+        _finite(label, self.name, self.arr, values, start)
+        return values[(slice(None), *key[1:])]
+
+
+def _checked_lazily(loc: Location, name: str, arr, chunks):
+    import dask.array as da
+
+    return da.from_array(_CheckedRows(arr, loc, name), chunks=chunks,
+                         name=f"checked-{name}-{uuid.uuid4().hex[:8]}", asarray=False)

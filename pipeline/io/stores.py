@@ -323,9 +323,11 @@ class StoreSource:
         """Rows ``start:stop`` of variable ``name`` as xarray decodes them, in ``dtype``;
         NaN/Inf (a decoded fill value is a NaN: a missing value) refused by chunk and row
         unless ``check=False``."""
-        values = np.asarray(self.rows.read(name, start, stop), dtype=dtype)
+        stored = np.asarray(self.rows.read(name, start, stop))
+        values = np.asarray(stored, dtype=dtype)
         if check:
-            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name))
+            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name),
+                              stored)
         return values
 
     def chunk_stamps(self, names) -> dict:
@@ -349,33 +351,55 @@ def identity(path) -> str:
 
 
 def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start: int,
-                 stop: int, label: str | None = None) -> np.ndarray:
-    """``arr[start:stop]`` of a store's variable ``name``, where a missing chunk file or
-    one that cannot be decoded is an :class:`InputError` naming the chunk and its rows
-    (never a traceback, never fill values read in place of data)."""
+                 stop: int, label: str | None = None,
+                 remedy: str = "restore it or rewrite the store",
+                 unwritten_ok: bool = False) -> np.ndarray:
+    """``arr[start:stop]`` of a store's variable ``name``, where a missing chunk file, an
+    inner chunk of a shard that was never written, or a chunk that cannot be decoded is an
+    :class:`InputError` naming the chunk and its rows (never a traceback, never fill values
+    read in place of data); ``remedy`` ends the message of a chunk that cannot be read.
+    ``unwritten_ok``: a chunk never written reads as the fill value, as zarr reads it (an
+    array whose fill value is a value it holds)."""
     label = label or store_label(path, group)
-    for coords, rows, file in chunk_files(path, group, name, arr, start, stop):
+    if not arr.ndim:  # one value, one chunk
+        try:
+            return np.asarray(arr[...])
+        except Exception as exc:
+            raise InputError(f"{label}: variable '{name}' (one value) cannot be read "
+                             f"({type(exc).__name__}: {_first_line(exc)}); {remedy}") from None
+    for coords, rows, file in [] if unwritten_ok else \
+            chunk_files(path, group, name, arr, start, stop):
         if file is not None and not file.exists():
             raise InputError(
                 f"{label}: variable '{name}' chunk {coords} (rows {rows[0]}-{rows[1] - 1}) is "
                 f"missing: its file {file} was removed; restore it (a checkpointed run then "
                 "continues with --resume)")
+    if not unwritten_ok and _shard_layout(arr)[0] is not None:
+        gaps = unwritten_chunks(arr, start, stop)
+        if gaps.count:
+            coords, (a, b) = gaps.found[0]
+            raise InputError(
+                f"{label}: variable '{name}' chunk {coords} (rows {a}-{b - 1}) was never "
+                "written: its shard's index has no entry for it (it would read as the fill "
+                f"value {arr.fill_value}); {remedy}")
     try:
         return arr[start:stop]
     except (InputError, MemoryError):
         raise
     except Exception as exc:
         first = exc
-    for coords, rows, _ in chunk_files(path, group, name, arr, start, stop, per_row_chunk=True):
+    rows = int(arr.chunks[0]) if arr.ndim else max(stop, 1)
+    for c in range(start // rows, -(-stop // rows)):
+        a, b = c * rows, min((c + 1) * rows, int(arr.shape[0]) if arr.ndim else 1)
         try:
-            arr[max(rows[0], start):min(rows[1], stop)]
+            arr[max(a, start):min(b, stop)]
         except (InputError, MemoryError):
             raise
         except Exception as exc:
             raise InputError(
-                f"{label}: variable '{name}' chunk {coords[0]} (rows {rows[0]}-{rows[1] - 1}) "
-                f"cannot be read ({type(exc).__name__}: {_first_line(exc)}); the chunk file "
-                "is truncated or corrupt: restore it or rewrite the store") from None
+                f"{label}: variable '{name}' chunk {c} (rows {a}-{b - 1}) cannot be read "
+                f"({type(exc).__name__}: {_first_line(exc)}); the chunk file is truncated or "
+                f"corrupt: {remedy}") from None
     raise InputError(f"{label}: variable '{name}' rows {start}-{stop - 1} cannot be read "
                      f"({type(first).__name__}: {_first_line(first)})") from None
 
@@ -386,10 +410,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def chunk_files(path: str, group: str | None, name: str, arr: zarr.Array, start: int = 0,
-                stop: int | None = None, per_row_chunk: bool = False):
-    """(chunk coordinates, (first row, end row), file path or None) of the stored chunks of
-    ``arr`` holding rows ``start:stop``; with ``per_row_chunk`` one entry per chunk of rows
-    (all other coordinates 0). The file is None where the store is not a local folder."""
+                stop: int | None = None):
+    """(chunk coordinates, (first row, end row), file path or None) of the stored objects
+    (chunks, or shards) of ``arr`` holding rows ``start:stop``. The file is None where the
+    store is not a local folder."""
     grid = getattr(arr.metadata, "chunk_grid", None)
     outer = tuple(getattr(grid, "chunk_shape", None) or arr.chunks)
     shape = arr.shape
@@ -402,8 +426,8 @@ def chunk_files(path: str, group: str | None, name: str, arr: zarr.Array, start:
     others = [range(-(-n // c)) for n, c in zip(shape[1:], outer[1:], strict=True)]
     for c in range(start // rows, -(-stop // rows)):
         span = (c * rows, min((c + 1) * rows, shape[0]))
-        for rest in ([()] if per_row_chunk else itertools.product(*others)):
-            coords = (c, *rest) if not per_row_chunk else (c, *([0] * len(others)))
+        for rest in itertools.product(*others):
+            coords = (c, *rest)
             file = base / arr.metadata.encode_chunk_key(coords) if local else None
             yield coords, span, file
 
@@ -541,31 +565,137 @@ def dimension_names(arr: zarr.Array) -> tuple[str, ...]:
     return tuple(names) if names is not None else ()
 
 
-def missing_chunks(arr: zarr.Array, limit: int = 1) -> list[tuple[int, ...]]:
-    """Coordinates of chunks that were never written (they would read back as fill values)."""
-    if arr.nchunks_initialized == arr.nchunks:
-        return []
-    from zarr.core.sync import sync
+@dataclass(frozen=True)
+class UnwrittenChunks:
+    """The storage chunks of an array that were never written (they would read as its fill
+    value): the first few found (``found``: chunk coordinates, with their rows) and how many
+    there are in all (``count``, of ``total``)."""
 
-    store = arr.store_path.store
-    prefix = arr.store_path.path
-    out = []
-    for coords in arr._iter_chunk_coords():
+    found: list[tuple[tuple[int, ...], tuple[int, int]]]
+    count: int
+    total: int
+
+
+def _shard_layout(arr: zarr.Array):
+    """(sharding codec, chunks per shard) of an array stored in shards (zarr's sharding codec,
+    which keeps in every shard an index whose empty entries mark inner chunks never written),
+    or (None, None)."""
+    shards = getattr(arr, "shards", None)
+    if shards is None:
+        return None, None
+    from zarr.codecs import ShardingCodec
+
+    codec = next((c for c in getattr(arr.metadata, "codecs", ())
+                  if isinstance(c, ShardingCodec)), None)
+    if codec is None:
+        return None, None
+    return codec, tuple(s // c for s, c in zip(shards, arr.chunks, strict=True))
+
+
+def _chunk_rows(arr: zarr.Array, coords) -> tuple[int, int]:
+    rows = int(arr.chunks[0]) if arr.ndim else 1
+    first = int(coords[0]) * rows if arr.ndim else 0
+    return first, min(first + rows, int(arr.shape[0])) if arr.ndim else 1
+
+
+async def _unwritten_in(arr: zarr.Array, outer: list[tuple[int, ...]], listed: set | None):
+    """Coordinates of the storage chunks never written among those of the stored objects
+    ``outer`` (chunks, or shards of inner chunks); ``listed``: the keys known to exist (a
+    listing), else each object is asked for."""
+    import asyncio
+
+    codec, per_shard = _shard_layout(arr)
+    grid = [-(-int(n) // int(c)) for n, c in zip(arr.shape, arr.chunks, strict=True)]
+
+    async def one(coords):
         key = arr.metadata.encode_chunk_key(coords)
-        if not sync(store.exists(f"{prefix}/{key}" if prefix else key)):
-            out.append(tuple(int(c) for c in coords))
-            if len(out) >= limit:
-                break
+        if codec is None:
+            if listed is not None:
+                return [] if key in listed else [coords]
+            return [] if await arr.store_path.store.exists(_key(arr, key)) else [coords]
+        inner = [tuple(o * n + i for o, n, i in zip(coords, per_shard, local, strict=True))
+                 for local in np.ndindex(*per_shard)]
+        inner = [c for c in inner if all(ci < g for ci, g in zip(c, grid, strict=True))]
+        if listed is not None and key not in listed:
+            return inner
+        index = await codec._load_shard_index_maybe(arr.store_path / key, per_shard)
+        if index is None:
+            return inner
+        written = index.get_full_chunk_map()
+        return [c for c in inner
+                if not written[tuple(ci % n for ci, n in zip(c, per_shard, strict=True))]]
+
+    out = []
+    for i in range(0, len(outer), 256):  # bounded concurrency: one small read per object
+        for part in await asyncio.gather(*(one(c) for c in outer[i:i + 256])):
+            out.extend(part)
     return out
 
 
+def _key(arr: zarr.Array, key: str) -> str:
+    prefix = arr.store_path.path
+    return f"{prefix}/{key}" if prefix else key
+
+
+def unwritten_chunks(arr: zarr.Array, start: int = 0, stop: int | None = None,
+                     limit: int = 1) -> UnwrittenChunks:
+    """The storage chunks of ``arr`` holding rows ``start:stop`` that were never written.
+
+    Zarr reads a chunk that was never written as the fill value, without an error. A chunk
+    of an unsharded array is never written when its object is missing; in a sharded array
+    (zarr's sharding codec) also when its entry in its shard's index is empty, which a
+    store written with ``write_empty_chunks=False``, or one whose writing was interrupted
+    inside a shard, leaves behind (the shard's file exists: listing the objects cannot
+    tell). The whole array (the default) is checked with one listing of its objects and,
+    when sharded, one read of each shard's index."""
+    from zarr.core.sync import sync
+
+    whole = start == 0 and stop is None
+    stop = int(arr.shape[0]) if arr.ndim and stop is None else stop
+    codec, _ = _shard_layout(arr)
+    if codec is None and whole and arr.nchunks_initialized == arr.nchunks:
+        return UnwrittenChunks([], 0, arr.nchunks)
+    outer_rows = int(getattr(arr.metadata.chunk_grid, "chunk_shape", arr.chunks)[0]) \
+        if arr.ndim else 1
+    others = [range(-(-int(n) // int(c))) for n, c in
+              zip(arr.shape[1:], getattr(arr.metadata.chunk_grid, "chunk_shape",
+                                         arr.chunks)[1:], strict=True)]
+    first, last = (0, 1) if not arr.ndim else (start // outer_rows, -(-stop // outer_rows))
+    outer = [(c, *rest) if arr.ndim else () for c in range(first, last)
+             for rest in itertools.product(*others)]
+    listed = None
+    if whole:
+        prefix = arr.store_path.path
+
+        async def listing():
+            return {k[len(prefix) + 1:] if prefix else k
+                    async for k in arr.store_path.store.list_prefix(prefix)}
+
+        listed = sync(listing())
+    try:
+        gaps = sync(_unwritten_in(arr, outer, listed))
+    except AttributeError as exc:  # a zarr whose sharding codec keeps its index elsewhere
+        raise RuntimeError(f"cannot read the shard index with zarr {zarr.__version__} "
+                           f"({exc})") from None
+    if arr.ndim:
+        gaps = [c for c in gaps if _chunk_rows(arr, c)[0] < stop
+                and _chunk_rows(arr, c)[1] > start]
+    found = [(tuple(int(v) for v in c), _chunk_rows(arr, c)) for c in gaps[:limit]]
+    return UnwrittenChunks(found, len(gaps), arr.nchunks)
+
+
 def check_complete(label: str, name: str, arr: zarr.Array) -> None:
-    gaps = missing_chunks(arr)
-    if gaps:
-        n_missing = arr.nchunks - arr.nchunks_initialized
+    """Refuse an array with a chunk that was never written (:func:`unwritten_chunks`),
+    naming the first such chunk and its rows."""
+    try:
+        gaps = unwritten_chunks(arr)
+    except RuntimeError as exc:
+        raise InputError(f"{label}: variable '{name}': {exc}") from None
+    if gaps.count:
+        coords, (a, b) = gaps.found[0]
         raise InputError(
-            f"{label}: variable '{name}' chunk {gaps[0]} was never written "
-            f"({n_missing} of {arr.nchunks} chunks missing; it would read as the fill value "
+            f"{label}: variable '{name}' chunk {coords} was never written (rows {a}-{b - 1}; "
+            f"{gaps.count} of {gaps.total} chunks missing; it would read as the fill value "
             f"{arr.fill_value}); the store is incomplete, or was written with "
             "write_empty_chunks=False: rewrite it with write_empty_chunks=True"
         )
@@ -581,12 +711,21 @@ def nonfinite(values: np.ndarray) -> np.ndarray | None:
     return bad if bad.any() else None  # else the sum overflowed on finite values
 
 
-def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int) -> None:
-    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row."""
+def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int,
+                      stored: np.ndarray | None = None) -> None:
+    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row.
+    ``stored``: the values before they were cast to ``A``'s dtype; a finite one that became
+    Inf is too large for that dtype, and the message says so."""
     bad = nonfinite(A)
     if bad is None:
         return
-    row = start + int(np.argwhere(bad)[0][0])
+    where = tuple(np.argwhere(bad)[0])
+    row = start + int(where[0])
+    if stored is not None and stored.shape == A.shape and np.isfinite(stored[where]):
+        raise InputError(
+            f"{label}: variable '{name}' chunk {row // chunk_rows} has |value| "
+            f"{abs(float(stored[where])):.3g} at row {row}, beyond the range of {A.dtype}: "
+            f"compute in float64 (--dtype float64) or rescale the data")
     kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
     raise InputError(
         f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row {row}; "

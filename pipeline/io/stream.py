@@ -570,5 +570,9 @@ def _column_counts(label: str, columns: dict[str, _Column], x_vars, y_vars
 
     if n == 0 or width(x_vars) == 0:
         raise InputError(f"{label}: variable '{x_vars[0]}' is empty (shape {first.shape})")
+    if y_vars and width(y_vars) == 0:
+        raise InputError(f"{label}: variable '{y_vars[0]}' has no target column (shape "
+                         f"{columns[y_vars[0]].shape}); a stream store needs at least one "
+                         "target")
     y_is_vector = len(y_vars) == 1 and len(columns[y_vars[0]].shape) == 1
     return n, width(x_vars), width(y_vars), y_is_vector

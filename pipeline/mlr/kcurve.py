@@ -2,21 +2,21 @@
 
 The model store holds ``k_loglik`` and ``k_loglik_se`` over ``k_candidate`` and
 the eigenvalues of the subspace moment; :func:`k_curve_table` puts them side by
-side and :func:`write_k_curve` writes ``<stem>.k-curve.csv`` and
-``<stem>.k-curve.png`` beside the model store (the command line does this for
-every ``--k auto`` run).
+side, and :data:`K_CURVE_FILES` writes it as ``OUT.k-curve.csv`` and
+``OUT.k-curve.png``: ``metalearn(..., out=OUT, k_curve=True)`` (the command line, for
+every ``--k auto`` run) writes them beside the model store as files of the output,
+checked with it before any work and published with it.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["k_curve_table", "write_k_curve"]
+__all__ = ["K_CURVE_FILES", "k_curve_table"]
 
 
 def k_curve_table(model: xr.Dataset) -> pd.DataFrame:
@@ -48,15 +48,17 @@ def k_curve_table(model: xr.Dataset) -> pd.DataFrame:
     })
 
 
-def write_k_curve(model: xr.Dataset, stem: str | os.PathLike) -> tuple[Path, Path]:
-    """Write ``<stem>.k-curve.csv`` and ``<stem>.k-curve.png``; return their paths."""
+def write_k_curve_table(model: xr.Dataset, path: str | os.PathLike) -> None:
+    """The table of :func:`k_curve_table` as CSV at ``path``."""
+    k_curve_table(model).to_csv(path, index=False)
+
+
+def write_k_curve_figure(model: xr.Dataset, path: str | os.PathLike) -> None:
+    """The held-out log-likelihood against k (the chosen k marked) and the eigenvalues of
+    the subspace moment, as a PNG at ``path`` (whatever its name ends with)."""
     from matplotlib.figure import Figure
 
     table = k_curve_table(model)
-    stem = Path(stem)
-    csv = stem.with_name(stem.name + ".k-curve.csv")
-    png = stem.with_name(stem.name + ".k-curve.png")
-    table.to_csv(csv, index=False)
     fig = Figure(figsize=(8, 3.2))
     left, right = fig.subplots(1, 2)
     left.errorbar(table.k, table.heldout_loglik, yerr=table.heldout_loglik_se, marker="o",
@@ -72,5 +74,9 @@ def write_k_curve(model: xr.Dataset, stem: str | os.PathLike) -> tuple[Path, Pat
     right.axhline(0.0, color="0.6", lw=0.8)
     right.set(xlabel="index", ylabel="eigenvalue", title="subspace moment M")
     fig.tight_layout()
-    fig.savefig(png, dpi=100)
-    return csv, png
+    fig.savefig(path, dpi=100, format="png")
+
+
+#: the files of the k curve beside a model store: suffix → writer(model, path)
+K_CURVE_FILES = {".k-curve.csv": write_k_curve_table, ".k-curve.png": write_k_curve_figure}
+

@@ -260,6 +260,7 @@ def metalearn(
     chunk_tasks: int = CHUNK_TASKS,
     tile: int = TILE,
     group: str | None = None,
+    k_curve: bool = False,
     **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Meta-learn a mixture of k linear regressions from the multi-task store ``data``.
@@ -284,6 +285,10 @@ def metalearn(
         with ``predict(..., holdout=...)``).
     chunk_tasks : tasks per chunk of work; tile : heavy tasks per tile side.
     out : write the model store here (atomically, ``complete=True`` last).
+    k_curve : with ``out`` and ``k="auto"``, also write the curve k was chosen from as
+        ``OUT.k-curve.csv`` and ``OUT.k-curve.png`` beside the model store (OUT without its
+        extension; :mod:`streamlsq.mlr.kcurve`): files of the output, checked with it before
+        any work and published with it.
     **run : the options of the run (:class:`streamlsq.jobs.RunOptions`); with
         ``checkpoint`` each step's result is committed, and ``resume`` continues a killed
         run from its last finished step (the same model as an uninterrupted run).
@@ -325,7 +330,7 @@ def metalearn(
     job = MetaLearning(data, k, group=group, k_max=k_max, linkage=linkage,
                        threshold=threshold, splits=splits, whiten=whiten, roles=roles,
                        heavy_rows=heavy_rows, holdout=holdout, chunk_tasks=chunk_tasks,
-                       tile=tile)
+                       tile=tile, k_curve=k_curve)
     return Run(out, **run).execute(job)
 
 
@@ -348,6 +353,7 @@ class MetaLearning(Job):
     holdout: int = 0
     chunk_tasks: int = CHUNK_TASKS
     tile: int = TILE
+    k_curve: bool = False
 
     name = "metalearn"
     checkpoint_kind = "metalearn"
@@ -365,6 +371,13 @@ class MetaLearning(Job):
     def open(self, run: Run) -> list:
         self.source = open_tasks(self.data, self.group)
         return [self.source]
+
+    def beside(self) -> dict:
+        if not (self.k_curve and self.k == "auto"):
+            return {}
+        from streamlsq.mlr.kcurve import K_CURVE_FILES
+
+        return dict(K_CURVE_FILES)
 
     def fingerprint(self) -> dict:
         return {"input": task_input_identity(self.source), "k": self.k, "k_max": self.k_max,

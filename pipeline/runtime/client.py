@@ -52,19 +52,23 @@ import contextlib
 import logging
 import os
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import dask
 from distributed import Client, Future, LocalCluster
 
-from streamlsq.errors import ClusterError, InputError, RunError, WorkersPausedError
+from streamlsq.errors import ClusterError, InputError, RunError, WorkersPausedError, checked
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.memory import release_pages
 
-__all__ = ["check_memory_limit", "cluster_failure", "dask_client", "embedded_workers",
-           "paused_watch", "release_worker_pages", "spawn_would_rerun_caller"]
+__all__ = ["SETTINGS", "check_address", "check_memory_limit", "check_temporary_directory",
+           "cluster_failure", "dask_client", "embedded_workers", "paused_watch",
+           "release_worker_pages", "setting", "spawn_would_rerun_caller"]
 
 #: seconds every worker may stay paused with nothing executing before a run is stopped
 PAUSED_TIMEOUT = 120.0
@@ -78,6 +82,90 @@ STABLE_WORKER = 5.0
 #: bytes of input up to which the embedded cluster runs its workers as threads of this
 #: process (dask config ``streamlsq.in-process-bytes``)
 IN_PROCESS_BYTES = 2**30
+
+
+def _setting_param(name: str, default, help: str, **bounds) -> Param:
+    variable = "DASK_" + name.upper().replace(".", "__").replace("-", "_")
+    return Param(name, default, help, label=f"the dask config {name} ({variable})", **bounds)
+
+
+#: the dask config values of streamlsq (``docs/faults.md``), each checked when a run starts
+SETTINGS = {
+    "streamlsq.paused-timeout": _setting_param(
+        "streamlsq.paused-timeout", PAUSED_TIMEOUT, "Seconds every worker may stay paused "
+        "with nothing running (0: no limit).", ge=0),
+    "streamlsq.no-workers-timeout": _setting_param(
+        "streamlsq.no-workers-timeout", NO_WORKERS_TIMEOUT, "Seconds a run may go without a "
+        "live worker (0: no limit).", ge=0),
+    "streamlsq.connect-timeout": _setting_param(
+        "streamlsq.connect-timeout", CONNECT_TIMEOUT, "Seconds to reach a named scheduler.",
+        gt=0),
+    "streamlsq.in-process-bytes": _setting_param(
+        "streamlsq.in-process-bytes", IN_PROCESS_BYTES, "Bytes of input up to which the "
+        "embedded cluster's workers are threads.", ge=0),
+}
+
+
+def setting(name: str) -> float:
+    """The dask config value ``name`` of :data:`SETTINGS`, checked (one line naming the
+    setting and its environment variable otherwise: an :class:`InputError`). Durations may
+    be given as dask writes them ("90s", "2 minutes"), sizes as "1GiB"; ``None`` turns a
+    timeout off (0)."""
+    from dask.utils import parse_bytes, parse_timedelta
+
+    param = SETTINGS[name]
+    value = dask.config.get(name, param.default)
+    if value is None:
+        value = param.default if name == "streamlsq.connect-timeout" else 0
+    if isinstance(value, str):
+        try:
+            value = parse_bytes(value) if name.endswith("-bytes") else \
+                parse_timedelta(value, default="seconds")
+        except (ValueError, TypeError, KeyError):
+            pass  # refused below, as given
+    return checked(param, value)
+
+
+def check_temporary_directory() -> None:
+    """Refuse a dask ``temporary-directory`` (``DASK_TEMPORARY_DIRECTORY``) where the embedded
+    cluster's workers cannot keep their scratch space: not a folder, or no folder that can
+    be written on its way (distributed creates the missing ones)."""
+    folder = dask.config.get("temporary-directory", None)
+    if not folder:
+        return
+    path = Path(os.path.expanduser(str(folder)))
+    existing = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)
+    reason = None
+    if existing is None or not existing.is_dir():
+        reason = "not a folder" if existing == path else f"{existing} is not a folder"
+    else:
+        try:  # a file made and removed: permissions, a read-only or full filesystem
+            tempfile.TemporaryFile(dir=existing).close()
+        except OSError as exc:
+            reason = f"{existing} cannot be written ({exc.strerror})"
+    if reason is not None:
+        raise InputError(f"the dask config temporary-directory (DASK_TEMPORARY_DIRECTORY) "
+                         f"{folder}: {reason}; the embedded cluster's workers keep their "
+                         "scratch space there: set it to a folder you can write, or unset it")
+
+
+def check_address(address: str) -> None:
+    """Refuse a scheduler address distributed cannot connect to at all (no protocol it
+    knows, no host and port), before a client is made: one line at once, rather than a
+    client that fails and then waits a minute to close."""
+    from distributed.comm import registry
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme not in registry.backends:
+            raise ValueError(f"unknown protocol {scheme!r}; known: "
+                             f"{', '.join(sorted(registry.backends))}")
+        if scheme != "inproc":
+            parse_host_port(loc)
+    except ValueError as exc:
+        raise InputError(f"--scheduler (DASK_SCHEDULER_ADDRESS) {address}: not the address of "
+                         f"a Dask scheduler ({exc}); write it as tcp://HOST:PORT") from None
 
 
 @contextlib.contextmanager
@@ -104,6 +192,8 @@ def dask_client(
     >>> n >= 1
     True
     """
+    for name in SETTINGS:  # a bad setting is one line before a cluster is touched
+        setting(name)
     with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit,
                   data_bytes) as (c, own):
         try:
@@ -174,7 +264,8 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, dat
         return
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if address:
-        timeout = float(dask.config.get("streamlsq.connect-timeout", CONNECT_TIMEOUT))
+        check_address(address)
+        timeout = setting("streamlsq.connect-timeout")
         try:
             c = Client(address, set_as_default=False, timeout=timeout)
         except (OSError, TimeoutError, ValueError) as exc:
@@ -203,12 +294,18 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, dat
                        ("memory_limit", memory_limit)):
         if value is not None:
             kwargs[key] = value
+    check_temporary_directory()
     with contextlib.ExitStack() as stack:
         if kind == "threads":
             # the worker threads are the parallelism: one BLAS thread each, as distributed
             # gives worker processes (OMP/OPENBLAS/MKL_NUM_THREADS=1), not one per core each
             stack.enter_context(_one_blas_thread())
-        cluster = stack.enter_context(LocalCluster(**kwargs))
+        try:
+            cluster = stack.enter_context(LocalCluster(**kwargs))
+        except RuntimeError as exc:  # "Cluster failed to start: ..."
+            raise ClusterError(f"the embedded Dask cluster could not start ({_first_line(exc)})"
+                               "; check the dask config (temporary-directory, ports) or name "
+                               "a running scheduler with --scheduler") from None
         c = stack.enter_context(Client(cluster, set_as_default=False))
         try:
             yield c, True
@@ -246,17 +343,17 @@ def embedded_workers(data_bytes: int | None = None, *, n_workers: int | None = N
     ...     embedded_workers(10**6), embedded_workers(10**6, n_workers=2)
     ('threads', 'processes')
     """
-    setting = str(dask.config.get("streamlsq.embedded-workers", "auto") or "auto").lower()
-    if setting in ("threads", "processes"):
-        return setting
-    if setting != "auto":
+    chosen = str(dask.config.get("streamlsq.embedded-workers", "auto") or "auto").lower()
+    if chosen in ("threads", "processes"):
+        return chosen
+    if chosen != "auto":
         raise InputError("the dask config streamlsq.embedded-workers must be auto, processes "
-                         f"or threads, got {setting!r}")
+                         f"or threads, got {chosen!r}")
     if spawn_would_rerun_caller():
         return "threads"
     if n_workers is not None or memory_limit is not None:
         return "processes"
-    limit = float(dask.config.get("streamlsq.in-process-bytes", IN_PROCESS_BYTES))
+    limit = setting("streamlsq.in-process-bytes")
     if data_bytes is not None and data_bytes <= limit:
         return "threads"
     return "processes"
@@ -338,6 +435,11 @@ def check_memory_limit(value):
     return value
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
 def _close(client: Client) -> None:
     """Close a client; one whose scheduler is gone is not waited for (it would retry the
     connection for the whole connect timeout)."""
@@ -367,9 +469,8 @@ def paused_watch(client: Client, timeout: float | None = None, poll: float = 2.0
     error when it leaves the block.
     """
     if timeout is None:
-        timeout = float(dask.config.get("streamlsq.paused-timeout", PAUSED_TIMEOUT) or 0)
-    no_workers = float(dask.config.get("streamlsq.no-workers-timeout", NO_WORKERS_TIMEOUT)
-                       or 0)
+        timeout = setting("streamlsq.paused-timeout")
+    no_workers = setting("streamlsq.no-workers-timeout")
     if timeout <= 0 and no_workers <= 0:
         yield
         return

@@ -211,5 +211,7 @@ class StreamPrediction(Job):
             g.create_array(name, shape=(source.n_rows, K), chunks=(source.chunk_rows, K),
                            dtype="float64", dimension_names=dims, fill_value=np.nan)
         labels = np.asarray(self.target)
+        # stored even when it equals the fill value (target 0): every chunk of a result is
         g.create_array("target", shape=(K,), dtype=str if labels.dtype.kind in "UO"
-                       else labels.dtype, dimension_names=["target"])[...] = labels
+                       else labels.dtype, dimension_names=["target"],
+                       config={"write_empty_chunks": True})[...] = labels

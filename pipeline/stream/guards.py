@@ -24,6 +24,7 @@ __all__ = [
     "overflow_error",
     "overflow_in_rows",
     "overflow_in_span",
+    "remedy",
 ]
 
 
@@ -81,12 +82,20 @@ def _message(span, part, k, j, buf_start, edges, X, Y, what: str) -> str:
     sec = part.section
     rows = (f"rows {first}-{last}" if first is not None
             else f"epoch {sec.epoch}, shuffled rows")
-    limit = largest_safe_magnitude(_stream_rows(span))
-    size = (f"above {limit:.3g}, where the sums over the store's rows overflow float64"
+    limit = largest_safe_magnitude(_stream_rows(span), X.dtype)
+    size = (f"above {limit:.3g}, where the sums over the store's rows overflow {X.dtype}"
             if value > limit else "the data's scale overflows the recursion's arithmetic")
     return (f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)}: block "
             f"{step} ({rows}) {what}; its largest |value| is {value:.3g} at row {row} "
-            f"({size}): rescale the data")
+            f"({size}): {remedy(X.dtype)}")
+
+
+def remedy(dtype) -> str:
+    """What to do about values too large for ``dtype``: a wider type first, if there is one."""
+    if np.dtype(dtype) != np.float64:
+        return f"compute in float64 (--dtype float64; the fit is in {np.dtype(dtype)}) or " \
+            "rescale the data"
+    return "rescale the data"
 
 
 def _stream_rows(span) -> int:
@@ -119,13 +128,13 @@ def nonfinite_error(span, part, method, state, X, Y, edges, k, buf_start) -> Inp
 def overflow_error(span, part, X, Y, edges, k, buf_start) -> InputError | None:
     """When a kernel refused blocks ``edges`` and their rows hold values above the safe
     magnitude, the error that says so (the kernel's own message would mislead); else None."""
-    limit = largest_safe_magnitude(_stream_rows(span))
+    limit = largest_safe_magnitude(_stream_rows(span), X.dtype)
     for j in range(len(edges) - 1):
         lo, hi = int(edges[j]), int(edges[j + 1])
         _, _, value = largest_value(X[lo:hi], Y[lo:hi])
         if value > limit:
             return InputError(_message(span, part, k, j, buf_start, edges, X, Y,
-                                       "cannot be solved in float64"))
+                                       f"cannot be solved in {X.dtype}"))
     return None
 
 
@@ -143,7 +152,7 @@ def overflow_in_rows(span, X, Y) -> InputError | None:
     """For a Dask task's rows as read by ``read_span`` (its parts one after another):
     the error naming the largest value when it is above the safe magnitude, else None."""
     variable, offset, value = largest_value(X, Y)
-    limit = largest_safe_magnitude(_stream_rows(span))
+    limit = largest_safe_magnitude(_stream_rows(span), X.dtype)
     if value <= limit:
         return None
     for part in span.parts:
@@ -155,6 +164,6 @@ def overflow_in_rows(span, X, Y) -> InputError | None:
             return InputError(
                 f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)} has "
                 f"|value| {value:.3g} at row {row}, above {limit:.3g}, where the sums over the "
-                "store's rows overflow float64: rescale the data")
+                f"store's rows overflow {X.dtype}: {remedy(X.dtype)}")
         offset -= n
     return None

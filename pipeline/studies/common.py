@@ -183,6 +183,7 @@ class StudyFolder:
         self.out = Path(out)
         self.name = name
         self.run_fingerprint = run_fingerprint
+        reclaim_leftovers(self.out)  # a killed run's, also when this one is refused below
         if self.out.exists():
             if not self.out.is_dir():
                 raise InputError(f"{self.out}: exists and is not a folder; choose another --out")
@@ -329,7 +330,8 @@ def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, clie
     digest = fingerprint_digest(fingerprint)
     if resume:
         done = published_study(out, name, digest)
-        if done is not None:
+        if done is not None:  # killed between publication and clean-up: finish that
+            reclaim_leftovers(out)
             remove_finished(EntryCheckpoint(checkpoint, fingerprint, kind=f"study-{name}",
                                             variables=()))
             return done

@@ -10,10 +10,18 @@
 4. prints what was done, how accurate it is and how fast it ran, and writes
    ``summary.md`` and two figures (``stream.png``, ``metalearn.png``) into the
    demo folder.
+
+The demo folder is one it creates (:class:`DemoFolder`, marked by ``demo.json``): a folder
+of the user's is refused before anything is written, and only a folder an earlier demo
+wrote is replaced (set aside while the new one is built, put back if it fails).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import shutil
 import time
 from pathlib import Path
 
@@ -21,6 +29,9 @@ import numpy as np
 import zarr
 from matplotlib.figure import Figure
 
+from streamlsq import __version__
+from streamlsq.errors import InputError
+from streamlsq.io.outputs import OwnedTemporary, check_writable, reclaim_leftovers
 from streamlsq.mlr.metalearn import metalearn
 from streamlsq.mlr.predict import predict
 from streamlsq.runtime.client import dask_client
@@ -28,7 +39,7 @@ from streamlsq.simulate.streams import simulate_stream
 from streamlsq.simulate.tasks import simulate_mlr
 from streamlsq.stream.fit import fit_stream
 
-__all__ = ["run_demo"]
+__all__ = ["DemoFolder", "run_demo"]
 
 #: the multi-task model (docs/algorithms.md#meta-learning): k components in d dimensions, s = 1
 MLR_K, MLR_D = 4, 8
@@ -37,6 +48,62 @@ TAUS = (2, 4, 8, 16, 64)
 HOLDOUT = 20
 NEW_TASKS = 1_000
 ESTIMATORS = {"bayes": "posterior mean", "map": "MAP", "lstsq": "per-task least squares"}
+
+
+class DemoFolder:
+    """The folder a demo writes into: a new folder it creates, marked by ``demo.json``.
+
+    :meth:`check` (before any work) refuses anything at ``out`` but an earlier demo's folder
+    (its marker) and a parent folder that does not exist or cannot be written. Used as a
+    context manager it sets an earlier demo's folder aside (an owned temporary), creates
+    ``out`` with its marker (``complete: false`` until the demo ends) and yields it; when the
+    block fails, the new folder is removed and the earlier one put back.
+    """
+
+    MARKER = "demo.json"
+
+    def __init__(self, out):
+        self.out = Path(out)
+
+    def earlier(self) -> bool:
+        """Whether ``out`` is a folder an earlier demo wrote (finished or not)."""
+        try:
+            meta = json.loads((self.out / self.MARKER).read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(meta, dict) and str(meta.get("written_by", "")).startswith(
+            "streamlsq demo") and not self.out.is_symlink()
+
+    def check(self) -> None:
+        out = self.out
+        if not out.parent.is_dir():
+            raise InputError(f"{out.parent}: output folder does not exist")
+        reclaim_leftovers(out)
+        if os.path.lexists(out) and not self.earlier():
+            raise InputError(f"{out}: exists and was not written by streamlsq demo; the demo "
+                             "writes into a new folder of its own: choose another --out")
+        check_writable(out.parent)
+
+    def _mark(self, complete: bool) -> None:
+        (self.out / self.MARKER).write_text(json.dumps(
+            {"written_by": f"streamlsq demo {__version__}", "complete": complete}) + "\n")
+
+    @contextlib.contextmanager
+    def building(self):
+        self.check()
+        with OwnedTemporary(self.out, "old") as aside:
+            if os.path.lexists(self.out):
+                os.rename(self.out, aside.path)
+            try:
+                self.out.mkdir()
+                self._mark(complete=False)
+                yield self.out
+                self._mark(complete=True)
+            except BaseException:
+                shutil.rmtree(self.out, ignore_errors=True)
+                if os.path.lexists(aside.path):
+                    os.rename(aside.path, self.out)
+                raise
 
 
 def _slopes(ds):
@@ -239,15 +306,13 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
     ``figures`` / ``summary`` (paths).
     """
     started = time.perf_counter()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []
 
     def say(text: str = "") -> None:
         echo(text)
         lines.append(text)
 
-    with dask_client(client, scheduler) as cl:
+    with DemoFolder(out).building() as out, dask_client(client, scheduler) as cl:
         say(_cluster_line(cl))
         data = out / "stream.zarr"
         t = time.perf_counter()
@@ -286,8 +351,8 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
         say(f"6. figures: {figures['stream']} (coefficient trajectories, error vs rows), "
             f"{figures['metalearn']} (components found, prediction error vs τ); "
             f"total {total:.0f} s")
-    summary = out / "summary.md"
-    summary.write_text("# streamlsq demo\n\n```\n" + "\n".join(lines) + "\n```\n")
+        summary = out / "summary.md"
+        summary.write_text("# streamlsq demo\n\n```\n" + "\n".join(lines) + "\n```\n")
     report["figures"] = figures
     report["summary"] = summary
     report["seconds"] = total

@@ -319,13 +319,14 @@ class StoreSource:
         return self.rows.array(name)
 
     def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
-                  check: bool = True) -> np.ndarray:
+                  check: bool = True, allow_nan: bool = False) -> np.ndarray:
         """Rows ``start:stop`` of variable ``name`` as xarray decodes them, in ``dtype``;
         NaN/Inf (a decoded fill value is a NaN: a missing value) refused by chunk and row
-        unless ``check=False``."""
+        unless ``check=False`` (Inf alone with ``allow_nan``: missing values dropped)."""
         values = np.asarray(self.rows.read(name, start, stop), dtype=dtype)
         if check:
-            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name))
+            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name),
+                              allow_nan)
         return values
 
     def chunk_stamps(self, names) -> dict:
@@ -581,17 +582,56 @@ def nonfinite(values: np.ndarray) -> np.ndarray | None:
     return bad if bad.any() else None  # else the sum overflowed on finite values
 
 
-def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int) -> None:
-    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row."""
+def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int,
+                      allow_nan: bool = False) -> None:
+    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row
+    (Inf alone with ``allow_nan``: the rows with a NaN are dropped, an Inf is never a missing
+    value)."""
     bad = nonfinite(A)
     if bad is None:
         return
+    if allow_nan:
+        bad = np.isinf(A)
+        if not bad.any():
+            return
     row = start + int(np.argwhere(bad)[0][0])
     kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
-    raise InputError(
-        f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row {row}; "
-        "remove or impute non-finite values"
-    )
+    remedy = ("remove or impute non-finite values, or drop their rows (--missing drop)"
+              if kind == "NaN" else "remove or impute non-finite values" if not allow_nan
+              else "an infinity is not a missing value: remove or replace it")
+    raise InputError(f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row "
+                     f"{row}; {remedy}")
+
+
+def check_weights(label: str, name: str, w: np.ndarray, start: int, chunk_rows: int,
+                  allow_nan: bool = False) -> None:
+    """Refuse a precision weight that is negative or not finite (NaN allowed with
+    ``allow_nan``: its row is dropped), naming the variable, chunk and row."""
+    ok = np.isfinite(w) & (w >= 0)
+    if allow_nan:
+        ok |= np.isnan(w)
+    if ok.all():
+        return
+    i = int(np.flatnonzero(~ok)[0])
+    row = start + i
+    raise InputError(f"{label}: variable '{name}' chunk {row // chunk_rows} has the weight "
+                     f"{w[i].item()!r} at row {row}; precision weights are finite and >= 0 "
+                     "(0 leaves the row out)")
+
+
+def missing_labels(labels: np.ndarray) -> np.ndarray:
+    """Where group labels are missing: NaN (numbers; an integer fill value decodes to NaN),
+    None or the empty string (strings: xarray writes a missing string as '')."""
+    labels = np.asarray(labels)
+    kind = labels.dtype.kind
+    if kind == "f":
+        return np.isnan(labels)
+    if kind in "iub":
+        return np.zeros(labels.shape, dtype=bool)
+    if kind in "UST":
+        return labels == labels.dtype.type("") if kind != "T" else labels == ""
+    return np.array([v is None or v == "" or (isinstance(v, float) and v != v)
+                     for v in labels.ravel()], dtype=bool).reshape(labels.shape)
 
 
 def open_dataset(path: str | os.PathLike, group: str | None = None, *,

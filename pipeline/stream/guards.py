@@ -135,7 +135,7 @@ def overflow_in_span(span, dtype) -> InputError | None:
     sums, or None. The scan engine asks this of the pieces before a non-finite solve."""
     from streamlsq.stream.engines import read_span
 
-    X, Y, _ = read_span(span, dtype, check=True)
+    X, Y, _, _ = read_span(span, dtype, check=True)
     return overflow_in_rows(span, X, Y)
 
 

@@ -84,8 +84,8 @@ def classical_statistics(fac: RegressionFactor, alpha: float = 0.05,
     """
     k, K = fac.coef.shape
     span = constant_in_span(fac, constant)
-    nobs = float(fac.nobs)
-    df_model = float(k - span.k_constant)
+    nobs = np.float64(fac.nobs)  # NumPy numbers: undefined statistics become NaN or inf
+    df_model = np.float64(k - span.k_constant)
     df_resid = nobs - k
     ssr = np.asarray(fac.ssr, np.float64)
     ess = explained_sum_of_squares(fac.z, span.direction)
@@ -97,22 +97,24 @@ def classical_statistics(fac: RegressionFactor, alpha: float = 0.05,
         bse = np.sqrt(np.diag(normalized)[:, None] * scale[None, :])
         tvalues = fac.coef / bse
         q = critical_value(alpha, df_resid, True)
+        pvalues = two_sided_pvalues(tvalues, df_resid, True)
         rsquared = ess / tss
         fvalue = (ess / df_model) / scale
         llf = (-nobs / 2.0 * (np.log(2.0 * np.pi) + np.log(ssr / nobs) + 1.0)
                + 0.5 * fac.sum_log_weights)
+        rsquared_adj = 1.0 - (nobs - span.k_constant) / df_resid * (1.0 - rsquared)
+        f_pvalue = stats.f.sf(fvalue, df_model, df_resid)
+        bic_penalty = np.log(nobs)
     n_params = df_model + span.k_constant
     ones = np.ones(K)
     return {
         "nobs": nobs * ones, "df_model": df_model * ones, "df_resid": df_resid * ones,
         "ssr": ssr, "ess": ess, "scale": scale, "cov_params": cov, "bse": bse,
-        "tvalues": tvalues, "pvalues": two_sided_pvalues(tvalues, df_resid, True),
+        "tvalues": tvalues, "pvalues": pvalues,
         "conf_int_lower": fac.coef - q * bse, "conf_int_upper": fac.coef + q * bse,
         "rsquared": rsquared,
-        "rsquared_adj": 1.0 - (nobs - span.k_constant) / df_resid * (1.0 - rsquared),
-        "fvalue": fvalue, "f_pvalue": stats.f.sf(fvalue, df_model, df_resid),
-        "llf": llf, "aic": -2.0 * llf + 2.0 * n_params,
-        "bic": -2.0 * llf + np.log(nobs) * n_params,
+        "rsquared_adj": rsquared_adj, "fvalue": fvalue, "f_pvalue": f_pvalue,
+        "llf": llf, "aic": -2.0 * llf + 2.0 * n_params, "bic": -2.0 * llf + bic_penalty * n_params,
         "k_constant": span.k_constant,
         "const_idx": -1 if span.index is None else span.index,
         "use_t": True, "alpha": float(alpha), "normalized_cov_params": normalized,

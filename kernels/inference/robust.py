@@ -166,7 +166,7 @@ def robust_statistics(fac: RegressionFactor, meat: np.ndarray, cov_type: str,
                          f"{cov_type!r}")
     out = classical_statistics(fac, alpha, constant)
     k, K = fac.coef.shape
-    n = float(fac.nobs)
+    n = np.float64(fac.nobs)
     correction = 1.0
     df_denom = n - k
     if cov_type == "HC1":

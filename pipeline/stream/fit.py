@@ -41,7 +41,12 @@ from streamlsq.stream.resume import (
     segment_reads,
 )
 from streamlsq.stream.stability import add_stability
-from streamlsq.stream.statistics import add_statistics, checked_alpha, unavailable
+from streamlsq.stream.statistics import (
+    add_statistics,
+    checked_alpha,
+    statistics_note,
+    unavailable,
+)
 
 __all__ = ["StreamFit", "check_trajectory", "fit_stream", "DEFAULT_RECORDED_STEPS"]
 
@@ -433,6 +438,7 @@ class StreamFit(Job):
         """Short phrases about a result for the command line's one-line summary: the
         recursion's own (``result_notes``), then the job's."""
         notes = list(RECURSIONS[ds.attrs["method"]].result_notes(ds.attrs))
+        notes.append(statistics_note(ds))
         if int(ds.attrs.get("epochs", 1)) != 1:
             notes.append(f"{ds.attrs['epochs']} epoch(s)")
         if "rows_continued" in ds.attrs:

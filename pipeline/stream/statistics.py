@@ -38,10 +38,11 @@ from streamlsq.kernels.inference import (
 )
 from streamlsq.kernels.inference import wald_test as wald_f_test
 from streamlsq.kernels.recursions.contract import Param, Recursion
+from streamlsq.report import coefficient_table, summary_lines
 from streamlsq.stream.methods import RECURSIONS, make_method
 
-__all__ = ["CONF_ALPHA", "add_statistics", "result_factor", "summary", "summary_text",
-           "wald_test", "with_statistics"]
+__all__ = ["CONF_ALPHA", "add_statistics", "result_factor", "statistics_note", "summary",
+           "summary_text", "wald_test", "with_statistics"]
 
 #: the α of the confidence intervals (1 − α coverage): ``--alpha``, ``alpha=``
 CONF_ALPHA = Param("alpha", 0.05, "Level of the confidence intervals: 1 - alpha coverage "
@@ -148,6 +149,22 @@ def with_statistics(ds: xr.Dataset, stats: dict) -> xr.Dataset:
     return ds
 
 
+def statistics_note(ds: xr.Dataset) -> str:
+    """A short phrase on a fit's statistics for the command line's summary line."""
+    if "statistics_unavailable" in ds.attrs:
+        return f"no statistics: {ds.attrs['statistics_unavailable']}"
+    if "nobs" not in ds:
+        return "no statistics"
+    parts = []
+    if "rsquared" in ds:
+        parts.append("R-squared " + ", ".join(f"{v:.4g}" for v in ds.rsquared.values))
+    parts.append(f"nobs {int(ds.nobs.values[0])}")
+    if ds.attrs.get("rows_dropped"):
+        parts.append(f"{ds.attrs['rows_dropped']} rows dropped")
+    parts.append(f"covariance {ds.attrs.get('cov_type', 'nonrobust')}")
+    return ", ".join(parts) + " (streamlsq info RESULT: the summary)"
+
+
 # -- reading them -----------------------------------------------------------------------
 
 
@@ -199,27 +216,16 @@ def summary(result, target=None):
     >>> frame.attrs["model"]["nobs"], round(frame.attrs["model"]["rsquared"], 3)
     (200, 0.784)
     """
-    import pandas as pd
-
     ds = _open(result)
     label = _target(ds, target)
     coef = ds.coef.isel(step=-1).sel(target=label).values
-    features = [str(f) for f in ds.feature.values]
-    model = _model_statistics(ds, label)
-    if "bse" not in ds:
-        frame = pd.DataFrame({"coef": coef}, index=features)
-        frame.attrs["model"] = model
-        return frame
-    pick = {n: ds[n].sel(target=label).values for n in
-            ("bse", "tvalues", "pvalues", "conf_int_lower", "conf_int_upper")}
-    alpha = float(ds.attrs.get("conf_int_alpha", 0.05))
-    letter = "t" if ds.attrs.get("use_t", True) else "z"
-    frame = pd.DataFrame({
-        "coef": coef, "std err": pick["bse"], letter: pick["tvalues"],
-        f"P>|{letter}|": pick["pvalues"], f"[{alpha / 2:g}": pick["conf_int_lower"],
-        f"{1 - alpha / 2:g}]": pick["conf_int_upper"]}, index=features)
-    frame.attrs["model"] = model
-    return frame
+    stats = None
+    if "bse" in ds:
+        stats = {n: ds[n].sel(target=label).values for n in
+                 ("bse", "tvalues", "pvalues", "conf_int_lower", "conf_int_upper")}
+    return coefficient_table(ds.feature.values, coef, stats,
+                             float(ds.attrs.get("conf_int_alpha", 0.05)),
+                             bool(ds.attrs.get("use_t", True)), _model_statistics(ds, label))
 
 
 def _model_statistics(ds: xr.Dataset, label) -> dict:
@@ -242,48 +248,14 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
     return out
 
 
-#: the rows of the text summary: (label, key of the model statistics, format)
-_LEFT = (("Method:", "method", "{}"), ("Rows:", "rows", "{}"),
-         ("Rows dropped:", "rows_dropped", "{}"), ("No. Observations:", "nobs", "{}"),
-         ("Df Residuals:", "df_resid", "{:g}"), ("Df Model:", "df_model", "{:g}"),
-         ("Covariance Type:", "cov_type", "{}"), ("Digits trusted:", "digits_trusted", "{}"))
-_RIGHT = (("R-squared:", "rsquared", "{:.4f}"), ("Adj. R-squared:", "rsquared_adj", "{:.4f}"),
-          ("F-statistic:", "fvalue", "{:.4g}"), ("Prob (F-statistic):", "f_pvalue", "{:.3g}"),
-          ("Log-Likelihood:", "llf", "{:.5g}"), ("AIC:", "aic", "{:.5g}"),
-          ("BIC:", "bic", "{:.5g}"), ("Scale:", "scale", "{:.5g}"))
-
-
 def summary_text(result, target=None) -> str:
     """The summary of a fit as text people read (``streamlsq info RESULT``): the model
     statistics in two columns and the coefficient table, one block per target."""
     ds = _open(result)
     targets = [target] if target is not None else list(ds.target.values)
-    return "\n\n".join(_summary_block(ds, label) for label in targets)
-
-
-def _summary_block(ds: xr.Dataset, label) -> str:
-    frame = summary(ds, label)
-    model = frame.attrs["model"]
-    width = 78
-    lines = [f"{model['method']} results: target {label!r}".center(width), "=" * width]
-    if "statistics" in model:
-        lines.append(f"no statistics: {model['statistics']}")
-    else:
-        for left, right in zip(_LEFT, _RIGHT, strict=True):
-            lines.append(f"{_cell(left, model):<39}{_cell(right, model):>39}")
-    lines += ["=" * width, frame.to_string(float_format=lambda v: f"{v:.4g}"), "=" * width]
-    notes = [f"{model['undefined_statistics']} undefined"] if "undefined_statistics" in model \
-        else []
-    if "identified_from_row" in model:
-        notes.append(f"coefficients identified from row {model['identified_from_row']}")
-    return "\n".join(lines + notes)
-
-
-def _cell(spec, model) -> str:
-    label, key, fmt = spec
-    value = model.get(key)
-    text = "n/a" if value is None else fmt.format(value)
-    return f"{label:<20}{text:>18}"
+    return "\n\n".join(summary_lines(summary(ds, label),
+                                     f"{ds.attrs.get('method')} results: target {label!r}")
+                         for label in targets)
 
 
 def wald_test(result, constraints, q=None, *, target=None) -> WaldTest:

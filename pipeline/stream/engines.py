@@ -51,6 +51,7 @@ from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
 
 __all__ = [
     "Trajectory", "plan_segments", "read_span", "run_scan", "run_sequential", "bytes_per_call",
+    "stack_rows", "subnormal_coefficients_error",
 ]
 
 #: rows-bytes of X a sequential segment folds in one Dask task (a few seconds of work)
@@ -423,6 +424,24 @@ def finish_states(method, infos, steps, label, remedy):
             raise NonFiniteSolve(label, step)
     return [(state, method.state_diagnostics(state) if method.identified(state) else None)
             for state in out]
+
+
+def subnormal_coefficients_error(client: Client, plan: StreamPlan, traj: Trajectory,
+                                 dtype) -> InputError:
+    """Subnormal coefficients (the data's scale underflows): the error naming the first
+    subnormal value of the rows (a parallel search, error path only), or saying that the
+    coefficients underflow."""
+    pieces = plan_segments(plan, bytes_per_call(client, PIECE_BYTES))
+    found = client.gather(client.map(overflow_in_span, [plan.span(*p) for p in pieces],
+                                     [dtype] * len(pieces), pure=False))
+    first = next((e for e in found if e is not None), None)
+    if first is not None:
+        return first
+    a = np.abs(traj.coefs.reshape(len(traj.coefs), -1))
+    i = int(np.flatnonzero(((a > 0) & (a < np.finfo(traj.coefs.dtype).tiny)).any(axis=1))[0])
+    return InputError(f"{plan.label}: the coefficients at step {int(traj.steps[i])} underflow "
+                      f"(below {np.finfo(traj.coefs.dtype).tiny:.3g}, the smallest normal "
+                      "number): rescale the data")
 
 
 def run_scan(

@@ -26,7 +26,13 @@ from streamlsq.jobs import Context, Job, Run
 from streamlsq.kernels.inference import COV_TYPES
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import Param, Recursion, ScanRecursion
-from streamlsq.stream.engines import Trajectory, run_scan, run_sequential
+from streamlsq.stream.engines import (
+    Trajectory,
+    run_scan,
+    run_sequential,
+    subnormal_coefficients_error,
+)
+from streamlsq.stream.guards import has_subnormal
 from streamlsq.stream.layout import check_trajectory, trajectory_dataset
 from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_from_store
 from streamlsq.stream.plans import StreamPlan, plan_fit
@@ -406,7 +412,9 @@ class StreamFit(Job):
         rec = self.recursion
         alpha = checked_alpha(self.alpha)
         ds = add_statistics(ds, rec, alpha, self.epochs)
-        if getattr(rec, "identify", False) and ds.sizes.get("step"):
+        first = min(int(ds.attrs.get("record_every", 1)), int(ds.attrs.get("n_blocks", 1)))
+        if getattr(rec, "identify", False) and ds.sizes.get("step") and ds.step.values[0] > first:
+            # steps the rows did not identify were not recorded: say from which row they do
             ds.attrs["identified_from_row"] = int(ds.rows_seen.values[0])
         if self.cov_type not in (None, "nonrobust") and "statistics_unavailable" not in ds.attrs:
             from streamlsq.stream.robust import RobustCovariance
@@ -431,6 +439,8 @@ class StreamFit(Job):
                                   initial_state=initial)
         check_trajectory(traj, self.plan)
         check_identified(traj, self.plan, self.recursion)
+        if has_subnormal(traj.coefs):
+            raise subnormal_coefficients_error(ctx.client, self.plan, traj, self.dtype)
         return traj
 
     @classmethod

@@ -253,8 +253,8 @@ def summary_text(result, target=None) -> str:
     statistics in two columns and the coefficient table, one block per target."""
     ds = _open(result)
     targets = [target] if target is not None else list(ds.target.values)
-    return "\n\n".join(summary_lines(summary(ds, label),
-                                     f"{ds.attrs.get('method')} results: target {label!r}")
+    return "\n\n".join(summary_lines(summary(ds, label), f"{ds.attrs.get('method')} results: "
+                                     f"target {np.asarray(label).item()!r}")
                          for label in targets)
 
 

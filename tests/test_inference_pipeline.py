@@ -16,7 +16,6 @@ import pytest
 import statsmodels.api as sm
 import xarray as xr
 import zarr
-from click.testing import CliRunner
 from distributed import Client, LocalCluster
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,9 +23,8 @@ from hypothesis import strategies as st
 import streamlsq
 import streamlsq.xarray  # noqa: F401 - registers ds.streamlsq
 from streamlsq import InputError, KF4LLSRegressor, fit_stream, open_result, predict_stream
-from streamlsq.cli.main import main
 
-from conftest import write_stream
+from conftest import one_line, write_stream
 
 RTOL = 1e-9
 SAME = 1e-12  # engines, chunkings and workers: the same numbers
@@ -148,36 +146,19 @@ def test_one_and_two_workers_give_the_same_statistics(grunfeld, client):
     _assert_same(one, two)
 
 
-@pytest.fixture
-def run(client):
-    address = client.scheduler.address
-
-    def _run(*args):
-        return CliRunner().invoke(main, [*map(str, args), "--scheduler", address])
-
-    return _run
-
-
-def _one_line(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, result.stderr
-    return lines[0]
-
-
 FLIGHT_FIT = ("--x", "dep_delay,distance,air_time,hour", "--y", "arr_delay", "--sample-dim",
               "row", "--intercept")
 
 
-def test_flights_with_missing_values_through_the_command_line(flights, run, tmp_path):
+def test_flights_with_missing_values_through_the_command_line(flights, cli, tmp_path):
     """336,776 flights with NaN in 9,430 rows: refused as they are, fitted with --missing
     drop (as statsmodels' missing="drop") with carrier-clustered standard errors, and the
     summary printed by streamlsq info."""
     f, store = flights
     out = tmp_path / "fit.zarr"
-    line = _one_line(run("fit", "kf4lls", store, "--out", out, *FLIGHT_FIT))
+    line = one_line(cli("fit", "kf4lls", store, "--out", out, *FLIGHT_FIT))
     assert "variable 'dep_delay'" in line and "NaN at row 838" in line and "--missing drop" in line
-    ok = run("fit", "kf4lls", store, "--out", out, *FLIGHT_FIT, "--missing", "drop",
+    ok = cli("fit", "kf4lls", store, "--out", out, *FLIGHT_FIT, "--missing", "drop",
              "--cov-type", "cluster", "--groups", "carrier")
     assert ok.exit_code == 0, ok.output
     assert "9430 rows dropped" in ok.output and "covariance cluster" in ok.output
@@ -190,20 +171,20 @@ def test_flights_with_missing_values_through_the_command_line(flights, run, tmp_
     _ = ref.fvalue
     _assert_like_statsmodels(ds, ref)
     assert int(ds.nobs.values[0]) == 327_346 and ds.attrs["rows_dropped"] == 9_430
-    info = run("info", out)
+    info = cli("info", out)
     assert info.exit_code == 0, info.output
     for text in ("R-squared:", "No. Observations:", "327346", "Rows dropped:", "9430",
                  "Covariance Type:", "cluster", "P>|z|", "dep_delay", "Digits trusted:"):
         assert text in info.output, text
 
 
-def test_prediction_intervals_equal_statsmodels_summary_frame(grunfeld, run, tmp_path):
+def test_prediction_intervals_equal_statsmodels_summary_frame(grunfeld, cli, tmp_path):
     d, _, stores = grunfeld
     fit, pred = tmp_path / "fit.zarr", tmp_path / "pred.zarr"
-    ok = run("fit", "kf4lls", stores[0], "--out", fit, "--x", "value,capital", "--y",
+    ok = cli("fit", "kf4lls", stores[0], "--out", fit, "--x", "value,capital", "--y",
              "invest", "--sample-dim", "row", "--intercept", "--engine", "scan")
     assert ok.exit_code == 0, ok.output
-    ok = run("predict", fit, stores[1], "--out", pred, "--intervals", "--alpha", "0.1")
+    ok = cli("predict", fit, stores[1], "--out", pred, "--intervals", "--alpha", "0.1")
     assert ok.exit_code == 0, ok.output
     assert "90% intervals" in ok.output
     ds = open_result(pred, lazy=False)
@@ -334,12 +315,12 @@ def test_short_early_blocks_start_the_fit_once_the_coefficients_are_identified(
 
 @pytest.mark.parametrize("engine", ["sequential", "scan"])
 def test_data_the_arithmetic_cannot_carry_are_one_line_the_same_on_both_engines(
-        tmp_path, run, engine):
+        tmp_path, cli, engine):
     rng = np.random.default_rng(4)
     X, y = rng.standard_normal((16, 3)), rng.standard_normal((16, 1))
     tiny = write_stream(tmp_path / "subnormal.zarr", X * 1e-310, y, 4)
     for ridge in ("0", "1"):
-        line = _one_line(run("fit", "kf4lls", tiny, "--out", tmp_path / "o.zarr", "--engine",
+        line = one_line(cli("fit", "kf4lls", tiny, "--out", tmp_path / "o.zarr", "--engine",
                              engine, "--ridge", ridge, "--block-size", "16"))
         assert line.endswith(f"{tiny}: variable 'X' chunk 0 has the subnormal value "
                              f"{abs(X[0, 0]) * 1e-310:.3g} at row 0, below 2.23e-308, the "
@@ -348,7 +329,7 @@ def test_data_the_arithmetic_cannot_carry_are_one_line_the_same_on_both_engines(
                              "data")
     rows = write_stream(tmp_path / "rows.zarr", rng.standard_normal((400, 3)),
                         rng.standard_normal((400, 1)), 100)
-    line = _one_line(run("fit", "rls", rows, "--out", tmp_path / "o.zarr", "--engine", engine,
+    line = one_line(cli("fit", "rls", rows, "--out", tmp_path / "o.zarr", "--engine", engine,
                          "--forgetting", "1e-300", "--block-size", "1", "--ridge", "1"))
     assert line.endswith(f"{rows}: variable 'X': its 400 rows (all 400 blocks) leave the "
                          "normal matrix singular (numerical rank 1 of 3): the rows never "
@@ -387,7 +368,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize("args, message", REFUSALS, ids=[" ".join(a[:1] + a[2:])
                                                          for a, _ in REFUSALS])
-def test_options_that_do_not_apply_are_refused_in_one_line(tmp_path, run, args, message):
+def test_options_that_do_not_apply_are_refused_in_one_line(tmp_path, cli, args, message):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((40, 2))
     data = write_stream(tmp_path / "d.zarr", X, X @ [[1.0], [2.0]], 10)
@@ -402,7 +383,7 @@ def test_options_that_do_not_apply_are_refused_in_one_line(tmp_path, run, args, 
     negative = _table_store(tmp_path / "n.zarr", {"a": a, "y": y, "yi": yi, "w": w,
                                                   "g": ["x", "y", "", *"abcdefghi"]}, 4)
     out = tmp_path / "out.zarr"
-    line = _one_line(run(*[str(v).format(data=data, negative=negative) for v in args],
+    line = one_line(cli(*[str(v).format(data=data, negative=negative) for v in args],
                          "--out", out))
     assert message in line
     assert not out.exists()
@@ -424,13 +405,13 @@ def test_intervals_of_a_fit_without_statistics_are_refused(tmp_path, client):
         predict_stream(fit, data, alpha=0.1, client=client)
 
 
-def test_plot_draws_the_confidence_bands(grunfeld, run, tmp_path):
+def test_plot_draws_the_confidence_bands(grunfeld, cli, tmp_path):
     _, _, stores = grunfeld
     fit = tmp_path / "fit.zarr"
-    assert run("fit", "kf4lls", stores[0], "--out", fit, "--x", "value,capital", "--y",
+    assert cli("fit", "kf4lls", stores[0], "--out", fit, "--x", "value,capital", "--y",
                "invest", "--sample-dim", "row", "--intercept", "--block-size", "10"
                ).exit_code == 0
-    ok = run("info", fit, "--plot", tmp_path / "fit.png")
+    ok = cli("info", fit, "--plot", tmp_path / "fit.png")
     assert ok.exit_code == 0, ok.output
     assert "coefficients with their confidence bands" in ok.output
     assert (tmp_path / "fit.png").stat().st_size > 10_000

@@ -155,11 +155,6 @@ class StreamVariables:
             out["missing"] = self.missing
         return out
 
-    @property
-    def row_variables(self) -> tuple[str, ...]:
-        """The variables of one value per row besides the features and targets."""
-        return tuple(v for v in (self.weights, self.groups) if v is not None)
-
 
 @dataclass(frozen=True)
 class ColumnLabels:

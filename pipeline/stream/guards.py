@@ -183,22 +183,28 @@ def subnormal_message(src, variable: str, row: int, value: float, dtype) -> str:
             "squares on it loses them all; rescale the data")
 
 
-def subnormal_in_rows(span, X, Y) -> InputError | None:
-    """For a Dask task's rows as read by ``read_span`` (its parts one after another): the
-    error naming the first subnormal value, or None."""
-    found = first_subnormal(X, Y)
-    if found is None:
-        return None
-    variable, offset, value = found
+def _span_row(span, offset: int):
+    """(source, source row) of row ``offset`` of a Dask task's rows as ``read_span`` reads
+    them (its parts one after another), or None past them."""
     for part in span.parts:
         n = part.last_row - part.first_row
         if offset < n:
             sec = part.section
             src = span.sources[sec.source]
-            row = sec.source_row(src, part.first_row + offset)
-            return InputError(subnormal_message(src, variable, row, value, X.dtype))
+            return src, sec.source_row(src, part.first_row + offset)
         offset -= n
     return None
+
+
+def subnormal_in_rows(span, X, Y) -> InputError | None:
+    """For a Dask task's rows as read by ``read_span`` (its parts one after another): the
+    error naming the first subnormal value, or None."""
+    found = first_subnormal(X, Y)
+    located = None if found is None else _span_row(span, found[1])
+    if located is None:
+        return None
+    src, row = located
+    return InputError(subnormal_message(src, found[0], row, found[2], X.dtype))
 
 
 def subnormal_in_buffer(span, part, X, Y, buf_start) -> InputError | None:
@@ -225,17 +231,11 @@ def overflow_in_rows(span, X, Y) -> InputError | None:
     the error naming the largest value when it is above the safe magnitude, else None."""
     variable, offset, value = largest_value(X, Y)
     limit = largest_safe_magnitude(_stream_rows(span))
-    if value <= limit:
+    located = None if value <= limit else _span_row(span, offset)
+    if located is None:
         return None
-    for part in span.parts:
-        n = part.last_row - part.first_row
-        if offset < n:
-            sec = part.section
-            src = span.sources[sec.source]
-            row = sec.source_row(src, part.first_row + offset)
-            return InputError(
-                f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)} has "
-                f"|value| {value:.3g} at row {row}, above {limit:.3g}, where the sums over the "
-                "store's rows overflow float64: rescale the data")
-        offset -= n
-    return None
+    src, row = located
+    return InputError(
+        f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)} has "
+        f"|value| {value:.3g} at row {row}, above {limit:.3g}, where the sums over the "
+        "store's rows overflow float64: rescale the data")

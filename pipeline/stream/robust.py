@@ -31,15 +31,7 @@ from streamlsq.errors import InputError
 from streamlsq.io.results import open_result
 from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.jobs import Context, Job, Run, RunOptions
-from streamlsq.kernels.inference import (
-    COV_TYPES,
-    cluster_meat,
-    cluster_score_sums,
-    combine_meats,
-    hc_meat,
-    merge_score_sums,
-    robust_statistics,
-)
+from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
@@ -60,9 +52,9 @@ def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type:
     sums of the groups of a cluster-robust covariance."""
     X, Y, w = source.read_weighted(start, stop)
     if cov_type == "cluster":
-        return stop - start, cluster_score_sums(X, Y, coef, source.read_labels(start, stop),
-                                                w)
-    return stop - start, hc_meat(X, Y, coef, R, cov_type, w)
+        labels = source.read_labels(start, stop)
+        return stop - start, inference.cluster_score_sums(X, Y, coef, labels, w)
+    return stop - start, inference.hc_meat(X, Y, coef, R, cov_type, w)
 
 
 def _part(result):
@@ -120,9 +112,9 @@ class RobustCovariance(Job):
         return self.fit.attrs["method"]
 
     def check(self) -> None:
-        if self.cov_type not in COV_TYPES[1:]:
-            raise InputError(f"cov_type must be one of {', '.join(COV_TYPES[1:])}, got "
-                             f"{self.cov_type!r}")
+        if self.cov_type not in inference.COV_TYPES[1:]:
+            raise InputError("cov_type must be one of "
+                             f"{', '.join(inference.COV_TYPES[1:])}, got {self.cov_type!r}")
         if (self.cov_type == "cluster") != (self.groups is not None):
             raise InputError("--cov-type cluster needs the rows' group labels (--groups VAR), "
                              "and --groups goes with it alone")
@@ -167,13 +159,14 @@ class RobustCovariance(Job):
         wait_progress(ctx.client, futures, [plan.edge(K1) - plan.edge(K0) for K0, K1 in pieces],
                       f"covariance {self.cov_type}", unit="rows", enabled=ctx.progress)
         cluster = self.cov_type == "cluster"
-        root = tree_reduce(ctx.client, futures, merge_score_sums if cluster else combine_meats,
-                           leaf=_part, name=f"robust-combine-{tag}").result()
-        meat, n_groups = cluster_meat(root) if cluster else (root["meat"], None)
+        combine = inference.merge_score_sums if cluster else inference.combine_meats
+        root = tree_reduce(ctx.client, futures, combine, leaf=_part,
+                           name=f"robust-combine-{tag}").result()
+        meat, n_groups = inference.cluster_meat(root) if cluster else (root["meat"], None)
         if cluster and n_groups < 2:
             raise InputError(f"{source.label}: variable '{source.groups}' holds {n_groups} "
                              "group(s): a cluster-robust covariance needs at least 2")
-        stats = robust_statistics(fac, meat, self.cov_type, n_groups, self.alpha,
+        stats = inference.robust_statistics(fac, meat, self.cov_type, n_groups, self.alpha,
                                   constant_index(self.fit))
         ds = with_statistics(self.fit.copy(), stats)
         if cluster:

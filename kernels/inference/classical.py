@@ -13,10 +13,10 @@ span of the columns (:func:`~.factor.constant_in_span`), per target:
     llf = −n/2·(log 2π + log(SSR/n) + 1) + ½ Σ log w
     AIC = −2 llf + 2(df_model + k_c),  BIC = −2 llf + log(n)(df_model + k_c)
 
-(Greene, *Econometric Analysis*, ch. 4–5; the weighted forms are those of statsmodels'
-``WLS``.) The recursive confidence bands of a trajectory are those of statsmodels'
-``RecursiveLS``: ψ_t ± z_{1−α/2}·√(σ̂²·diag((X_tᵀWX_t)⁻¹)), the rows up to step t with the
-final scale σ̂².
+(the definitions of statsmodels' ``RegressionResults``, their weighted forms those of its
+``WLS``; ``docs/inference.md``.) The recursive confidence bands of a trajectory are those
+of statsmodels' ``RecursiveLS``: ψ_t ± z_{1−α/2}·√(σ̂²·diag((X_tᵀWX_t)⁻¹)), the rows up
+to step t with the final scale σ̂².
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from streamlsq.kernels.recursions.contract import (
 from streamlsq.kernels.recursions.moments import (
     MOMENT_DIMS,
     add_moments,
-    moments_of_rows,
+    moments_of_weights,
     zero_moments,
 )
 from streamlsq.kernels.recursions.params import FORGETTING
@@ -52,8 +52,8 @@ from streamlsq.kernels.recursions.sqrtinfo import (
     SqrtInfoLS,
     decay_weights,
     digits_trusted,
+    gram_variance,
     interval_summaries,
-    normalized_variance,
     scan_moments,
 )
 
@@ -76,8 +76,10 @@ __all__ = ["FormRecursion", "KF4LLS", "NormalEquationsLS", "RLS", "accuracy_attr
            "cholesky_factor", "kf4lls_update", "make_form", "target_squares"]
 
 
-def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None):
-    """Sufficient statistics of a block: (XᵀWX, XᵀWY) with W = diag(weights) or I.
+def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None, *,
+               totals: bool = False):
+    """Sufficient statistics of a block: (XᵀWX, XᵀWY) with W = diag(weights) or I (and
+    with ``totals`` XᵀW1, the weighted column sums, from the same product as XᵀWY).
 
     Examples
     --------
@@ -87,10 +89,11 @@ def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None):
     >>> G.tolist(), b.ravel().tolist()
     ([[10.0, 14.0], [14.0, 20.0]], [4.0, 6.0])
     """
-    if weights is None:
-        return symmetrize(X.T @ X), X.T @ Y
-    Xw = X * weights[:, None]
-    return symmetrize(Xw.T @ X), Xw.T @ Y
+    Xw = X if weights is None else X * weights[:, None]
+    if not totals:
+        return symmetrize(Xw.T @ X), Xw.T @ Y
+    both = Xw.T @ np.column_stack([Y, np.ones(len(Y), Y.dtype)])
+    return symmetrize(Xw.T @ X), both[:, :-1], both[:, -1].astype(np.float64)
 
 
 def kf4lls_update(
@@ -230,11 +233,12 @@ class NormalEquationsLS:
     def update(self, state: State, X: np.ndarray, Y: np.ndarray,
                weights: np.ndarray | None = None) -> State:
         if self.statistics:  # g = 1, H_0 = 0: the sums, and ψ from them
-            G, b = block_sums(X, Y, weights)
+            G, b, sums = block_sums(X, Y, weights, totals=True)
             new = {"H": state["H"] + G, "xy": state["xy"] + b,
                    "yy": state["yy"] + target_squares(Y, weights)}
             new["psi"] = self._coef(new["H"], new["xy"])
-            new.update(add_moments(state, *moments_of_rows(X, weights)))
+            new.update(add_moments(state, {**moments_of_weights(weights, X.shape[0]),
+                                           "feature_sums": sums}))
         else:
             if weights is not None:  # each row scaled by √w
                 root = np.sqrt(np.asarray(weights, np.float64)).astype(X.dtype)[:, None]
@@ -251,17 +255,7 @@ class NormalEquationsLS:
     def state_diagnostics(self, state: State) -> dict:
         if not self.statistics:
             return {}
-        return {"normalized_variance": self.regression_variance(state["H"])}
-
-    @staticmethod
-    def regression_variance(H: np.ndarray) -> np.ndarray:
-        """diag(H⁻¹) from triangular solves of H's Cholesky factor (inf when H is
-        singular)."""
-        try:
-            R = cholesky_factor(H)
-        except np.linalg.LinAlgError:
-            return np.full(H.shape[0], np.inf)
-        return normalized_variance(R)
+        return {"normalized_variance": gram_variance(state["H"])}
 
     def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0, weights=None):
         """``Recursion.fold``: :meth:`update` block after block."""
@@ -294,11 +288,12 @@ class NormalEquationsLS:
         return w if decay is None else decay * w
 
     def rows_summary(self, X, Y, weights=None) -> State:
-        """What the scan form keeps of some rows: G = XᵀWX and b = XᵀWY (and YᵀWY for the
-        statistics)."""
-        G, b = block_sums(X, Y, weights)
+        """What the scan form keeps of some rows: G = XᵀWX and b = XᵀWY (and YᵀWY and XᵀW1
+        for the statistics)."""
         if self.statistics:
-            return {"G": G, "b": b, "yy": target_squares(Y, weights)}
+            G, b, sums = block_sums(X, Y, weights, totals=True)
+            return {"G": G, "b": b, "yy": target_squares(Y, weights), "feature_sums": sums}
+        G, b = block_sums(X, Y, weights)
         return {"G": G, "b": b}
 
     @staticmethod

@@ -55,7 +55,7 @@ from streamlsq.kernels.recursions.contract import StepRecord, cut_intervals, fol
 from streamlsq.kernels.recursions.moments import (
     MOMENT_DIMS,
     add_moments,
-    moments_of_rows,
+    moments_of_weights,
     zero_moments,
 )
 from streamlsq.kernels.recursions.params import must_be
@@ -66,7 +66,9 @@ __all__ = [
     "QR_ROWS",
     "SqrtInfoLS",
     "check_unweighted_diagnostics",
+    "compact_variance",
     "decay_weights",
+    "gram_variance",
     "digits_trusted",
     "factor_condition",
     "givens_fold",
@@ -103,8 +105,10 @@ def _positive_diagonal(A: np.ndarray) -> np.ndarray:
     return A
 
 
-def _chunk_factor(geqrt, X, Y, a, b, p, weights):
-    """The (p, p) triangular factor of rows a:b of [X Y] (weighted), by one geqrt."""
+def _chunk_factor(geqrt, X, Y, a, b, p, weights, sums=None):
+    """The (p, p) triangular factor of rows a:b of [X Y] (weighted), by one geqrt; with
+    ``sums``, the slice's Σ w·x (the rows' weight w = the square of their scale) is added
+    to it, from the slice while it is in cache."""
     m = b - a
     n = X.shape[1]
     B = np.empty((m, p), dtype=X.dtype if weights is None else weights.dtype, order="F")
@@ -115,6 +119,8 @@ def _chunk_factor(geqrt, X, Y, a, b, p, weights):
         w = weights[a:b, None]
         np.multiply(X[a:b], w, out=B[:, :n])
         np.multiply(Y[a:b], w, out=B[:, n:])
+    if sums is not None:  # Σ w·x = Σ s·(s·x) for the row scale s = √w
+        sums += (B[:, :n].sum(axis=0) if weights is None else weights[a:b] @ B[:, :n])
     qr, _, info = geqrt(max(1, min(QR_BLOCK, m, p)), B, overwrite_a=1)
     if info != 0:  # pragma: no cover - geqrt fails only on bad arguments
         raise np.linalg.LinAlgError(f"geqrt failed (info={info})")
@@ -125,7 +131,7 @@ def _chunk_factor(geqrt, X, Y, a, b, p, weights):
 
 
 def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
-              weights: np.ndarray | None = None) -> np.ndarray:
+              weights: np.ndarray | None = None, sums: np.ndarray | None = None) -> np.ndarray:
     """The triangular factor of ``[scale·A; W[X Y]]`` (W = diag(weights) or I).
 
     ``A`` is a (p, p) upper-triangular factor with p = n_features + n_targets (zeros for
@@ -136,7 +142,8 @@ def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
     each merge to the accumulated factor (error growing like √(slices)·ε·κ, measured
     20× the batch QR's on 200,000 rows); the tree keeps it near a single Householder
     QR's. Returns a new (p, p) upper-triangular array with a non-negative diagonal, in
-    A's dtype.
+    A's dtype. ``sums`` (float64, n_features): Σ weights²·x of the rows is added to it,
+    slice after slice (the column sums of the features, weighted as precision weights).
 
     Examples
     --------
@@ -157,7 +164,7 @@ def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
     geqrt = sla.get_lapack_funcs("geqrt", dtype=dtype)
     stack: list[tuple[int, np.ndarray]] = []  # (tree level, factor), oldest first
     for a in range(0, X.shape[0], QR_ROWS):
-        F = _chunk_factor(geqrt, X, Y, a, min(a + QR_ROWS, X.shape[0]), p, weights)
+        F = _chunk_factor(geqrt, X, Y, a, min(a + QR_ROWS, X.shape[0]), p, weights, sums)
         level = 0
         while stack and stack[-1][0] == level:
             F = merge_factors(stack.pop()[1], F)
@@ -587,9 +594,9 @@ def interval_summaries(form, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
     for start, c, a, b in cut_intervals(edges, cuts):
         w = None if weights is None else weights[a:b]
         scales = form.interval_weights(edges, start, c, X.dtype, w)
-        summary = form.rows_summary(X[a:b], Y[a:b], scales)
+        summary = form.rows_summary(X[a:b], Y[a:b], scales)  # with Σ w·x for statistics
         if form.statistics:
-            summary.update(moments_of_rows(X[a:b], w)[0])
+            summary.update(moments_of_weights(w, b - a))
         out.append({**summary, "blocks": np.int64(c - start), "rows": np.int64(b - a)})
     return out
 
@@ -611,6 +618,43 @@ def check_unweighted_diagnostics(form, weights) -> None:
     if weights is not None and form.diagnostics:
         raise must_be("diagnostics", "False with row weights or dropped rows (the recursive "
                       "residuals are those of rows of equal weight)", True)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _ldl_compact(H, W):  # pragma: no cover - compiled
+    """W = the compact form of the factor of symmetric H = UᵀDU (U unit upper triangular:
+    its entries above the diagonal, d on it), by the square-root-free Cholesky
+    factorisation; a d that is not positive makes the rest 0 (H singular)."""
+    n = H.shape[0]
+    for i in range(n):
+        for j in range(i, n):
+            acc = H[i, j]
+            for k in range(i):
+                acc -= W[k, i] * W[k, k] * W[k, j]
+            if j == i:
+                W[i, i] = acc
+            else:
+                W[i, j] = acc / W[i, i] if W[i, i] > 0.0 else 0.0
+
+
+def compact_variance(W: np.ndarray, n: int) -> np.ndarray:
+    """diag((RᵀR)⁻¹) from the compact form W of the factor (:func:`to_compact`), by the
+    compiled back substitution of the Givens kernel: no BLAS call, whose threads cost more
+    than the O(n³/6) operations at every recorded step of a busy machine (inf where R is
+    singular)."""
+    out = np.empty(n, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        _inverse_diagonal(np.ascontiguousarray(W, np.float64), n, out)
+    return out
+
+
+def gram_variance(H: np.ndarray) -> np.ndarray:
+    """diag(H⁻¹) of a symmetric positive definite H, compiled (its square-root-free
+    Cholesky factor, then :func:`compact_variance`; inf when H is singular)."""
+    n = H.shape[0]
+    W = np.zeros((n, n))
+    _ldl_compact(np.ascontiguousarray(H, np.float64), W)
+    return compact_variance(W, n)
 
 
 def normalized_variance(R: np.ndarray) -> np.ndarray:
@@ -817,13 +861,15 @@ class SqrtInfoLS:
             new.update(res.moments or {})
         else:
             A = self.factor(state)
+            sums = np.zeros(n) if self.statistics else None
             A = qr_append(A, X.astype(A.dtype, copy=False), Y.astype(A.dtype, copy=False),
                           math.sqrt(self.forgetting),
-                          weights=None if weights is None else np.sqrt(weights))
+                          weights=None if weights is None else np.sqrt(weights), sums=sums)
             new.update(self._split(A, n))
             new["psi"] = self._coef(new["R"], new["z"])
             if self.statistics:
-                new.update(add_moments(state, *moments_of_rows(X, weights)))
+                new.update(add_moments(state, {**moments_of_weights(weights, X.shape[0]),
+                                               "feature_sums": sums}))
         new["rows"] = np.int64(state["rows"] + X.shape[0])
         new["blocks"] = np.int64(state["blocks"] + 1)
         return {k: new[k] for k in state}  # the state's own order of arrays
@@ -836,7 +882,7 @@ class SqrtInfoLS:
         if self.diagnostics:
             out.update({DIAGNOSTIC_NAMES[k]: state[k] for k in DIAGNOSTIC_NAMES})
         if self.statistics:
-            out["normalized_variance"] = normalized_variance(state["R"])
+            out["normalized_variance"] = compact_variance(state["W"], state["R"].shape[0])
         return out
 
     def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0, weights=None):
@@ -921,9 +967,11 @@ class SqrtInfoLS:
 
     def rows_summary(self, X, Y, weights=None) -> dict:
         """What the scan form keeps of some rows: the triangular factor A of [X Y] (rows
-        weighted by ``weights``)."""
+        weighted by ``weights``), and for the statistics Σ weights²·x."""
         p = X.shape[1] + Y.shape[1]
-        return {"A": qr_append(np.zeros((p, p), X.dtype), X, Y, weights=weights)}
+        sums = np.zeros(X.shape[1]) if self.statistics else None
+        out = {"A": qr_append(np.zeros((p, p), X.dtype), X, Y, weights=weights, sums=sums)}
+        return out if sums is None else {**out, "feature_sums": sums}
 
     @staticmethod
     def combine(parts, info: dict) -> dict:

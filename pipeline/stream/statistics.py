@@ -120,8 +120,7 @@ def with_statistics(ds: xr.Dataset, stats: dict) -> xr.Dataset:
     classical_statistics` or ``robust_statistics``) as variables and attributes: those
     that are not finite are left out and named in ``undefined_statistics``."""
     ds = without_statistics(ds)
-    ds = ds.assign_coords(feature2=("feature2", ds.feature.values))
-    undefined = []
+    undefined, variables = [], {}
     for name, axes in STATISTIC_AXES.items():
         values = np.asarray(stats[name])
         if not np.isfinite(values).all():
@@ -129,12 +128,14 @@ def with_statistics(ds: xr.Dataset, stats: dict) -> xr.Dataset:
             continue
         if name == "nobs":
             values = values.astype(np.int64)
-        ds[name] = (tuple(_DIMS[a] for a in axes), values)
-    if "normalized_variance" in ds and "scale" in ds:
+        variables[name] = (tuple(_DIMS[a] for a in axes), values)
+    if "normalized_variance" in ds and "scale" in variables:
         bands = recursive_bands(ds.coef.values, ds.normalized_variance.values,
-                                ds.scale.values, stats["alpha"])
+                                variables["scale"][1], stats["alpha"])
         for name, key in zip(RECURSIVE_BANDS, ("bse", "lower", "upper"), strict=True):
-            ds[name] = (("step", "feature", "target"), bands[key])
+            variables[name] = (("step", "feature", "target"), bands[key])
+    # one assignment: the variables are aligned with the result once, not one by one
+    ds = ds.assign_coords(feature2=("feature2", ds.feature.values)).assign(variables)
     nobs = int(np.asarray(stats["nobs"]).ravel()[0])
     ds.attrs.update({
         "cov_type": stats.get("cov_type", "nonrobust"), "use_t": bool(stats["use_t"]),

@@ -294,11 +294,10 @@ class StreamSource(StoreSource):
             dropped |= np.isnan(w)
         if self.groups is not None:
             dropped |= missing_labels(self.read_labels(start, stop))
-        if dropped.any():
-            w = np.ones(stop - start) if w is None else w.copy()
-            w[dropped] = 0.0
-            X[dropped] = 0
-            Y[dropped] = 0
+        if dropped.any():  # new arrays: the rows read may be a view of the user's data
+            w = np.where(dropped, 0.0, 1.0 if w is None else w)
+            X = np.where(dropped[:, None], X.dtype.type(0), X)
+            Y = np.where(dropped[:, None], Y.dtype.type(0), Y)
         return X, Y, w
 
     def read_labels(self, start: int, stop: int) -> np.ndarray:

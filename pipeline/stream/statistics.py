@@ -215,7 +215,7 @@ def summary(result, target=None):
     >>> list(frame.columns), list(frame.index)
     (['coef', 'std err', 't', 'P>|t|', '[0.025', '0.975]'], ['intercept', 'x'])
     >>> frame.attrs["model"]["nobs"], round(frame.attrs["model"]["rsquared"], 3)
-    (200, 0.784)
+    (200, 0.767)
     """
     ds = _open(result)
     label = _target(ds, target)

@@ -135,6 +135,25 @@ def test_statistics_equal_statsmodels_on_both_engines_and_chunkings(grunfeld, cl
         assert fits[0].attrs["n_groups"] == 11 and fits[0].attrs["df_resid_inference"] == 10
 
 
+@pytest.mark.parametrize(("method", "params"), [
+    ("kf4lls", dict(solver="normal")),
+    ("rls", dict(forgetting=1.0, ridge=0.0)),
+    ("rls", dict(forgetting=1.0, ridge=0.0, solver="normal", block_size=1)),
+])
+def test_both_solvers_and_rls_without_forgetting_have_the_statistics(grunfeld, client, method,
+                                                                      params):
+    d, w, stores = grunfeld
+    for engine in ("sequential", "scan"):
+        for weighted in (False, True):
+            ds = fit_stream(stores[0], method, engine=engine, client=client,
+                            weights="w" if weighted else None,
+                            **{"block_size": 9, **params}, **GRUNFELD)
+            _assert_like_statsmodels(ds, _reference(d, "nonrobust", w if weighted else None))
+    est = streamlsq.RLSRegressor(forgetting=1.0, ridge=0.0, block_size=None)
+    est.fit(d[["value", "capital"]].to_numpy(), d.invest.to_numpy(), sample_weight=w)
+    np.testing.assert_allclose(est.bse_, _reference(d, "nonrobust", w).bse, rtol=RTOL)
+
+
 def test_one_and_two_workers_give_the_same_statistics(grunfeld, client):
     d, _, stores = grunfeld
     two = fit_stream(stores[1], "kf4lls", engine="scan", block_size=5, client=client,

@@ -18,47 +18,63 @@ The formulas and where they follow or depart from statsmodels are in
 ``docs/inference.md``.
 """
 
-from streamlsq.kernels.inference.classical import (
-    STATISTIC_AXES,
-    classical_statistics,
-    recursive_bands,
-)
-from streamlsq.kernels.inference.factor import (
-    ConstantSpan,
-    RegressionFactor,
-    constant_in_span,
-    normalized_cov_params,
-)
-from streamlsq.kernels.inference.prediction import prediction_intervals
-from streamlsq.kernels.inference.robust import (
-    COV_TYPES,
-    cluster_meat,
-    cluster_score_sums,
-    combine_meats,
-    hc_meat,
-    merge_score_sums,
-    robust_statistics,
-    sandwich,
-)
-from streamlsq.kernels.inference.wald import WaldTest, wald_test
+# ruff: noqa: F401 - the names imported for type checkers are this package's public API
 
-__all__ = [
-    "COV_TYPES",
-    "ConstantSpan",
-    "RegressionFactor",
-    "STATISTIC_AXES",
-    "WaldTest",
-    "classical_statistics",
-    "cluster_meat",
-    "cluster_score_sums",
-    "combine_meats",
-    "constant_in_span",
-    "hc_meat",
-    "merge_score_sums",
-    "normalized_cov_params",
-    "prediction_intervals",
-    "recursive_bands",
-    "robust_statistics",
-    "sandwich",
-    "wald_test",
-]
+import importlib
+from typing import TYPE_CHECKING
+
+#: the covariance types: statsmodels' names (here, so that the command line lists them
+#: without importing SciPy)
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
+
+#: public name -> module that defines it (imported on first use)
+_PUBLIC = {
+    "STATISTIC_AXES": "classical", "classical_statistics": "classical",
+    "recursive_bands": "classical",
+    "ConstantSpan": "factor", "RegressionFactor": "factor", "constant_in_span": "factor",
+    "normalized_cov_params": "factor",
+    "prediction_intervals": "prediction",
+    "cluster_meat": "robust", "cluster_score_sums": "robust", "combine_meats": "robust",
+    "hc_meat": "robust", "merge_score_sums": "robust", "robust_statistics": "robust",
+    "sandwich": "robust",
+    "WaldTest": "wald", "wald_test": "wald",
+}
+
+__all__ = sorted(["COV_TYPES", *_PUBLIC])
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
+    from streamlsq.kernels.inference.classical import (
+        STATISTIC_AXES,
+        classical_statistics,
+        recursive_bands,
+    )
+    from streamlsq.kernels.inference.factor import (
+        ConstantSpan,
+        RegressionFactor,
+        constant_in_span,
+        normalized_cov_params,
+    )
+    from streamlsq.kernels.inference.prediction import prediction_intervals
+    from streamlsq.kernels.inference.robust import (
+        cluster_meat,
+        cluster_score_sums,
+        combine_meats,
+        hc_meat,
+        merge_score_sums,
+        robust_statistics,
+        sandwich,
+    )
+    from streamlsq.kernels.inference.wald import WaldTest, wald_test

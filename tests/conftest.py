@@ -44,6 +44,29 @@ def stream_200k(tmp_path_factory, client):
     return path
 
 
+@pytest.fixture
+def cli(client):
+    """``cli(*args)``: the ``streamlsq`` command line, run on the session cluster."""
+    from click.testing import CliRunner
+
+    from streamlsq.cli.main import main
+
+    address = client.scheduler.address
+
+    def _run(*args):
+        return CliRunner().invoke(main, [*map(str, args), "--scheduler", address])
+
+    return _run
+
+
+def one_line(result) -> str:
+    """The one line on stderr of a command refused with exit code 2."""
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
 def read_all(path):
     g = zarr.open_group(str(path), mode="r")
     X, y = g["X"][:], g["y"][:]

@@ -83,9 +83,20 @@ def test_rank_deficient_first_block_names_the_remedy(tmp_path, run, engine):
     X[:500, 3] = X[:500, 0] - 2 * X[:500, 1]  # collinear in the first block only
     data = write_stream(tmp_path / "rank.zarr", X, y, chunk_rows=500)
     out = tmp_path / "out.zarr"
+    # the rows identify the coefficients from the second block on: the fit starts there
+    ok = run("fit", "kf4lls", data, "--out", out, "--engine", engine, "--block-size", "500")
+    assert ok.exit_code == 0, ok.output
+    fit = zarr.open_group(str(out))
+    assert fit.attrs["identified_from_row"] == 1_000 and fit["step"][0] == 2
+    np.testing.assert_allclose(fit["coef"][-1], np.linalg.lstsq(X, y, rcond=None)[0],
+                               rtol=1e-12)
+    # rows that are collinear throughout never identify them: refused with rank and remedy
+    X[:, 3] = X[:, 0] - 2 * X[:, 1]
+    data = write_stream(tmp_path / "collinear.zarr", X, y, chunk_rows=500)
+    out = tmp_path / "out2.zarr"
     line = _one_error_line(run("fit", "kf4lls", data, "--out", out, "--engine", engine,
                                "--block-size", "500"))
-    assert str(data) in line and "variable 'X'" in line and "first block" in line
+    assert str(data) in line and "variable 'X'" in line and "never identify" in line
     assert "--ridge" in line and "rank 3 of 4" in line
     _no_complete_result(out)
     ok = run("fit", "kf4lls", data, "--out", out, "--engine", engine, "--block-size", "500",

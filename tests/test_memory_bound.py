@@ -6,12 +6,14 @@ with 600 MB per worker (about 250 MB of which is the imported libraries), a run
 that held a large part of the store at once would stall or fail, and so would
 one whose workers kept the pages of their reads (as they did before the
 allocator settings of streamlsq.runtime.memory: about 180 MB a worker, which left one
-paused for ever). The measured peak for an 8 GB store with 1 GB workers comes
+paused for ever). The robust covariance of such a store is one more pass of the same
+kind. The measured peak for an 8 GB store with 1 GB workers comes
 from tests/benchmarks/bench_memory.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import numpy as np
@@ -29,15 +31,22 @@ def _rss():
     return psutil.Process().memory_info().rss
 
 
-@pytest.mark.slow
-def test_store_larger_than_worker_memory(tmp_path):
-    rows, features = 7_000_000, 24  # X alone: 1.34 GB of float64
+@contextlib.contextmanager
+def _big_store(tmp_path, rows, features, seed):
+    """A client of 2 workers of 600 MB, a store of ``rows`` × ``features`` written by them,
+    and its rows read in this process (which has no memory limit)."""
     with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="600MB",
                       dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         path = simulate_stream(tmp_path / "big.zarr", rows, features, 1, chunk_rows=50_000,
-                               seed=9, client=client)
-        X, y = read_all(path)  # in this process, which has no memory limit
+                               seed=seed, client=client)
+        yield client, path, *read_all(path)
+
+
+@pytest.mark.slow
+def test_store_larger_than_worker_memory(tmp_path):
+    rows, features = 7_000_000, 24  # X alone: 1.34 GB of float64
+    with _big_store(tmp_path, rows, features, 9) as (client, path, X, y):
         assert X.nbytes > 2 * 600e6
         reference = np.linalg.lstsq(X, y, rcond=None)[0]
         del X, y
@@ -67,3 +76,35 @@ def test_roomy_workers_give_the_pages_back_when_the_run_ends(tmp_path):
             fit_stream(path, engine=engine, client=client, progress=False)
         after = client.run(_rss)
         assert max(after[w] - before[w] for w in after) < 50e6, (before, after)
+
+
+def _hc1_in_memory(X, y, coef):
+    """HC1 by the textbook formula, in this process (no worker limit): (XᵀX)⁻¹ M (XᵀX)⁻¹
+    with M = Σ eᵢ² xᵢxᵢᵀ, summed over slices of rows, times n/(n − k)."""
+    n, k = X.shape
+    gram, meat = np.zeros((k, k)), np.zeros((k, k))
+    for a in range(0, n, 500_000):
+        Xs = X[a:a + 500_000]
+        e = y[a:a + 500_000, 0] - Xs @ coef
+        gram += Xs.T @ Xs
+        meat += (Xs * (e**2)[:, None]).T @ Xs
+    bread = np.linalg.inv(gram)
+    return np.sqrt(np.diag(bread @ meat @ bread) * n / (n - k))
+
+
+@pytest.mark.slow
+def test_a_store_larger_than_worker_memory_gets_robust_standard_errors(tmp_path):
+    """The robust pass reads such a store piece by piece too (pieces bounded by the workers'
+    memory, as the scan engine's): only k×k sums travel."""
+    rows, features = 6_000_000, 20  # X alone: 0.96 GB of float64
+    with _big_store(tmp_path, rows, features, 12) as (client, path, X, y):
+        assert X.nbytes > 600e6
+        coef = np.linalg.lstsq(X, y, rcond=None)[0][:, 0]
+        expected = _hc1_in_memory(X, y, coef)
+        del X, y
+        for engine in ("sequential", "scan"):
+            ds = fit_stream(path, engine=engine, cov_type="HC1", client=client, progress=False)
+            np.testing.assert_allclose(ds.bse.values[:, 0], expected, rtol=1e-9)
+            assert ds.attrs["cov_type"] == "HC1" and int(ds.nobs.values[0]) == rows
+        # no worker was restarted for going over its limit
+        assert len(client.scheduler_info()["workers"]) == 2

@@ -301,27 +301,35 @@ class StepRecord:
 
 
 def fold_blocks(stepper, state: State, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
-                record: StepRecord, start: int = 0, stop: int | None = None) -> State:
+                record: StepRecord, start: int = 0, stop: int | None = None,
+                weights: np.ndarray | None = None) -> State:
     """Apply ``stepper.update`` to the blocks ``X[edges[j]:edges[j+1]]``, j = start..stop−1,
-    in order, recording the due steps (``stepper.coef``, ``stepper.state_diagnostics``);
-    returns the state after the last block. ``stepper`` is a recursion, or a form of one
-    (the square-root and normal-equations forms of KF4LLS)."""
+    in order, recording the due steps whose coefficients are identified
+    (``stepper.coef``, ``stepper.state_diagnostics``); returns the state after the last
+    block. ``stepper`` is a recursion, or a form of one (the square-root and
+    normal-equations forms of KF4LLS); ``weights``, the rows' precision weights, go to the
+    updates of a recursion that takes them."""
     stop = len(edges) - 1 if stop is None else stop
+    identified = getattr(stepper, "identified", None)
     for j in range(start, stop):
         a, b = int(edges[j]), int(edges[j + 1])
-        state = stepper.update(state, X[a:b], Y[a:b])
-        if record.due(j):
+        if weights is None:
+            state = stepper.update(state, X[a:b], Y[a:b])
+        else:
+            state = stepper.update(state, X[a:b], Y[a:b], weights=weights[a:b])
+        if record.due(j) and (identified is None or identified(state)):
             record.add(record.first_step + j, stepper.coef(state), b,
                        stepper.state_diagnostics(state))
     return state
 
 
 def fold_by_updates(stepper, state: State, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
-                    first_step: int, record_every: int, rows_before: int = 0) -> FoldResult:
+                    first_step: int, record_every: int, rows_before: int = 0,
+                    weights: np.ndarray | None = None) -> FoldResult:
     """``fold`` as ``update`` block after block (:func:`fold_blocks` over every block): the
     base ``Recursion.fold``, and that of a form that has no faster way."""
     record = StepRecord(first_step, record_every, rows_before)
-    state = fold_blocks(stepper, state, X, Y, edges, record)
+    state = fold_blocks(stepper, state, X, Y, edges, record, weights=weights)
     return record.result(state, stepper.coef(state), stepper.state_diagnostics(state))
 
 
@@ -392,6 +400,11 @@ class Recursion:
     intercept_kind: ClassVar[str] = "column"
     #: whether the intercept is fitted when the user does not say (``fit_intercept=None``)
     default_intercept: ClassVar[bool] = False
+    #: whether the recursion takes precision weights of its rows (``fold``, ``update`` and
+    #: ``summarize`` with ``weights=``: each row scaled by √w, a row of weight 0 left out):
+    #: the least-squares recursions; the pipeline's ``--weights`` and ``--missing drop``
+    #: (a dropped row has weight 0) need it
+    weighted: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -521,6 +534,40 @@ class Recursion:
     def result_attrs(self, state: State) -> dict:
         """Method-specific attributes of a result store, read off the final state."""
         return {}
+
+    def diagnostic_dims(self) -> dict[str, tuple[str, ...]]:
+        """Dimensions of the per-step diagnostics that are not one value per step or one
+        per step and target (e.g. ``("step", "feature")``); the others are inferred."""
+        return {}
+
+    # -- identification and statistics (least-squares recursions) -----------------------
+    def identifying(self) -> Recursion:
+        """This recursion, starting once the rows identify its coefficients: a step whose
+        coefficients the rows so far do not determine is not refused but not recorded
+        (:meth:`identified` is False), and only a fit whose rows never identify them is
+        refused (:meth:`check_identified`). The default: the recursion itself."""
+        return self
+
+    def identified(self, state: State) -> bool:
+        """Whether the coefficients of ``state`` are identified by the rows seen (always,
+        by default)."""
+        return True
+
+    def check_identified(self, state: State) -> None:
+        """Refuse (:class:`~streamlsq.kernels.linalg.SingularMatrixError`, with the
+        numerical rank) a final state whose coefficients the rows did not identify."""
+
+    def inference_unavailable(self) -> str | None:
+        """Why this configuration has no statistics of a least-squares fit (standard errors,
+        tests, intervals: :mod:`streamlsq.kernels.inference`), as a phrase; None when it
+        has them (:meth:`regression`)."""
+        return f"{self.name} is not a least-squares fit"
+
+    def regression(self, state: State):
+        """The least-squares problem ``state`` has factored
+        (:class:`~streamlsq.kernels.inference.RegressionFactor`), when
+        :meth:`inference_unavailable` is None."""
+        raise NotImplementedError(self.inference_unavailable())
 
     @classmethod
     def result_notes(cls, attrs: dict) -> list[str]:

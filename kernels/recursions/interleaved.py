@@ -267,6 +267,9 @@ class InterleavedKF4LLS(FormRecursion):
     def make_form(self):
         return make_form(self.solver, self.ridge, 1.0, self.coef0)
 
+    def inference_unavailable(self) -> str:
+        return "its blocks are centred and weighted by population"
+
     def check_params(self) -> None:
         if self.ridge == 0.0 and population_weight(self.alpha, self.start) == 0.0:
             other = "b" if self.start == "a" else "a"

@@ -29,21 +29,32 @@ their form (:class:`FormRecursion`).
 
 from __future__ import annotations
 
-import numpy as np
+import copy
 
-from streamlsq.kernels.linalg import spd_solve, symmetrize
+import numpy as np
+import scipy.linalg as sla
+
+from streamlsq.kernels.linalg import SingularMatrixError, spd_solve, symmetrize
 from streamlsq.kernels.recursions.contract import (
     Param,
     ScanRecursion,
     State,
     fold_by_updates,
 )
+from streamlsq.kernels.recursions.moments import (
+    MOMENT_DIMS,
+    add_moments,
+    moments_of_weights,
+    zero_moments,
+)
 from streamlsq.kernels.recursions.params import FORGETTING
 from streamlsq.kernels.recursions.sqrtinfo import (
     SqrtInfoLS,
     decay_weights,
     digits_trusted,
+    gram_variance,
     interval_summaries,
+    scan_moments,
 )
 
 #: the two forms of the recursion: the square-root information form (QR, the default)
@@ -62,11 +73,13 @@ RIDGE_PARAM = Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 =
                     "needs a full-rank first block).", ge=0)
 
 __all__ = ["FormRecursion", "KF4LLS", "NormalEquationsLS", "RLS", "accuracy_attrs", "block_sums",
-           "kf4lls_update", "make_form"]
+           "cholesky_factor", "kf4lls_update", "make_form", "target_squares"]
 
 
-def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None):
-    """Sufficient statistics of a block: (XᵀWX, XᵀWY) with W = diag(weights) or I.
+def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None, *,
+               totals: bool = False):
+    """Sufficient statistics of a block: (XᵀWX, XᵀWY) with W = diag(weights) or I (and
+    with ``totals`` XᵀW1, the weighted column sums, from the same product as XᵀWY).
 
     Examples
     --------
@@ -76,10 +89,11 @@ def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None):
     >>> G.tolist(), b.ravel().tolist()
     ([[10.0, 14.0], [14.0, 20.0]], [4.0, 6.0])
     """
-    if weights is None:
-        return symmetrize(X.T @ X), X.T @ Y
-    Xw = X * weights[:, None]
-    return symmetrize(Xw.T @ X), Xw.T @ Y
+    Xw = X if weights is None else X * weights[:, None]
+    if not totals:
+        return symmetrize(Xw.T @ X), Xw.T @ Y
+    both = Xw.T @ np.column_stack([Y, np.ones(len(Y), Y.dtype)])
+    return symmetrize(Xw.T @ X), both[:, :-1], both[:, -1].astype(np.float64)
 
 
 def kf4lls_update(
@@ -117,6 +131,14 @@ class NormalEquationsLS:
     :func:`kf4lls_update`, the scan's summaries are the blocks' sums (XᵀX, XᵀY) and a
     recorded step's solve is ψ = H⁻¹h (Cholesky).
 
+    With ``statistics`` (least squares: g = 1 and no ridge) the state also keeps
+    ``xy`` = XᵀWY and ``yy`` = YᵀWY (the residual sums of squares are yy − ψᵀXᵀWY, which
+    loses the digits the normal equations lose) and the moments of :mod:`.moments`, and ψ
+    is solved from the sums, H ψ = xy, at every step; with ``identify`` a singular H is
+    not refused (ψ = 0 until the rows identify it), which needs those sums: the normal
+    form without statistics refuses a singular step, as it cannot tell afterwards what ψ
+    the rows before it gave.
+
     Examples
     --------
     >>> import numpy as np
@@ -130,15 +152,23 @@ class NormalEquationsLS:
 
     #: the rounding error of ψ grows like ε·κ(X)^error_power
     error_power = 2
+    #: no recursive residuals in this form
+    diagnostics = False
 
-    def __init__(self, ridge: float, forgetting: float, coef0=None):
+    def __init__(self, ridge: float, forgetting: float, coef0=None, statistics=False,
+                 identify=False):
         self.ridge = float(ridge)
         self.forgetting = float(forgetting)
         self.coef0 = coef0
+        self.statistics = bool(statistics)
+        self.identify = bool(identify) and self.statistics
 
     def state_dims(self) -> dict[str, tuple[str, ...]]:
-        return {"H": ("feature", "feature_"), "psi": ("feature", "target"), "rows": (),
+        dims = {"H": ("feature", "feature_"), "psi": ("feature", "target"), "rows": (),
                 "blocks": ()}
+        if self.statistics:
+            dims.update(xy=("feature", "target"), yy=("target", "target_"), **MOMENT_DIMS)
+        return dims
 
     def condition(self, state: State) -> float:
         """κ of the (weighted) rows seen: √(λ_max/λ_min) of H (inf when H is singular)."""
@@ -149,6 +179,44 @@ class NormalEquationsLS:
         """The significant digits of ψ on rows of condition number κ (ε·κ² lost)."""
         return digits_trusted(kappa, self.error_power, dtype)
 
+    # -- identification and statistics ------------------------------------------
+    def _coef(self, H: np.ndarray, xy: np.ndarray) -> np.ndarray:
+        """ψ = H⁻¹xy; with ``identify``, 0 while H is singular (not refused)."""
+        if not self.identify:
+            return spd_solve(H, xy)
+        try:
+            return spd_solve(H, xy)
+        except SingularMatrixError:
+            return np.zeros_like(xy)
+
+    def identified(self, state: State) -> bool:
+        """Whether the rows seen identify the coefficients (always, unless ``identify``)."""
+        if not self.identify:
+            return True
+        try:
+            spd_solve(state["H"], np.zeros(state["H"].shape[0], state["H"].dtype))
+        except SingularMatrixError:
+            return False
+        return True
+
+    def check_identified(self, state: State) -> None:
+        """Refuse (:class:`SingularMatrixError`, with the numerical rank) a state whose H is
+        singular to working precision."""
+        spd_solve(state["H"], np.zeros(state["H"].shape[0], state["H"].dtype))
+
+    def regression(self, state: State):
+        """The least-squares problem of the state in factored form
+        (:class:`~streamlsq.kernels.inference.RegressionFactor`): R the Cholesky factor of
+        H (RᵀR = H), z = Rψ and the residual sums of squares diag(yy) − ‖z‖² (the normal
+        equations' cancellation: digits lost as ψ loses them)."""
+        from streamlsq.kernels.inference.factor import RegressionFactor
+
+        R = cholesky_factor(state["H"])
+        z = R @ state["psi"]
+        ssr = np.maximum(np.diag(np.asarray(state["yy"], np.float64))
+                         - (np.asarray(z, np.float64) ** 2).sum(axis=0), 0.0)
+        return RegressionFactor.of(state, R=R, z=z, ssr=ssr)
+
     # -- sequential form ---------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
         H = self.ridge * np.eye(n_features, dtype=dtype)
@@ -156,31 +224,52 @@ class NormalEquationsLS:
             psi = np.zeros((n_features, n_targets), dtype=dtype)
         else:
             psi = np.array(self.coef0, dtype=dtype).reshape(n_features, n_targets)
-        return {"H": H, "psi": psi, "rows": np.int64(0), "blocks": np.int64(0)}
+        state = {"H": H, "psi": psi, "rows": np.int64(0), "blocks": np.int64(0)}
+        if self.statistics:
+            state.update(xy=np.zeros((n_features, n_targets), dtype),
+                         yy=np.zeros((n_targets, n_targets), dtype), **zero_moments(n_features))
+        return state
 
-    def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
-        H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
-        return {
-            "H": H,
-            "psi": psi,
-            "rows": np.int64(state["rows"] + X.shape[0]),
-            "blocks": np.int64(state["blocks"] + 1),
-        }
+    def update(self, state: State, X: np.ndarray, Y: np.ndarray,
+               weights: np.ndarray | None = None) -> State:
+        if self.statistics:  # g = 1, H_0 = 0: the sums, and ψ from them
+            G, b, sums = block_sums(X, Y, weights, totals=True)
+            new = {"H": state["H"] + G, "xy": state["xy"] + b,
+                   "yy": state["yy"] + target_squares(Y, weights)}
+            new["psi"] = self._coef(new["H"], new["xy"])
+            new.update(add_moments(state, {**moments_of_weights(weights, X.shape[0]),
+                                           "feature_sums": sums}))
+        else:
+            if weights is not None:  # each row scaled by √w
+                root = np.sqrt(np.asarray(weights, np.float64)).astype(X.dtype)[:, None]
+                X, Y = X * root, Y * root
+            H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
+            new = {"H": H, "psi": psi}
+        new["rows"] = np.int64(state["rows"] + X.shape[0])
+        new["blocks"] = np.int64(state["blocks"] + 1)
+        return {k: new[k] for k in state}
 
     def coef(self, state: State) -> np.ndarray:
         return state["psi"]
 
     def state_diagnostics(self, state: State) -> dict:
-        return {}
+        if not self.statistics:
+            return {}
+        return {"normalized_variance": gram_variance(state["H"])}
 
-    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
+    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0, weights=None):
         """``Recursion.fold``: :meth:`update` block after block."""
         return fold_by_updates(self, state, X, Y, edges, first_step, record_every,
-                               rows_before)
+                               rows_before, weights)
 
     # -- information (scan) form -------------------------------------------
     def to_info(self, state: State) -> State:
-        """(H, ψ) → (H, h = Hψ): the state in the form the prefix sums act on."""
+        """(H, ψ) → (H, h = Hψ): the state in the form the prefix sums act on (h = XᵀWY,
+        the sum itself, when the state keeps it)."""
+        if self.statistics:
+            return {"H": state["H"], "h": state["xy"], "yy": state["yy"],
+                    "rows": state["rows"], "blocks": state["blocks"],
+                    **{k: state[k] for k in MOMENT_DIMS}}
         return {
             "H": state["H"],
             "h": state["H"] @ state["psi"],
@@ -188,14 +277,22 @@ class NormalEquationsLS:
             "blocks": state["blocks"],
         }
 
-    def interval_weights(self, edges, start, stop, dtype) -> np.ndarray | None:
-        """Row weights g^(stop−j) of an interval's blocks (None when g = 1)."""
-        if self.forgetting == 1.0:
-            return None
-        return decay_weights(edges, start, stop, self.forgetting, dtype)
+    def interval_weights(self, edges, start, stop, dtype, weights=None) -> np.ndarray | None:
+        """Row weights of an interval's rows: g^(stop−j) for block j, times the rows'
+        precision ``weights`` (None when both are 1)."""
+        decay = None if self.forgetting == 1.0 else decay_weights(
+            edges, start, stop, self.forgetting, dtype)
+        if weights is None:
+            return decay
+        w = np.asarray(weights, np.float64).astype(dtype)
+        return w if decay is None else decay * w
 
     def rows_summary(self, X, Y, weights=None) -> State:
-        """What the scan form keeps of some rows: G = XᵀWX and b = XᵀWY."""
+        """What the scan form keeps of some rows: G = XᵀWX and b = XᵀWY (and YᵀWY and XᵀW1
+        for the statistics)."""
+        if self.statistics:
+            G, b, sums = block_sums(X, Y, weights, totals=True)
+            return {"G": G, "b": b, "yy": target_squares(Y, weights), "feature_sums": sums}
         G, b = block_sums(X, Y, weights)
         return {"G": G, "b": b}
 
@@ -214,45 +311,70 @@ class NormalEquationsLS:
         return out
 
     def summarize(self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
-                  cuts: np.ndarray) -> list[State]:
+                  cuts: np.ndarray, weights=None) -> list[State]:
         """Sums of the blocks of one piece, one summary per interval between cuts: G =
         Σ g^{c−j} X_jᵀX_j and b likewise over the interval's blocks j ≤ c, its block
         count and row count."""
-        return interval_summaries(self, X, Y, edges, cuts)
+        return interval_summaries(self, X, Y, edges, cuts, weights)
 
     def scan(self, info: State, summaries: list[State]) -> list[State]:
         """In-order prefix: H ← g^m H + G, h ← g^m h + b; returns the state after each
         summary."""
         g = self.forgetting
         H, h = info["H"], info["h"]
+        yy = info.get("yy")
         rows, blocks = int(info["rows"]), int(info["blocks"])
+        moments = scan_moments(info, summaries) if self.statistics else None
         out = []
-        for s in summaries:
+        for i, s in enumerate(summaries):
             decay = g ** int(s["blocks"])
             H = decay * H + s["G"] if g != 1.0 else H + s["G"]
             h = decay * h + s["b"] if g != 1.0 else h + s["b"]
             rows += int(s["rows"])
             blocks += int(s["blocks"])
-            out.append({"H": H, "h": h, "rows": np.int64(rows), "blocks": np.int64(blocks)})
+            step = {"H": H, "h": h, "rows": np.int64(rows), "blocks": np.int64(blocks)}
+            if moments is not None:
+                yy = yy + s["yy"]
+                step.update(yy=yy, **moments[i])
+            out.append(step)
         return out
 
     def finish(self, info: State) -> State:
         """The independent solve ψ = H⁻¹h at one step (information form → state)."""
-        return {
+        state = {
             "H": info["H"],
-            "psi": spd_solve(info["H"], info["h"]),
+            "psi": self._coef(info["H"], info["h"]),
             "rows": info["rows"],
             "blocks": info["blocks"],
         }
+        if self.statistics:
+            state.update(xy=info["h"], yy=info["yy"], **{k: info[k] for k in MOMENT_DIMS})
+        return state
+
+
+def target_squares(Y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """YᵀWY with W = diag(weights) or I (K×K, symmetric)."""
+    if weights is None:
+        return symmetrize(Y.T @ Y)
+    return symmetrize((Y * np.asarray(weights, Y.dtype)[:, None]).T @ Y)
+
+
+def cholesky_factor(H: np.ndarray) -> np.ndarray:
+    """The upper-triangular R with RᵀR = H (Cholesky; ``LinAlgError`` when H is not
+    positive definite)."""
+    return sla.cholesky(np.asarray(H), lower=False, check_finite=False)
 
 
 def make_form(solver: str, ridge: float, forgetting: float, coef0=None,
-              diagnostics: bool = False):
+              diagnostics: bool = False, statistics: bool = False, identify: bool = False):
     """The form of KF4LLS that ``solver`` names: :class:`SqrtInfoLS` ("qr") or
-    :class:`NormalEquationsLS` ("normal", which has no recursive residuals)."""
+    :class:`NormalEquationsLS` ("normal", which has no recursive residuals);
+    ``statistics`` keeps what the statistics of a least-squares fit need, ``identify``
+    starts the fit once the rows identify the coefficients instead of refusing a singular
+    start."""
     if solver == "qr":
-        return SqrtInfoLS(ridge, forgetting, coef0, diagnostics)
-    return NormalEquationsLS(ridge, forgetting, coef0)
+        return SqrtInfoLS(ridge, forgetting, coef0, diagnostics, statistics, identify)
+    return NormalEquationsLS(ridge, forgetting, coef0, statistics, identify)
 
 
 def accuracy_attrs(form, state: State) -> dict:
@@ -320,6 +442,20 @@ class FormRecursion(ScanRecursion):
         """The independent solve at one step: ψ = H⁻¹h, or ψ = R⁻¹z (triangular)."""
         return self.form.finish(info)
 
+    def identified(self, state: State) -> bool:
+        return self.form.identified(state)
+
+    def check_identified(self, state: State) -> None:
+        self.form.check_identified(state)
+
+    def regression(self, state: State):
+        if self.inference_unavailable() is not None:
+            raise NotImplementedError(self.inference_unavailable())
+        return self.form.regression(state)
+
+    def diagnostic_dims(self) -> dict[str, tuple[str, ...]]:
+        return {"normalized_variance": ("step", "feature")}
+
 
 class KF4LLS(FormRecursion):
     """KF4LLS (g = 1) and block RLS with forgetting factor g ∈ (0, 1].
@@ -381,14 +517,40 @@ class KF4LLS(FormRecursion):
         DIAGNOSTICS_PARAM,
     )
 
-    def __init__(self, *args, coef0=None, **kwargs):
+    #: precision weights of rows (``weights=``: statsmodels' ``WLS``)
+    weighted = True
+
+    def __init__(self, *args, coef0=None, identify=False, **kwargs):
         super().__init__(*args, **kwargs)
         self.coef0 = None if coef0 is None else np.asarray(coef0)
+        self.identify = bool(identify)
         self.form = self.make_form()
 
     def make_form(self):
         return make_form(self.solver, self.ridge, self.forgetting, self.coef0,
-                         self.diagnostics)
+                         self.diagnostics, statistics=self.inference_unavailable() is None,
+                         identify=self.identify)
+
+    def identifying(self) -> KF4LLS:
+        """This recursion starting once the rows identify its coefficients (``identify``):
+        with ``ridge=0`` a rank-deficient start (short early blocks, columns constant in
+        the first rows) is not refused; its steps are not recorded."""
+        if self.identify:
+            return self
+        other = copy.copy(self)
+        other.identify = True
+        other.form = other.make_form()
+        return other
+
+    def inference_unavailable(self) -> str | None:
+        """None for least squares (g = 1, no ridge): the statistics of
+        :mod:`streamlsq.kernels.inference` apply; else why not."""
+        if self.forgetting != 1.0:
+            return (f"a forgetting factor below 1 ({self.forgetting:g}) weighs the rows "
+                    "unequally")
+        if self.ridge != 0.0:
+            return f"a ridge start ({self.ridge:g}) shrinks the coefficients"
+        return None
 
     def check_params(self) -> None:
         if self.diagnostics and self.solver != "qr":
@@ -407,23 +569,26 @@ class KF4LLS(FormRecursion):
     def state_diagnostics(self, state: State) -> dict:
         return self.form.state_diagnostics(state)
 
-    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
-        return self.form.fold(state, X, Y, edges, first_step, record_every, rows_before)
+    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0, weights=None):
+        return self.form.fold(state, X, Y, edges, first_step, record_every, rows_before,
+                              weights)
 
-    def update(self, state: State, X: np.ndarray, Y: np.ndarray) -> State:
-        return self.form.update(state, X, Y)
+    def update(self, state: State, X: np.ndarray, Y: np.ndarray,
+               weights: np.ndarray | None = None) -> State:
+        return self.form.update(state, X, Y, weights)
 
     def summarize(self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
-                  cuts: np.ndarray) -> list[State]:
+                  cuts: np.ndarray, weights: np.ndarray | None = None) -> list[State]:
         """Sums of the blocks of one piece, one summary per interval between cuts.
 
         ``edges`` are the piece's local block offsets (len = n_blocks + 1),
         ``cuts`` the block counts (increasing, last = n_blocks) at which an
         interval ends. A summary holds G = Σ g^{c−j} X_jᵀX_j and b likewise over
         the interval's blocks j ≤ c, its block count m and row count. (QR solver: the
-        triangular factor of the interval's rows weighted by √(g^{c−j}).)
+        triangular factor of the interval's rows weighted by √(g^{c−j}).) ``weights``: the
+        rows' precision weights.
         """
-        return self.form.summarize(X, Y, edges, cuts)
+        return self.form.summarize(X, Y, edges, cuts, weights)
 
     def scan(self, info: State, summaries: list[State]) -> list[State]:
         """In-order prefix: H ← g^m H + G, h ← g^m h + b; returns the state after each summary.

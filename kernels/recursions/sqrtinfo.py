@@ -44,6 +44,7 @@ the method, are then rank deficient.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -51,12 +52,23 @@ import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import StepRecord, cut_intervals, fold_blocks
+from streamlsq.kernels.recursions.moments import (
+    MOMENT_DIMS,
+    add_moments,
+    moments_of_weights,
+    zero_moments,
+)
+from streamlsq.kernels.recursions.params import must_be
 
 __all__ = [
     "GIVENS_MAX_ROWS",
+    "GivensFold",
     "QR_ROWS",
     "SqrtInfoLS",
+    "check_unweighted_diagnostics",
+    "compact_variance",
     "decay_weights",
+    "gram_variance",
     "digits_trusted",
     "factor_condition",
     "givens_fold",
@@ -65,6 +77,8 @@ __all__ = [
     "solve_factor",
     "from_compact",
     "interval_summaries",
+    "normalized_variance",
+    "scan_moments",
     "to_compact",
 ]
 
@@ -91,8 +105,10 @@ def _positive_diagonal(A: np.ndarray) -> np.ndarray:
     return A
 
 
-def _chunk_factor(geqrt, X, Y, a, b, p, weights):
-    """The (p, p) triangular factor of rows a:b of [X Y] (weighted), by one geqrt."""
+def _chunk_factor(geqrt, X, Y, a, b, p, weights, sums=None):
+    """The (p, p) triangular factor of rows a:b of [X Y] (weighted), by one geqrt; with
+    ``sums``, the slice's Σ w·x (the rows' weight w = the square of their scale) is added
+    to it, from the slice while it is in cache."""
     m = b - a
     n = X.shape[1]
     B = np.empty((m, p), dtype=X.dtype if weights is None else weights.dtype, order="F")
@@ -103,6 +119,8 @@ def _chunk_factor(geqrt, X, Y, a, b, p, weights):
         w = weights[a:b, None]
         np.multiply(X[a:b], w, out=B[:, :n])
         np.multiply(Y[a:b], w, out=B[:, n:])
+    if sums is not None:  # Σ w·x = Σ s·(s·x) for the row scale s = √w
+        sums += (B[:, :n].sum(axis=0) if weights is None else weights[a:b] @ B[:, :n])
     qr, _, info = geqrt(max(1, min(QR_BLOCK, m, p)), B, overwrite_a=1)
     if info != 0:  # pragma: no cover - geqrt fails only on bad arguments
         raise np.linalg.LinAlgError(f"geqrt failed (info={info})")
@@ -113,7 +131,7 @@ def _chunk_factor(geqrt, X, Y, a, b, p, weights):
 
 
 def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
-              weights: np.ndarray | None = None) -> np.ndarray:
+              weights: np.ndarray | None = None, sums: np.ndarray | None = None) -> np.ndarray:
     """The triangular factor of ``[scale·A; W[X Y]]`` (W = diag(weights) or I).
 
     ``A`` is a (p, p) upper-triangular factor with p = n_features + n_targets (zeros for
@@ -124,7 +142,8 @@ def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
     each merge to the accumulated factor (error growing like √(slices)·ε·κ, measured
     20× the batch QR's on 200,000 rows); the tree keeps it near a single Householder
     QR's. Returns a new (p, p) upper-triangular array with a non-negative diagonal, in
-    A's dtype.
+    A's dtype. ``sums`` (float64, n_features): Σ weights²·x of the rows is added to it,
+    slice after slice (the column sums of the features, weighted as precision weights).
 
     Examples
     --------
@@ -145,7 +164,7 @@ def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
     geqrt = sla.get_lapack_funcs("geqrt", dtype=dtype)
     stack: list[tuple[int, np.ndarray]] = []  # (tree level, factor), oldest first
     for a in range(0, X.shape[0], QR_ROWS):
-        F = _chunk_factor(geqrt, X, Y, a, min(a + QR_ROWS, X.shape[0]), p, weights)
+        F = _chunk_factor(geqrt, X, Y, a, min(a + QR_ROWS, X.shape[0]), p, weights, sums)
         level = 0
         while stack and stack[-1][0] == level:
             F = merge_factors(stack.pop()[1], F)
@@ -313,13 +332,11 @@ def _rotation(d, x, w):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _rotate_pair(W, v1, v2, g1, g2):  # pragma: no cover - compiled
-    """Two rows rotated into W in one pass over it (row 1 first, then row 2 into the
-    result): the same operations as two :func:`_rotate` calls, each entry of W loaded
-    and stored once for both (1.35x the rows/s of one row at a time, measured)."""
+def _rotate_pair(W, v1, v2, g1, g2, w1, w2):  # pragma: no cover - compiled
+    """Two rows (weights w1, w2) rotated into W in one pass over it (row 1 first, then row
+    2 into the result): the same operations as two :func:`_rotate` calls, each entry of W
+    loaded and stored once for both (1.35x the rows/s of one row at a time, measured)."""
     p = W.shape[0]
-    w1 = 1.0
-    w2 = 1.0
     for i in range(p):
         d1, cb1, sb1, w1, x1 = _rotation(g1 * W[i, i], v1[i], w1)
         d2, cb2, sb2, w2, x2 = _rotation(g2 * d1, v2[i], w2)
@@ -335,16 +352,52 @@ def _rotate_pair(W, v1, v2, g1, g2):  # pragma: no cover - compiled
             Wi[j] = cb2 * t1 + sb2 * b
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _add_row_moments(mom, X, r, w):  # pragma: no cover - compiled
+    """The moments (nobs, Σw, Σlog w, Σw·x) of row r of X, of weight w, added to ``mom``."""
+    if w > 0.0:
+        mom[0] += 1.0
+        mom[1] += w
+        mom[2] += np.log(w)
+        for j in range(X.shape[1]):
+            mom[3 + j] += w * X[r, j]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _inverse_diagonal(W, n, out):  # pragma: no cover - compiled
+    """out = diag((RᵀR)⁻¹) for the compact form W of R = D^½U: Σ_k (U⁻¹)_ik² / d_k (U⁻¹
+    by back substitution, column by column; inf where d_k = 0)."""
+    col = np.empty(n, dtype=W.dtype)
+    for i in range(n):
+        out[i] = 0.0
+    for k in range(n):
+        col[k] = 1.0
+        for i in range(k - 1, -1, -1):
+            acc = 0.0
+            for j in range(i + 1, k + 1):
+                acc -= W[i, j] * col[j]
+            col[i] = acc
+        dk = W[k, k]
+        for i in range(k + 1):
+            out[i] += col[i] * col[i] / dk
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _givens_kernel(W, X, Y, starts, stops, g, n, rows_before, count_from, diagnostics, rr,
-                   rr_count, rec_coef, rec_rr, rec_count, rec_ratio,
-                   final_coef):  # pragma: no cover - compiled
+                   rr_count, rec_coef, rec_rr, rec_count, rec_ratio, final_coef, weights, mom,
+                   rec_var):  # pragma: no cover - compiled
     """Rows 0..stops[-1]−1 into W; ``starts[r]``: row r begins a block (g applies);
-    the state is recorded after rows stops[0], stops[1], … (all but the last entry)."""
+    the state is recorded after rows stops[0], stops[1], … (all but the last entry).
+    ``weights``: the rows' precision weights (empty: all 1), the Gentleman weight each row
+    is rotated in with; ``mom``: the moments (nobs, Σw, Σlog w, Σw·x) the rows are added
+    to (empty: none kept); ``rec_var``: diag((RᵀR)⁻¹) at each recorded step (no rows:
+    not recorded)."""
     p = W.shape[0]
     K = p - n
     v = np.empty(p, dtype=W.dtype)
     v2 = np.empty(p, dtype=W.dtype)
+    weighted = weights.shape[0] > 0
+    moments = mom.shape[0] > 0
     r = 0
     for j_rec in range(stops.shape[0]):
         stop = stops[j_rec]
@@ -356,15 +409,22 @@ def _givens_kernel(W, X, Y, starts, stops, g, n, rows_before, count_from, diagno
                 for k in range(K):
                     v[n + k] = Y[r, k]
                     v2[n + k] = Y[r + 1, k]
-                _rotate_pair(W, v, v2, g if starts[r] else 1.0, g if starts[r + 1] else 1.0)
+                w1 = weights[r] if weighted else 1.0
+                w2 = weights[r + 1] if weighted else 1.0
+                _rotate_pair(W, v, v2, g if starts[r] else 1.0, g if starts[r + 1] else 1.0,
+                             w1, w2)
+                if moments:
+                    _add_row_moments(mom, X, r, w1)
+                    _add_row_moments(mom, X, r + 1, w2)
                 r += 2
         while r < stop:
             gb = g if starts[r] else 1.0
+            wr = weights[r] if weighted else 1.0
             for j in range(n):
                 v[j] = X[r, j]
             for k in range(K):
                 v[n + k] = Y[r, k]
-            w = _rotate(W, v, 0, n, gb, 1.0)  # x_t into U (and z̄); w = γ_t²
+            w = _rotate(W, v, 0, n, gb, wr)  # x_t into U (and z̄); w = γ_t² (unweighted)
             if diagnostics:
                 if rows_before + r >= count_from and w > 0.0:
                     root = np.sqrt(w)
@@ -381,6 +441,8 @@ def _givens_kernel(W, X, Y, starts, stops, g, n, rows_before, count_from, diagno
                         rr[2, k] = 0.0
                         rr[3, k] = 0.0
             _rotate(W, v, n, p, gb, w)  # what is left of y_t into the residual factor
+            if moments:
+                _add_row_moments(mom, X, r, wr)
             r += 1
         if j_rec < stops.shape[0] - 1:
             _unit_back_substitute(W, n, rec_coef[j_rec])
@@ -390,6 +452,8 @@ def _givens_kernel(W, X, Y, starts, stops, g, n, rows_before, count_from, diagno
                 lo = min(lo, W[i, i])
                 hi = max(hi, W[i, i])
             rec_ratio[j_rec] = np.sqrt(lo / hi) if hi > 0.0 else 0.0
+            if rec_var.shape[0] > 0:
+                _inverse_diagonal(W, n, rec_var[j_rec])
             if diagnostics:
                 rec_count[j_rec] = rr_count[0]
                 for q in range(4):
@@ -398,8 +462,26 @@ def _givens_kernel(W, X, Y, starts, stops, g, n, rows_before, count_from, diagno
     _unit_back_substitute(W, n, final_coef)
 
 
+class GivensFold(NamedTuple):
+    """What :func:`givens_fold` returns: the new compact factor ``W``; the recorded global
+    ``steps``, ψ at each (``coefs``), the ratio min/max of diag R there (``ratios``, a
+    lower bound of 1/κ(R)); the recursive residual diagnostics (``diag``, or None); ψ after
+    the last row (``psi``); the moments after it (``moments``: nobs, Σw, Σlog w, Σw·x, or
+    None) and diag((RᵀR)⁻¹) at each recorded step (``variances``, or None)."""
+
+    W: np.ndarray
+    steps: np.ndarray
+    coefs: np.ndarray
+    ratios: np.ndarray
+    diag: dict | None
+    psi: np.ndarray
+    moments: dict | None
+    variances: np.ndarray | None
+
+
 def givens_fold(W, X, Y, edges, forgetting, n, first_step=1, record_every=1, rows_before=0,
-                diagnostics=None, count_from=0):
+                diagnostics=None, count_from=0, weights=None, moments=None,
+                variance=False) -> GivensFold:
     """Fold the rows of ``X, Y`` into the compact factor ``W`` (:func:`to_compact`) by
     square-root-free Givens rotations (compiled; Gentleman 1973, the updating of
     least-squares regressions of Miller's AS 274, 1992).
@@ -409,15 +491,16 @@ def givens_fold(W, X, Y, edges, forgetting, n, first_step=1, record_every=1, row
     columns, with the same accuracy (they apply the same orthogonal transformations in
     another scaling). ``edges`` are the block offsets: the forgetting factor g scales
     the weights d once per block, at its first row (blocks of one row: per-sample RLS).
-    ``W`` is copied, never modified. Returns ``(W, steps, coefs, ratios, diag, psi)``:
-    the new compact factor, the recorded global steps (``step % record_every == 0``), ψ
-    at each (n, K), the ratio min/max of diag R there (a lower bound of 1/κ(R): the
-    caller refuses a singular step), when ``diagnostics`` is a dict (``count``, ``sum``,
-    ``sumsq``, ``last_residual``, ``last_error``: running recursive residual sums,
-    updated for rows numbered ``rows_before + r >= count_from``) the new diagnostics and
-    their values at each recorded step, and ψ after the last row. After x_t is rotated
-    in, the target entries left over are the a-priori errors e_t and the row's weight is
-    γ_t², so the standardised recursive residual is w_t = γ_t·e_t.
+    ``weights`` are the rows' precision weights (Gentleman's row weights: a row of weight
+    0 changes nothing); ``moments`` (a dict of :data:`~.moments.MOMENT_DIMS`) are added
+    the rows' moments; ``variance`` records diag((RᵀR)⁻¹) at every recorded step.
+    ``W`` is copied, never modified. Returns a :class:`GivensFold`; its ``diag``, when
+    ``diagnostics`` is a dict (``count``, ``sum``, ``sumsq``, ``last_residual``,
+    ``last_error``: running recursive residual sums, updated for rows numbered
+    ``rows_before + r >= count_from``), holds the new diagnostics and their values at each
+    recorded step. After x_t is rotated in, the target entries left over are the a-priori
+    errors e_t and the row's weight is γ_t², so the standardised recursive residual is
+    w_t = γ_t·e_t.
     """
     dtype = W.dtype
     W = np.array(W, dtype=dtype, order="C")
@@ -445,8 +528,16 @@ def givens_fold(W, X, Y, edges, forgetting, n, first_step=1, record_every=1, row
     rec_rr = np.empty((steps.size if use else 0, 4, K), dtype=dtype)
     rec_count = np.empty(steps.size if use else 0, dtype=np.int64)
     psi = np.empty((n, K), dtype=dtype)
+    w = (np.zeros(0, dtype) if weights is None
+         else np.ascontiguousarray(weights, dtype=dtype))
+    mom = np.zeros(0, np.float64)  # moments are kept in float64 whatever the dtype
+    if moments is not None:
+        mom = np.concatenate([[float(moments["nobs"]), moments["sum_weights"],
+                               moments["sum_log_weights"]],
+                              moments["feature_sums"]]).astype(np.float64)
+    rec_var = np.empty((steps.size if variance else 0, n), dtype=dtype)
     _givens_kernel(W, X, Y, starts, stops, dtype.type(forgetting), n, rows_before, count_from,
-                   use, rr, count, coefs, rec_rr, rec_count, ratios, psi)
+                   use, rr, count, coefs, rec_rr, rec_count, ratios, psi, w, mom, rec_var)
     diag = None
     if use:
         diag = {
@@ -455,7 +546,12 @@ def givens_fold(W, X, Y, edges, forgetting, n, first_step=1, record_every=1, row
             "count": rec_count, "sum": rec_rr[:, 0], "sumsq": rec_rr[:, 1],
             "last_residual": rec_rr[:, 2], "last_error": rec_rr[:, 3],
         }
-    return W, steps, coefs, ratios, diag, psi
+    out_moments = None
+    if moments is not None:
+        out_moments = {"nobs": np.int64(round(float(mom[0]))), "sum_weights": np.float64(mom[1]),
+                       "sum_log_weights": np.float64(mom[2]), "feature_sums": mom[3:].copy()}
+    return GivensFold(W, steps, coefs, ratios, diag, psi, out_moments,
+                      rec_var if variance else None)
 
 
 # ---------------------------------------------------------------------------
@@ -489,16 +585,87 @@ def decay_weights(edges: np.ndarray, start: int, stop: int, factor: float, dtype
 
 
 def interval_summaries(form, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
-                       cuts) -> list[dict]:
+                       cuts, weights: np.ndarray | None = None) -> list[dict]:
     """The scan form's summaries of one piece, one per interval between cuts: the form's
-    ``rows_summary`` of the interval's rows, weighted by its ``interval_weights``, with
-    the interval's block and row counts."""
+    ``rows_summary`` of the interval's rows, weighted by its ``interval_weights`` (the
+    forgetting of its blocks and the rows' precision ``weights``), with the interval's
+    block and row counts and, for a form that keeps them, the moments of its rows."""
     out = []
     for start, c, a, b in cut_intervals(edges, cuts):
-        weights = form.interval_weights(edges, start, c, X.dtype)
-        out.append({**form.rows_summary(X[a:b], Y[a:b], weights),
-                    "blocks": np.int64(c - start), "rows": np.int64(b - a)})
+        w = None if weights is None else weights[a:b]
+        scales = form.interval_weights(edges, start, c, X.dtype, w)
+        summary = form.rows_summary(X[a:b], Y[a:b], scales)  # with Σ w·x for statistics
+        if form.statistics:
+            summary.update(moments_of_weights(w, b - a))
+        out.append({**summary, "blocks": np.int64(c - start), "rows": np.int64(b - a)})
     return out
+
+
+def scan_moments(info: dict, summaries: list[dict]) -> list[dict]:
+    """The moments after each summary of the scan form: the prefix sums of the summaries'
+    moments from those of ``info``."""
+    running = {k: info[k] for k in MOMENT_DIMS}
+    out = []
+    for s in summaries:
+        running = add_moments(running, s)
+        out.append(running)
+    return out
+
+
+def check_unweighted_diagnostics(form, weights) -> None:
+    """Refuse row weights on a form that records recursive residuals (they are those of
+    rows of equal weight)."""
+    if weights is not None and form.diagnostics:
+        raise must_be("diagnostics", "False with row weights or dropped rows (the recursive "
+                      "residuals are those of rows of equal weight)", True)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _ldl_compact(H, W):  # pragma: no cover - compiled
+    """W = the compact form of the factor of symmetric H = UᵀDU (U unit upper triangular:
+    its entries above the diagonal, d on it), by the square-root-free Cholesky
+    factorisation; a d that is not positive makes the rest 0 (H singular)."""
+    n = H.shape[0]
+    for i in range(n):
+        for j in range(i, n):
+            acc = H[i, j]
+            for k in range(i):
+                acc -= W[k, i] * W[k, k] * W[k, j]
+            if j == i:
+                W[i, i] = acc
+            else:
+                W[i, j] = acc / W[i, i] if W[i, i] > 0.0 else 0.0
+
+
+def compact_variance(W: np.ndarray, n: int) -> np.ndarray:
+    """diag((RᵀR)⁻¹) from the compact form W of the factor (:func:`to_compact`), by the
+    compiled back substitution of the Givens kernel: no BLAS call, whose threads cost more
+    than the O(n³/6) operations at every recorded step of a busy machine (inf where R is
+    singular)."""
+    out = np.empty(n, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        _inverse_diagonal(np.ascontiguousarray(W, np.float64), n, out)
+    return out
+
+
+def gram_variance(H: np.ndarray) -> np.ndarray:
+    """diag(H⁻¹) of a symmetric positive definite H, compiled (its square-root-free
+    Cholesky factor, then :func:`compact_variance`; inf when H is singular)."""
+    n = H.shape[0]
+    W = np.zeros((n, n))
+    _ldl_compact(np.ascontiguousarray(H, np.float64), W)
+    return compact_variance(W, n)
+
+
+def normalized_variance(R: np.ndarray) -> np.ndarray:
+    """diag((RᵀR)⁻¹) by a triangular solve (inf when R is singular): the variances of the
+    coefficients in units of σ² (the diagonal of statsmodels' ``normalized_cov_params``)."""
+    n = R.shape[0]
+    if n and _rcond(R) == 0.0:
+        return np.full(n, np.inf)
+    with np.errstate(all="ignore"):
+        inverse = sla.solve_triangular(R, np.eye(n, dtype=R.dtype), check_finite=False)
+    return (inverse**2).sum(axis=1)
 
 
 class SqrtInfoLS:
@@ -519,6 +686,17 @@ class SqrtInfoLS:
     ψ: from row n + 1 with ``ridge=0`` (as statsmodels' ``RecursiveLS``, whose first n
     rows are its diffuse start), from the first row with a ridge start.
 
+    With ``statistics`` (least squares: g = 1 and no ridge) the state also keeps the
+    moments of the rows of :mod:`.moments` (``nobs``, ``sum_weights``,
+    ``sum_log_weights``, ``feature_sums``), and every recorded step the diagonal of
+    (RᵀR)⁻¹ (``normalized_variance``, a diagnostic); :meth:`regression` hands the factor
+    to :mod:`streamlsq.kernels.inference`. With ``identify`` a factor that is singular
+    to working precision is not refused: ψ is 0 and :meth:`identified` False until the
+    rows seen identify the coefficients (the steps before are not recorded).
+
+    Every method takes the rows' precision weights (``weights``: each row scaled by √w,
+    statsmodels' ``WLS``; a row of weight 0 changes nothing but the count of rows).
+
     Examples
     --------
     >>> import numpy as np
@@ -534,11 +712,14 @@ class SqrtInfoLS:
     #: the rounding error of ψ grows like ε·κ(X)^error_power
     error_power = 1
 
-    def __init__(self, ridge: float, forgetting: float, coef0=None, diagnostics=False):
+    def __init__(self, ridge: float, forgetting: float, coef0=None, diagnostics=False,
+                 statistics=False, identify=False):
         self.ridge = float(ridge)
         self.forgetting = float(forgetting)
         self.coef0 = coef0
         self.diagnostics = bool(diagnostics)
+        self.statistics = bool(statistics)
+        self.identify = bool(identify)
 
     # -- layout ----------------------------------------------------------------
     def state_dims(self) -> dict[str, tuple[str, ...]]:
@@ -554,6 +735,8 @@ class SqrtInfoLS:
         if self.diagnostics:
             dims.update(rr_count=(), rr_sum=("target",), rr_sumsq=("target",),
                         rr_last=("target",), pe_last=("target",))
+        if self.statistics:
+            dims.update(MOMENT_DIMS)
         return dims
 
     @staticmethod
@@ -575,6 +758,15 @@ class SqrtInfoLS:
     def _count_from(self, n_features: int) -> int:
         return 0 if self.ridge > 0 else int(n_features)
 
+    def _moments(self, state) -> dict | None:
+        if not self.statistics:
+            return None
+        missing = [k for k in MOMENT_DIMS if k not in state]
+        if missing:
+            raise ValueError(f"the state has no '{missing[0]}': it is not a state of a "
+                             "least-squares form with statistics (g = 1, no ridge)")
+        return {k: state[k] for k in MOMENT_DIMS}
+
     def condition(self, state: dict) -> float:
         """κ of the (weighted) rows seen: κ₂(R)."""
         return factor_condition(state["R"])
@@ -582,6 +774,44 @@ class SqrtInfoLS:
     def digits(self, kappa: float, dtype) -> float:
         """The significant digits of ψ on rows of condition number κ (ε·κ lost)."""
         return digits_trusted(kappa, self.error_power, dtype)
+
+    # -- identification ----------------------------------------------------------
+    def identified(self, state: dict) -> bool:
+        """Whether the rows seen identify the coefficients (always, unless ``identify``:
+        a form that refuses a singular factor has none to report)."""
+        if not self.identify:
+            return True
+        R = state["R"]
+        return R.shape[0] == 0 or _rcond(R) >= R.shape[0] * np.finfo(R.dtype).eps
+
+    def check_identified(self, state: dict) -> None:
+        """Refuse (:class:`SingularMatrixError`, with the numerical rank) a state whose
+        factor is singular to working precision."""
+        check_factor(state["R"])
+
+    def _coef(self, R: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """ψ = R⁻¹z; with ``identify``, 0 while R is singular (not refused)."""
+        if self.identify and not self.identified({"R": R}):
+            return np.zeros_like(z)
+        return solve_factor(R, z)
+
+    def _kernel_coef(self, R: np.ndarray, psi: np.ndarray) -> np.ndarray:
+        """The compiled kernel's ψ after its last row, checked: refused when R is singular,
+        or with ``identify`` 0 while it is."""
+        if self.identify:
+            return psi if self.identified({"R": R}) else np.zeros_like(psi)
+        check_factor(R)
+        return psi
+
+    def regression(self, state: dict):
+        """The least-squares problem the state has factored
+        (:class:`~streamlsq.kernels.inference.RegressionFactor`: R, z = Rψ, the residual
+        sums of squares diag(SᵀS), ψ and the moments), for the statistics of the fit."""
+        from streamlsq.kernels.inference.factor import RegressionFactor
+
+        S = np.asarray(state["S"], np.float64)
+        return RegressionFactor.of(state, R=state["R"], z=state["z"],
+                                   ssr=(S**2).sum(axis=0))
 
     # -- sequential form ---------------------------------------------------
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> dict:
@@ -601,6 +831,8 @@ class SqrtInfoLS:
             zeros = np.zeros(n_targets, dtype=dtype)
             state.update(rr_count=np.int64(0), rr_sum=zeros, rr_sumsq=zeros.copy(),
                          rr_last=zeros.copy(), pe_last=zeros.copy())
+        if self.statistics:
+            state.update(zero_moments(n_features))
         return state
 
     def _diag_in(self, state) -> dict | None:
@@ -608,27 +840,36 @@ class SqrtInfoLS:
             return None
         return {k: state[v] for k, v in _DIAG_KEYS.items()}
 
-    def update(self, state: dict, X: np.ndarray, Y: np.ndarray) -> dict:
-        """One block: A ← factor of [√g·A; [X Y]]; ψ = R⁻¹z (refused when R is singular)."""
+    def update(self, state: dict, X: np.ndarray, Y: np.ndarray,
+               weights: np.ndarray | None = None) -> dict:
+        """One block: A ← factor of [√g·A; √w·[X Y]]; ψ = R⁻¹z (refused when R is
+        singular, unless ``identify``)."""
+        check_unweighted_diagnostics(self, weights)
         n = state["R"].shape[0]
         new = {}
         if self.diagnostics or X.shape[0] <= GIVENS_MAX_ROWS:
             edges = np.array([0, X.shape[0]], dtype=np.int64)
-            W, _, _, _, diag, psi = givens_fold(
+            res = givens_fold(
                 state["W"], X, Y, edges, self.forgetting, n,
                 record_every=np.iinfo(np.int64).max, rows_before=int(state["rows"]),
-                diagnostics=self._diag_in(state), count_from=self._count_from(n))
-            if diag is not None:
-                new.update({_DIAG_KEYS[k]: v for k, v in diag["final"].items()})
-            new.update(self._split(from_compact(W), n, W))
-            check_factor(new["R"])
-            new["psi"] = psi
+                diagnostics=self._diag_in(state), count_from=self._count_from(n),
+                weights=weights, moments=self._moments(state))
+            if res.diag is not None:
+                new.update({_DIAG_KEYS[k]: v for k, v in res.diag["final"].items()})
+            new.update(self._split(from_compact(res.W), n, res.W))
+            new["psi"] = self._kernel_coef(new["R"], res.psi)
+            new.update(res.moments or {})
         else:
             A = self.factor(state)
+            sums = np.zeros(n) if self.statistics else None
             A = qr_append(A, X.astype(A.dtype, copy=False), Y.astype(A.dtype, copy=False),
-                          math.sqrt(self.forgetting))
+                          math.sqrt(self.forgetting),
+                          weights=None if weights is None else np.sqrt(weights), sums=sums)
             new.update(self._split(A, n))
-            new["psi"] = solve_factor(new["R"], new["z"])
+            new["psi"] = self._coef(new["R"], new["z"])
+            if self.statistics:
+                new.update(add_moments(state, {**moments_of_weights(weights, X.shape[0]),
+                                               "feature_sums": sums}))
         new["rows"] = np.int64(state["rows"] + X.shape[0])
         new["blocks"] = np.int64(state["blocks"] + 1)
         return {k: new[k] for k in state}  # the state's own order of arrays
@@ -637,22 +878,26 @@ class SqrtInfoLS:
         return state["psi"]
 
     def state_diagnostics(self, state: dict) -> dict:
-        if not self.diagnostics:
-            return {}
-        return {DIAGNOSTIC_NAMES[k]: state[k] for k in DIAGNOSTIC_NAMES}
+        out = {}
+        if self.diagnostics:
+            out.update({DIAGNOSTIC_NAMES[k]: state[k] for k in DIAGNOSTIC_NAMES})
+        if self.statistics:
+            out["normalized_variance"] = compact_variance(state["W"], state["R"].shape[0])
+        return out
 
-    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0):
+    def fold(self, state, X, Y, edges, first_step, record_every, rows_before=0, weights=None):
         """``Recursion.fold`` for this form: runs of small blocks (and every block when
         diagnostics are on) by the compiled Givens kernel, large blocks by block QR."""
+        check_unweighted_diagnostics(self, weights)
         edges = np.asarray(edges, dtype=np.int64)
         nb = len(edges) - 1
         sizes = np.diff(edges)
         record = StepRecord(first_step, record_every, rows_before)
         j = 0
-        if nb and first_step == 1 and int(state["blocks"]) == 0:
+        if nb and first_step == 1 and int(state["blocks"]) == 0 and not self.identify:
             # the first block on its own: a singular start is refused at step 1, as the
             # normal form refuses it
-            state = fold_blocks(self, state, X, Y, edges, record, 0, 1)
+            state = fold_blocks(self, state, X, Y, edges, record, 0, 1, weights)
             j = 1
         # blocks folded one by one by block QR (the others go in runs to the Givens kernel)
         big = (np.zeros(0, np.int64) if self.diagnostics
@@ -661,59 +906,72 @@ class SqrtInfoLS:
             if self.diagnostics or sizes[j] <= GIVENS_MAX_ROWS:
                 following = np.searchsorted(big, j)
                 k = int(big[following]) if following < big.size else nb
-                state = self._givens_run(state, X, Y, edges, j, k, record)
+                state = self._givens_run(state, X, Y, edges, j, k, record, weights)
             else:
                 k = j + 1
-                state = fold_blocks(self, state, X, Y, edges, record, j, k)
+                state = fold_blocks(self, state, X, Y, edges, record, j, k, weights)
             j = k
         return record.result(state, state["psi"], self.state_diagnostics(state))
 
-    def _givens_run(self, state, X, Y, edges, j, k, record: StepRecord):
-        """Blocks j..k−1 of the fold by the compiled Givens kernel, recording the due steps."""
+    def _givens_run(self, state, X, Y, edges, j, k, record: StepRecord, weights=None):
+        """Blocks j..k−1 of the fold by the compiled Givens kernel, recording the due steps
+        (those whose factor identifies ψ)."""
         n = state["R"].shape[0]
         a, b = int(edges[j]), int(edges[k])
         first_step = record.first_step + j
-        W, rec_steps, rec_coefs, ratios, diag, psi = givens_fold(
+        res = givens_fold(
             state["W"], X[a:b], Y[a:b], edges[j:k + 1] - a, self.forgetting, n, first_step,
             record.record_every, record.rows_before + a, self._diag_in(state),
-            self._count_from(n))
-        tiny = n * np.finfo(W.dtype).eps
-        bad = (ratios < tiny) | ~np.isfinite(rec_coefs).all(axis=(1, 2))
-        if bad.any():
-            step = int(rec_steps[np.argmax(bad)])
+            self._count_from(n), weights=None if weights is None else weights[a:b],
+            moments=self._moments(state), variance=self.statistics)
+        tiny = n * np.finfo(res.W.dtype).eps
+        bad = (res.ratios < tiny) | ~np.isfinite(res.coefs).all(axis=(1, 2))
+        if bad.any() and not self.identify:
+            step = int(res.steps[np.argmax(bad)])
             raise SingularMatrixError(
                 f"triangular factor of order {n} is singular to working precision at "
                 f"step {step}", rank=None, size=n)
-        new = self._split(from_compact(W), n, W)
-        check_factor(new["R"])
-        new["psi"] = psi  # as the recorded steps' ψ: the kernel's back substitution
+        new = self._split(from_compact(res.W), n, res.W)
+        new["psi"] = self._kernel_coef(new["R"], res.psi)  # as the recorded steps' ψ
         new["rows"] = np.int64(state["rows"] + (b - a))
         new["blocks"] = np.int64(state["blocks"] + k - j)
-        if diag is not None:
-            new.update({_DIAG_KEYS[name]: v for name, v in diag["final"].items()})
-        for i, step in enumerate(rec_steps):
-            recorded = {} if diag is None else {
-                DIAGNOSTIC_NAMES[_DIAG_KEYS[name]]: diag[name][i] for name in _DIAG_KEYS}
-            record.add(int(step), rec_coefs[i], int(edges[int(step) - record.first_step + 1]),
-                       recorded)
+        if res.diag is not None:
+            new.update({_DIAG_KEYS[name]: v for name, v in res.diag["final"].items()})
+        new.update(res.moments or {})
+        for i, step in enumerate(res.steps):
+            if bad[i]:  # not identified yet: not recorded
+                continue
+            recorded = {} if res.diag is None else {
+                DIAGNOSTIC_NAMES[_DIAG_KEYS[name]]: res.diag[name][i] for name in _DIAG_KEYS}
+            if res.variances is not None:
+                recorded["normalized_variance"] = res.variances[i]
+            record.add(int(step), res.coefs[i],
+                       int(edges[int(step) - record.first_step + 1]), recorded)
         return {name: new[name] for name in state}
 
     # -- information (scan) form -------------------------------------------
     def to_info(self, state: dict) -> dict:
-        return {k: state[k] for k in ("R", "z", "S", "rows", "blocks")}
+        keys = ("R", "z", "S", "rows", "blocks") + (tuple(MOMENT_DIMS) if self.statistics
+                                                     else ())
+        return {k: state[k] for k in keys}
 
-    def interval_weights(self, edges, start, stop, dtype) -> np.ndarray | None:
-        """Row weights √(g^(stop−j)) of an interval's blocks (None when g = 1)."""
-        if self.forgetting == 1.0:
-            return None
-        return decay_weights(edges, start, stop, np.sqrt(self.forgetting),
-                             np.float64).astype(dtype)
+    def interval_weights(self, edges, start, stop, dtype, weights=None) -> np.ndarray | None:
+        """Row weights of an interval's rows: √(g^(stop−j)) for block j, times √w for the
+        rows' precision ``weights`` (None when both are 1)."""
+        decay = None if self.forgetting == 1.0 else decay_weights(
+            edges, start, stop, np.sqrt(self.forgetting), np.float64).astype(dtype)
+        if weights is None:
+            return decay
+        root = np.sqrt(np.asarray(weights, np.float64)).astype(dtype)
+        return root if decay is None else decay * root
 
     def rows_summary(self, X, Y, weights=None) -> dict:
         """What the scan form keeps of some rows: the triangular factor A of [X Y] (rows
-        weighted by ``weights``)."""
+        weighted by ``weights``), and for the statistics Σ weights²·x."""
         p = X.shape[1] + Y.shape[1]
-        return {"A": qr_append(np.zeros((p, p), X.dtype), X, Y, weights=weights)}
+        sums = np.zeros(X.shape[1]) if self.statistics else None
+        out = {"A": qr_append(np.zeros((p, p), X.dtype), X, Y, weights=weights, sums=sums)}
+        return out if sums is None else {**out, "feature_sums": sums}
 
     @staticmethod
     def combine(parts, info: dict) -> dict:
@@ -723,9 +981,10 @@ class SqrtInfoLS:
         dtype = info["R"].dtype
         return {"A": merge_factors(*(w * s["A"].astype(dtype, copy=False) for w, s in parts))}
 
-    def summarize(self, X, Y, edges, cuts) -> list[dict]:
-        """The factor of each interval's rows, weighted by √(g^(c−j)) for block j."""
-        return interval_summaries(self, X, Y, edges, cuts)
+    def summarize(self, X, Y, edges, cuts, weights=None) -> list[dict]:
+        """The factor of each interval's rows, weighted by √(g^(c−j)) for block j (and √w
+        for a row of precision weight w)."""
+        return interval_summaries(self, X, Y, edges, cuts, weights)
 
     def scan(self, info: dict, summaries: list[dict]) -> list[dict]:
         """In-order prefix over the interval factors, merged in a fixed binary tree.
@@ -746,10 +1005,11 @@ class SqrtInfoLS:
             return math.sqrt(g ** m) if g != 1.0 else 1.0
 
         rows, blocks = int(info["rows"]), int(info["blocks"])
+        moments = scan_moments(info, summaries) if self.statistics else None
         nodes: list[tuple[int, np.ndarray, int]] = []  # (level, factor, blocks), oldest first
         prefixes: list[np.ndarray] = []  # prefixes[j]: A0 merged with nodes[0..j]
         out = []
-        for s in summaries:
+        for i, s in enumerate(summaries):
             F, m, level = s["A"].astype(A0.dtype, copy=False), int(s["blocks"]), 0
             while nodes and nodes[-1][0] == level:
                 _, older, m_older = nodes.pop()
@@ -762,12 +1022,16 @@ class SqrtInfoLS:
             prefixes.append(A)
             rows += int(s["rows"])
             blocks += int(s["blocks"])
-            out.append({**self._split(A, n), "rows": np.int64(rows), "blocks": np.int64(blocks)})
+            out.append({**self._split(A, n), "rows": np.int64(rows), "blocks": np.int64(blocks),
+                        **(moments[i] if moments is not None else {})})
         return out
 
     def finish(self, info: dict) -> dict:
         """ψ = R⁻¹z at one step (a triangular solve)."""
-        return {"R": info["R"], "z": info["z"], "S": info["S"],
-                "W": to_compact(self.factor(info)),
-                "psi": solve_factor(info["R"], info["z"]),
-                "rows": info["rows"], "blocks": info["blocks"]}
+        state = {"R": info["R"], "z": info["z"], "S": info["S"],
+                 "W": to_compact(self.factor(info)),
+                 "psi": self._coef(info["R"], info["z"]),
+                 "rows": info["rows"], "blocks": info["blocks"]}
+        if self.statistics:
+            state.update({k: info[k] for k in MOMENT_DIMS})
+        return state

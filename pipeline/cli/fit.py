@@ -174,6 +174,7 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
                      help="Continue the fit RESULT (of this method and options) on the rows "
                           "appended to DATA since: start from its final state, read only the "
                           "new rows; refused if the earlier rows changed."),
+        *_inference_options(alpha="alpha" not in declared),
     ]
     decorators = [*arguments,
                   _fit_options(engine="scan" in RECURSIONS.engines(name), first_block=single),
@@ -190,6 +191,37 @@ def _job_options(name: str) -> tuple[Param, ...]:
     from streamlsq.stream.methods import OWN_JOBS, job_class
 
     return job_class(name).options if name in OWN_JOBS else ()
+
+
+def _inference_options(alpha: bool = True):
+    """--weights, --missing, --alpha, --cov-type and --groups: the rows' weights and missing
+    values, and the statistics of a least-squares fit (refused in one line by the
+    recursions they do not apply to)."""
+    from streamlsq.kernels.inference import COV_TYPES
+
+    opts = [
+        click.option("--weights", default=None, metavar="VAR",
+                     help="Precision weights of the rows, a variable of DATA (as statsmodels' "
+                          "WLS: each row scaled by sqrt(w); 0 drops the row). Least squares "
+                          "only."),
+        click.option("--missing", type=click.Choice(["raise", "drop"]), default="raise",
+                     show_default=True,
+                     help="A NaN in a selected variable (features, targets, weights, "
+                          "groups): refuse it, or drop its row. Least squares only."),
+    ]
+    if alpha:
+        opts.append(click.option("--alpha", type=float, default=None,
+                                 help="Confidence intervals of 1 - ALPHA coverage (default "
+                                      "0.05). Least squares only."))
+    opts += [
+        click.option("--cov-type", type=click.Choice(list(COV_TYPES)), default=None,
+                     help="Covariance of the coefficients (default nonrobust, from the final "
+                          "state); HC0-HC3 and cluster take one more pass over the rows."),
+        click.option("--groups", default=None, metavar="VAR",
+                     help="Group labels of the rows (integers or strings), a variable of "
+                          "DATA, for --cov-type cluster."),
+    ]
+    return opts
 
 
 def _layout_options(intercept: bool = True, default_intercept: bool = False):

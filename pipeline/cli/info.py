@@ -35,6 +35,7 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     from streamlsq.io.stores import open_group
 
     click.echo(describe(store))
+    _print_summary(store)
     if plot is not None:
         _plot_result(store, plot, target)
     if check and store_kind(open_group(store, None)) == "result":
@@ -47,6 +48,25 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
             n = check_values(store, client)
         click.echo(f"checked: every value finite in {n} rows, none so large that the "
                    "least-squares sums overflow")
+
+
+def _print_summary(store):
+    """The summary table of a stream fit (statistics, or why it has none)."""
+    import zarr
+
+    from streamlsq.io.stores import open_group
+
+    attrs = dict(open_group(str(store), None).attrs)
+    if "coef" not in zarr.open_group(str(store), mode="r") or attrs.get("complete") is not True:
+        return
+    from streamlsq.stream.apply import is_stream_fit
+
+    if not is_stream_fit(attrs):
+        return
+    from streamlsq.stream.statistics import summary_text
+
+    click.echo("")
+    click.echo(summary_text(store))
 
 
 def _plot_result(store, path, target):
@@ -73,5 +93,6 @@ def _plot_result(store, path, target):
         return head.startswith(b"\x89PNG") and b"Software\x00streamlsq" in head
 
     write_file(path, draw, ours, "--plot")
+    bands = " with their confidence bands" if "recursive_bse" in ds else ""
     tests = "and its CUSUM tests" if "cusum" in ds else "(no recursive residuals recorded)"
-    click.echo(f"wrote {path}: coefficients {tests}")
+    click.echo(f"wrote {path}: coefficients{bands} {tests}")

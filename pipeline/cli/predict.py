@@ -40,11 +40,16 @@ __all__ = ["predict"]
 @click.option("--step", type=int, default=None,
               help="A stream fit: apply the coefficients of this recorded step (default: the "
                    "last).")
+@click.option("--intervals", is_flag=True,
+              help="A least-squares stream fit: also write mean_se, mean_ci_lower/upper and "
+                   "obs_ci_lower/upper (statsmodels' summary frame) beside yhat.")
+@click.option("--alpha", type=float, default=None,
+              help="With --intervals: intervals of 1 - ALPHA coverage (default: the fit's).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
 @_scheduler_options
 @_friendly_errors
 def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, x, y,
-            sample_dim, step, overwrite, scheduler, n_workers, memory_limit):
+            sample_dim, step, intervals, alpha, overwrite, scheduler, n_workers, memory_limit):
     """Estimate every task of TASKS under the meta-learned MODEL, or apply the stream fit
     MODEL to the rows of the stream store TASKS.
 
@@ -60,6 +65,7 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
       streamlsq predict model.zarr tasks.zarr --out pred.zarr --holdout 5 --yhat
       streamlsq predict model.zarr tasks.zarr --out pred.zarr --new-rows new-x.zarr
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr          # a stream fit
+      streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr --intervals --alpha 0.1
     """
     from streamlsq.io.results import open_result
     from streamlsq.mlr.predict import predict as run
@@ -68,14 +74,22 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
     if is_stream_fit(open_result(model).attrs):
         with _client(scheduler, n_workers, memory_limit) as client:
             ds = predict_stream(model, tasks, out=out, x=x, y=y, sample_dim=sample_dim,
-                                step=step, overwrite=overwrite, client=client)
+                                step=step, intervals=intervals, alpha=alpha,
+                                overwrite=overwrite, client=client)
         line = (f"wrote {out}: yhat for {ds.sizes[ds.yhat.dims[0]]} rows of {tasks} from the "
                 f"{ds.attrs['model_method']} fit {model} (step {ds.attrs['model_step']})")
+        if intervals:
+            line += f", with {100 * (1 - ds.attrs['conf_int_alpha']):g}% intervals"
         if "mse" in ds.attrs:
             line += "; residual mean square " + ", ".join(f"{v:.4g}" for v in ds.attrs["mse"])
         click.echo(line)
         return
 
+    if intervals or alpha is not None:
+        from streamlsq.errors import InputError
+
+        raise InputError(f"{model}: --intervals and --alpha apply to a least-squares stream "
+                         "fit, not to a meta-learned model")
     with _client(scheduler, n_workers, memory_limit, data=tasks) as client:
         ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout, yhat=yhat,
                  new_rows=new_rows, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)

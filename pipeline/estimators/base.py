@@ -100,12 +100,15 @@ def recorded_regressor(name: str) -> type | None:
 
 class Pass:
     """One ordered pass of rows through the kernel: the rows, in the order the
-    kernel sees them, and the block edges over them."""
+    kernel sees them, the block edges over them and the rows' precision weights (None:
+    all 1)."""
 
-    __slots__ = ("X", "Y", "edges")
+    __slots__ = ("X", "Y", "edges", "w")
 
-    def __init__(self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray):
+    def __init__(self, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
+                 w: np.ndarray | None = None):
         self.X, self.Y, self.edges = X, Y, np.asarray(edges, dtype=np.int64)
+        self.w = w
 
 
 def _make_init(names_defaults: list[tuple[str, object]]):
@@ -360,10 +363,11 @@ class RecursionRegressor(RegressorMixin, BaseEstimator):
             k = max(j + 1, int(np.searchsorted(edges, edges[j] + target, side="right")) - 1)
             k = min(k, n_blocks)
             a, b = int(edges[j]), int(edges[k])
+            weighted = {} if p.w is None else {"weights": p.w[a:b]}
             res = kernel.fold(
                 state, self._design(p.X[a:b]), p.Y[a:b], edges[j:k + 1] - a,
                 n_steps + j + 1, record_every=n_steps + n_blocks + 1,  # record nothing
-                rows_before=rows_seen + a,
+                rows_before=rows_seen + a, **weighted,
             )
             state = res.state
             j = k

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from streamlsq.estimators.base import (
     BlocksMixin,
@@ -13,16 +14,115 @@ from streamlsq.estimators.base import (
     Pass,
     RecursionRegressor,
 )
+from streamlsq.kernels.inference import classical_statistics
 from streamlsq.kernels.recursions.interleaved import interleaved_block_order
+from streamlsq.report import coefficient_table
 
 __all__ = [
     "InterleavedKF4LLSRegressor",
+    "LeastSquaresStatisticsMixin",
     "KF4LLSRegressor",
     "RLSRegressor",
 ]
 
 
-class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor, recursion="kf4lls"):
+class LeastSquaresStatisticsMixin:
+    """``sample_weight`` (precision weights, as statsmodels' ``WLS`` takes them) and the
+    statistics of a least-squares fit as fitted attributes (statsmodels' names with
+    scikit-learn's trailing underscore: ``bse_``, ``tvalues_``, ``pvalues_``,
+    ``conf_int_``, ``rsquared_``, …), with :meth:`summary`.
+
+    The statistics cover every coefficient of the model, the intercept first when
+    ``fit_intercept`` (as in statsmodels and the pipeline's results): for a 1-D ``y``,
+    ``bse_`` has ``n_features_in_ + fit_intercept`` entries, ``conf_int_`` that many rows
+    of (lower, upper) and the model statistics (``rsquared_``, ``fvalue_``, ``nobs_``, …)
+    are numbers; for a 2-D ``y`` each gains a leading target axis. They are computed from
+    the kernel's state (:mod:`streamlsq.kernels.inference`) with the nonrobust covariance
+    and 95% intervals; :meth:`conf_int` gives other levels. Where no statistic applies
+    (a forgetting factor below 1, a ridge start) ``statistics_unavailable_`` says why.
+    """
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit from a fresh kernel state on all rows of (X, y), in order (each row
+        weighted by ``sample_weight``: 0 leaves it out); returns self."""
+        return self._fit(X, y, first_call=True, is_fit=True, sample_weight=sample_weight)
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Continue from the current state with the rows of (X, y), weighted by
+        ``sample_weight``; returns self."""
+        return self._fit(X, y, first_call=not self.__sklearn_is_fitted__(), is_fit=False,
+                         sample_weight=sample_weight)
+
+    def _passes(self, kernel, state, X, Y, first_call, is_fit, sample_weight=None):
+        passes = super()._passes(kernel, state, X, Y, first_call, is_fit)
+        if sample_weight is not None:
+            w = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                     ensure_non_negative=True)
+            for p in passes:
+                p.w = w
+        return passes
+
+    def _set_extra_fitted(self, kernel, state) -> None:
+        for name in [k for k in vars(self) if k in _STATISTICS_ATTRS]:
+            delattr(self, name)
+        self.statistics_unavailable_ = kernel.inference_unavailable()
+        if self.statistics_unavailable_ is not None:
+            return
+        self._factor = kernel.regression(state)
+        stats = classical_statistics(self._factor, constant=0 if self.fit_intercept else None)
+        one = self._y_1d
+        for name in ("nobs", "df_model", "df_resid", "ssr", "scale", "rsquared", "rsquared_adj",
+                     "fvalue", "f_pvalue", "llf", "aic", "bic"):
+            value = np.asarray(stats[name])
+            setattr(self, f"{name}_", value[0].item() if one else value.copy())
+        self.nobs_ = int(self.nobs_) if one else self.nobs_.astype(np.int64)
+        for name in ("bse", "tvalues", "pvalues"):
+            value = stats[name]
+            setattr(self, f"{name}_", value[:, 0].copy() if one else value.T.copy())
+        cov = stats["cov_params"]
+        self.cov_params_ = cov[:, :, 0].copy() if one else np.moveaxis(cov, 2, 0).copy()
+        self.conf_int_ = self.conf_int()
+
+    def conf_int(self, alpha: float = 0.05) -> np.ndarray:
+        """The (lower, upper) bounds of the 1 − ``alpha`` intervals of the coefficients:
+        (n_params, 2) for a 1-D ``y``, (K, n_params, 2) for a 2-D one."""
+        check_is_fitted(self, "bse_")
+        stats = classical_statistics(self._factor, alpha, 0 if self.fit_intercept else None)
+        bounds = np.stack([stats["conf_int_lower"], stats["conf_int_upper"]], axis=-1)
+        return bounds[:, 0] if self._y_1d else np.moveaxis(bounds, 1, 0)
+
+    def summary(self, target: int = 0):
+        """The coefficient table of the fit (a :class:`pandas.DataFrame`, as
+        ``streamlsq.summary`` gives it for a result store), the model statistics in its
+        ``attrs["model"]``; ``target``: the column of a 2-D ``y``."""
+        check_is_fitted(self)
+        names = ([*(["intercept"] if self.fit_intercept else []),
+                  *getattr(self, "feature_names_in_",
+                           [f"x{j}" for j in range(self.n_features_in_)])])
+        coef = self._coef_matrix[:, target]
+        model = {"method": self._recursion, "target": target, "rows": self.rows_seen_}
+        if self.statistics_unavailable_ is not None:
+            return coefficient_table(names, coef, None, model={
+                **model, "statistics": self.statistics_unavailable_})
+        pick = (lambda v: v) if self._y_1d else (lambda v: v[target])
+        stats = {n: pick(getattr(self, f"{n}_")) for n in ("bse", "tvalues", "pvalues")}
+        bounds = pick(self.conf_int_)
+        stats.update(conf_int_lower=bounds[:, 0], conf_int_upper=bounds[:, 1])
+        model.update({n: pick(getattr(self, f"{n}_")) for n in (
+            "nobs", "df_model", "df_resid", "rsquared", "rsquared_adj", "fvalue", "f_pvalue",
+            "llf", "aic", "bic", "scale", "ssr")})
+        model.update(rows_dropped=self.rows_seen_ - model["nobs"], cov_type="nonrobust")
+        return coefficient_table(names, coef, stats, model=model)
+
+
+#: the fitted statistics (removed before a fit computes them again)
+_STATISTICS_ATTRS = {f"{n}_" for n in (
+    "nobs", "df_model", "df_resid", "ssr", "scale", "rsquared", "rsquared_adj", "fvalue",
+    "f_pvalue", "llf", "aic", "bic", "bse", "tvalues", "pvalues", "cov_params", "conf_int")}
+
+
+class KF4LLSRegressor(LeastSquaresStatisticsMixin, BlocksMixin, InterceptColumnMixin,
+                     RecursionRegressor, recursion="kf4lls"):
     """Kalman filter for linear least squares (KF4LLS), block by block.
 
     H_i = H_{i−1} + X_iᵀX_i, ψ_i = ψ_{i−1} + H_i⁻¹X_iᵀ(Y_i − X_iψ_{i−1})
@@ -56,6 +156,11 @@ class KF4LLSRegressor(BlocksMixin, InterceptColumnMixin, RecursionRegressor, rec
     ----------
     coef_, intercept_, n_features_in_, feature_names_in_, state_, n_steps_, rows_seen_
         See the module docstring; ``state_`` holds H, psi, rows, blocks.
+    bse_, tvalues_, pvalues_, conf_int_, cov_params_, rsquared_, rsquared_adj_, fvalue_, \
+f_pvalue_, llf_, aic_, bic_, nobs_, df_model_, df_resid_, ssr_, scale_
+        The statistics of the least-squares fit, as statsmodels' ``WLS`` reports them
+        (:class:`LeastSquaresStatisticsMixin`), with ``ridge=0``; else
+        ``statistics_unavailable_`` says why there are none.
 
     Examples
     --------

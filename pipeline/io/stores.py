@@ -319,15 +319,15 @@ class StoreSource:
         return self.rows.array(name)
 
     def read_rows(self, name: str, start: int, stop: int, dtype=np.float64,
-                  check: bool = True) -> np.ndarray:
+                  check: bool = True, allow_nan: bool = False) -> np.ndarray:
         """Rows ``start:stop`` of variable ``name`` as xarray decodes them, in ``dtype``;
         NaN/Inf (a decoded fill value is a NaN: a missing value) refused by chunk and row
-        unless ``check=False``."""
+        unless ``check=False`` (Inf alone with ``allow_nan``: missing values dropped)."""
         stored = np.asarray(self.rows.read(name, start, stop))
         values = np.asarray(stored, dtype=dtype)
         if check:
             check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name),
-                              stored)
+                              stored, allow_nan)
         return values
 
     def chunk_stamps(self, names) -> dict:
@@ -712,13 +712,18 @@ def nonfinite(values: np.ndarray) -> np.ndarray | None:
 
 
 def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int,
-                      stored: np.ndarray | None = None) -> None:
-    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row.
-    ``stored``: the values before they were cast to ``A``'s dtype; a finite one that became
-    Inf is too large for that dtype, and the message says so."""
+                      stored: np.ndarray | None = None, allow_nan: bool = False) -> None:
+    """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row
+    (Inf alone with ``allow_nan``: the rows with a NaN are dropped, an Inf is never a missing
+    value). ``stored``: the values before they were cast to ``A``'s dtype; a finite one that
+    became Inf is too large for that dtype, and the message says so."""
     bad = nonfinite(A)
     if bad is None:
         return
+    if allow_nan:
+        bad = np.isinf(A)
+        if not bad.any():
+            return
     where = tuple(np.argwhere(bad)[0])
     row = start + int(where[0])
     if stored is not None and stored.shape == A.shape and np.isfinite(stored[where]):
@@ -727,10 +732,42 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
             f"{abs(float(stored[where])):.3g} at row {row}, beyond the range of {A.dtype}: "
             f"compute in float64 (--dtype float64) or rescale the data")
     kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
-    raise InputError(
-        f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row {row}; "
-        "remove or impute non-finite values"
-    )
+    remedy = ("remove or impute non-finite values, or drop their rows (--missing drop)"
+              if kind == "NaN" else "remove or impute non-finite values" if not allow_nan
+              else "an infinity is not a missing value: remove or replace it")
+    raise InputError(f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row "
+                     f"{row}; {remedy}")
+
+
+def check_weights(label: str, name: str, w: np.ndarray, start: int, chunk_rows: int,
+                  allow_nan: bool = False) -> None:
+    """Refuse a precision weight that is negative or not finite (NaN allowed with
+    ``allow_nan``: its row is dropped), naming the variable, chunk and row."""
+    ok = np.isfinite(w) & (w >= 0)
+    if allow_nan:
+        ok |= np.isnan(w)
+    if ok.all():
+        return
+    i = int(np.flatnonzero(~ok)[0])
+    row = start + i
+    raise InputError(f"{label}: variable '{name}' chunk {row // chunk_rows} has the weight "
+                     f"{w[i].item()!r} at row {row}; precision weights are finite and >= 0 "
+                     "(0 leaves the row out)")
+
+
+def missing_labels(labels: np.ndarray) -> np.ndarray:
+    """Where group labels are missing: NaN (numbers; an integer fill value decodes to NaN),
+    None or the empty string (strings: xarray writes a missing string as '')."""
+    labels = np.asarray(labels)
+    kind = labels.dtype.kind
+    if kind == "f":
+        return np.isnan(labels)
+    if kind in "iub":
+        return np.zeros(labels.shape, dtype=bool)
+    if kind in "UST":
+        return labels == labels.dtype.type("") if kind != "T" else labels == ""
+    return np.array([v is None or v == "" or (isinstance(v, float) and v != v)
+                     for v in labels.ravel()], dtype=bool).reshape(labels.shape)
 
 
 def open_dataset(path: str | os.PathLike, group: str | None = None, *,

@@ -52,15 +52,19 @@ from streamlsq.io.stores import (
     cf_decodings,
     check_complete,
     check_numeric,
+    check_weights,
     dimension_names,
     forwarded,
     get_array,
+    missing_labels,
+    nonfinite,
     open_group,
     store_label,
     store_token,
 )
 
 __all__ = [
+    "MISSING",
     "ColumnLabels",
     "DatasetRows",
     "StreamSource",
@@ -121,20 +125,35 @@ class DatasetRows:
         return None if value is None else np.asarray(value)
 
 
+#: what ``missing=`` may be: refuse a NaN (as every reader does by default), or drop its row
+MISSING = ("raise", "drop")
+
+
 @dataclass(frozen=True)
 class StreamVariables:
     """Which variables hold a stream's features (``x_vars``) and targets (``y_vars``), along
     which dimension, and whether a constant column is prepended to the features
-    (``intercept``): what a result records and a continued or resumed fit must match."""
+    (``intercept``); the precision weights of the rows (``weights``), their group labels
+    (``groups``, for cluster-robust covariances) and what a missing value does
+    (``missing``): what a result records and a continued or resumed fit must match."""
 
     x_vars: tuple[str, ...] = ("X",)
     y_vars: tuple[str, ...] = ("y",)
     sample_dim: str = "sample"
     intercept: bool = False
+    weights: str | None = None
+    groups: str | None = None
+    missing: str = "raise"
 
     def selection(self) -> dict:
-        return {"x": list(self.x_vars), "y": list(self.y_vars), "sample_dim": self.sample_dim,
-                "fit_intercept": bool(self.intercept)}
+        out = {"x": list(self.x_vars), "y": list(self.y_vars), "sample_dim": self.sample_dim,
+               "fit_intercept": bool(self.intercept)}
+        # only when given: the fingerprints of the fits without them stay as they were
+        out.update({k: v for k, v in (("weights", self.weights), ("groups", self.groups))
+                    if v is not None})
+        if self.missing != "raise":
+            out["missing"] = self.missing
+        return out
 
 
 @dataclass(frozen=True)
@@ -178,6 +197,10 @@ class StreamSource(StoreSource):
     block_size: int
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
 
+    weights = forwarded("variables", "weights", "The variable of the rows' precision weights.")
+    groups = forwarded("variables", "groups", "The variable of the rows' group labels.")
+    missing = forwarded("variables", "missing", "What a missing value (NaN) does: 'raise' "
+                        "refuses it, 'drop' drops its row (weight 0).")
     x_vars = forwarded("variables", "x_vars", "The variables holding the features.")
     y_vars = forwarded("variables", "y_vars", "The variables holding the targets.")
     sample_dim = forwarded("variables", "sample_dim", "The dimension rows are read along.")
@@ -201,10 +224,10 @@ class StreamSource(StoreSource):
         edges = np.arange(0, self.n_rows, self.chunk_rows, dtype=np.int64)
         return np.append(edges, self.n_rows)
 
-    def _stack(self, names, start, stop, dtype, check) -> np.ndarray:
+    def _stack(self, names, start, stop, dtype, check, allow_nan=False) -> np.ndarray:
         if not names:  # new rows without targets
             return np.zeros((stop - start, 0), dtype=dtype)
-        parts = [self.read_rows(n, start, stop, dtype, check) for n in names]
+        parts = [self.read_rows(n, start, stop, dtype, check, allow_nan) for n in names]
         if len(parts) == 1:
             return parts[0]
         return np.column_stack([p[:, None] if p.ndim == 1 else p for p in parts])
@@ -219,11 +242,12 @@ class StreamSource(StoreSource):
         return (self.read_features(start, stop, dtype, check),
                 self.read_targets(start, stop, dtype, check))
 
-    def read_features(self, start: int, stop: int, dtype=np.float64, check: bool = True
-                      ) -> np.ndarray:
+    def read_features(self, start: int, stop: int, dtype=np.float64, check: bool = True,
+                      allow_nan: bool = False) -> np.ndarray:
         """Rows ``start:stop`` of the features alone (with the constant column first when
-        ``intercept``; values checked like :meth:`read`)."""
-        X = self._stack(self.x_vars, start, stop, dtype, check)
+        ``intercept``; values checked like :meth:`read`, NaN let through with
+        ``allow_nan``)."""
+        X = self._stack(self.x_vars, start, stop, dtype, check, allow_nan)
         if X.ndim == 1:
             X = X[:, None]
         if self.intercept:
@@ -233,12 +257,63 @@ class StreamSource(StoreSource):
             X = out
         return X
 
-    def read_targets(self, start: int, stop: int, dtype=np.float64, check: bool = True
-                     ) -> np.ndarray:
+    def read_targets(self, start: int, stop: int, dtype=np.float64, check: bool = True,
+                     allow_nan: bool = False) -> np.ndarray:
         """Rows ``start:stop`` of the targets alone, (n, K) (values checked like
-        :meth:`read`)."""
-        Y = self._stack(self.y_vars, start, stop, dtype, check)
+        :meth:`read`, NaN let through with ``allow_nan``)."""
+        Y = self._stack(self.y_vars, start, stop, dtype, check, allow_nan)
         return Y[:, None] if Y.ndim == 1 else Y
+
+    def read_weighted(self, start: int, stop: int, dtype=np.float64, check: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Rows ``start:stop`` as (X, Y, w): the rows' precision weights ``w`` (None when
+        every row weighs 1: no weights and nothing dropped).
+
+        A weight must be finite and ≥ 0 (refused naming its chunk and row). With
+        ``missing="drop"`` a row with a NaN in any selected variable (features, targets,
+        weights, groups) gets weight 0 and zeros for its values: it is left out of the fit
+        without changing the blocks (a fill value decodes to NaN: a missing value); an Inf
+        is still refused. ``check=False`` skips the refusal of Inf (and of NaN when
+        nothing is dropped), for callers that check what they computed from the rows."""
+        drop = self.missing == "drop"
+        X = self.read_features(start, stop, dtype, check, allow_nan=drop)
+        Y = self.read_targets(start, stop, dtype, check, allow_nan=drop)
+        w = None
+        if self.weights is not None:
+            w = self.read_rows(self.weights, start, stop, np.float64, check=False)
+            check_weights(self.label, self.weights, w, start,
+                          self.rows.rows_per_chunk(self.weights), allow_nan=drop)
+        if not drop:
+            return X, Y, w
+        dropped = np.zeros(stop - start, dtype=bool)
+        for values in (X, Y):
+            bad = nonfinite(values)
+            if bad is not None:
+                dropped |= (bad & np.isnan(values)).any(axis=1)
+        if w is not None:
+            dropped |= np.isnan(w)
+        if self.groups is not None:
+            dropped |= missing_labels(self.read_labels(start, stop))
+        if dropped.any():  # new arrays: the rows read may be a view of the user's data
+            w = np.where(dropped, 0.0, 1.0 if w is None else w)
+            X = np.where(dropped[:, None], X.dtype.type(0), X)
+            Y = np.where(dropped[:, None], Y.dtype.type(0), Y)
+        return X, Y, w
+
+    def read_labels(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of the group labels (integers, numbers or strings, as
+        decoded); a missing label (NaN, or an empty string) is refused naming its row
+        unless ``missing="drop"`` (its row is then dropped: :meth:`read_weighted`)."""
+        labels = np.asarray(self.rows.read(self.groups, start, stop))
+        if self.missing != "drop":
+            gone = missing_labels(labels)
+            if gone.any():
+                row = start + int(np.flatnonzero(gone)[0])
+                chunk = row // self.rows.rows_per_chunk(self.groups)
+                raise InputError(f"{self.label}: variable '{self.groups}' chunk {chunk} has no "
+                                 f"label at row {row}; give every row a group, or drop the "
+                                 "rows without one (--missing drop)")
+        return labels
 
 
 def _names(value, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -309,11 +384,13 @@ class _StoreTable:
         return {name: _Column(dimension_names(a), tuple(a.shape), a.dtype)
                 for name, a in self.arrays.items()}
 
-    def as_read(self, columns: dict[str, _Column]) -> dict[str, _Column]:
-        """The columns with the dtypes xarray decodes them to, refused unless real numbers."""
+    def as_read(self, columns: dict[str, _Column], labels: tuple = ()) -> dict[str, _Column]:
+        """The columns with the dtypes xarray decodes them to, refused unless real numbers
+        (``labels``: the variables of group labels, which may be strings)."""
         self.decodings = cf_decodings(self.loc, self.group, self.arrays, self.label)
         for name, column in columns.items():
-            check_numeric(self.label, name, column.dtype, self.decodings.get(name))
+            if name not in labels:
+                check_numeric(self.label, name, column.dtype, self.decodings.get(name))
         return {name: replace(c, dtype=self.decodings[name].dtype)
                 if name in self.decodings else c for name, c in columns.items()}
 
@@ -371,11 +448,12 @@ class _DatasetTable:
         return {name: _Column(tuple(v.dims), tuple(v.shape), v.dtype)
                 for name, v in self.selected.items()}
 
-    def as_read(self, columns: dict[str, _Column]) -> dict[str, _Column]:
+    def as_read(self, columns: dict[str, _Column], labels: tuple = ()) -> dict[str, _Column]:
         """The columns as they are (the Dataset's user decoded them), refused unless real
-        numbers."""
+        numbers (``labels``: the variables of group labels, which may be strings)."""
         for name, column in columns.items():
-            check_numeric(self.label, name, column.dtype)
+            if name not in labels:
+                check_numeric(self.label, name, column.dtype)
         return columns
 
     def check_complete(self) -> None:
@@ -427,7 +505,9 @@ def _open_table(data, group: str | None, storage_options: dict | None
 
 def open_stream(data, group: str | None = None, *, x=None, y=None,
                 sample_dim: str | None = None, fit_intercept: bool = False,
-                storage_options: dict | None = None, targets: bool = True) -> StreamSource:
+                storage_options: dict | None = None, targets: bool = True,
+                weights: str | None = None, groups: str | None = None,
+                missing: str = "raise") -> StreamSource:
     """Open and validate a stream store's layout; raise :class:`InputError` on any defect.
 
     ``data`` is a path, an fsspec URL (``s3://bucket/data.zarr``; ``storage_options`` for
@@ -437,7 +517,10 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     ``sample``); ``fit_intercept`` prepends a constant column to the features.
     ``targets=False`` opens new rows whose targets may be missing (applying a fit: then
     ``y_vars`` is empty and ``n_targets`` 0). A store is read as ``xr.open_zarr`` decodes it;
-    a Dataset as it is.
+    a Dataset as it is. ``weights`` names a variable of the rows' precision weights,
+    ``groups`` one of their group labels (numbers or strings), both one value per row;
+    ``missing="drop"`` drops the rows with a NaN in any of these variables
+    (:meth:`StreamSource.read_weighted`) instead of refusing them.
 
     Examples
     --------
@@ -456,22 +539,29 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     (('a', 'b'), [[0.0, 1.0], [1.0, 1.0]])
     >>> tmp.cleanup()
     """
+    if missing not in MISSING:
+        raise InputError(f"missing must be 'raise' or 'drop', got {missing!r}")
     table = _open_table(data, group, storage_options)
     x_vars, y_vars = _names(x, ("X",)), _names(y, ("y",))
     if not targets:
         y_vars = _present(y_vars, table.members)
     names = (*x_vars, *y_vars)
+    per_row = tuple(v for v in (weights, groups) if v is not None)
     strict = table.sample_first and x is None and y is None and sample_dim is None and targets
-    _require(table, names, strict)
+    _require(table, names + per_row, strict)
     dim = sample_dim or table.default_sample_dim(names)
-    columns = table.columns(names, dim)
+    columns = table.columns(names + per_row, dim)
     if strict:
         _check_stream_dims(table.label, columns)
-    else:
-        for name, column in columns.items():
+    for name, column in columns.items():
+        if not strict or name in per_row:
             _check_sample_dim(table.label, name, column, dim, table.sample_first,
                               sample_dim is not None)
-    columns = table.as_read(columns)
+    for name in per_row:
+        if len(columns[name].shape) != 1:
+            raise InputError(f"{table.label}: variable '{name}' has dims "
+                             f"{columns[name].dims}, expected ('{dim}',): one value per row")
+    columns = table.as_read(columns, labels=(groups,) if groups else ())
     n, width, n_targets, y_is_vector = _column_counts(table.label, columns, x_vars, y_vars)
     table.check_complete()
     labels = ColumnLabels(
@@ -480,7 +570,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     chunk_rows = table.chunk_rows(x_vars[0], n, width)
     return StreamSource(
         rows=table.rows(chunk_rows),
-        variables=StreamVariables(x_vars, y_vars, dim, bool(fit_intercept)),
+        variables=StreamVariables(x_vars, y_vars, dim, bool(fit_intercept), weights, groups,
+                                  missing),
         column_labels=labels,
         n_rows=n,
         n_features=width + int(bool(fit_intercept)),

@@ -25,8 +25,10 @@ from streamlsq.io.location import locate
 from streamlsq.io.results import open_result
 from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.jobs import Context, Job, Run, RunOptions
+from streamlsq.kernels.inference.prediction import PREDICTION_COLUMNS, prediction_intervals
 from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.runtime.progress import track_futures
+from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["StreamPrediction", "is_stream_fit", "predict_stream"]
 
@@ -36,20 +38,22 @@ def is_stream_fit(attrs: dict) -> bool:
     return str(attrs.get("method", "")) in RECURSIONS.stream_methods()
 
 
-def _apply_chunk(source: StreamSource, a: int, b: int, W: np.ndarray, store):
+def _apply_chunk(source: StreamSource, a: int, b: int, W: np.ndarray, store,
+                 intervals: dict | None = None):
     X = source.read_features(a, b)
-    yhat = X @ W
+    out = {"yhat": X @ W}
     sums = {"sse": np.zeros(W.shape[1]), "rows": 0}
-    residual = None
     if source.y_vars:
-        residual = source.read_targets(a, b) - yhat
-        sums = {"sse": (residual**2).sum(axis=0), "rows": b - a}
+        out["residual"] = source.read_targets(a, b) - out["yhat"]
+        sums = {"sse": (out["residual"]**2).sum(axis=0), "rows": b - a}
+    if intervals is not None:  # statsmodels' summary frame: the mean is yhat
+        frame = prediction_intervals(X, W, **intervals)
+        out.update({name: frame[name] for name in PREDICTION_COLUMNS})
     if store is None:
-        return {"yhat": yhat, "residual": residual}, sums
+        return out, sums
     g = zarr.open_group(store, mode="r+")
-    g["yhat"][a:b] = yhat
-    if residual is not None:
-        g["residual"][a:b] = residual
+    for name, values in out.items():
+        g[name][a:b] = values
     return None, sums
 
 
@@ -63,6 +67,8 @@ def predict_stream(
     y=None,
     sample_dim: str | None = None,
     step: int | None = None,
+    intervals: bool = False,
+    alpha: float | None = None,
     **run: Unpack[RunOptions],
 ) -> xr.Dataset:
     """Apply the stream fit ``result`` to the rows of ``data``: ŷ and, with targets, residuals.
@@ -74,6 +80,12 @@ def predict_stream(
     where ``data`` has the targets, ``residual (sample, target)`` with the pooled
     ``mse`` per target as an attribute. The IRMA family's coefficients belong to basis
     functions, not to the columns of X: it is refused.
+
+    ``intervals=True`` (a least-squares fit with statistics) also writes the columns of
+    statsmodels' ``get_prediction().summary_frame(alpha)`` beside ``yhat`` (its mean):
+    ``mean_se``, ``mean_ci_lower``, ``mean_ci_upper``, ``obs_ci_lower``, ``obs_ci_upper``
+    ``(sample, target)``, from the fit's covariance (robust when it has one) and scale;
+    ``alpha`` defaults to the fit's (``conf_int_alpha``).
 
     ``**run``: the options of the run around the job (:class:`streamlsq.jobs.RunOptions`).
 
@@ -89,7 +101,8 @@ def predict_stream(
     (('sample', 'target'), True)
     >>> tmp.cleanup()
     """
-    job = StreamPrediction(result, data, group=group, x=x, y=y, sample_dim=sample_dim, step=step)
+    job = StreamPrediction(result, data, group=group, x=x, y=y, sample_dim=sample_dim, step=step,
+                           intervals=intervals, alpha=alpha)
     return Run(out, **run).execute(job)
 
 
@@ -106,9 +119,15 @@ class StreamPrediction(Job):
     y: Any = None
     sample_dim: str | None = None
     step: int | None = None
+    intervals: bool = False
+    alpha: float | None = None
 
     name = "predict"
     writes_chunks = True
+
+    def check(self) -> None:
+        if self.alpha is not None and not self.intervals:
+            raise InputError("--alpha goes with --intervals (the level of their coverage)")
 
     def open(self, run: Run) -> list:
         fit = self.result if isinstance(self.result, xr.Dataset) else open_result(
@@ -137,7 +156,29 @@ class StreamPrediction(Job):
         self.W = np.asarray(coef.transpose("feature", "target").values, dtype=np.float64)
         self.labels = [str(v) for v in fit.feature.values]
         self.target = fit.target.values
+        self.uncertainty = self.read_uncertainty(fit) if self.intervals else None
         return bool(self.labels) and self.labels[0] == "intercept"
+
+    def read_uncertainty(self, fit: xr.Dataset) -> dict:
+        """What the intervals of predictions need from the fit: the covariance of its
+        final coefficients, its scale, df_resid, whether it uses t (not for a robust
+        covariance) and α."""
+        if "cov_params" not in fit or "scale" not in fit:
+            why = fit.attrs.get("statistics_unavailable", "it holds no statistics")
+            raise InputError(f"{self.shown}: --intervals needs the statistics of a "
+                             f"least-squares fit; this fit has none: {why}")
+        if self.coef_step != int(fit.step.values[-1]):
+            raise InputError(f"{self.shown}: --intervals come from the covariance of the "
+                             f"final coefficients (step {int(fit.step.values[-1])}); leave out "
+                             "--step")
+        alpha = checked_alpha(fit.attrs.get("conf_int_alpha") if self.alpha is None
+                              else self.alpha)
+        self.alpha = alpha
+        return {"cov_params": np.asarray(fit.cov_params.transpose("feature", "feature2",
+                                                                  "target").values),
+                "scale": np.asarray(fit.scale.values),
+                "df_resid": float(fit.df_resid.values[0]), "alpha": alpha,
+                "use_t": bool(fit.attrs.get("use_t", True))}
 
     def open_rows(self, attrs: dict, intercept: bool, storage_options) -> StreamSource:
         """The new rows, read as the fit read its data unless named anew."""
@@ -170,8 +211,17 @@ class StreamPrediction(Job):
         self.intercept = intercept
 
     def parameters(self) -> dict:
-        return {"step": self.step, "x": list(self.source.x_vars),
-                "y": list(self.source.y_vars), "sample_dim": self.source.sample_dim}
+        params = {"step": self.step, "x": list(self.source.x_vars),
+                  "y": list(self.source.y_vars), "sample_dim": self.source.sample_dim}
+        if self.intervals:
+            params.update(intervals=True, alpha=self.alpha)
+        return params
+
+    @property
+    def columns(self) -> list[str]:
+        """The result's arrays (sample, target)."""
+        return (["yhat"] + (["residual"] if self.source.y_vars else [])
+                + (list(PREDICTION_COLUMNS) if self.intervals else []))
 
     def compute(self, ctx: Context) -> xr.Dataset:
         source = self.source
@@ -181,7 +231,7 @@ class StreamPrediction(Job):
         edges = source.chunk_edges()
         tag = uuid.uuid4().hex[:8]
         W = ctx.client.scatter(self.W, broadcast=True)
-        futures = [ctx.client.submit(_apply_chunk, source, a, b, W, ctx.store,
+        futures = [ctx.client.submit(_apply_chunk, source, a, b, W, ctx.store, self.uncertainty,
                                      key=f"predict-stream-{tag}-{i}", pure=False)
                    for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
                                                   strict=True))]
@@ -189,10 +239,11 @@ class StreamPrediction(Job):
                               enabled=ctx.progress)
         ds = xr.Dataset(coords={"target": self.target})
         if ctx.store is None:
-            ds["yhat"] = (dims, np.concatenate([p[0]["yhat"] for p in parts]))
-            if source.y_vars:
-                ds["residual"] = (dims, np.concatenate([p[0]["residual"] for p in parts]))
+            for name in self.columns:
+                ds[name] = (dims, np.concatenate([p[0][name] for p in parts]))
             ds.attrs["complete"] = True
+        if self.intervals:
+            ds.attrs.update({"conf_int_alpha": self.alpha, "use_t": self.uncertainty["use_t"]})
         ds.attrs.update({"model": self.shown, "model_method": self.method,
                          "model_step": self.coef_step, "fit_intercept": self.intercept})
         if source.y_vars:
@@ -207,7 +258,7 @@ class StreamPrediction(Job):
         chunk."""
         source, K = self.source, self.W.shape[1]
         g = zarr.open_group(store, mode="w", zarr_format=3)
-        for name in ["yhat"] + (["residual"] if source.y_vars else []):
+        for name in self.columns:
             g.create_array(name, shape=(source.n_rows, K), chunks=(source.chunk_rows, K),
                            dtype="float64", dimension_names=dims, fill_value=np.nan)
         labels = np.asarray(self.target)

@@ -51,6 +51,7 @@ from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
 
 __all__ = [
     "Trajectory", "plan_segments", "read_span", "run_scan", "run_sequential", "bytes_per_call",
+    "stack_rows", "subnormal_coefficients_error",
 ]
 
 #: rows-bytes of X a sequential segment folds in one Dask task (a few seconds of work)
@@ -91,21 +92,43 @@ class Trajectory:
 
 def _load(source: StreamSource, chunk: int, lo: int, hi: int, section: Section, dtype,
           check: bool = True):
-    """Read rows ``lo:hi`` of ``chunk`` (values checked), in the section's row order."""
+    """Read rows ``lo:hi`` of ``chunk`` (values checked), in the section's row order: (X, Y,
+    w), the rows' weights w None when every row weighs 1."""
     base = chunk * source.chunk_rows
-    X, Y = source.read(base + lo, base + hi, dtype, check)
+    X, Y, w = source.read_weighted(base + lo, base + hi, dtype, check)
     perm = section.permutation(source, chunk)
     if perm is not None:  # a shuffled section loads whole chunks
         X, Y = X[perm], Y[perm]
-    return X, Y
+        w = None if w is None else w[perm]
+    return X, Y, w
 
 
-def _singular_block_error(span, part, method, state, X, Y, edges, k, buf_start, exc):
+def stack_rows(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Pieces of rows (X, Y, w) one after another; the weights None when every piece's
+    rows weigh 1."""
+    X = np.concatenate([p[0] for p in parts])
+    Y = np.concatenate([p[1] for p in parts])
+    if all(p[2] is None for p in parts):
+        return X, Y, None
+    w = np.concatenate([np.ones(len(p[0])) if p[2] is None else p[2] for p in parts])
+    return X, Y, w
+
+
+def _weighted(weights) -> dict:
+    """The keyword of a kernel call for the rows' weights (none when they all weigh 1, so
+    that a recursion without weights is called as it always was)."""
+    return {} if weights is None else {"weights": weights}
+
+
+def _singular_block_error(span, part, method, state, X, Y, edges, k, buf_start, exc,
+                          weights=None):
     """Find the block that made H singular (error path only) and say how to fix it."""
     j = 0
     for j in range(len(edges) - 1):
+        a, b = int(edges[j]), int(edges[j + 1])
         try:
-            state = method.update(state, X[edges[j] : edges[j + 1]], Y[edges[j] : edges[j + 1]])
+            state = method.update(state, X[a:b], Y[a:b],
+                                  **_weighted(None if weights is None else weights[a:b]))
         except SingularMatrixError as e:
             exc = e
             break
@@ -176,32 +199,33 @@ def _fold_segment(span, method, state, record_every, dtype, prefetch):
                 si, chunk, a, b, sec = loads[submitted]
                 futures[submitted] = pool.submit(_load, span.sources[si], chunk, a, b, sec, dtype)
                 submitted += 1
-            X, Y = futures[j].result()
+            X, Y, w = futures[j].result()
             if last_use[j] == n:
                 del futures[j]
-            X, Y = X[lo:hi], Y[lo:hi]
+            X, Y, w = X[lo:hi], Y[lo:hi], None if w is None else w[lo:hi]
             if pi != current:  # a new section: blocks never straddle sections
                 current = pi
                 part = span.parts[pi]
                 grid = part.section.grid
                 k = part.k0
-                buf_X = buf_Y = None
+                buffer = None
                 buf_start = part.first_row
-            if buf_X is not None and len(buf_X):
-                X, Y = np.concatenate([buf_X, X]), np.concatenate([buf_Y, Y])
+            if buffer is not None and len(buffer[0]):
+                X, Y, w = stack_rows([buffer, (X, Y, w)])
             kend = part.k1 if vend >= part.last_row else min(grid.floor_edge(vend), part.k1)
             if kend > k:
                 edges = grid.edges(k, kend) - buf_start
                 used = int(edges[-1])
+                weights = None if w is None else w[:used]
                 try:
                     with np.errstate(all="ignore"):  # every result is checked finite below
                         res = method.fold(state, X[:used], Y[:used], edges,
                                           part.step_base + k + 1, record_every,
-                                          part.row_base + buf_start)
+                                          part.row_base + buf_start, **_weighted(weights))
                 except SingularMatrixError as exc:
                     raise (overflow_error(span, part, X, Y, edges, k, buf_start)
                            or _singular_block_error(span, part, method, state, X, Y, edges, k,
-                                                    buf_start, exc)) from None
+                                                    buf_start, exc, weights)) from None
                 except BadRowError as exc:
                     raise _bad_row_error(span, part, exc) from None
                 except ValueError as exc:
@@ -215,11 +239,11 @@ def _fold_segment(span, method, state, record_every, dtype, prefetch):
                 rows.append(res.rows_seen)
                 for name, v in res.diagnostics.items():
                     diags.setdefault(name, []).append(v)
-                buf_X, buf_Y = X[used:], Y[used:]
+                buffer = (X[used:], Y[used:], None if w is None else w[used:])
                 buf_start += used
                 k = kend
             else:
-                buf_X, buf_Y = X, Y
+                buffer = (X, Y, w)
     return span.n_rows, {
         "state": state,
         "steps": np.concatenate(steps) if steps else np.zeros(0, np.int64),
@@ -239,10 +263,13 @@ def _finish_trajectory(method, parts, state, plan: StreamPlan) -> Trajectory:
     diags = {n: np.concatenate([p["diagnostics"][n] for p in parts if n in p["diagnostics"]])
              for n in names}
     if not len(steps) or steps[-1] != plan.n_blocks:
+        final_diag = method.state_diagnostics(state)
+        if not len(steps):  # the final step is the only one: its diagnostics name them all
+            names = sorted(final_diag)
+            diags = {n: np.zeros((0, *np.shape(final_diag[n]))) for n in names}
         steps = np.append(steps, plan.n_blocks)
         coefs = np.concatenate([coefs, final[None]])
         rows = np.append(rows, plan.n_rows)
-        final_diag = method.state_diagnostics(state)
         for n in names:  # per-step values may be vectors (one per target)
             value = np.asarray(final_diag[n])
             diags[n] = np.concatenate([diags[n].reshape(-1, *value.shape), value[None]])
@@ -322,8 +349,9 @@ def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
 
 
 def read_span(span: BlockSpan, dtype, check: bool = True
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All rows of a Dask task's blocks, concatenated in stream order, and their block edges.
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """All rows of a Dask task's blocks, concatenated in stream order, their weights (None
+    when every row weighs 1) and their block edges.
 
     One read for a single part in storage order (the plain case); otherwise every
     chunk is loaded once and sliced (interleaved blocks share chunks).
@@ -338,15 +366,16 @@ def read_span(span: BlockSpan, dtype, check: bool = True
     if len(span.parts) == 1 and not span.parts[0].section.shuffle:
         part = span.parts[0]
         sec = part.section
-        X, Y = span.sources[sec.source].read(sec.start + part.first_row,
-                                             sec.start + part.last_row, dtype, check)
-        return X, Y, edges
+        X, Y, w = span.sources[sec.source].read_weighted(
+            sec.start + part.first_row, sec.start + part.last_row, dtype, check)
+        return X, Y, w, edges
     loads, slices = span.loads()
     data = [_load(span.sources[si], chunk, a, b, sec, dtype, check)
             for si, chunk, a, b, sec in loads]
-    X = np.concatenate([data[j][0][lo:hi] for _, j, lo, hi, _ in slices])
-    Y = np.concatenate([data[j][1][lo:hi] for _, j, lo, hi, _ in slices])
-    return X, Y, edges
+    X, Y, w = stack_rows([(data[j][0][lo:hi], data[j][1][lo:hi],
+                           None if data[j][2] is None else data[j][2][lo:hi])
+                          for _, j, lo, hi, _ in slices])
+    return X, Y, w, edges
 
 
 def summarize_piece(span: BlockSpan, method, record_every, dtype):
@@ -358,13 +387,14 @@ def summarize_piece(span: BlockSpan, method, record_every, dtype):
     names the chunk and row at fault.
     """
     with fast_large_allocations():
-        X, Y, edges = read_span(span, dtype, check=False)
+        X, Y, w, edges = read_span(span, dtype, check=False)
     with np.errstate(all="ignore"):  # the summaries are checked finite below
-        summaries = method.summarize(X, Y, edges, _piece_cuts(span.K0, span.K1, record_every))
+        summaries = method.summarize(X, Y, edges, _piece_cuts(span.K0, span.K1, record_every),
+                                     **_weighted(w))
     if not all(np.isfinite(v).all() for s in summaries for v in s.values()):
-        del X, Y
+        del X, Y, w
         with fast_large_allocations():
-            X, Y, _ = read_span(span, dtype, check=True)  # raises InputError naming the row
+            X, Y, _, _ = read_span(span, dtype, check=True)  # raises InputError naming the row
         raise overflow_in_rows(span, X, Y) or InputError(
             f"{span.sources[span.parts[0].section.source].label}: variable 'X': the sums of "
             f"blocks {span.K0 + 1}-{span.K1} overflow; rescale the data"
@@ -373,7 +403,8 @@ def summarize_piece(span: BlockSpan, method, record_every, dtype):
 
 
 def finish_states(method, infos, steps, label, remedy):
-    """Dask task: the independent solves turning information states into states."""
+    """Dask task: the independent solves turning information states into states, and the
+    diagnostics of each (``state_diagnostics``)."""
     out = []
     for info, step in zip(infos, steps, strict=True):
         try:
@@ -391,7 +422,26 @@ def finish_states(method, infos, steps, label, remedy):
                              "--check names such values") from None
         if not state_is_finite(out[-1]):
             raise NonFiniteSolve(label, step)
-    return out
+    return [(state, method.state_diagnostics(state) if method.identified(state) else None)
+            for state in out]
+
+
+def subnormal_coefficients_error(client: Client, plan: StreamPlan, traj: Trajectory,
+                                 dtype) -> InputError:
+    """Subnormal coefficients (the data's scale underflows): the error naming the first
+    subnormal value of the rows (a parallel search, error path only), or saying that the
+    coefficients underflow."""
+    pieces = plan_segments(plan, bytes_per_call(client, PIECE_BYTES))
+    found = client.gather(client.map(overflow_in_span, [plan.span(*p) for p in pieces],
+                                     [dtype] * len(pieces), pure=False))
+    first = next((e for e in found if e is not None), None)
+    if first is not None:
+        return first
+    a = np.abs(traj.coefs.reshape(len(traj.coefs), -1))
+    i = int(np.flatnonzero(((a > 0) & (a < np.finfo(traj.coefs.dtype).tiny)).any(axis=1))[0])
+    return InputError(f"{plan.label}: the coefficients at step {int(traj.steps[i])} underflow "
+                      f"(below {np.finfo(traj.coefs.dtype).tiny:.3g}, the smallest normal "
+                      "number): rescale the data")
 
 
 def run_scan(
@@ -465,9 +515,13 @@ def run_scan(
                                          [dtype] * len(suspects), pure=False))
         raise next((e for e in found if e is not None), exc) from None
     by_index = dict(zip(solve, (s for g in solved for s in g), strict=True))
-    states = [by_index[i] for i in keep]
-    steps = ends[keep]
-    coefs = np.stack([method.coef(s) for s in states])
-    rows = np.array([int(s["rows"]) for s in states], dtype=np.int64)
-    part = {"steps": steps, "coefs": coefs, "rows_seen": rows, "diagnostics": {}}
-    return _finish_trajectory(method, [part], states[-1], plan)
+    final = by_index[keep[-1]][0]
+    # the steps whose coefficients the rows identify (a recursion that starts once they are)
+    keep = [i for i in keep if by_index[i][1] is not None]
+    states = [by_index[i][0] for i in keep]
+    part = {"steps": ends[keep], "rows_seen": np.array([int(s["rows"]) for s in states],
+                                                       dtype=np.int64),
+            "coefs": np.stack([method.coef(s) for s in states]) if states else None,
+            "diagnostics": {name: np.stack([by_index[i][1][name] for i in keep])
+                            for name in (by_index[keep[0]][1] if keep else {})}}
+    return _finish_trajectory(method, [part], final, plan)

@@ -21,10 +21,18 @@ import xarray as xr
 
 from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
-from streamlsq.io.stream import open_stream
+from streamlsq.io.stream import MISSING, open_stream
 from streamlsq.jobs import Context, Job, Run
+from streamlsq.kernels.inference import COV_TYPES
+from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import Param, Recursion, ScanRecursion
-from streamlsq.stream.engines import Trajectory, run_scan, run_sequential
+from streamlsq.stream.engines import (
+    Trajectory,
+    run_scan,
+    run_sequential,
+    subnormal_coefficients_error,
+)
+from streamlsq.stream.guards import has_subnormal
 from streamlsq.stream.layout import check_trajectory, trajectory_dataset
 from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_from_store
 from streamlsq.stream.plans import StreamPlan, plan_fit
@@ -39,6 +47,12 @@ from streamlsq.stream.resume import (
     segment_reads,
 )
 from streamlsq.stream.stability import add_stability
+from streamlsq.stream.statistics import (
+    add_statistics,
+    checked_alpha,
+    statistics_note,
+    unavailable,
+)
 
 __all__ = ["StreamFit", "check_trajectory", "fit_stream", "DEFAULT_RECORDED_STEPS"]
 
@@ -74,6 +88,11 @@ def fit_stream(
     seed: int = 0,
     dtype: str = "float64",
     segment_bytes: int | None = None,
+    weights: str | None = None,
+    missing: str = "raise",
+    alpha: float | None = None,
+    cov_type: str | None = None,
+    groups: str | None = None,
     **options,
 ) -> xr.Dataset:
     """Run a recursive estimator over the stream store ``data`` in order.
@@ -148,6 +167,30 @@ def fit_stream(
         summarises (default 96 MiB); the defaults are cut to a sixteenth of the
         smallest worker memory limit. A resumed run keeps the segments of its
         checkpoint.
+    weights : str or None
+        A variable of ``data`` holding the rows' precision weights, one per row (as
+        statsmodels' ``WLS`` takes them: each row scaled by √w; 0 leaves the row out and
+        counts it as dropped; negative or non-finite weights are refused naming the row).
+        Least-squares recursions only (KF4LLS, RLS).
+    missing : {"raise", "drop"}
+        A NaN (a decoded fill value among them) in a selected variable — features,
+        targets, weights, groups — is refused (``"raise"``), or its row is left out of
+        the fit (``"drop"``, as statsmodels' ``missing="drop"``: weight 0; the blocks stay
+        those of the stored rows; least-squares recursions only). An Inf is refused
+        either way.
+    alpha : float or None
+        The α of the confidence intervals of the statistics (default 0.05), for the
+        least-squares fits (KF4LLS; RLS with ``forgetting=1`` and ``ridge=0``); for a
+        recursion that declares a parameter ``alpha`` (interleaved KF4LLS's mixing
+        weight), that parameter.
+    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster"} or None
+        The covariance of the coefficients (default ``"nonrobust"``, from the final
+        state). A robust one needs the final coefficients: one more pass over all rows,
+        a parallel chunked reduction (``docs/inference.md``); ``"cluster"`` needs
+        ``groups``.
+    groups : str or None
+        A variable of ``data`` holding the rows' group labels (integers or strings) for
+        ``cov_type="cluster"``.
     **options
         The options of the run around the fit (:class:`streamlsq.jobs.RunOptions`:
         ``overwrite``, ``checkpoint`` and ``resume`` — both engines checkpoint, the scan
@@ -164,7 +207,10 @@ def fit_stream(
     -------
     xarray.Dataset
         ``coef (step, feature, target)``, ``rows_seen (step)``, ``epoch (step)``, the
-        final state as ``state_*`` variables and the run's attrs. Diagnostics:
+        final state as ``state_*`` variables and the run's attrs; for a least-squares fit
+        its statistics as statsmodels names them (``bse``, ``pvalues``, ``rsquared``, …,
+        one value per target; :mod:`streamlsq.stream.statistics`), or the attribute
+        ``statistics_unavailable`` saying why it has none. Diagnostics:
         ``cumulative_loss (step)`` for the IRMA family (Σ of the squared pre-update
         errors so far), ``n_skipped (step)`` for BFGS (B updates skipped by the
         curvature safeguard so far, also the attr ``n_skipped``).
@@ -202,11 +248,15 @@ def fit_stream(
     >>> tmp.cleanup()
     """
     run, params = Run.split(out, options)
+    cls = type(method) if isinstance(method, Recursion) else RECURSIONS.get(method)
+    if alpha is not None and cls is not None and any(p.name == "alpha" for p in cls.params):
+        params["alpha"], alpha = alpha, None  # the recursion's own parameter of that name
     job = job_class(method)(
         data, method, params, group=group, x=x, y=y, sample_dim=sample_dim,
         fit_intercept=fit_intercept, continue_from=continue_from, engine=engine,
         block_size=block_size, first_block_size=first_block_size, record_every=record_every,
-        epochs=epochs, shuffle=shuffle, seed=seed, dtype=dtype, segment_bytes=segment_bytes)
+        epochs=epochs, shuffle=shuffle, seed=seed, dtype=dtype, segment_bytes=segment_bytes,
+        weights=weights, missing=missing, alpha=alpha, cov_type=cov_type, groups=groups)
     return run.execute(job)
 
 
@@ -235,6 +285,11 @@ class StreamFit(Job):
     seed: int = 0
     dtype: str = "float64"
     segment_bytes: int | None = None
+    weights: str | None = None
+    missing: str = "raise"
+    alpha: float | None = None
+    cov_type: str | None = None
+    groups: str | None = None
 
     checkpoint_kind: ClassVar[str] = "fit"
     #: options of this job besides the recursion's parameters (the command line adds them)
@@ -248,6 +303,9 @@ class StreamFit(Job):
         check_run_options(self.engine, self.dtype, self.record_every, self.segment_bytes)
         self.epochs = checked(EPOCHS, self.epochs)
         self.seed = checked(SEED, self.seed)
+        check_inference_options(self.missing, self.cov_type, self.groups)
+        if self.alpha is not None:
+            self.alpha = checked_alpha(self.alpha)
 
     def open(self, run: Run) -> list:
         column, params = intercept_options(self.method, self.fit_intercept, self.params)
@@ -258,6 +316,8 @@ class StreamFit(Job):
             roles = ", ".join(self.recursion.inputs)
             raise InputError(f"method '{self.recursion.name}' reads {len(self.recursion.inputs)} "
                              f"store(s) ({roles}), got {len(self.sources)}")
+        self.check_recursion_options()
+        self.recursion = self.recursion.identifying()
         check_engine(self.recursion, self.engine)
         check_layout(self.sources, self.recursion, self.dtype)
         self.previous = None
@@ -279,8 +339,29 @@ class StreamFit(Job):
         many = isinstance(self.data, list | tuple)
         stores = list(self.data) if many else [self.data]
         return [open_stream(d, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
-                            fit_intercept=fit_intercept, storage_options=storage_options)
+                            fit_intercept=fit_intercept, storage_options=storage_options,
+                            weights=self.weights, groups=self.groups, missing=self.missing)
                 for d in stores]
+
+    def check_recursion_options(self) -> None:
+        """Refuse the options the recursion cannot honour, in one line each: row weights and
+        dropped rows (least squares only; not with recursive residuals), the statistics'
+        options where no statistic applies."""
+        rec = self.recursion
+        weighting = [o for o, given in (("--weights", self.weights is not None),
+                                        ("--missing drop", self.missing == "drop")) if given]
+        if weighting and not rec.weighted:
+            raise InputError(f"{rec.name}: {weighting[0]} does not apply: {rec.name} is not a "
+                             "least-squares fit (a row is weighted, or dropped with weight 0, "
+                             "in the least-squares recursions kf4lls and rls)")
+        if weighting and getattr(rec, "diagnostics", False):
+            raise InputError(f"{rec.name}: --diagnostics does not go with {weighting[0]}: the "
+                             "recursive residuals are those of rows of equal weight")
+        why = unavailable(rec, self.epochs)
+        given = [o for o, value in (("--alpha", self.alpha), ("--cov-type", self.cov_type))
+                 if value is not None]
+        if given and why is not None:
+            raise InputError(f"{rec.name}: {given[0]} does not apply: no statistics, as {why}")
 
     def plan_rows(self) -> StreamPlan:
         rec = self.recursion
@@ -313,7 +394,7 @@ class StreamFit(Job):
 
     def compute(self, ctx: Context) -> xr.Dataset:
         if self.plan is None:  # continued, but no row was appended since: the earlier fit
-            return self.unchanged_result()
+            return self.statistics(self.unchanged_result(), ctx)
         started = time.perf_counter()
         traj = self.trajectory(ctx)
         ds = trajectory_dataset(traj, self.recursion, self.plan, self.record_every,
@@ -323,6 +404,24 @@ class StreamFit(Job):
         ds = add_stability(ds)  # CUSUM tests, when the fit recorded recursive residuals
         source = self.sources[0]
         ds.attrs["rows_fingerprint"] = json.dumps(rows_fingerprint(source, source.n_rows))
+        return self.statistics(ds, ctx)
+
+    def statistics(self, ds: xr.Dataset, ctx: Context) -> xr.Dataset:
+        """The fit's statistics from its final state (classical), then, for a robust
+        covariance, one more pass over all the rows (:class:`RobustCovariance`)."""
+        rec = self.recursion
+        alpha = checked_alpha(self.alpha)
+        ds = add_statistics(ds, rec, alpha, self.epochs)
+        first = min(int(ds.attrs.get("record_every", 1)), int(ds.attrs.get("n_blocks", 1)))
+        if getattr(rec, "identify", False) and ds.sizes.get("step") and ds.step.values[0] > first:
+            # steps the rows did not identify were not recorded: say from which row they do
+            ds.attrs["identified_from_row"] = int(ds.rows_seen.values[0])
+        if self.cov_type not in (None, "nonrobust") and "statistics_unavailable" not in ds.attrs:
+            from streamlsq.stream.robust import RobustCovariance
+
+            job = RobustCovariance.after_fit(ds, self.sources[0], rec, self.cov_type, alpha,
+                                             self.segment_bytes)
+            ds = job.compute(ctx)
         return ds
 
     def trajectory(self, ctx: Context) -> Trajectory:
@@ -339,6 +438,9 @@ class StreamFit(Job):
             traj = run_sequential(*args, ctx.checkpoint, ctx.progress, self.segment_bytes,
                                   initial_state=initial)
         check_trajectory(traj, self.plan)
+        check_identified(traj, self.plan, self.recursion)
+        if has_subnormal(traj.coefs):
+            raise subnormal_coefficients_error(ctx.client, self.plan, traj, self.dtype)
         return traj
 
     @classmethod
@@ -346,6 +448,7 @@ class StreamFit(Job):
         """Short phrases about a result for the command line's one-line summary: the
         recursion's own (``result_notes``), then the job's."""
         notes = list(RECURSIONS[ds.attrs["method"]].result_notes(ds.attrs))
+        notes.append(statistics_note(ds))
         if int(ds.attrs.get("epochs", 1)) != 1:
             notes.append(f"{ds.attrs['epochs']} epoch(s)")
         if "rows_continued" in ds.attrs:
@@ -415,6 +518,50 @@ def check_layout(sources, rec: Recursion, dtype) -> None:
         rec.init(first.n_features, first.n_targets, np.dtype(dtype))
     except ValueError as exc:
         raise InputError(f"{first.label}: {exc}") from None
+
+
+def check_inference_options(missing, cov_type, groups) -> None:
+    """Refuse ``missing``, ``cov_type`` and ``groups`` that cannot work, before any
+    reading."""
+    if missing not in MISSING:
+        raise InputError(f"missing must be 'raise' or 'drop', got {missing!r}")
+    if cov_type is not None and cov_type not in COV_TYPES:
+        raise InputError(f"cov_type must be one of {', '.join(COV_TYPES)}, got {cov_type!r}")
+    if cov_type == "cluster" and groups is None:
+        raise InputError("--cov-type cluster needs the rows' group labels: --groups VAR")
+    if groups is not None and cov_type != "cluster":
+        raise InputError("--groups VAR goes with --cov-type cluster")
+
+
+def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion) -> None:
+    """Refuse a fit whose rows never identify the coefficients (all of them leave the
+    normal matrix singular), naming the rank and the remedy."""
+    try:
+        rec.check_identified(traj.state)
+    except SingularMatrixError as exc:
+        if plan.n_blocks == 1:
+            where = f"variable 'X' chunk 0: the first block (rows 0-{plan.n_rows - 1}) leaves"
+        else:
+            where = f"variable 'X': its {plan.n_rows} rows (all {plan.n_blocks} blocks) leave"
+        rank = (f"numerical rank {exc.rank} of {exc.size}" if exc.rank is not None
+                else str(exc))
+        raise InputError(f"{plan.label}: {where} the normal matrix singular ({rank}): the rows "
+                         f"never identify the coefficients; {never_identified_remedy(rec)}"
+                         ) from None
+
+
+def never_identified_remedy(rec: Recursion) -> str:
+    """What to do when the rows never identify the coefficients, for this recursion's
+    parameters."""
+    params = rec.get_params()
+    if params.get("forgetting", 1.0) != 1.0:
+        return (f"the forgetting factor {params['forgetting']:g} keeps too few rows to "
+                "identify them (and lets a ridge start decay): raise --forgetting or use "
+                "larger blocks (--block-size)")
+    remedy = "remove collinear or constant columns, or start from a ridge (--ridge DELTA)"
+    if params.get("solver") == "normal":
+        remedy += "; the normal equations square the condition number: --solver qr"
+    return remedy
 
 
 def check_run_options(engine, dtype, record_every, segment_bytes=None) -> None:

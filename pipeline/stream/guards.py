@@ -4,9 +4,12 @@ Every fold of the sequential engine and every solve of the scan engine is checke
 finite. Finite data can still overflow: values near the square root of the largest
 float (:func:`~streamlsq.kernels.limits.largest_safe_magnitude`) make the sums of a
 least-squares recursion Inf and its solves NaN, and a kernel fed such sums may fail
-in ways that say nothing of the cause ("eigenvalues did not converge"). These
-functions find, on the error path only, the block whose rows broke the state and
-name its store, variable, chunk, rows and largest value, with the remedy.
+in ways that say nothing of the cause ("eigenvalues did not converge"). At the other
+end, subnormal values (nonzero, below the smallest normal float: 2.2e-308) keep fewer
+digits and their products underflow to 0: a factor of them looks singular, and a ridge
+start turns them into subnormal coefficients. These functions find, on the error path
+only, the block whose rows broke the state and name its store, variable, chunk, rows and
+the value at fault, with the remedy.
 """
 
 from __future__ import annotations
@@ -19,12 +22,16 @@ from streamlsq.kernels.limits import largest_safe_magnitude, state_is_finite
 __all__ = [
     "NonFiniteSolve",
     "first_nonfinite_block",
+    "first_subnormal",
+    "has_subnormal",
     "largest_value",
     "nonfinite_error",
     "overflow_error",
     "overflow_in_rows",
     "overflow_in_span",
     "remedy",
+    "subnormal_in_buffer",
+    "subnormal_in_rows",
 ]
 
 
@@ -118,7 +125,12 @@ def first_nonfinite_block(method, state, X, Y, edges) -> tuple[int, BaseExceptio
 
 
 def nonfinite_error(span, part, method, state, X, Y, edges, k, buf_start) -> InputError:
-    """The fold of blocks ``edges`` gave a non-finite state or coefficients: name the block."""
+    """The fold of blocks ``edges`` gave a non-finite state or coefficients: name a
+    subnormal value of their rows (whose products underflow), or the block."""
+    subnormal = subnormal_in_buffer(span, part, X[:int(edges[-1])], Y[:int(edges[-1])],
+                                    buf_start)
+    if subnormal is not None:
+        return subnormal
     j, _ = first_nonfinite_block(method, state, X, Y, edges)
     j = min(j, len(edges) - 2)
     return InputError(_message(span, part, k, j, buf_start, edges, X, Y,
@@ -126,8 +138,13 @@ def nonfinite_error(span, part, method, state, X, Y, edges, k, buf_start) -> Inp
 
 
 def overflow_error(span, part, X, Y, edges, k, buf_start) -> InputError | None:
-    """When a kernel refused blocks ``edges`` and their rows hold values above the safe
-    magnitude, the error that says so (the kernel's own message would mislead); else None."""
+    """When a kernel refused blocks ``edges`` and their rows hold subnormal values or
+    values above the safe magnitude, the error that says so (the kernel's own message would
+    mislead); else None."""
+    subnormal = subnormal_in_buffer(span, part, X[:int(edges[-1])], Y[:int(edges[-1])],
+                                    buf_start)
+    if subnormal is not None:
+        return subnormal
     limit = largest_safe_magnitude(_stream_rows(span), X.dtype)
     for j in range(len(edges) - 1):
         lo, hi = int(edges[j]), int(edges[j + 1])
@@ -140,12 +157,82 @@ def overflow_error(span, part, X, Y, edges, k, buf_start) -> InputError | None:
 
 def overflow_in_span(span, dtype) -> InputError | None:
     """Dask span, on the error path only: read a segment's rows with every check (NaN and
-    Inf raise naming their row) and return the error naming a value too large for the
-    sums, or None. The scan engine asks this of the pieces before a non-finite solve."""
+    Inf raise naming their row) and return the error naming a subnormal value, or a value
+    too large for the sums, or None. The scan engine asks this of the pieces before a
+    non-finite solve, and a fit of subnormal coefficients of all its pieces."""
     from streamlsq.stream.engines import read_span
 
-    X, Y, _ = read_span(span, dtype, check=True)
-    return overflow_in_rows(span, X, Y)
+    X, Y, _, _ = read_span(span, dtype, check=True)
+    return subnormal_in_rows(span, X, Y) or overflow_in_rows(span, X, Y)
+
+
+def first_subnormal(X: np.ndarray, Y: np.ndarray) -> tuple[str, int, float] | None:
+    """(variable, row offset, value) of the first row holding a subnormal value (nonzero,
+    below the smallest normal number of its dtype), X before y; None when there is none."""
+    best = None
+    for name, A in (("X", X), ("y", Y)):
+        if not A.size or A.dtype.kind != "f":
+            continue
+        a = np.abs(A.reshape(len(A), -1))
+        tiny = np.finfo(A.dtype).tiny
+        rows = np.flatnonzero(((a < tiny) & (a > 0)).any(axis=1))
+        if rows.size and (best is None or rows[0] < best[1]):
+            row = int(rows[0])
+            values = a[row][(a[row] < tiny) & (a[row] > 0)]
+            best = (name, row, float(values[0]))
+    return best
+
+
+def subnormal_message(src, variable: str, row: int, value: float, dtype) -> str:
+    """The line naming a subnormal value of the data (store, variable, chunk, row)."""
+    tiny = np.finfo(dtype).tiny
+    return (f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)} has the "
+            f"subnormal value {value:.3g} at row {row}, below {tiny:.3g}, the smallest normal "
+            f"{np.dtype(dtype)}: it keeps fewer digits and its products underflow, so least "
+            "squares on it loses them all; rescale the data")
+
+
+def _span_row(span, offset: int):
+    """(source, source row) of row ``offset`` of a Dask task's rows as ``read_span`` reads
+    them (its parts one after another), or None past them."""
+    for part in span.parts:
+        n = part.last_row - part.first_row
+        if offset < n:
+            sec = part.section
+            src = span.sources[sec.source]
+            return src, sec.source_row(src, part.first_row + offset)
+        offset -= n
+    return None
+
+
+def subnormal_in_rows(span, X, Y) -> InputError | None:
+    """For a Dask task's rows as read by ``read_span`` (its parts one after another): the
+    error naming the first subnormal value, or None."""
+    found = first_subnormal(X, Y)
+    located = None if found is None else _span_row(span, found[1])
+    if located is None:
+        return None
+    src, row = located
+    return InputError(subnormal_message(src, found[0], row, found[2], X.dtype))
+
+
+def subnormal_in_buffer(span, part, X, Y, buf_start) -> InputError | None:
+    """The error naming the first subnormal value among the rows a sequential segment holds
+    (those of ``part`` from ``buf_start``), or None."""
+    found = first_subnormal(X, Y)
+    if found is None:
+        return None
+    variable, offset, value = found
+    sec = part.section
+    src = span.sources[sec.source]
+    return InputError(subnormal_message(src, variable, sec.source_row(src, buf_start + offset),
+                                        value, X.dtype))
+
+
+def has_subnormal(values: np.ndarray) -> bool:
+    """Whether ``values`` hold a subnormal number (nonzero, below the smallest normal)."""
+    a = np.abs(values)
+    return bool(((a > 0) & (a < np.finfo(values.dtype).tiny)).any())
 
 
 def overflow_in_rows(span, X, Y) -> InputError | None:
@@ -153,17 +240,11 @@ def overflow_in_rows(span, X, Y) -> InputError | None:
     the error naming the largest value when it is above the safe magnitude, else None."""
     variable, offset, value = largest_value(X, Y)
     limit = largest_safe_magnitude(_stream_rows(span), X.dtype)
-    if value <= limit:
+    located = None if value <= limit else _span_row(span, offset)
+    if located is None:
         return None
-    for part in span.parts:
-        n = part.last_row - part.first_row
-        if offset < n:
-            sec = part.section
-            src = span.sources[sec.source]
-            row = sec.source_row(src, part.first_row + offset)
-            return InputError(
-                f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)} has "
-                f"|value| {value:.3g} at row {row}, above {limit:.3g}, where the sums over the "
-                f"store's rows overflow {X.dtype}: {remedy(X.dtype)}")
-        offset -= n
-    return None
+    src, row = located
+    return InputError(
+        f"{src.label}: variable '{variable}' chunk {_chunk_of(src, variable, row)} has "
+        f"|value| {value:.3g} at row {row}, above {limit:.3g}, where the sums over the "
+        f"store's rows overflow {X.dtype}: {remedy(X.dtype)}")

@@ -128,7 +128,7 @@ def _estimate_alpha(client, how, a, b, c, progress):
 
 def _test_factor_piece(span, cuts):
     """Dask task: residual factors of the test blocks of one piece, per interval between cuts."""
-    X, Y, edges = read_span(span, np.float64)
+    X, Y, _, edges = read_span(span, np.float64)
     return span.n_rows, residual_factor_summaries(X, Y, edges, cuts)
 
 

@@ -52,9 +52,10 @@ def trajectory_dataset(traj: Trajectory, rec: Recursion, plan: StreamPlan, recor
         coords={"step": traj.steps, "feature": coef_labels(rec, source, n_coef),
                 "target": target},
     )
+    declared = rec.diagnostic_dims()
     for name, values in traj.diagnostics.items():
         values = np.asarray(values)  # one value per step, or one per step and target
-        ds[name] = (("step", "target")[: values.ndim], values)
+        ds[name] = (declared.get(name) or ("step", "target")[: values.ndim], values)
     for name, dims in rec.state_dims().items():
         value = np.asarray(traj.state[name])
         # a state axis whose length differs from the result's axis of that name gets its own
@@ -78,7 +79,11 @@ def trajectory_dataset(traj: Trajectory, rec: Recursion, plan: StreamPlan, recor
     ds.attrs.update({"x_variables": json.dumps(selection["x"]),
                      "y_variables": json.dumps(selection["y"]),
                      "sample_dim": selection["sample_dim"],
-                     "fit_intercept": fits_intercept(rec, source)})
+                     "fit_intercept": fits_intercept(rec, source),
+                     "missing": selection.get("missing", "raise")})
+    for key in ("weights", "groups"):
+        if key in selection:
+            ds.attrs[f"{key}_variable"] = selection[key]
     ds.attrs.update(rec.result_attrs(traj.state))
     return ds
 

@@ -186,8 +186,10 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
              # results of earlier versions say nothing: a kernel's own constant was on
              "fit_intercept": bool(a.get("fit_intercept", intercept
                                          if rec.intercept_kind == "kernel" else False))}
+    saved.update(weights=a.get("weights_variable"), missing=a.get("missing", "raise"))
     wanted = {"x": selection["x"], "y": selection["y"], "sample_dim": selection["sample_dim"],
-              "fit_intercept": intercept}
+              "fit_intercept": intercept, "weights": selection.get("weights"),
+              "missing": selection.get("missing", "raise")}
     diff = [k for k in wanted if saved[k] != wanted[k]]
     if diff:
         raise _continue_refusal(result, f"its variables differ (in: {', '.join(diff)}: "

@@ -99,8 +99,9 @@ def add_stability(ds: xr.Dataset) -> xr.Dataset:
 
 
 def plot_fit(ds: xr.Dataset, path: str | os.PathLike | None = None, target: int = 0):
-    """A figure of a stream fit: coefficients against rows seen and, for a result with
-    recursive residuals, the CUSUM and CUSUM-of-squares tests with their bounds.
+    """A figure of a stream fit: coefficients against rows seen (with their recursive
+    confidence bands when the fit has statistics) and, for a result with recursive
+    residuals, the CUSUM and CUSUM-of-squares tests with their bounds.
 
     Returns the :class:`matplotlib.figure.Figure`; with ``path``, also writes it (PNG).
 
@@ -122,10 +123,17 @@ def plot_fit(ds: xr.Dataset, path: str | os.PathLike | None = None, target: int 
     axes = fig.subplots(3 if tests else 1, 1, squeeze=False)[:, 0]
     rows = ds.rows_seen.values
     coef = ds.coef.isel(target=target).values
+    bands = "recursive_conf_int_lower" in ds
     for j in range(coef.shape[1]):
-        axes[0].plot(rows, coef[:, j], lw=1, label=str(ds.feature.values[j]))
+        line, = axes[0].plot(rows, coef[:, j], lw=1, label=str(ds.feature.values[j]))
+        if bands:  # statsmodels' RecursiveLS bands: the final scale, normal quantiles
+            axes[0].fill_between(
+                rows, ds.recursive_conf_int_lower.isel(target=target, feature=j),
+                ds.recursive_conf_int_upper.isel(target=target, feature=j),
+                color=line.get_color(), alpha=0.2, lw=0)
+    level = f", {100 * (1 - ds.attrs.get('conf_int_alpha', 0.05)):g}% bands" if bands else ""
     axes[0].set(xlabel="rows seen", ylabel="coefficient",
-                title=f"{ds.attrs.get('method', 'fit')}: coefficients (target {target})")
+                title=f"{ds.attrs.get('method', 'fit')}: coefficients (target {target}{level})")
     if coef.shape[1] <= 10:
         axes[0].legend(fontsize="small", ncol=2)
     if tests:

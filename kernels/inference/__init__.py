@@ -1,0 +1,80 @@
+"""Statistics of least-squares fits, from the factor a recursion keeps (pure NumPy/SciPy).
+
+A least-squares recursion ends with the triangular factor R of the weighted rows
+(RᵀR = XᵀWX), z = Rψ and the residual sums of squares, plus a few moments of the rows
+(:mod:`streamlsq.kernels.recursions.moments`): :class:`RegressionFactor`. Everything
+statsmodels' ``RegressionResults`` reports follows from it without another pass over
+the rows; the robust covariances need one more pass, as per-chunk sums that add up.
+
+- :mod:`.factor`: :class:`RegressionFactor`, the constant in the columns' span, the
+  covariance of the coefficients from triangular solves
+- :mod:`.classical`: standard errors, t tests, intervals, R², F, log-likelihood, AIC,
+  BIC (:func:`classical_statistics`) and the recursive confidence bands
+- :mod:`.robust`: HC0–HC3 and cluster-robust sandwich covariances from chunked sums
+- :mod:`.prediction`: the mean and the observation intervals of predictions
+- :mod:`.wald`: F tests of linear restrictions Rψ = q
+
+The formulas and where they follow or depart from statsmodels are in
+``docs/inference.md``.
+"""
+
+# ruff: noqa: F401 - the names imported for type checkers are this package's public API
+
+import importlib
+from typing import TYPE_CHECKING
+
+#: the covariance types: statsmodels' names (here, so that the command line lists them
+#: without importing SciPy)
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
+
+#: public name -> module that defines it (imported on first use)
+_PUBLIC = {
+    "STATISTIC_AXES": "classical", "classical_statistics": "classical",
+    "recursive_bands": "classical",
+    "ConstantSpan": "factor", "RegressionFactor": "factor", "constant_in_span": "factor",
+    "normalized_cov_params": "factor",
+    "prediction_intervals": "prediction",
+    "cluster_meat": "robust", "cluster_score_sums": "robust", "combine_meats": "robust",
+    "hc_meat": "robust", "merge_score_sums": "robust", "robust_statistics": "robust",
+    "sandwich": "robust",
+    "WaldTest": "wald", "wald_test": "wald",
+}
+
+__all__ = sorted(["COV_TYPES", *_PUBLIC])
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
+    from streamlsq.kernels.inference.classical import (
+        STATISTIC_AXES,
+        classical_statistics,
+        recursive_bands,
+    )
+    from streamlsq.kernels.inference.factor import (
+        ConstantSpan,
+        RegressionFactor,
+        constant_in_span,
+        normalized_cov_params,
+    )
+    from streamlsq.kernels.inference.prediction import prediction_intervals
+    from streamlsq.kernels.inference.robust import (
+        cluster_meat,
+        cluster_score_sums,
+        combine_meats,
+        hc_meat,
+        merge_score_sums,
+        robust_statistics,
+        sandwich,
+    )
+    from streamlsq.kernels.inference.wald import WaldTest, wald_test

@@ -1,0 +1,64 @@
+"""F tests of linear restrictions Rψ = q (statsmodels' ``f_test``).
+
+With the coefficients ψ, their covariance V (nonrobust or robust) and J restrictions,
+
+    F = (Rψ − q)ᵀ (R V Rᵀ)⁻¹ (Rψ − q) / J,    P(F) = F_{J, df_denom}.sf(F),
+
+df_denom being df_resid (G − 1 for a cluster-robust covariance). R V Rᵀ is solved with,
+not inverted; restrictions that are linearly dependent leave it singular and are
+refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
+
+__all__ = ["WaldTest", "wald_test"]
+
+
+@dataclass(frozen=True)
+class WaldTest:
+    """The result of :func:`wald_test`: ``fvalue``, ``pvalue``, ``df_num`` (J) and
+    ``df_denom``, as statsmodels' ``ContrastResults`` names them."""
+
+    fvalue: float
+    pvalue: float
+    df_num: int
+    df_denom: float
+
+
+def wald_test(coef, cov, restrictions, q, df_denom) -> WaldTest:
+    """The F test of ``restrictions`` (J, k) · ψ = ``q`` (J,) for coefficients ``coef``
+    (k,) of covariance ``cov`` (k, k).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamlsq.kernels.inference import wald_test
+    >>> res = wald_test(np.array([1.0, 2.0]), np.eye(2) * 0.25, np.array([[1.0, -1.0]]),
+    ...                 np.zeros(1), df_denom=20)
+    >>> round(res.fvalue, 6), res.df_num
+    (2.0, 1)
+    """
+    coef = np.asarray(coef, np.float64)
+    restrictions = np.atleast_2d(np.asarray(restrictions, np.float64))
+    q = np.asarray(q, np.float64).reshape(-1)
+    if restrictions.shape[1] != coef.shape[0] or restrictions.shape[0] != q.shape[0]:
+        raise ValueError(f"restrictions must be (J, {coef.shape[0]}) with q (J,), got "
+                         f"{restrictions.shape} and {q.shape}")
+    diff = restrictions @ coef - q
+    middle = restrictions @ np.asarray(cov, np.float64) @ restrictions.T
+    try:
+        quadratic = float(diff @ spd_solve(0.5 * (middle + middle.T), diff))
+    except SingularMatrixError:
+        raise ValueError("the restrictions are linearly dependent (R V Rᵀ is singular): "
+                         "drop the ones the others imply") from None
+    J = restrictions.shape[0]
+    fvalue = quadratic / J
+    return WaldTest(fvalue=fvalue, pvalue=float(stats.f.sf(fvalue, J, df_denom)), df_num=J,
+                    df_denom=float(df_denom))

@@ -1,0 +1,174 @@
+"""Robust covariances of a least-squares fit: one more pass over its rows, as a job.
+
+A heteroscedasticity-robust (HC0–HC3) or cluster-robust covariance needs the final
+coefficients: the residual of every row. :class:`RobustCovariance` is that pass, on the
+run path like every job: the rows are cut into pieces of whole chunks (bounded in bytes,
+as the scan engine's pieces, so a store larger than the workers' memory is read piece by
+piece), each Dask task reads its piece and returns its part of the sandwich's meat
+(:func:`~streamlsq.kernels.inference.hc_meat`: a k×k sum per target) or the score sums of
+the groups it holds (:func:`~streamlsq.kernels.inference.cluster_score_sums`), and the
+parts are combined in a fixed tree (:func:`~streamlsq.runtime.reduce.tree_reduce`: the
+order of the additions depends on the pieces only, never on the workers). The meat and
+the fit's factor then give the covariance (:func:`~streamlsq.kernels.inference.
+robust_statistics`, statsmodels' corrections and defaults).
+
+A fit asks for it with ``cov_type=`` (``fit_stream``, ``streamlsq fit kf4lls --cov-type``):
+the fit job runs this job's computation on its own cluster once the fit is done
+(:meth:`RobustCovariance.after_fit`). :func:`robust_covariance` runs it on a fit already
+published.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Unpack
+
+import xarray as xr
+
+from streamlsq.errors import InputError
+from streamlsq.io.results import open_result
+from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.jobs import Context, Job, Run, RunOptions
+from streamlsq.kernels import inference
+from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
+from streamlsq.runtime.reduce import tree_reduce, wait_progress
+from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
+from streamlsq.stream.plans import StreamPlan, plan_segments
+from streamlsq.stream.statistics import (
+    checked_alpha,
+    constant_index,
+    fit_recursion,
+    result_factor,
+    with_statistics,
+)
+
+__all__ = ["RobustCovariance", "robust_covariance"]
+
+
+def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type: str):
+    """Dask task: (rows, part) of rows ``start:stop``: the meat of HC0–HC3, or the score
+    sums of the groups of a cluster-robust covariance."""
+    X, Y, w = source.read_weighted(start, stop)
+    if cov_type == "cluster":
+        labels = source.read_labels(start, stop)
+        return stop - start, inference.cluster_score_sums(X, Y, coef, labels, w)
+    return stop - start, inference.hc_meat(X, Y, coef, R, cov_type, w)
+
+
+def _part(result):
+    return result[1]
+
+
+def robust_covariance(result, data, *, cov_type: str = "HC1", groups: str | None = None,
+                      alpha: float | None = None, out=None, **run: Unpack[RunOptions]
+                      ) -> xr.Dataset:
+    """The least-squares fit ``result`` (a store or its Dataset) with the robust
+    covariance ``cov_type`` (``"HC0"``–``"HC3"``, or ``"cluster"`` with the variable of
+    group labels ``groups``) computed from the rows of ``data`` (the store it was fitted
+    on, read as the fit read it): its statistics replaced by the robust ones, as
+    statsmodels' ``fit(cov_type=...)`` gives them. One pass over all the rows.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr, streamlsq
+    >>> rng = np.random.default_rng(0)
+    >>> table = xr.Dataset({"x": ("row", rng.standard_normal(400))})
+    >>> table["y"] = 2.0 * table.x + (1 + abs(table.x)) * rng.standard_normal(400)
+    >>> fit = streamlsq.fit_stream(table, x="x", y="y", fit_intercept=True)
+    >>> robust = streamlsq.robust_covariance(fit, table, cov_type="HC3")
+    >>> robust.attrs["cov_type"], bool(robust.bse[1, 0] > fit.bse[1, 0])
+    ('HC3', True)
+    """
+    job = RobustCovariance(result, data, cov_type=cov_type, groups=groups, alpha=alpha)
+    return Run(out, **run).execute(job)
+
+
+@dataclass(eq=False)
+class RobustCovariance(Job):
+    """One pass over a least-squares fit's rows: its robust covariance and the statistics
+    that follow (:func:`robust_covariance`, or ``cov_type=`` of a fit)."""
+
+    result: Any
+    data: Any
+    cov_type: str = "HC1"
+    groups: str | None = None
+    alpha: float | None = None
+    segment_bytes: int | None = None
+
+    @classmethod
+    def after_fit(cls, fit: xr.Dataset, source: StreamSource, rec: Recursion, cov_type: str,
+                  alpha: float, segment_bytes: int | None = None) -> RobustCovariance:
+        """The pass a fit job runs on its own cluster once its result ``fit`` is laid
+        out: the source and the recursion are those it has open."""
+        job = cls(fit, source, cov_type=cov_type, groups=source.groups, alpha=alpha,
+                  segment_bytes=segment_bytes)
+        job.fit, job.source, job.recursion = fit, source, rec
+        return job
+
+    @property
+    def name(self) -> str:  # the result stays a fit of its recursion
+        return self.fit.attrs["method"]
+
+    def check(self) -> None:
+        if self.cov_type not in inference.COV_TYPES[1:]:
+            raise InputError("cov_type must be one of "
+                             f"{', '.join(inference.COV_TYPES[1:])}, got {self.cov_type!r}")
+        if (self.cov_type == "cluster") != (self.groups is not None):
+            raise InputError("--cov-type cluster needs the rows' group labels (--groups VAR), "
+                             "and --groups goes with it alone")
+        self.alpha = checked_alpha(self.alpha)
+
+    def open(self, run: Run) -> list:
+        self.fit = self.result if isinstance(self.result, xr.Dataset) else open_result(
+            self.result, storage_options=run.storage_options, lazy=False).load()
+        a = self.fit.attrs
+        self.recursion = fit_recursion(a)
+        why = self.recursion.inference_unavailable()
+        if why is not None or "nobs" not in self.fit:
+            reason = why or a.get("statistics_unavailable", "it holds no statistics")
+            raise InputError(f"the fit has no robust covariance: {reason}")
+        self.source = open_stream(
+            self.data, x=json.loads(a.get("x_variables", '["X"]')),
+            y=json.loads(a.get("y_variables", '["y"]')), sample_dim=a.get("sample_dim"),
+            fit_intercept=bool(a.get("fit_intercept")), weights=a.get("weights_variable"),
+            groups=self.groups, missing=a.get("missing", "raise"),
+            storage_options=run.storage_options)
+        if (self.source.n_rows, self.source.n_features) != (int(a["n_rows"]),
+                                                            self.fit.sizes["feature"]):
+            raise InputError(f"{self.source.label}: has {self.source.n_rows} rows of "
+                             f"{self.source.n_features} columns, the fit "
+                             f"{a['n_rows']} of {self.fit.sizes['feature']}: not its data")
+        return [self.source]
+
+    def parameters(self) -> dict:
+        return json.loads(self.fit.attrs.get("parameters", "{}"))
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        source = self.source
+        fac = result_factor(self.fit, self.recursion)
+        plan = StreamPlan.single(source, BlockGrid(source.n_rows, source.chunk_rows))
+        pieces = plan_segments(plan, bytes_per_call(ctx.client,
+                                                    self.segment_bytes or PIECE_BYTES))
+        tag = uuid.uuid4().hex[:8]
+        coef = ctx.client.scatter(fac.coef, broadcast=True)
+        futures = [ctx.client.submit(robust_piece, source, plan.edge(K0), plan.edge(K1), coef,
+                                     fac.R, self.cov_type, key=f"robust-{tag}-{i}", pure=False)
+                   for i, (K0, K1) in enumerate(pieces)]
+        wait_progress(ctx.client, futures, [plan.edge(K1) - plan.edge(K0) for K0, K1 in pieces],
+                      f"covariance {self.cov_type}", unit="rows", enabled=ctx.progress)
+        cluster = self.cov_type == "cluster"
+        combine = inference.merge_score_sums if cluster else inference.combine_meats
+        root = tree_reduce(ctx.client, futures, combine, leaf=_part,
+                           name=f"robust-combine-{tag}").result()
+        meat, n_groups = inference.cluster_meat(root) if cluster else (root["meat"], None)
+        if cluster and n_groups < 2:
+            raise InputError(f"{source.label}: variable '{source.groups}' holds {n_groups} "
+                             "group(s): a cluster-robust covariance needs at least 2")
+        stats = inference.robust_statistics(fac, meat, self.cov_type, n_groups, self.alpha,
+                                  constant_index(self.fit))
+        ds = with_statistics(self.fit.copy(), stats)
+        if cluster:
+            ds.attrs["groups_variable"] = source.groups
+        return ds

@@ -19,9 +19,10 @@ factorisation. The ridge start H_0 = δI is A_0 = [[√δ I, √δ ψ_0], [0, 0]
 
 Three ways to apply it:
 
-- a block of many rows: LAPACK ``geqrf`` over the rows in slices of :data:`QR_ROWS` rows
-  (each slice stacked under the factor so far: a fixed sequence of small QRs that stays
-  in cache) — :func:`qr_append`;
+- a block of many rows: LAPACK ``geqrt`` over the rows in slices of :data:`QR_ROWS` rows
+  (each copied into one buffer that stays in cache), the slice factors stacked under the
+  factor so far and factored once — :func:`qr_append`, which is
+  :func:`streamlsq.kernels.tallqr.rows_factor`;
 - blocks of a few rows (per-sample RLS): Givens rotations row by row (QR-RLS, e.g.
   Haykin, *Adaptive Filter Theory*, 2002, ch. 15) in their square-root-free form
   (Gentleman 1973: A = D^½·U, no square root and 3 multiply-adds per entry), compiled
@@ -51,6 +52,7 @@ import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import StepRecord, cut_intervals, fold_blocks
+from streamlsq.kernels.tallqr import SLICE_ROWS, rows_factor
 
 __all__ = [
     "GIVENS_MAX_ROWS",
@@ -70,10 +72,7 @@ __all__ = [
 
 #: rows per slice of a block QR (a slice stays in cache: measured 4-5x faster than one
 #: geqrf over 200,000 x 21 rows, whose Householder passes stream memory)
-QR_ROWS = 4096
-#: block size of LAPACK geqrt (compact WY, level-3 updates): 1.6x geqrf's rows/s on
-#: 4096 x 21 slices, measured, with the same factor to rounding
-QR_BLOCK = 8
+QR_ROWS = SLICE_ROWS
 #: blocks of at most this many rows are folded by the compiled Givens rotations
 #: (below it, a LAPACK call per block costs more than the rotations)
 GIVENS_MAX_ROWS = 16
@@ -91,40 +90,19 @@ def _positive_diagonal(A: np.ndarray) -> np.ndarray:
     return A
 
 
-def _chunk_factor(geqrt, X, Y, a, b, p, weights):
-    """The (p, p) triangular factor of rows a:b of [X Y] (weighted), by one geqrt."""
-    m = b - a
-    n = X.shape[1]
-    B = np.empty((m, p), dtype=X.dtype if weights is None else weights.dtype, order="F")
-    if weights is None:
-        B[:, :n] = X[a:b]
-        B[:, n:] = Y[a:b]
-    else:
-        w = weights[a:b, None]
-        np.multiply(X[a:b], w, out=B[:, :n])
-        np.multiply(Y[a:b], w, out=B[:, n:])
-    qr, _, info = geqrt(max(1, min(QR_BLOCK, m, p)), B, overwrite_a=1)
-    if info != 0:  # pragma: no cover - geqrt fails only on bad arguments
-        raise np.linalg.LinAlgError(f"geqrt failed (info={info})")
-    R = np.zeros((p, p), dtype=B.dtype)
-    k = min(m, p)
-    R[:k] = np.triu(qr[:k])
-    return R
-
-
 def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
               weights: np.ndarray | None = None) -> np.ndarray:
     """The triangular factor of ``[scale·A; W[X Y]]`` (W = diag(weights) or I).
 
     ``A`` is a (p, p) upper-triangular factor with p = n_features + n_targets (zeros for
     no prior rows). The rows of ``[X Y]`` are cut into slices of :data:`QR_ROWS` rows;
-    each slice is factored by LAPACK ``geqrf`` and the slice factors are merged in a
-    fixed binary tree (slices 1+2, 3+4, then (1+2)+(3+4), …: a binary counter over the
-    slice index), the prior factor last. A chain of merges would add the rounding of
-    each merge to the accumulated factor (error growing like √(slices)·ε·κ, measured
-    20× the batch QR's on 200,000 rows); the tree keeps it near a single Householder
-    QR's. Returns a new (p, p) upper-triangular array with a non-negative diagonal, in
-    A's dtype.
+    each slice is factored by LAPACK ``geqrt`` in one buffer that stays in cache, and the
+    slice factors are stacked under ``scale·A`` and factored once (a two-level TSQR:
+    :func:`~streamlsq.kernels.tallqr.rows_factor`). A chain of merges would add the
+    rounding of each merge to the accumulated factor (error growing like
+    √(slices)·ε·κ, measured 20× the batch QR's on 200,000 rows); the two-level tree keeps
+    it near a single Householder QR's. Returns a new (p, p) upper-triangular array with a
+    non-negative diagonal, in A's dtype.
 
     Examples
     --------
@@ -136,22 +114,7 @@ def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
     >>> bool(np.allclose(A.T @ A, np.hstack([X, Y]).T @ np.hstack([X, Y])))
     True
     """
-    dtype = A.dtype
-    p = A.shape[0]
-    X = np.asarray(X, dtype=dtype)
-    Y = np.asarray(Y, dtype=dtype)
-    if weights is not None:
-        weights = np.asarray(weights, dtype=dtype)
-    geqrt = sla.get_lapack_funcs("geqrt", dtype=dtype)
-    stack: list[tuple[int, np.ndarray]] = []  # (tree level, factor), oldest first
-    for a in range(0, X.shape[0], QR_ROWS):
-        F = _chunk_factor(geqrt, X, Y, a, min(a + QR_ROWS, X.shape[0]), p, weights)
-        level = 0
-        while stack and stack[-1][0] == level:
-            F = merge_factors(stack.pop()[1], F)
-            level += 1
-        stack.append((level, F))
-    return merge_factors(np.asarray(A, dtype=dtype), *(F for _, F in stack), scale=scale)
+    return rows_factor(X, Y, weights, prior=np.asarray(A), scale=scale, slice_rows=QR_ROWS)
 
 
 def merge_factors(A: np.ndarray, *others: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -712,8 +675,7 @@ class SqrtInfoLS:
     def rows_summary(self, X, Y, weights=None) -> dict:
         """What the scan form keeps of some rows: the triangular factor A of [X Y] (rows
         weighted by ``weights``)."""
-        p = X.shape[1] + Y.shape[1]
-        return {"A": qr_append(np.zeros((p, p), X.dtype), X, Y, weights=weights)}
+        return {"A": rows_factor(X, Y, weights, slice_rows=QR_ROWS)}
 
     @staticmethod
     def combine(parts, info: dict) -> dict:

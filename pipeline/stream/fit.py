@@ -144,7 +144,7 @@ def fit_stream(
         Floating-point type of the arithmetic (``"float64"`` or ``"float32"``).
     segment_bytes : int or None
         Bytes of X one sequential task folds (default 256 MiB), or one scan task
-        summarises (default 96 MiB); the defaults are cut to a sixteenth of the
+        summarises (default 32 MiB); the defaults are cut to a sixteenth of the
         smallest worker memory limit. A resumed run keeps the segments of its
         checkpoint.
     **options

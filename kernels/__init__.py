@@ -15,6 +15,8 @@ Subpackages, by concern:
 - :mod:`~streamlsq.kernels.synthetic`: reproducible generators of synthetic data
 - :mod:`~streamlsq.kernels.studies`: the papers' studies (their Monte-Carlo math)
 - :mod:`~streamlsq.kernels.linalg`: the small dense solves every kernel shares
+- :mod:`~streamlsq.kernels.tallqr`: the triangular factor of a tall block of rows (the
+  QR solver's exact summary)
 """
 # ruff: noqa: F401 - the names imported for type checkers are this package's public API
 

@@ -19,9 +19,10 @@ factorisation. The ridge start H_0 = δI is A_0 = [[√δ I, √δ ψ_0], [0, 0]
 
 Three ways to apply it:
 
-- a block of many rows: LAPACK ``geqrf`` over the rows in slices of :data:`QR_ROWS` rows
-  (each slice stacked under the factor so far: a fixed sequence of small QRs that stays
-  in cache) — :func:`qr_append`;
+- a block of many rows: LAPACK ``geqrt`` over the rows in slices of :data:`QR_ROWS` rows
+  (each copied into one buffer that stays in cache), the slice factors stacked under the
+  factor so far and factored once — :func:`qr_append`, which is
+  :func:`streamlsq.kernels.tallqr.rows_factor`;
 - blocks of a few rows (per-sample RLS): Givens rotations row by row (QR-RLS, e.g.
   Haykin, *Adaptive Filter Theory*, 2002, ch. 15) in their square-root-free form
   (Gentleman 1973: A = D^½·U, no square root and 3 multiply-adds per entry), compiled
@@ -59,6 +60,7 @@ from streamlsq.kernels.recursions.moments import (
     zero_moments,
 )
 from streamlsq.kernels.recursions.params import must_be
+from streamlsq.kernels.tallqr import SLICE_ROWS, rows_factor
 
 __all__ = [
     "GIVENS_MAX_ROWS",
@@ -84,10 +86,7 @@ __all__ = [
 
 #: rows per slice of a block QR (a slice stays in cache: measured 4-5x faster than one
 #: geqrf over 200,000 x 21 rows, whose Householder passes stream memory)
-QR_ROWS = 4096
-#: block size of LAPACK geqrt (compact WY, level-3 updates): 1.6x geqrf's rows/s on
-#: 4096 x 21 slices, measured, with the same factor to rounding
-QR_BLOCK = 8
+QR_ROWS = SLICE_ROWS
 #: blocks of at most this many rows are folded by the compiled Givens rotations
 #: (below it, a LAPACK call per block costs more than the rotations)
 GIVENS_MAX_ROWS = 16
@@ -105,45 +104,21 @@ def _positive_diagonal(A: np.ndarray) -> np.ndarray:
     return A
 
 
-def _chunk_factor(geqrt, X, Y, a, b, p, weights, sums=None):
-    """The (p, p) triangular factor of rows a:b of [X Y] (weighted), by one geqrt; with
-    ``sums``, the slice's Σ w·x (the rows' weight w = the square of their scale) is added
-    to it, from the slice while it is in cache."""
-    m = b - a
-    n = X.shape[1]
-    B = np.empty((m, p), dtype=X.dtype if weights is None else weights.dtype, order="F")
-    if weights is None:
-        B[:, :n] = X[a:b]
-        B[:, n:] = Y[a:b]
-    else:
-        w = weights[a:b, None]
-        np.multiply(X[a:b], w, out=B[:, :n])
-        np.multiply(Y[a:b], w, out=B[:, n:])
-    if sums is not None:  # Σ w·x = Σ s·(s·x) for the row scale s = √w
-        sums += (B[:, :n].sum(axis=0) if weights is None else weights[a:b] @ B[:, :n])
-    qr, _, info = geqrt(max(1, min(QR_BLOCK, m, p)), B, overwrite_a=1)
-    if info != 0:  # pragma: no cover - geqrt fails only on bad arguments
-        raise np.linalg.LinAlgError(f"geqrt failed (info={info})")
-    R = np.zeros((p, p), dtype=B.dtype)
-    k = min(m, p)
-    R[:k] = np.triu(qr[:k])
-    return R
-
-
 def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
               weights: np.ndarray | None = None, sums: np.ndarray | None = None) -> np.ndarray:
     """The triangular factor of ``[scale·A; W[X Y]]`` (W = diag(weights) or I).
 
     ``A`` is a (p, p) upper-triangular factor with p = n_features + n_targets (zeros for
     no prior rows). The rows of ``[X Y]`` are cut into slices of :data:`QR_ROWS` rows;
-    each slice is factored by LAPACK ``geqrf`` and the slice factors are merged in a
-    fixed binary tree (slices 1+2, 3+4, then (1+2)+(3+4), …: a binary counter over the
-    slice index), the prior factor last. A chain of merges would add the rounding of
-    each merge to the accumulated factor (error growing like √(slices)·ε·κ, measured
-    20× the batch QR's on 200,000 rows); the tree keeps it near a single Householder
-    QR's. Returns a new (p, p) upper-triangular array with a non-negative diagonal, in
-    A's dtype. ``sums`` (float64, n_features): Σ weights²·x of the rows is added to it,
-    slice after slice (the column sums of the features, weighted as precision weights).
+    each slice is factored by LAPACK ``geqrt`` in one buffer that stays in cache, and the
+    slice factors are stacked under ``scale·A`` and factored once (a two-level TSQR:
+    :func:`~streamlsq.kernels.tallqr.rows_factor`). A chain of merges would add the
+    rounding of each merge to the accumulated factor (error growing like
+    √(slices)·ε·κ, measured 20× the batch QR's on 200,000 rows); the two-level tree keeps
+    it near a single Householder QR's. Returns a new (p, p) upper-triangular array with a
+    non-negative diagonal, in A's dtype. ``sums``
+    (float64, n_features): Σ weights²·x of the rows is added to it, slice after slice (the
+    column sums of the features, weighted as precision weights).
 
     Examples
     --------
@@ -155,22 +130,8 @@ def qr_append(A: np.ndarray, X: np.ndarray, Y: np.ndarray, scale: float = 1.0,
     >>> bool(np.allclose(A.T @ A, np.hstack([X, Y]).T @ np.hstack([X, Y])))
     True
     """
-    dtype = A.dtype
-    p = A.shape[0]
-    X = np.asarray(X, dtype=dtype)
-    Y = np.asarray(Y, dtype=dtype)
-    if weights is not None:
-        weights = np.asarray(weights, dtype=dtype)
-    geqrt = sla.get_lapack_funcs("geqrt", dtype=dtype)
-    stack: list[tuple[int, np.ndarray]] = []  # (tree level, factor), oldest first
-    for a in range(0, X.shape[0], QR_ROWS):
-        F = _chunk_factor(geqrt, X, Y, a, min(a + QR_ROWS, X.shape[0]), p, weights, sums)
-        level = 0
-        while stack and stack[-1][0] == level:
-            F = merge_factors(stack.pop()[1], F)
-            level += 1
-        stack.append((level, F))
-    return merge_factors(np.asarray(A, dtype=dtype), *(F for _, F in stack), scale=scale)
+    return rows_factor(X, Y, weights, prior=np.asarray(A), scale=scale, slice_rows=QR_ROWS,
+                       sums=sums)
 
 
 def merge_factors(A: np.ndarray, *others: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -968,9 +929,8 @@ class SqrtInfoLS:
     def rows_summary(self, X, Y, weights=None) -> dict:
         """What the scan form keeps of some rows: the triangular factor A of [X Y] (rows
         weighted by ``weights``), and for the statistics Σ weights²·x."""
-        p = X.shape[1] + Y.shape[1]
         sums = np.zeros(X.shape[1]) if self.statistics else None
-        out = {"A": qr_append(np.zeros((p, p), X.dtype), X, Y, weights=weights, sums=sums)}
+        out = {"A": rows_factor(X, Y, weights, slice_rows=QR_ROWS, sums=sums)}
         return out if sums is None else {**out, "feature_sums": sums}
 
     @staticmethod

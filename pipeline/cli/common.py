@@ -196,6 +196,37 @@ def _client(scheduler, n_workers, memory_limit, data=None):
                        data_bytes=data_bytes)
 
 
+@contextlib.contextmanager
+def _client_while(meanwhile, scheduler, n_workers, memory_limit, data=None):
+    """:func:`_client`, started in a background thread while ``meanwhile()`` runs here: the
+    heavy imports of a command overlap the start of its worker processes, or the
+    connection to a scheduler. An embedded cluster of threads (small inputs) starts after
+    ``meanwhile()``: it is quick to start, and the one-BLAS-thread limit of its workers
+    applies only to the libraries loaded by then."""
+    manager = _client(scheduler, n_workers, memory_limit, data)  # options checked here
+    from streamlsq.runtime.client import embedded_workers
+
+    remote = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if not remote and embedded_workers(
+            data if isinstance(data, int) or data is None else _stores_bytes(data),
+            n_workers=n_workers, memory_limit=memory_limit) == "threads":
+        meanwhile()
+        with manager as client:
+            yield client
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with contextlib.ExitStack() as stack:
+        with ThreadPoolExecutor(1, thread_name_prefix="streamlsq-cluster-start") as pool:
+            entering = pool.submit(manager.__enter__)
+            try:
+                meanwhile()
+            finally:
+                client = entering.result()  # the cluster is up (or its error is raised)
+                stack.push(manager)
+        yield client
+
+
 def _stores_bytes(paths) -> int | None:
     """Uncompressed bytes of the arrays of the local Zarr store(s) ``paths`` (``PATH#GROUP``
     names a group), from their metadata alone; None when any cannot be told cheaply."""

@@ -17,7 +17,7 @@ from streamlsq.cli.common import (
     CONTEXT,
     LazyCommands,
     _checkpoint_options,
-    _client,
+    _client_while,
     _done_line,
     _friendly_errors,
     _scheduler_options,
@@ -137,13 +137,15 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
 
     def command(out, segment_size, scheduler, n_workers, memory_limit, engine="sequential",
                 intercept=None, **options):
-        from streamlsq.stream.fit import fit_stream
-
         stores = [options.pop(role) for role in cls.inputs]
         params = {key: value for key in declared
                   if (value := _param_value(declared[key], options.pop(key))) is not None}
         segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
-        with _client(scheduler, n_workers, memory_limit, data=stores) as client:
+        # the fit path's imports (about a second) while the worker processes start
+        with _client_while(_import_fit_path, scheduler, n_workers, memory_limit,
+                           data=stores) as client:
+            from streamlsq.stream.fit import fit_stream
+
             ds = fit_stream(stores[0] if single else stores, name, out=out, engine=engine,
                             client=client, segment_bytes=segment_bytes,
                             fit_intercept=intercept, **options, **params)
@@ -184,6 +186,10 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
         command = decorate(command)
     return click.command(command_name or name, context_settings=CONTEXT,
                          short_help=cls.summary)(command)
+
+
+def _import_fit_path() -> None:
+    import streamlsq.stream.fit  # noqa: F401 - imported for what it imports
 
 
 def _job_options(name: str) -> tuple[Param, ...]:

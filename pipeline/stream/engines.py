@@ -56,8 +56,11 @@ __all__ = [
 
 #: rows-bytes of X a sequential segment folds in one Dask task (a few seconds of work)
 SEGMENT_BYTES = 256 * 2**20
-#: rows-bytes of X a scan piece summarises in one Dask task (>= 0.1 s of work)
-PIECE_BYTES = 96 * 2**20
+#: rows-bytes of X a scan piece summarises in one Dask task: about one chunk of the
+#: default size (25 MB of X), summarised right after it is decoded; many pieces per
+#: worker, so that the last ones leave no worker idle for long (96 MiB pieces of 8,000,000
+#: × 20 rows left a worker idle for a twelfth of the run, and faulted in more pages)
+PIECE_BYTES = 32 * 2**20
 #: a Dask task's bytes may be at most this share of the smallest worker memory limit
 MEMORY_SHARE = 1 / 16
 
@@ -386,13 +389,17 @@ def summarize_piece(span: BlockSpan, method, record_every, dtype):
     when a summary is not finite are the rows read again with the check, which
     names the chunk and row at fault.
     """
+    # the rows are freed inside the block, whose heap keeps their pages for the next read
+    # (outside it a worker's trim threshold hands them back, and every piece faults its
+    # reads in afresh: measured a third of the CPU of a scan with the QR solver)
     with fast_large_allocations():
         X, Y, w, edges = read_span(span, dtype, check=False)
-    with np.errstate(all="ignore"):  # the summaries are checked finite below
-        summaries = method.summarize(X, Y, edges, _piece_cuts(span.K0, span.K1, record_every),
-                                     **_weighted(w))
-    if not all(np.isfinite(v).all() for s in summaries for v in s.values()):
+        with np.errstate(all="ignore"):  # the summaries are checked finite below
+            summaries = method.summarize(X, Y, edges,
+                                         _piece_cuts(span.K0, span.K1, record_every),
+                                         **_weighted(w))
         del X, Y, w
+    if not all(np.isfinite(v).all() for s in summaries for v in s.values()):
         with fast_large_allocations():
             X, Y, _, _ = read_span(span, dtype, check=True)  # raises InputError naming the row
         raise overflow_in_rows(span, X, Y) or InputError(

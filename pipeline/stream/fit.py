@@ -11,7 +11,6 @@ KF4LLS and its test population: :mod:`streamlsq.stream.interleaved`).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -38,11 +37,11 @@ from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_
 from streamlsq.stream.plans import StreamPlan, plan_fit
 from streamlsq.stream.resume import (
     ScanPieces,
+    add_rows_fingerprint,
     continued_plan,
     continued_result,
     join_previous,
     previous_state,
-    rows_fingerprint,
     run_fingerprint,
     segment_reads,
 )
@@ -164,7 +163,7 @@ def fit_stream(
         Floating-point type of the arithmetic (``"float64"`` or ``"float32"``).
     segment_bytes : int or None
         Bytes of X one sequential task folds (default 256 MiB), or one scan task
-        summarises (default 96 MiB); the defaults are cut to a sixteenth of the
+        summarises (default 32 MiB); the defaults are cut to a sixteenth of the
         smallest worker memory limit. A resumed run keeps the segments of its
         checkpoint.
     weights : str or None
@@ -402,8 +401,7 @@ class StreamFit(Job):
         if self.previous is not None:
             ds = join_previous(self.previous, ds, self.continue_from)
         ds = add_stability(ds)  # CUSUM tests, when the fit recorded recursive residuals
-        source = self.sources[0]
-        ds.attrs["rows_fingerprint"] = json.dumps(rows_fingerprint(source, source.n_rows))
+        add_rows_fingerprint(ds, self.sources[0])
         return self.statistics(ds, ctx)
 
     def statistics(self, ds: xr.Dataset, ctx: Context) -> xr.Dataset:

@@ -12,7 +12,8 @@
   prefix and the solves, which are cheap and deterministic.
 - ``continue_from``: an earlier result of the same fit restarts the recursion from its final
   state over the rows appended since (:func:`continued_result`, :func:`continued_plan`,
-  :func:`join_previous`), refused when the rows it read changed (:func:`rows_fingerprint`).
+  :func:`join_previous`), refused when the rows it read changed (:func:`rows_fingerprint`,
+  kept in the result as a variable of fixed width: :func:`add_rows_fingerprint`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import EntryCheckpoint, merge_spans
 from streamlsq.stream.plans import StreamPlan
 
-__all__ = ["ScanPieces", "check_rows_unchanged", "continued_plan", "continued_result",
-           "join_previous", "previous_state", "rows_fingerprint", "run_fingerprint",
-           "segment_reads"]
+__all__ = ["FINGERPRINT_FIELDS", "ScanPieces", "add_rows_fingerprint",
+           "check_rows_unchanged", "continued_plan", "continued_result", "join_previous",
+           "previous_state", "rows_fingerprint", "run_fingerprint", "saved_rows_fingerprint",
+           "segment_reads", "stamp_digest"]
 
 
 #: the selection of a plain stream store (kept out of fingerprints, which then stay as before)
@@ -111,7 +113,7 @@ def rows_fingerprint(source, n_rows: int) -> dict:
     if getattr(source, "in_memory", False) or not hasattr(source, "x_vars"):
         return {}
     out = {}
-    for name in (*source.x_vars, *source.y_vars):
+    for name in stamped_variables(source):
         rows = int(source.array(name).chunks[0])
         entries = []
         for a, b, stamp in source.chunk_stamps([name]).get(name, []):
@@ -130,15 +132,73 @@ def rows_fingerprint(source, n_rows: int) -> dict:
     return out
 
 
+def stamped_variables(source) -> tuple[str, ...]:
+    """The variables whose rows a fit's fingerprint stamps: features, targets and the rows'
+    precision weights when given (a changed weight changes the fit as a changed value does)."""
+    weights = getattr(source, "weights", None)
+    return (*source.x_vars, *source.y_vars, *([weights] if weights else []))
+
+
+#: the columns of the result variable ``rows_fingerprint``: for each stamped range of rows,
+#: the variable (its index among the fit's feature, target and weights variables), its first and end
+#: row, and the first 8 bytes of the SHA-256 of its stamp (:func:`rows_fingerprint`)
+FINGERPRINT_FIELDS = ("variable", "first_row", "end_row", "stamp")
+
+
+def stamp_digest(stamp) -> int:
+    """A stamp of :func:`rows_fingerprint` as a signed 64-bit integer (its SHA-256's first 8
+    bytes): what a result keeps of it, in a variable of fixed width."""
+    if isinstance(stamp, int | np.integer):
+        return int(stamp)
+    return int.from_bytes(hashlib.sha256(str(stamp).encode()).digest()[:8], "little",
+                          signed=True)
+
+
+def add_rows_fingerprint(ds, source) -> None:
+    """Keep in the result ``ds`` what identifies the rows it read (:func:`rows_fingerprint`),
+    for a later ``--continue-from``: a variable ``rows_fingerprint (fingerprint_entry,
+    fingerprint_field)`` of int64 (:data:`FINGERPRINT_FIELDS`), so that the result's
+    metadata keeps a constant size however many chunks it read, and an attribute of the
+    same name holding a SHA-256 of that table (a reader compares two results by it)."""
+    names = stamped_variables(source)
+    found = rows_fingerprint(source, source.n_rows)
+    table = np.array([[names.index(name), int(a), int(b), stamp_digest(stamp)]
+                      for name, entries in found.items() for a, b, stamp in entries],
+                     dtype=np.int64).reshape(-1, len(FINGERPRINT_FIELDS))
+    ds["rows_fingerprint"] = (("fingerprint_entry", "fingerprint_field"), table)
+    ds.coords["fingerprint_field"] = list(FINGERPRINT_FIELDS)
+    ds.attrs["rows_fingerprint"] = "sha256:" + hashlib.sha256(table.tobytes()).hexdigest()[:32]
+
+
+def saved_rows_fingerprint(prev) -> dict | None:
+    """The stamps a result kept of the rows it read, {variable: [[first, end, stamp], ...]}
+    (stamps as :func:`stamp_digest`), from its ``rows_fingerprint`` variable, or from the
+    attribute of that name of a result written by an earlier version; None when it keeps
+    none."""
+    a = prev.attrs
+    if "rows_fingerprint" in prev.variables:
+        names = [*json.loads(a.get("x_variables", '["X"]')),
+                 *json.loads(a.get("y_variables", '["y"]')),
+                 *([a["weights_variable"]] if a.get("weights_variable") else [])]
+        saved: dict = {}
+        for var, first, end, stamp in np.asarray(prev["rows_fingerprint"].values).tolist():
+            saved.setdefault(names[int(var)], []).append([first, end, stamp])
+        return saved
+    text = a.get("rows_fingerprint")
+    if isinstance(text, str) and text.startswith("{"):
+        return json.loads(text)
+    return None
+
+
 def check_rows_unchanged(saved: dict, source, n_rows: int, result) -> None:
     """Refuse to continue when a chunk of the rows ``0:n_rows`` that the earlier fit read
-    changed since (by the stamps of :func:`rows_fingerprint`), naming the variable and
-    rows."""
+    changed since (by the stamps of :func:`rows_fingerprint`, compared as
+    :func:`stamp_digest`), naming the variable and rows."""
     now = rows_fingerprint(source, n_rows)
     for name, entries in saved.items():
-        current = {(int(a), int(b)): stamp for a, b, stamp in now.get(name, [])}
+        current = {(int(a), int(b)): stamp_digest(stamp) for a, b, stamp in now.get(name, [])}
         for a, b, stamp in entries:
-            if current.get((int(a), int(b))) != stamp:
+            if current.get((int(a), int(b))) != stamp_digest(stamp):
                 raise InputError(
                     f"{source.label}: variable '{name}' rows {a}-{int(b) - 1} changed since "
                     f"{result} was fitted; --continue-from needs the earlier rows as they "
@@ -211,10 +271,11 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
         raise InputError(f"{source.label}: has {source.n_rows} rows, fewer than the {n_old} "
                          f"{result} was fitted on; --continue-from continues on a store that "
                          "grew")
-    if "rows_fingerprint" not in a:
+    saved = saved_rows_fingerprint(prev)
+    if saved is None:
         raise _continue_refusal(result, "it keeps no fingerprint of the rows it read "
                                 "(written by an earlier version)")
-    check_rows_unchanged(json.loads(a["rows_fingerprint"]), source, n_old, result)
+    check_rows_unchanged(saved, source, n_old, result)
     return prev
 
 

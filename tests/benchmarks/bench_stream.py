@@ -1,18 +1,29 @@
 #!/usr/bin/env python
-"""Exact streaming least squares: streamlsq against every peer and the floors, in one run.
+"""Exact streaming least squares against the work floor of the machine, and every peer, in
+one run.
 
 On one stream store written by ``simulate`` (default 4,000,000 × 20, the default codec,
-``--codec`` for another) and on the same rows in memory, round-robin over ``--repeat``
-rounds (so the machine's load falls on every row alike), prints rows/s (median and
-spread min–max), ratios, and the relative error of the final coefficients against
-``numpy.linalg.lstsq`` of the same rows (the error floor):
+``--codec`` for another; ``--store`` for an existing one) and on the same rows in memory,
+round-robin over ``--repeat`` rounds (so the machine's load falls on every row alike),
+prints rows/s (median and spread min–max), the ratio of each run to the work floor of the
+same round (median and spread), and the relative error of the final coefficients
+against ``numpy.linalg.lstsq`` of the same rows (the error floor).
 
-- the floors: read and decode every chunk of X and y, **in parallel** (one Dask task per
-  chunk over the workers: the scan engine's floor) and **in order** (one Dask task
-  reading every chunk in turn: the sequential engine's floor); XᵀX of the rows in memory;
+**The work floor** is the least any exact fit can cost here: every chunk of X and y read
+and decoded by the cluster's worker processes in parallel (one Dask task per chunk: no
+arithmetic), plus XᵀX of every chunk (what the normal equations add, the cheapest exact
+summary) on one thread, divided over the workers:
+
+    seconds per row = 1 / (decode rows/s, all workers) + 1 / (workers × XᵀX rows/s, one thread)
+
+The runs:
+
+- the floors: decoding in parallel, decoding in order (one Dask task reading every chunk
+  in turn), XᵀX of every chunk on one thread (in this process, one BLAS thread), and the
+  work floor from them;
 - streamlsq KF4LLS from the store: ``sequential`` and ``scan`` engines × ``qr`` and
-  ``normal`` solvers (``fit_stream``), each against both floors;
-- the scan engine and the parallel floor on a second cluster of **one** worker
+  ``normal`` solvers (``fit_stream`` on the warm cluster);
+- the scan engine and the decoding floor on a second cluster of **one** worker
   (``--one-worker``): the speed-up of two workers over one;
 - ``dask.array.linalg.lstsq`` (tall-and-skinny QR) on the same Zarr store, and dask-ml's
   ``Incremental(SGDRegressor)`` over its chunks (one pass; approximate by design);
@@ -22,10 +33,11 @@ spread min–max), ratios, and the relative error of the final coefficients agai
   ``FilterRLS`` (mu = 1), river ``BayesianLinearRegression``; a peer that is not
   installed (the ``bench`` extra) is left out with a note.
 
-Writes everything (every run's seconds) as JSON. Not part of the test suite:
+Writes everything (every run's seconds, the load average before and after, the machine)
+as JSON. Not part of the test suite:
 
     python tests/benchmarks/bench_stream.py --rows 4000000 --features 20 --repeat 5
-    python tests/benchmarks/bench_stream.py --store existing.zarr --memory-limit 1GB
+    python tests/benchmarks/bench_stream.py --store big.zarr --no-peers --repeat 5
 """
 
 from __future__ import annotations
@@ -43,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 from distributed import Client, LocalCluster
+from threadpoolctl import threadpool_limits
 
 from streamlsq import fit_stream, open_stream, simulate_stream
 from streamlsq.io.stores import cached_array
@@ -89,15 +102,31 @@ def rel_error(coef, ref) -> float:
     return float(np.linalg.norm(coef - ref) / np.linalg.norm(ref))
 
 
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def cpu_meter(client):
+    """CPU seconds (user + system) spent so far by this process and the cluster's worker
+    processes: what a run costs in work, which the machine's load changes far less than
+    its wall time."""
+    def total():
+        return _cpu_seconds() + sum(client.run(_cpu_seconds).values())
+    return total
+
+
 class Bench:
-    """Named runs, timed round-robin; each returns its coefficients (or None)."""
+    """Named runs, timed round-robin; each returns its coefficients (or None). ``cpu`` (a
+    meter per run, or None) adds the CPU seconds each run spent."""
 
     def __init__(self):
         self.runs: dict[str, dict] = {}
 
-    def add(self, name, rows, fn, ref=None, note="", group="streamlsq"):
+    def add(self, name, rows, fn, ref=None, note="", group="streamlsq", cpu=None):
         self.runs[name] = {"rows": rows, "fn": fn, "ref": ref, "note": note, "group": group,
-                           "seconds": [], "coef_rel_error": None}
+                           "seconds": [], "cpu_seconds": [], "coef_rel_error": None,
+                           "cpu": cpu}
 
     def run(self, repeat):
         for name, r in self.runs.items():  # warm up: numba caches, first opens
@@ -110,9 +139,12 @@ class Bench:
             for r in self.runs.values():
                 if "failed" in r:
                     continue
+                c = r["cpu"]() if r["cpu"] else None
                 t = time.perf_counter()
                 coef = r["fn"]()
                 r["seconds"].append(time.perf_counter() - t)
+                if c is not None:
+                    r["cpu_seconds"].append(r["cpu"]() - c)
                 if coef is not None and r["ref"] is not None:
                     r["coef_rel_error"] = rel_error(coef, r["ref"])
 
@@ -123,6 +155,17 @@ class Bench:
 
 def fit_coef(ds):
     return ds.coef.values[-1, :, 0]
+
+
+DECODE = "decode, workers in parallel"
+XTX = "XᵀX of every chunk, one thread"
+
+
+def xtx_of_chunks(chunks) -> None:
+    """XᵀX of every chunk in memory, on one BLAS thread (the normal equations' arithmetic)."""
+    with threadpool_limits(1):
+        for X in chunks:
+            X.T @ X
 
 
 def main() -> None:
@@ -139,12 +182,17 @@ def main() -> None:
                    help="rows for the per-row peers (statsmodels, padasip, river, polars-ols)")
     p.add_argument("--no-peers", action="store_true")
     p.add_argument("--one-worker", action=argparse.BooleanOptionalAction, default=True,
-                   help="also run the scan engine and the parallel floor on one worker")
+                   help="also run the scan engine and the decoding floor on one worker")
     p.add_argument("--max-memory-gb", type=float, default=4.0,
-                   help="in-memory runs only when X fits in this")
+                   help="in-memory runs (and XᵀX of every chunk) only when X fits in this; "
+                   "else XᵀX of the chunks that fit")
+    p.add_argument("--runs", default=None,
+                   help="comma-separated parts of the names of the runs to keep besides the "
+                   "floors (e.g. 'scan qr,scan normal')")
     p.add_argument("--json", default="bench_stream.json")
     args = p.parse_args()
     warnings.filterwarnings("ignore")
+    load_before = os.getloadavg()
 
     kw = dict(threads_per_worker=1, memory_limit=args.memory_limit, dashboard_address=":0",
               silence_logs=logging.ERROR)
@@ -172,41 +220,55 @@ def main() -> None:
         ref = None
         X = y = None
         in_memory = n * q * 8 / 1e9 <= args.max_memory_gb
+        edges = source.chunk_edges()
+        fit = max(1, min(len(edges) - 1, int(args.max_memory_gb * 1e9 // (
+            source.chunk_rows * q * 8))))
         if in_memory:
             X = np.asarray(cached_array(str(store), None, "X")[:])
             y = np.asarray(cached_array(str(store), None, "y")[:])[:, 0]
             ref = np.linalg.lstsq(X, y, rcond=None)[0]
+            chunks = [X[a:b] for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        else:
+            chunks = [np.asarray(source.array("X")[int(a):int(b)])
+                      for a, b in zip(edges[:fit], edges[1:fit + 1], strict=True)]
 
         b = Bench()
-        b.add("read floor, parallel", n, lambda: raw_read(client, source), group="floor")
-        b.add("read floor, in order", n, lambda: raw_read_in_order(client, source),
-              group="floor")
+        cpu = cpu_meter(client)
+        b.add(DECODE, n, lambda: raw_read(client, source), group="floor", cpu=cpu)
+        b.add(XTX, sum(len(c) for c in chunks), lambda: xtx_of_chunks(chunks), group="floor",
+              cpu=_cpu_seconds)
+        b.add("decode, in order (one Dask task)", n, lambda: raw_read_in_order(client, source),
+              group="floor", cpu=cpu)
         for engine in ("sequential", "scan"):
             for solver in ("qr", "normal"):
                 b.add(f"KF4LLS {engine} {solver}", n,
                       lambda e=engine, s=solver: fit_coef(fit_stream(
                           store, "kf4lls", engine=e, solver=s, client=client, progress=False)),
-                      ref)
+                      ref, cpu=cpu)
         if one is not None:
-            b.add("read floor, parallel, 1 worker", n, lambda: raw_read(one, source),
-                  group="floor")
+            b.add("decode, 1 worker", n, lambda: raw_read(one, source), group="floor",
+                  cpu=cpu_meter(one))
             b.add("KF4LLS scan qr, 1 worker", n, lambda: fit_coef(fit_stream(
-                store, "kf4lls", engine="scan", client=one, progress=False)), ref)
+                store, "kf4lls", engine="scan", client=one, progress=False)), ref,
+                  cpu=cpu_meter(one))
         if in_memory:
-            b.add("XᵀX in memory", n, lambda: X.T @ X, group="floor")
             b.add("numpy lstsq (in memory)", n,
                   lambda: np.linalg.lstsq(X, y, rcond=None)[0], ref, group="peer")
         if not args.no_peers:
             add_dask_peers(b, store, client, ref)
             if in_memory:
                 add_row_peers(b, X, y, min(args.peer_rows, n))
+        if args.runs:
+            keep = [part.strip() for part in args.runs.split(",")]
+            b.runs = {name: r for name, r in b.runs.items()
+                      if r["group"] == "floor" or any(k in name for k in keep)}
         b.run(args.repeat)
         load = os.getloadavg()
         if one is not None:
             one.close()
             one_cluster.close()
 
-    report(b, n, args, load, gb, codec)
+    report(b, n, args, (load_before, load), gb, codec)
 
 
 def add_dask_peers(b, store, client, ref):
@@ -295,53 +357,90 @@ def add_row_peers(b, X, y, m):
         print(f"river: not installed ({exc})")
 
 
-def report(b, n, args, load, gb, codec):
+def work_floor(b, workers) -> np.ndarray:
+    """The work floor of each round, rows/s: 1 / (1/decode + 1/(workers × XᵀX on one thread))."""
+    dec, xtx = b.runs[DECODE], b.runs[XTX]
+    per_row = (np.array(dec["seconds"]) / dec["rows"]
+               + np.array(xtx["seconds"]) / xtx["rows"] / workers)
+    return 1 / per_row
+
+
+def cpu_per_row(r) -> float:
+    """Median CPU seconds per row of a run (NaN when not metered)."""
+    return float(np.median(r["cpu_seconds"])) / r["rows"] if r["cpu_seconds"] else math.nan
+
+
+def machine() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f
+                          if line.startswith("model name")), "?")
+    except OSError:
+        model = "?"
+    return f"{os.cpu_count()} cores ({model})"
+
+
+def report(b, n, args, loads, gb, codec):
     for r in b.runs.values():
         if r["rows"] is None:
             r["rows"] = n
-    par = b.rate("read floor, parallel")
-    order = b.rate("read floor, in order")
-    print(f"\n{args.repeat} round-robin rounds; load average {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f}; rows/s median (spread min-max)\n")
-    print(f"{'run':<44}{'rows':>9}{'rows/s':>11}{'spread':>21}{'/par floor':>11}"
-          f"{'/in-order':>10}{'rel err':>10}  note")
+    floor = work_floor(b, args.workers)
+    fl = float(np.median(floor))
+    before, after = loads
+    print(f"\n{machine()}; {args.repeat} round-robin rounds; load average before "
+          f"{before[0]:.2f} {before[1]:.2f} {before[2]:.2f}, after {after[0]:.2f} "
+          f"{after[1]:.2f} {after[2]:.2f}; rows/s median (spread min-max); / work floor: "
+          "the ratio to the floor of the same round, median (min-max)\n")
+    print(f"work floor {fl:.3e} rows/s ({floor.min():.3g}-{floor.max():.3g}): decoding "
+          f"{b.rate(DECODE):.3e} rows/s on {args.workers} workers + XᵀX {b.rate(XTX):.3e} "
+          "rows/s per thread\n")
+    floor_cpu = cpu_per_row(b.runs[DECODE]) + cpu_per_row(b.runs[XTX])
+    print(f"work floor in CPU: {1e6 * floor_cpu:.3f} µs per row (decoding "
+          f"{1e6 * cpu_per_row(b.runs[DECODE]):.3f} + XᵀX {1e6 * cpu_per_row(b.runs[XTX]):.3f}); "
+          "CPU µs/row: every process of the run (client, scheduler, workers); floor/CPU: "
+          "the work floor's CPU per row over the run's\n")
+    print(f"{'run':<44}{'rows':>9}{'rows/s':>11}{'spread':>21}{'/ work floor':>13}"
+          f"{'spread':>12}{'CPU µs/row':>11}{'floor/CPU':>10}{'rel err':>10}  note")
     out = {}
     for name, r in b.runs.items():
+        out[name] = {k: v for k, v in r.items() if k not in ("fn", "ref", "cpu")}
         if "failed" in r or not r["seconds"]:
             print(f"{name:<44} failed: {r.get('failed')}")
-            out[name] = {k: v for k, v in r.items() if k not in ("fn", "ref")}
             continue
         rates = r["rows"] / np.array(r["seconds"])
-        rate = float(np.median(rates))
+        ratios = rates / floor[: len(rates)]
+        rate, ratio = float(np.median(rates)), float(np.median(ratios))
         err = "-" if r["coef_rel_error"] is None else f"{r['coef_rel_error']:.1e}"
-        spread = f"{rates.min():.3g}-{rates.max():.3g}"
-        print(f"{name:<44}{r['rows']:>9}{rate:>11.3e}{spread:>21}{rate / par:>11.2f}"
-              f"{rate / order:>10.2f}{err:>10}  {r['note']}")
-        out[name] = {k: v for k, v in r.items() if k not in ("fn", "ref")}
+        cpu = cpu_per_row(r)
+        cpu_text = (f"{1e6 * cpu:>11.3f}{floor_cpu / cpu:>10.2f}" if cpu == cpu
+                    else f"{'-':>11}{'-':>10}")
+        print(f"{name:<44}{r['rows']:>9}{rate:>11.3e}"
+              f"{f'{rates.min():.3g}-{rates.max():.3g}':>21}{ratio:>13.2f}"
+              f"{f'{ratios.min():.2f}-{ratios.max():.2f}':>12}{cpu_text}{err:>10}  "
+              f"{r['note']}")
         out[name].update(rows_per_s=rate, rows_per_s_min=float(rates.min()),
-                         rows_per_s_max=float(rates.max()), vs_parallel_floor=rate / par,
-                         vs_in_order_floor=rate / order)
+                         rows_per_s_max=float(rates.max()), vs_work_floor=ratio,
+                         vs_work_floor_min=float(ratios.min()),
+                         vs_work_floor_max=float(ratios.max()),
+                         cpu_us_per_row=1e6 * cpu, floor_cpu_over_cpu=floor_cpu / cpu)
     summary = {}
-    ours = max((b.rate(k) for k in b.runs if k.startswith("KF4LLS scan")), default=math.nan)
     for peer in ("statsmodels RecursiveLS", "polars-ols rls"):
         if peer in b.runs and b.runs[peer]["seconds"]:
             summary[f"scan qr / {peer}"] = b.rate("KF4LLS scan qr") / b.rate(peer)
-    summary["scan qr / parallel floor"] = b.rate("KF4LLS scan qr") / par
-    summary["sequential qr / in-order floor"] = b.rate("KF4LLS sequential qr") / order
-    summary["sequential qr / parallel floor"] = b.rate("KF4LLS sequential qr") / par
     if "KF4LLS scan qr, 1 worker" in b.runs:
         summary["scan qr: 2 workers / 1 worker"] = (b.rate("KF4LLS scan qr")
                                                     / b.rate("KF4LLS scan qr, 1 worker"))
-        summary["parallel floor: 2 workers / 1 worker"] = (
-            par / b.rate("read floor, parallel, 1 worker"))
-    print("\nratios (medians of the same run):")
-    for k, v in summary.items():
-        print(f"  {k:<44}{v:>8.2f}")
-    del ours
+        summary["decoding: 2 workers / 1 worker"] = (b.rate(DECODE)
+                                                     / b.rate("decode, 1 worker"))
+    if summary:
+        print("\nratios (medians of the same run):")
+        for k, v in summary.items():
+            print(f"  {k:<44}{v:>8.2f}")
     with open(args.json, "w") as f:
         json.dump({"settings": {k: str(v) for k, v in vars(args).items()}, "gb": gb,
-                   "codec": codec, "load_average": load, "results": out,
-                   "summary": summary}, f, indent=1, default=str)
+                   "codec": codec, "machine": machine(), "load_average_before": before,
+                   "load_average_after": after, "work_floor_rows_per_s": floor.tolist(),
+                   "results": out, "summary": summary}, f, indent=1, default=str)
     print(f"wrote {args.json}")
 
 

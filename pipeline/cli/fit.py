@@ -194,8 +194,10 @@ def _import_fit_path() -> None:
 
 def _task_modules(cls) -> tuple[str, ...]:
     """The modules a fit's tasks import on a worker (the recursion's kernels with SciPy
-    and Numba, the engines'), for its worker processes to import as they start."""
-    return (cls.__module__, "streamlsq.stream.engines")
+    and Numba, the engines'), for its worker processes to import as they start; none for a
+    recursion defined in a script's ``__main__`` (its tasks carry it by value)."""
+    own = () if cls.__module__ == "__main__" else (cls.__module__,)
+    return (*own, "streamlsq.stream.engines")
 
 
 def _job_options(name: str) -> tuple[Param, ...]:

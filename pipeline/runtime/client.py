@@ -187,7 +187,8 @@ def dask_client(
     ``preload``: modules the embedded cluster's worker processes import as they start (the
     kernels of the block's tasks), while this process is still busy, rather than when the
     first task arrives (worker threads share this process's modules; a running cluster's
-    workers are left as they are).
+    workers are left as they are; not with a ``memory_limit``, which preloading could
+    exceed before the cluster is up).
 
     Examples
     --------
@@ -300,7 +301,9 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, dat
                        ("memory_limit", memory_limit)):
         if value is not None:
             kwargs[key] = value
-    if kind == "processes" and preload:
+    if kind == "processes" and preload and memory_limit is None:
+        # a worker that outgrows a small given limit while preloading would be restarted
+        # for ever before the cluster is up (and watched): such workers import on first use
         kwargs["preload"] = list(preload)
     check_temporary_directory()
     with contextlib.ExitStack() as stack:

@@ -42,3 +42,32 @@ def test_the_listed_short_help_is_the_commands_own(name):
     command = load_command(name)
     listed = click.Command(name, help=COMMANDS[name][2])
     assert listed.get_short_help_str(60) == command.get_short_help_str(60)
+
+
+#: packages the fit of a least-squares recursion needs none of: SciPy's statistics (its
+#: distributions come from scipy.special), scikit-learn, plotting, statsmodels
+NOT_ON_FIT_PATH = ("scipy.stats", "sklearn", "matplotlib", "statsmodels")
+
+
+def _imports_any_of(modules: set[str], names) -> set[str]:
+    return {m for m in modules for name in names if m == name or m.startswith(name + ".")}
+
+
+def test_the_fit_path_imports_no_scipy_stats_sklearn_or_matplotlib():
+    modules = _imported_after("import streamlsq.stream.fit")
+    assert not _imports_any_of(modules, NOT_ON_FIT_PATH)
+
+
+def test_a_whole_fit_with_statistics_imports_no_scipy_stats(tmp_path):
+    from streamlsq import simulate_stream
+
+    store = tmp_path / "s.zarr"
+    simulate_stream(store, n_rows=500, n_features=3, seed=0)
+    out = tmp_path / "fit.zarr"
+    args = ["fit", "kf4lls", str(store), "--out", str(out)]
+    code = (f"import sys; sys.argv = ['streamlsq', *{args!r}]\n"
+            "from streamlsq.cli import main\ntry:\n    main()\nexcept SystemExit as e:\n"
+            "    assert not e.code, e.code")
+    modules = _imported_after(code)
+    assert (out / "pvalues").is_dir() and (out / "f_pvalue").is_dir()  # statistics written
+    assert not _imports_any_of(modules, NOT_ON_FIT_PATH)

@@ -51,6 +51,20 @@ def test_a_small_input_gets_an_in_process_cluster(auto, monkeypatch):
         assert client.submit(sum, [1, 2]).result() == 3
 
 
+def _imported(name: str) -> bool:
+    return name in sys.modules
+
+
+def test_worker_processes_import_the_preloaded_modules_as_they_start(monkeypatch):
+    import streamlsq.runtime.client as runtime_client
+
+    monkeypatch.setattr(runtime_client, "_default_client", lambda: None)  # another test's
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    module = "streamlsq.kernels.recursions.kf4lls"
+    with dask_client(n_workers=1, preload=(module,)) as client:
+        assert all(client.run(_imported, module).values())
+
+
 SCRIPT = """
 from streamlsq.runtime.client import embedded_workers
 print("top", embedded_workers(None))

@@ -22,8 +22,14 @@ to step t with the final scale σ̂².
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
+from streamlsq.kernels.inference._distributions import (
+    fisher_f_sf,
+    normal_ppf,
+    normal_sf,
+    student_t_ppf,
+    student_t_sf,
+)
 from streamlsq.kernels.inference.factor import (
     RegressionFactor,
     constant_in_span,
@@ -52,13 +58,13 @@ def critical_value(alpha: float, df, use_t: bool):
     """The (1 − α/2) quantile of Student's t with ``df`` degrees of freedom, or of the
     normal distribution (``use_t`` False: statsmodels' robust covariances)."""
     q = 1.0 - alpha / 2.0
-    return stats.t.ppf(q, df) if use_t else stats.norm.ppf(q)
+    return student_t_ppf(q, df) if use_t else normal_ppf(q)
 
 
 def two_sided_pvalues(tvalues, df, use_t: bool):
     """P(|T| > |t|) for Student's t with ``df`` degrees of freedom, or the normal."""
     a = np.abs(tvalues)
-    return 2.0 * (stats.t.sf(a, df) if use_t else stats.norm.sf(a))
+    return 2.0 * (student_t_sf(a, df) if use_t else normal_sf(a))
 
 
 def classical_statistics(fac: RegressionFactor, alpha: float = 0.05,
@@ -103,7 +109,7 @@ def classical_statistics(fac: RegressionFactor, alpha: float = 0.05,
         llf = (-nobs / 2.0 * (np.log(2.0 * np.pi) + np.log(ssr / nobs) + 1.0)
                + 0.5 * fac.sum_log_weights)
         rsquared_adj = 1.0 - (nobs - span.k_constant) / df_resid * (1.0 - rsquared)
-        f_pvalue = stats.f.sf(fvalue, df_model, df_resid)
+        f_pvalue = fisher_f_sf(fvalue, df_model, df_resid)
         bic_penalty = np.log(nobs)
     n_params = df_model + span.k_constant
     ones = np.ones(K)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from streamlsq.kernels.inference._distributions import fisher_f_sf
 from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
 
 __all__ = ["WaldTest", "wald_test"]
@@ -60,5 +60,5 @@ def wald_test(coef, cov, restrictions, q, df_denom) -> WaldTest:
                          "drop the ones the others imply") from None
     J = restrictions.shape[0]
     fvalue = quadratic / J
-    return WaldTest(fvalue=fvalue, pvalue=float(stats.f.sf(fvalue, J, df_denom)), df_num=J,
+    return WaldTest(fvalue=fvalue, pvalue=float(fisher_f_sf(fvalue, J, df_denom)), df_num=J,
                     df_denom=float(df_denom))

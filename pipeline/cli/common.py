@@ -179,10 +179,11 @@ def _checkpoint_options(fn):
     return fn
 
 
-def _client(scheduler, n_workers, memory_limit, data=None):
+def _client(scheduler, n_workers, memory_limit, data=None, preload=()):
     """The command's Dask client. ``data``: the store(s) the command reads, or the bytes
     it will write; an embedded cluster for small data runs its workers as threads of
-    this process (``streamlsq.runtime.client.embedded_workers``)."""
+    this process (``streamlsq.runtime.client.embedded_workers``). ``preload``: modules its
+    worker processes import as they start (``dask_client``)."""
     from streamlsq.runtime.client import dask_client
 
     if n_workers is not None and n_workers < 1:
@@ -193,17 +194,17 @@ def _client(scheduler, n_workers, memory_limit, data=None):
         check_memory_limit(memory_limit)
     data_bytes = data if isinstance(data, int) or data is None else _stores_bytes(data)
     return dask_client(None, scheduler, n_workers=n_workers, memory_limit=memory_limit,
-                       data_bytes=data_bytes)
+                       data_bytes=data_bytes, preload=preload)
 
 
 @contextlib.contextmanager
-def _client_while(meanwhile, scheduler, n_workers, memory_limit, data=None):
+def _client_while(meanwhile, scheduler, n_workers, memory_limit, data=None, preload=()):
     """:func:`_client`, started in a background thread while ``meanwhile()`` runs here: the
     heavy imports of a command overlap the start of its worker processes, or the
     connection to a scheduler. An embedded cluster of threads (small inputs) starts after
     ``meanwhile()``: it is quick to start, and the one-BLAS-thread limit of its workers
     applies only to the libraries loaded by then."""
-    manager = _client(scheduler, n_workers, memory_limit, data)  # options checked here
+    manager = _client(scheduler, n_workers, memory_limit, data, preload)  # options checked
     from streamlsq.runtime.client import embedded_workers
 
     remote = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")

@@ -143,7 +143,7 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
         segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
         # the fit path's imports (about a second) while the worker processes start
         with _client_while(_import_fit_path, scheduler, n_workers, memory_limit,
-                           data=stores) as client:
+                           data=stores, preload=_task_modules(cls)) as client:
             from streamlsq.stream.fit import fit_stream
 
             ds = fit_stream(stores[0] if single else stores, name, out=out, engine=engine,
@@ -190,6 +190,14 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
 
 def _import_fit_path() -> None:
     import streamlsq.stream.fit  # noqa: F401 - imported for what it imports
+
+
+def _task_modules(cls) -> tuple[str, ...]:
+    """The modules a fit's tasks import on a worker (the recursion's kernels with SciPy
+    and Numba, the engines'), for its worker processes to import as they start; none for a
+    recursion defined in a script's ``__main__`` (its tasks carry it by value)."""
+    own = () if cls.__module__ == "__main__" else (cls.__module__,)
+    return (*own, "streamlsq.stream.engines")
 
 
 def _job_options(name: str) -> tuple[Param, ...]:

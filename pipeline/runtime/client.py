@@ -177,12 +177,18 @@ def dask_client(
     threads_per_worker: int | None = None,
     memory_limit: str | float | None = None,
     data_bytes: int | None = None,
+    preload: tuple[str, ...] = (),
 ) -> Iterator[Client]:
     """Yield a connected :class:`distributed.Client` watched by :func:`paused_watch`; close
     only what this call opened.
 
     ``data_bytes``: how many bytes the block will read, when known; an embedded cluster
     for small inputs runs its workers as threads of this process (:func:`embedded_workers`).
+    ``preload``: modules the embedded cluster's worker processes import as they start (the
+    kernels of the block's tasks), while this process is still busy, rather than when the
+    first task arrives (worker threads share this process's modules; a running cluster's
+    workers are left as they are; not with a ``memory_limit``, which preloading could
+    exceed before the cluster is up).
 
     Examples
     --------
@@ -195,7 +201,7 @@ def dask_client(
     for name in SETTINGS:  # a bad setting is one line before a cluster is touched
         setting(name)
     with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit,
-                  data_bytes) as (c, own):
+                  data_bytes, preload) as (c, own):
         try:
             with paused_watch(c):
                 yield c
@@ -257,7 +263,8 @@ def release_worker_pages(client: Client, timeout: float = 10.0) -> None:
 
 
 @contextlib.contextmanager
-def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, data_bytes=None):
+def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, data_bytes=None,
+             preload=()):
     """Yield (client, whether this call started the cluster)."""
     if client is not None:
         yield client, False
@@ -294,6 +301,10 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, dat
                        ("memory_limit", memory_limit)):
         if value is not None:
             kwargs[key] = value
+    if kind == "processes" and preload and memory_limit is None:
+        # a worker that outgrows a small given limit while preloading would be restarted
+        # for ever before the cluster is up (and watched): such workers import on first use
+        kwargs["preload"] = list(preload)
     check_temporary_directory()
     with contextlib.ExitStack() as stack:
         if kind == "threads":

@@ -13,7 +13,8 @@ rounds, median and spread, with the load average before and after:
   ``streamlsq fit kf4lls STORE --engine ENGINE`` as chosen (``auto``: worker processes
   above ``streamlsq.in-process-bytes``) and with threads forced, against the same fit on
   a warm cluster of two worker processes (``fit_stream(..., client=)``): the ratio whole
-  process / warm fit;
+  process / warm fit; and the same warm fit on in-process workers (threads), for the
+  choice between the two;
 - the fit's compute alone: ``fit_stream`` in a warm process on a running cluster.
 
 Also the imports, as ``python -X importtime`` totals (the smallest of ``--repeat``
@@ -95,7 +96,9 @@ def main() -> None:
                 args.big, threads, *engine)
         warm = "fit_stream compute alone (warm process, running cluster)"
         warm_big = f"fit_stream BIG --engine {args.engine} (warm, 2 worker processes)"
-        runs = {name: [] for name in [*cases, warm] + ([warm_big] if args.big else [])}
+        warm_big_threads = f"fit_stream BIG --engine {args.engine} (warm, in-process workers)"
+        runs = {name: [] for name in [*cases, warm] + ([warm_big, warm_big_threads]
+                                                       if args.big else [])}
         from distributed import Client, LocalCluster
 
         from streamlsq import fit_stream
@@ -120,6 +123,8 @@ def main() -> None:
                 runs[warm].append(timed_fit(store, client))
                 if args.big is not None:
                     runs[warm_big].append(timed_fit(args.big, on_two, engine=args.engine))
+                    runs[warm_big_threads].append(timed_fit(args.big, client,
+                                                            engine=args.engine))
         imports = {stmt: import_seconds(stmt, args.repeat)
                    for stmt in ("import streamlsq.cli", "import streamlsq.stream.fit")}
     report(args, runs, imports, (load_before, os.getloadavg()), warm_big)
@@ -149,7 +154,7 @@ def report(args, runs, imports, loads, warm_big):
         table[name] = {"median": float(np.median(s)), "min": float(s.min()),
                        "max": float(s.max()), "seconds": secs}
         ratio = ""
-        if "BIG" in name and name != warm_big and runs.get(warm_big):
+        if "BIG" in name and not name.startswith("fit_stream") and runs.get(warm_big):
             ratio = f"{np.median(s) / np.median(runs[warm_big]):.2f}"
             table[name]["over_warm"] = float(np.median(s) / np.median(runs[warm_big]))
         print(f"{name:<66}{np.median(s):>10.2f}{f'{s.min():.2f}-{s.max():.2f}':>16}"

@@ -112,7 +112,7 @@ def rows_fingerprint(source, n_rows: int) -> dict:
         return {}
     out = {}
     for name in (*source.x_vars, *source.y_vars):
-        rows = int(source.array(name).chunks[0])
+        rows = int(source.rows.rows_per_chunk(name))
         entries = []
         for a, b, stamp in source.chunk_stamps([name]).get(name, []):
             if a >= n_rows:

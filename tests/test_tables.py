@@ -197,3 +197,17 @@ def test_the_command_line_converts_fits_and_predicts(inputs, reference, cli, tmp
     assert result.exit_code == 2 and "--missing drop" in result.output
     result = cli("predict", fit, inputs["parquet"], "--out", pred)
     assert result.exit_code == 2 and "has NaN at row" in result.output
+
+
+def test_a_checkpointed_fit_of_a_table_and_continuing_it_refused(inputs, client, tmp_path):
+    """A Parquet fit commits its segments to a checkpoint and gives the same coefficients;
+    --continue-from on a table is refused in one line (a table that grows is converted)."""
+    options = dict(formula=FORMULA, missing="drop", block_size=BLOCK, client=client,
+                   progress=False)
+    plain = fit_stream(inputs["parquet"], **options)
+    ckpt = fit_stream(inputs["parquet"], out=tmp_path / "fit.zarr",
+                      checkpoint=tmp_path / "ckpt", segment_bytes=2**20, **options)
+    np.testing.assert_array_equal(ckpt.coef.values, plain.coef.values)
+    for kind in ("parquet", "pandas"):
+        with pytest.raises(InputError, match="not on a table: write the table as a store"):
+            fit_stream(inputs[kind], continue_from=tmp_path / "fit.zarr", **options)

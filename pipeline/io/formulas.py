@@ -306,6 +306,10 @@ class DesignRows:
     def in_memory(self) -> bool:
         return self.inner.in_memory
 
+    @property
+    def table(self) -> bool:
+        return getattr(self.inner, "table", False)
+
     def raw(self, name: str) -> tuple[str, ...]:
         """The inner variables behind variable ``name``."""
         if name == DESIGN:

@@ -16,10 +16,10 @@ keeps the last few parts it read, so that consecutive chunks and the several col
 chunk read each part once. Equal chunks keep every piece of arithmetic above the source as it
 is, and a prediction's output chunks one to one with the tasks that write them.
 
-What identifies the rows read (``--resume``, ``--continue-from``): the files' sizes and
-modification stamps (an object's ETag) and, for Parquet, each row group's rows and bytes. A
-DataFrame in memory has none: it resumes and continues as an in-memory Dataset does (not at
-all).
+What identifies the rows read (``--resume``): the files' sizes and modification stamps (an
+object's ETag) and, for Parquet, each row group's rows and bytes, in the input's token; a
+DataFrame's token is a hash of its values. ``--continue-from`` is refused in one line: a table
+that grew is written as a store (``streamlsq convert``) to be continued.
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
 #: rows of a pandas frame in one part (about 25 MB of float64 in ten columns)
 FRAME_PART_ROWS = TARGET_CHUNK_ELEMENTS // 10
-#: parts a process keeps after reading them (the chunks of one task share parts)
+#: parts a process keeps after reading them (the chunks of one task, and the columns of one
+#: chunk, share parts), and the bytes they may hold at most: the last part read is kept
 KEPT_PARTS = 4
+KEPT_BYTES = 32 * 2**20
 _kept: OrderedDict = OrderedDict()
 _kept_lock = threading.Lock()
 
@@ -115,6 +117,9 @@ class TableRows:
     stamps: tuple = ()
 
     group = None
+    #: a table's rows are not continued (``--continue-from``): its parts are cut anew
+    #: whenever it grows
+    table = True
 
     @property
     def in_memory(self) -> bool:
@@ -132,7 +137,8 @@ class TableRows:
         return self.chunk_rows
 
     def read_part(self, i: int, names: tuple):
-        """Part ``i``'s columns ``names`` as a pandas DataFrame, kept for the next reads."""
+        """Part ``i``'s columns ``names`` as a pandas DataFrame, kept for the next reads (the
+        next chunk often starts in the same part)."""
         key = (self.token, self.path, i, names)
         with _kept_lock:
             if key in _kept:
@@ -141,7 +147,8 @@ class TableRows:
         frame = self._read_part(i, list(names))
         with _kept_lock:
             _kept[key] = frame
-            while len(_kept) > KEPT_PARTS:
+            while len(_kept) > 1 and (len(_kept) > KEPT_PARTS or sum(
+                    int(f.memory_usage(deep=False).sum()) for f in _kept.values()) > KEPT_BYTES):
                 _kept.popitem(last=False)
         return frame
 
@@ -149,10 +156,16 @@ class TableRows:
         kind = self.kind
         try:
             if kind == "parquet":
+                import pyarrow as pa
+
                 file, group = self.parts[i]
-                return _parquet_file(file, self.token, _options_key(self.storage_options),
-                                     self.storage_options).read_row_group(
+                frame = _parquet_file(file, self.token, _options_key(self.storage_options),
+                                      self.storage_options).read_row_group(
                     group, columns=names).to_pandas()
+                # the pages of the Arrow buffers go back to the system, not to Arrow's pool:
+                # a worker's memory stays that of the chunks it holds
+                pa.default_memory_pool().release_unused()
+                return frame
             if kind == "pandas":
                 a, b = self.edges[i], self.edges[i + 1]
                 return self.frame.iloc[a:b][names]
@@ -253,23 +266,25 @@ def _options_key(options: dict | None) -> str:
     return "" if not options else repr(sorted(options.items()))
 
 
-_files_cache: OrderedDict = OrderedDict()
+#: the open Parquet files of each thread (a ``ParquetFile`` is not to be read by two
+#: threads at once: a task reads its next chunks in background threads)
+_opened = threading.local()
 
 
 def _parquet_file(file: str, token: str, options_key: str, options: dict | None):
-    """The pyarrow ``ParquetFile`` of ``file``, opened once per process and version."""
+    """The pyarrow ``ParquetFile`` of ``file``, opened once per thread and version."""
+    cache = getattr(_opened, "files", None)
+    if cache is None:
+        cache = _opened.files = OrderedDict()
     key = (file, token, options_key)
-    with _kept_lock:
-        if key in _files_cache:
-            return _files_cache[key]
+    if key in cache:
+        return cache[key]
     import pyarrow.parquet as pq
 
     fs, path = _filesystem(file, options)
-    handle = pq.ParquetFile(fs.open(path, "rb"))
-    with _kept_lock:
-        _files_cache[key] = handle
-        while len(_files_cache) > 32:
-            _files_cache.popitem(last=False)
+    handle = cache[key] = pq.ParquetFile(fs.open(path, "rb"))
+    while len(cache) > 16:
+        cache.popitem(last=False)
     return handle
 
 

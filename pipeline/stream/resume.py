@@ -157,6 +157,11 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
     storage order, the earlier rows unchanged (:func:`check_rows_unchanged`)."""
     from streamlsq.io.results import open_result
 
+    if getattr(source.rows, "table", False):
+        raise InputError(f"{source.label}: --continue-from continues a fit on a store that "
+                         "grew, not on a table: write the table as a store (streamlsq "
+                         "convert), append the new rows to it and continue on the store, or "
+                         "fit the whole table again")
     if getattr(source, "in_memory", False):
         raise InputError("--continue-from reads a store (a path, URL or zarr store) whose "
                          "chunks can be stamped, not an xarray Dataset: write the Dataset "

@@ -73,8 +73,8 @@ def main() -> None:
             for engine in ("sequential", "scan"):
                 with WorkerPeak(client) as peak:
                     start = time.perf_counter()
-                    fit_stream(data, engine=engine, x=names, y="y", client=client,
-                               block_size=args.row_group, progress=False)
+                    fit_stream(data, engine=engine, x=names, y="y", sample_dim="row",
+                               client=client, block_size=args.row_group, progress=False)
                     seconds = time.perf_counter() - start
                 run = {"input": kind, "engine": engine, "rows": rows, "seconds": seconds,
                        "rows_per_second": rows / seconds, "peak_worker_mb": peak.peak / 1e6}

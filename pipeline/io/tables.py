@@ -38,7 +38,7 @@ from streamlsq.io.location import is_url
 from streamlsq.io.stores import object_stamp
 from streamlsq.io.stream import TARGET_CHUNK_ELEMENTS, _Column
 
-__all__ = ["TableRows", "is_table", "open_table", "read_frame"]
+__all__ = ["TableRows", "forget_parts", "is_table", "open_table", "read_frame"]
 
 #: the dimension of every column of a table
 ROW_DIM = "row"
@@ -214,6 +214,13 @@ class TableRows:
 
     def read_variable(self, name: str) -> np.ndarray | None:
         return None
+
+
+def forget_parts() -> None:
+    """Drop the parts this process keeps (a task that read each part once, as ``convert``'s,
+    leaves the worker's memory as it found it)."""
+    with _kept_lock:
+        _kept.clear()
 
 
 def column_values(series) -> np.ndarray:

@@ -21,7 +21,7 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.formulas import find_levels
-from streamlsq.io.tables import ROW_DIM, is_table, open_table, read_frame
+from streamlsq.io.tables import ROW_DIM, forget_parts, is_table, open_table, read_frame
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.progress import track_futures
@@ -69,6 +69,7 @@ def _write_chunk(rows, names: tuple, strings: frozenset, a: int, b: int, store) 
         else:
             values = np.asarray(values, dtype=np.float64)
         g[name][a:b] = values
+    forget_parts()
     return b - a
 
 

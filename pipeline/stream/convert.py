@@ -63,11 +63,13 @@ def _write_chunk(rows, names: tuple, strings: frozenset, a: int, b: int, store) 
     frame = read_frame(rows, names, a, b)
     g = zarr.open_group(store, mode="r+")
     for name in names:
-        values = frame[name].to_numpy()
-        if name in strings:
-            values = np.asarray(["" if v is None else str(v) for v in values], dtype=object)
+        column = frame[name]
+        if name in strings:  # a missing string as xarray writes it: ""
+            values = np.asarray(["" if missing else str(v) for v, missing
+                                 in zip(column.to_numpy(), column.isna().to_numpy(),
+                                        strict=True)], dtype=object)
         else:
-            values = np.asarray(values, dtype=np.float64)
+            values = np.asarray(column.to_numpy(), dtype=np.float64)
         g[name][a:b] = values
     forget_parts()
     return b - a

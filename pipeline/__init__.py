@@ -45,6 +45,7 @@ _PUBLIC = {
     "make_method": "streamlsq.stream.methods",
     "fit_stream": "streamlsq.stream.fit",
     "predict_stream": "streamlsq.stream.apply",
+    "convert": "streamlsq.stream.convert",
     "fit_interleaved": "streamlsq.stream.interleaved",
     "stability": "streamlsq.stream.stability",
     "plot_fit": "streamlsq.stream.stability",
@@ -67,6 +68,7 @@ _PUBLIC = {
 #: the names above; every estimator of :mod:`streamlsq.estimators` joins them in ``__all__``
 _NAMES = [
     "__version__",
+    "convert",
     "dask_client",
     "example_tasks",
     "fit_em",
@@ -149,6 +151,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.simulate.streams import simulate_interleaved, simulate_irma, simulate_stream
     from streamlsq.simulate.tasks import simulate_mlr
     from streamlsq.stream.apply import predict_stream
+    from streamlsq.stream.convert import convert
     from streamlsq.stream.fit import fit_stream
     from streamlsq.stream.interleaved import fit_interleaved
     from streamlsq.stream.methods import RECURSIONS, make_method

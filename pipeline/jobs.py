@@ -155,6 +155,12 @@ class Job:
         return EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
                                variables=self.checkpoint_variables, kind=self.checkpoint_kind)
 
+    def published(self, out, storage_options: dict | None) -> xr.Dataset:
+        """The store a job that ``writes_chunks`` published, opened for its caller: a result,
+        checked (:func:`~streamlsq.io.results.open_result`), unless the job writes data of
+        another kind."""
+        return open_result(out, storage_options=storage_options)
+
     def compute(self, ctx: Context) -> xr.Dataset:
         """The work itself, on the cluster: returns the result (without the provenance
         attributes, which the run adds); a job that ``writes_chunks`` writes its arrays
@@ -280,4 +286,4 @@ class Run:
             zarr.open_group(store, mode="r+").attrs.update(dict(ds.attrs) | {"complete": False})
         if checkpoint is not None:
             checkpoint.remove()
-        return open_result(self.out, storage_options=self.storage_options)
+        return job.published(self.out, self.storage_options)

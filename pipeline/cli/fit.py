@@ -239,8 +239,9 @@ def _inference_options(alpha: bool = True):
 
 
 def _layout_options(intercept: bool = True, default_intercept: bool = False):
-    """--x, --y, --sample-dim and --intercept/--no-intercept: which variables of DATA, along
-    which dimension, and whether to fit an intercept."""
+    """--x, --y, --sample-dim, --formula and --intercept/--no-intercept: which variables of
+    DATA (or which formula of its columns), along which dimension, and whether to fit an
+    intercept."""
     opts = [
         click.option("--x", "x", default=None, metavar="NAMES",
                      help="Feature variables: one 2-D variable (default X) or several 1-D "
@@ -249,6 +250,10 @@ def _layout_options(intercept: bool = True, default_intercept: bool = False):
                      help="Target variables (default y), comma-separated."),
         click.option("--sample-dim", default=None, metavar="DIM",
                      help="The dimension rows are stored along (default: sample)."),
+        click.option("--formula", default=None, metavar="FORMULA",
+                     help="Build the features and targets from the columns of DATA by a "
+                          "formula ('y ~ a + C(k) + np.log(b) + a:k'; formulaic's syntax) "
+                          "instead of --x/--y; its intercept is the fit's."),
     ]
     if intercept:
         state = "on" if default_intercept else "off"

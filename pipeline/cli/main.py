@@ -33,6 +33,10 @@ COMMANDS = {
     "predict": ("streamlsq.cli.predict", "predict",
                 "Estimate every task of TASKS under the meta-learned MODEL, or apply the "
                 "stream fit MODEL to the rows of the stream store TASKS."),
+    "convert": ("streamlsq.cli.convert", "convert", "Write the table TABLE (a Parquet file or "
+                "folder of files, CSV files by a glob) as the stream store OUT: one variable per "
+                "column along row, numbers as float64 (NaN where missing), strings as strings "
+                "with their levels (attribute categories)."),
     "example": ("streamlsq.cli.example", "example", "Convert a real multilevel dataset (needs "
                 "the 'examples' extra) to a multi-task store."),
     "study": ("streamlsq.cli.study", "study",

@@ -135,7 +135,9 @@ class StreamVariables:
     which dimension, and whether a constant column is prepended to the features
     (``intercept``); the precision weights of the rows (``weights``), their group labels
     (``groups``, for cluster-robust covariances) and what a missing value does
-    (``missing``): what a result records and a continued or resumed fit must match."""
+    (``missing``), and the formula that builds the features and targets from the input's
+    columns (``formula``, :mod:`streamlsq.io.formulas`): what a result records and a continued
+    or resumed fit must match."""
 
     x_vars: tuple[str, ...] = ("X",)
     y_vars: tuple[str, ...] = ("y",)
@@ -144,13 +146,14 @@ class StreamVariables:
     weights: str | None = None
     groups: str | None = None
     missing: str = "raise"
+    formula: str | None = None
 
     def selection(self) -> dict:
         out = {"x": list(self.x_vars), "y": list(self.y_vars), "sample_dim": self.sample_dim,
                "fit_intercept": bool(self.intercept)}
         # only when given: the fingerprints of the fits without them stay as they were
-        out.update({k: v for k, v in (("weights", self.weights), ("groups", self.groups))
-                    if v is not None})
+        out.update({k: v for k, v in (("weights", self.weights), ("groups", self.groups),
+                                      ("formula", self.formula)) if v is not None})
         if self.missing != "raise":
             out["missing"] = self.missing
         return out
@@ -187,7 +190,7 @@ class StreamSource(StoreSource):
     >>> tmp.cleanup()
     """
 
-    rows: StoreRows | DatasetRows
+    rows: StoreRows | DatasetRows  # or a table's (io/tables.py), a formula's (io/formulas.py)
     variables: StreamVariables
     column_labels: ColumnLabels
     n_rows: int
@@ -411,6 +414,12 @@ class _StoreTable:
     def rows(self, chunk_rows: int) -> StoreRows:
         return StoreRows(self.loc, self.group, store_token(self.loc), self.decodings)
 
+    def categories(self, name: str) -> tuple | None:
+        """The levels of a column of strings that a store declares (``streamlsq convert``
+        writes them in its ``categories`` attribute), else None."""
+        levels = self.arrays[name].attrs.get("categories") if name in self.arrays else None
+        return None if levels is None else tuple(levels)
+
 
 class _DatasetTable:
     """An xarray Dataset opened to be read as a stream: variables are its variables, the
@@ -479,6 +488,11 @@ class _DatasetTable:
         return DatasetRows(arrays, self.path, self.label, tokenize(*arrays.values()),
                            chunk_rows, extras)
 
+    def categories(self, name: str) -> tuple | None:
+        """The levels a variable declares (its ``categories`` attribute), else None."""
+        levels = self.ds[name].attrs.get("categories")
+        return None if levels is None else tuple(levels)
+
 
 def _open_table(data, group: str | None, storage_options: dict | None
                 ) -> _StoreTable | _DatasetTable:
@@ -492,6 +506,10 @@ def _open_table(data, group: str | None, storage_options: dict | None
                          "not a DataArray")
     if xr is not None and isinstance(data, xr.Dataset):
         return _DatasetTable(data)
+    from streamlsq.io.tables import is_table, open_table
+
+    if is_table(data):  # Parquet, CSV, a pandas, polars or dask DataFrame
+        return open_table(data, storage_options)
     loc = locate(data, storage_options)
     if loc is not None:
         return _StoreTable(loc, group)
@@ -507,7 +525,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
                 sample_dim: str | None = None, fit_intercept: bool = False,
                 storage_options: dict | None = None, targets: bool = True,
                 weights: str | None = None, groups: str | None = None,
-                missing: str = "raise") -> StreamSource:
+                missing: str = "raise", formula: str | None = None,
+                levels: dict | None = None) -> StreamSource:
     """Open and validate a stream store's layout; raise :class:`InputError` on any defect.
 
     ``data`` is a path, an fsspec URL (``s3://bucket/data.zarr``; ``storage_options`` for
@@ -521,6 +540,13 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     ``groups`` one of their group labels (numbers or strings), both one value per row;
     ``missing="drop"`` drops the rows with a NaN in any of these variables
     (:meth:`StreamSource.read_weighted`) instead of refusing them.
+
+    ``data`` may also be a table (:mod:`streamlsq.io.tables`: Parquet or CSV files by path,
+    glob or URL, a pandas, polars or dask DataFrame), whose columns are variables along
+    ``row``. ``formula`` (``"y ~ x + C(k)"``) builds the features and targets from the
+    columns (:mod:`streamlsq.io.formulas`): ``x`` and ``y`` are then the variables
+    ``design`` and ``response``, and ``levels`` ({column: levels}) fixes the categories'
+    levels (a fit's, applied to new rows) instead of finding them.
 
     Examples
     --------
@@ -542,6 +568,13 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     if missing not in MISSING:
         raise InputError(f"missing must be 'raise' or 'drop', got {missing!r}")
     table = _open_table(data, group, storage_options)
+    if formula is not None:
+        from streamlsq.io.formulas import DESIGN, RESPONSE, DesignInput
+
+        if x is not None or y is not None:
+            raise InputError("--formula names the features and the targets: leave out --x "
+                             "and --y (x=, y=)")
+        table, x, y = DesignInput(table, formula, levels, targets), DESIGN, RESPONSE
     x_vars, y_vars = _names(x, ("X",)), _names(y, ("y",))
     if not targets:
         y_vars = _present(y_vars, table.members)
@@ -571,7 +604,7 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     return StreamSource(
         rows=table.rows(chunk_rows),
         variables=StreamVariables(x_vars, y_vars, dim, bool(fit_intercept), weights, groups,
-                                  missing),
+                                  missing, formula),
         column_labels=labels,
         n_rows=n,
         n_features=width + int(bool(fit_intercept)),

@@ -181,10 +181,16 @@ class StreamPrediction(Job):
                 "use_t": bool(fit.attrs.get("use_t", True))}
 
     def open_rows(self, attrs: dict, intercept: bool, storage_options) -> StreamSource:
-        """The new rows, read as the fit read its data unless named anew."""
+        """The new rows, read as the fit read its data unless named anew (a formula fit's:
+        through its formula, with its levels)."""
         saved_x = json.loads(attrs.get("x_variables", '["X"]'))
         saved_y = json.loads(attrs.get("y_variables", '["y"]'))
         dim = self.sample_dim or attrs.get("sample_dim") or "sample"
+        if "formula" in attrs:  # the fit's design applied to the new rows
+            return open_stream(self.data, self.group, formula=attrs["formula"],
+                               levels=json.loads(attrs.get("formula_levels", "{}")),
+                               fit_intercept=intercept, storage_options=storage_options,
+                               targets=False)
         x_given = self.x is not None or saved_x != ["X"]
         return open_stream(
             self.data, self.group,

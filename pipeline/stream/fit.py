@@ -92,6 +92,7 @@ def fit_stream(
     alpha: float | None = None,
     cov_type: str | None = None,
     groups: str | None = None,
+    formula: str | None = None,
     **options,
 ) -> xr.Dataset:
     """Run a recursive estimator over the stream store ``data`` in order.
@@ -190,6 +191,13 @@ def fit_stream(
     groups : str or None
         A variable of ``data`` holding the rows' group labels (integers or strings) for
         ``cov_type="cluster"``.
+    formula : str or None
+        Build the features and targets from the columns of ``data`` by a formula
+        (``"arr_delay ~ dep_delay + C(carrier) + np.log(distance)"``, formulaic's syntax)
+        instead of ``x`` and ``y``; the coefficients are labelled by term
+        (``C(carrier)[T.UA]``), the categories' levels are found before the fit and stored
+        in the result with their contrast coding, and the formula's intercept is the fit's
+        (a contradicting ``fit_intercept`` is refused). ``docs/tables.md``.
     **options
         The options of the run around the fit (:class:`streamlsq.jobs.RunOptions`:
         ``overwrite``, ``checkpoint`` and ``resume`` — both engines checkpoint, the scan
@@ -255,7 +263,8 @@ def fit_stream(
         fit_intercept=fit_intercept, continue_from=continue_from, engine=engine,
         block_size=block_size, first_block_size=first_block_size, record_every=record_every,
         epochs=epochs, shuffle=shuffle, seed=seed, dtype=dtype, segment_bytes=segment_bytes,
-        weights=weights, missing=missing, alpha=alpha, cov_type=cov_type, groups=groups)
+        weights=weights, missing=missing, alpha=alpha, cov_type=cov_type, groups=groups,
+        formula=formula)
     return run.execute(job)
 
 
@@ -289,6 +298,7 @@ class StreamFit(Job):
     alpha: float | None = None
     cov_type: str | None = None
     groups: str | None = None
+    formula: str | None = None
 
     checkpoint_kind: ClassVar[str] = "fit"
     #: options of this job besides the recursion's parameters (the command line adds them)
@@ -307,7 +317,12 @@ class StreamFit(Job):
             self.alpha = checked_alpha(self.alpha)
 
     def open(self, run: Run) -> list:
-        column, params = intercept_options(self.method, self.fit_intercept, self.params)
+        fit_intercept = self.fit_intercept
+        if self.formula is not None:  # the formula's intercept is the fit's
+            from streamlsq.io.formulas import formula_intercept
+
+            fit_intercept = formula_intercept(self.formula, fit_intercept)
+        column, params = intercept_options(self.method, fit_intercept, self.params)
         self.sources = self.open_sources(column, run.storage_options)
         params = params_from_store(self.method, params, self.sources[0].attrs)
         self.recursion = make_method(self.method, **params)
@@ -339,7 +354,8 @@ class StreamFit(Job):
         stores = list(self.data) if many else [self.data]
         return [open_stream(d, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
                             fit_intercept=fit_intercept, storage_options=storage_options,
-                            weights=self.weights, groups=self.groups, missing=self.missing)
+                            weights=self.weights, groups=self.groups, missing=self.missing,
+                            formula=self.formula)
                 for d in stores]
 
     def check_recursion_options(self) -> None:

@@ -84,6 +84,8 @@ def trajectory_dataset(traj: Trajectory, rec: Recursion, plan: StreamPlan, recor
     for key in ("weights", "groups"):
         if key in selection:
             ds.attrs[f"{key}_variable"] = selection[key]
+    if "formula" in selection:  # the design, rebuilt from the result alone
+        ds.attrs.update(source.rows.design.attrs())
     ds.attrs.update(rec.result_attrs(traj.state))
     return ds
 

@@ -114,7 +114,7 @@ def rows_fingerprint(source, n_rows: int) -> dict:
         return {}
     out = {}
     for name in stamped_variables(source):
-        rows = int(source.array(name).chunks[0])
+        rows = int(source.rows.rows_per_chunk(name))
         entries = []
         for a, b, stamp in source.chunk_stamps([name]).get(name, []):
             if a >= n_rows:
@@ -217,6 +217,11 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
     storage order, the earlier rows unchanged (:func:`check_rows_unchanged`)."""
     from streamlsq.io.results import open_result
 
+    if getattr(source.rows, "table", False):
+        raise InputError(f"{source.label}: --continue-from continues a fit on a store that "
+                         "grew, not on a table: write the table as a store (streamlsq "
+                         "convert), append the new rows to it and continue on the store, or "
+                         "fit the whole table again")
     if getattr(source, "in_memory", False):
         raise InputError("--continue-from reads a store (a path, URL or zarr store) whose "
                          "chunks can be stamped, not an xarray Dataset: write the Dataset "

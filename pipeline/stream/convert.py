@@ -1,0 +1,144 @@
+"""A table written as a stream store (``streamlsq convert TABLE --out STORE.zarr``), for the
+fastest repeated fits: one 1-D variable per column along ``row``, chunked, the default codec.
+
+Numbers are stored as float64 (a missing value as NaN, which xarray and streamlsq read as
+missing); strings as Zarr strings (a missing one as the empty string, as xarray writes it),
+with their sorted levels in the variable's ``categories`` attribute, so that a formula reads
+them without a pass. One Dask task reads the rows of one chunk of the store (from the parts
+of the table it overlaps) and writes them: the table never passes through the client.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Unpack
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from streamlsq.errors import InputError
+from streamlsq.io.codecs import compressors
+from streamlsq.io.formulas import find_levels
+from streamlsq.io.tables import ROW_DIM, forget_parts, is_table, open_table, read_frame
+from streamlsq.jobs import Context, Job, Run, RunOptions
+from streamlsq.kernels.recursions.params import Param
+from streamlsq.runtime.progress import track_futures
+
+__all__ = ["TableConversion", "convert"]
+
+CHUNK_ROWS = Param("chunk_rows", None, "Rows of one chunk of the store.", type=int, gt=0,
+                   optional=True)
+
+
+def convert(data, out, *, columns=None, chunk_rows: int | None = None,
+            **run: Unpack[RunOptions]) -> xr.Dataset:
+    """Write the table ``data`` (Parquet or CSV files by path, glob or URL; a pandas, polars or
+    dask DataFrame) as the stream store ``out``: one variable per column along ``row``.
+
+    ``columns`` picks the columns (default: all); ``chunk_rows`` the rows of a chunk (default:
+    those of the table's parts, a Parquet row group). Numbers are stored as float64 with NaN
+    for a missing value, strings as strings with their levels in the attribute
+    ``categories`` (a missing string as ""). A fit of the store gives the numbers a fit of the
+    table gives (``fit_stream(out, formula=...)``). ``**run``: the options of the run
+    (:class:`streamlsq.jobs.RunOptions`).
+
+    Examples
+    --------
+    >>> import tempfile, pandas as pd, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> frame = pd.DataFrame({"y": [1.0, 2.0, 4.0, 3.0], "k": ["a", "b", "a", None]})
+    >>> ds = streamlsq.convert(frame, f"{tmp.name}/t.zarr", progress=False)
+    >>> ds.y.dims, ds.k.values.tolist(), ds.k.attrs["categories"]
+    (('row',), ['a', 'b', 'a', ''], ['a', 'b'])
+    >>> tmp.cleanup()
+    """
+    if out is None:
+        raise InputError("convert writes a store: give --out (out=)")
+    return Run(out, **run).execute(TableConversion(data, columns, chunk_rows))
+
+
+def _write_chunk(rows, names: tuple, strings: frozenset, a: int, b: int, store) -> int:
+    frame = read_frame(rows, names, a, b)
+    g = zarr.open_group(store, mode="r+")
+    for name in names:
+        column = frame[name]
+        if name in strings:  # a missing string as xarray writes it: ""
+            values = np.asarray(["" if missing else str(v) for v, missing
+                                 in zip(column.to_numpy(), column.isna().to_numpy(),
+                                        strict=True)], dtype=object)
+        else:
+            values = np.asarray(column.to_numpy(), dtype=np.float64)
+        g[name][a:b] = values
+    forget_parts()
+    return b - a
+
+
+@dataclass(eq=False)
+class TableConversion(Job):
+    """A table written as a stream store (:func:`convert`)."""
+
+    data: Any
+    columns: Any = None
+    chunk_rows: int | None = None
+
+    name = "convert"
+    writes_chunks = True
+
+    def check(self) -> None:
+        from streamlsq.errors import checked
+
+        self.chunk_rows = checked(CHUNK_ROWS, self.chunk_rows)
+
+    def open(self, run: Run) -> list:
+        if not is_table(self.data):
+            raise InputError(f"{self.data!r}: not a table (Parquet or CSV files, a pandas, "
+                             "polars or dask DataFrame)")
+        table = open_table(self.data, run.storage_options)
+        names = table.found if self.columns is None else [str(c) for c in (
+            [self.columns] if isinstance(self.columns, str) else self.columns)]
+        for name in names:
+            if name not in table.members:
+                raise InputError(f"{table.label}: column '{name}' is missing (found: "
+                                 f"{table.found})")
+        read = table.as_read(table.columns(names, ROW_DIM), labels=tuple(names))
+        self.names = tuple(names)
+        self.strings = frozenset(n for n, c in read.items() if np.dtype(c.dtype).kind == "O")
+        self.rows = table.rows(table.chunk_rows(names[0], table.n, len(names)))
+        self.n = table.n
+        self.chunk = min(self.chunk_rows or self.rows.chunk_rows, max(self.n, 1))
+        self.levels = {name: table.categories(name) for name in self.strings}
+        return [self.rows]
+
+    def published(self, out, storage_options: dict | None) -> xr.Dataset:
+        """The store written: a stream store, whose missing values are NaN (not a result,
+        which never holds one)."""
+        from streamlsq.io.stores import open_dataset
+
+        return open_dataset(out, storage_options=storage_options)
+
+    def parameters(self) -> dict:
+        return {"columns": list(self.names), "chunk_rows": self.chunk}
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        missing = sorted(n for n, v in self.levels.items() if v is None)
+        self.levels.update(find_levels(self.rows, missing, self.n, self.chunk))
+        g = zarr.open_group(ctx.store, mode="w", zarr_format=3)
+        for name in self.names:
+            text = name in self.strings
+            arr = g.create_array(name, shape=(self.n,), chunks=(self.chunk,),
+                                 dtype=str if text else "float64",
+                                 fill_value="" if text else np.nan,
+                                 compressors=compressors(None, 8) if not text else "auto",
+                                 dimension_names=[ROW_DIM])
+            if text:
+                arr.attrs["categories"] = [str(v) for v in self.levels[name]]
+        tag = uuid.uuid4().hex[:8]
+        spans = [(a, min(a + self.chunk, self.n)) for a in range(0, self.n, self.chunk)]
+        futures = [ctx.client.submit(_write_chunk, self.rows, self.names, self.strings, a, b,
+                                     ctx.store, key=f"convert-{tag}-{i}", pure=False)
+                   for i, (a, b) in enumerate(spans)]
+        track_futures(ctx.client, futures, self.n, "convert", enabled=ctx.progress)
+        return xr.Dataset(attrs={"n_rows": int(self.n), "chunk_rows": int(self.chunk),
+                                 "block_size": int(self.chunk)})

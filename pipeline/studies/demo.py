@@ -94,13 +94,16 @@ class DemoFolder:
         with OwnedTemporary(self.out, "old") as aside:
             if os.path.lexists(self.out):
                 os.rename(self.out, aside.path)
+            created = False
             try:
                 self.out.mkdir()
+                created = True
                 self._mark(complete=False)
                 yield self.out
                 self._mark(complete=True)
             except BaseException:
-                shutil.rmtree(self.out, ignore_errors=True)
+                if created:  # a folder that appeared meanwhile is not this run's to remove
+                    shutil.rmtree(self.out, ignore_errors=True)
                 if os.path.lexists(aside.path):
                     os.rename(aside.path, self.out)
                 raise

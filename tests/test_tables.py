@@ -178,29 +178,6 @@ def test_parquet_blocks_are_read_as_equal_virtual_chunks(inputs, flights):
     np.testing.assert_array_equal(X[:, 0], flights[0].dep_delay.to_numpy()[119_990:120_010])
 
 
-@pytest.mark.parametrize("kind", ["csv", "dask"])
-def test_a_part_is_read_once_for_every_column_of_the_fit(inputs, flights, kind, monkeypatch):
-    """A CSV byte range is parsed, and a dask partition computed, once for all the columns a
-    fit reads (features, targets, weights), not once per column."""
-    from streamlsq.io.tables import TableRows, forget_parts
-
-    reads = []
-    read_part = TableRows._read_part
-    monkeypatch.setattr(TableRows, "_read_part",
-                        lambda self, i, names: reads.append(i) or read_part(self, i, names))
-    forget_parts()
-    source = open_stream(inputs[kind], x=["dep_delay", "distance"], y="arr_delay",
-                         weights="hour", missing="drop")
-    reads.clear()
-    X, Y, w = source.read_weighted(0, 1_000, check=False)
-    assert reads == [0], reads  # one read of the first part, for all four columns
-    kept = w > 0  # rows dropped for a missing value read as zeros of weight 0
-    expected = flights[0][["dep_delay", "distance"]].to_numpy()[:1_000]
-    np.testing.assert_array_equal(X[kept], expected[kept])
-    np.testing.assert_array_equal(w[kept], flights[0].hour.to_numpy()[:1_000][kept])
-    forget_parts()
-
-
 def test_the_command_line_converts_fits_and_predicts(inputs, reference, cli, tmp_path):
     import xarray as xr
 

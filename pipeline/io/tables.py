@@ -29,7 +29,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -115,10 +115,6 @@ class TableRows:
     frame: object = field(default=None, compare=False, hash=False, repr=False)
     storage_options: dict | None = field(default=None, compare=False, hash=False)
     stamps: tuple = ()
-    #: every column the fit reads (features, targets, weights, groups, a formula's): a part
-    #: of a CSV file or a dask DataFrame is read once for all of them, not parsed or
-    #: computed again for each column (:meth:`read_part`)
-    columns: tuple = ()
 
     group = None
     #: a table's rows are not continued (``--continue-from``): its parts are cut anew
@@ -143,12 +139,6 @@ class TableRows:
     def read_part(self, i: int, names: tuple):
         """Part ``i``'s columns ``names`` as a pandas DataFrame, kept for the next reads (the
         next chunk often starts in the same part)."""
-        if self.kind != "parquet" and names and set(names) <= set(self.columns):
-            # a CSV byte range is parsed, a dask partition computed, whole: once for every
-            # column the fit reads. Parquet is columnar: a column is read alone at no extra
-            # cost, and a part of every column held at once measured too large for workers
-            # of 600 MB (tests/test_table_memory.py)
-            names = self.columns
         key = (self.token, self.path, i, names)
         with _kept_lock:
             if key in _kept:
@@ -203,8 +193,7 @@ class TableRows:
             if len(part) != b - a:
                 raise InputError(f"{self.label}: part {i} has {len(part)} rows where it had "
                                  f"{b - a} when the table was opened: it changed since")
-            # only the columns asked for: a kept part holds every column the fit reads
-            parts.append(part.iloc[max(start, a) - a:min(stop, b) - a][list(names)])
+            parts.append(part.iloc[max(start, a) - a:min(stop, b) - a])
             i += 1
         out = parts[0] if len(parts) == 1 else pd.concat(parts)
         return out.reset_index(drop=True)
@@ -434,7 +423,6 @@ class TableInput:
 
     def __init__(self, rows: TableRows, dtypes: dict, label: str):
         self.table_rows, self.dtypes, self.label = rows, dtypes, label
-        self.read_columns: dict[str, None] = {}  # the columns as_read was given, in order
         self.members = set(map(str, dtypes))
         self.found = sorted(self.members)
         self.attrs: dict = {}
@@ -451,7 +439,6 @@ class TableInput:
         ``labels`` (group labels, or a formula's categories)."""
         import pandas as pd
 
-        self.read_columns.update(dict.fromkeys(columns))
         out = {}
         for name, column in columns.items():
             dtype = column.dtype
@@ -476,7 +463,7 @@ class TableInput:
         return self.table_rows.chunk_rows
 
     def rows(self, chunk_rows: int) -> TableRows:
-        return replace(self.table_rows, columns=tuple(self.read_columns))
+        return self.table_rows
 
     def categories(self, name: str) -> tuple | None:
         """The levels a column declares itself (a pandas category), else None."""

@@ -374,7 +374,7 @@ def test_every_damaged_result_is_refused_when_read(client, fitted, pick, how, wh
         name = names[pick % len(names)]
         arr = g[name]
         if how in ("nan", "inf"):
-            values = arr[...]
+            values = np.array(arr[...])  # a 0-d array is read as a NumPy scalar
             values.flat[int(where * values.size)] = np.nan if how == "nan" else -np.inf
             arr[...] = values
         else:

@@ -115,6 +115,29 @@ def test_robust_covariances_equal_statsmodels(cov_type, weighted):
         assert stats["df_resid_inference"] == ref.df_resid_inference == 10
 
 
+@pytest.mark.parametrize("cov_type", ["HC1", "HC3"])
+def test_a_chunk_of_several_slices_has_the_meat_of_statsmodels(cov_type):
+    """hc_meat sums a chunk slice by slice (SLICE_ROWS rows; the row-sized temporaries stay
+    small): a chunk of 2.3 slices, weighted, with the leverages of HC3, gives
+    statsmodels' robust standard errors, and the meat of one slice at a time."""
+    from streamlsq.kernels.inference.robust import SLICE_ROWS
+
+    rng = np.random.default_rng(5)
+    n = int(2.3 * SLICE_ROWS)
+    X = np.column_stack([np.ones(n), rng.standard_normal((n, 3))])
+    y = X @ [1.0, 2.0, -1.0, 0.5] + (1 + np.abs(X[:, 1])) * rng.standard_normal(n)
+    w = rng.uniform(0.2, 3.0, n)
+    fac = _fold(X, y, w, block=5_000)
+    meat = hc_meat(X, y[:, None], fac.coef, fac.R, cov_type, w)["meat"]
+    by_slice = combine_meats(*(hc_meat(X[a:a + SLICE_ROWS], y[a:a + SLICE_ROWS, None],
+                                       fac.coef, fac.R, cov_type, w[a:a + SLICE_ROWS])
+                               for a in range(0, n, SLICE_ROWS)))["meat"]
+    np.testing.assert_array_equal(meat, by_slice)
+    ref = sm.WLS(y, X, weights=w).fit(cov_type=cov_type)
+    np.testing.assert_allclose(robust_statistics(fac, meat, cov_type)["bse"][:, 0], ref.bse,
+                               rtol=1e-10)
+
+
 def _mp_ols(X, y):
     """OLS in 50-digit arithmetic: coefficients, standard errors, R² and SSR."""
     with mpmath.workdps(50):

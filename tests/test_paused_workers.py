@@ -123,3 +123,76 @@ def test_the_watch_can_be_turned_off(paused):
         time.sleep(3)
         assert fut.status == "pending"
         paused.cancel([fut])
+
+
+def _keep_pages(nbytes):
+    """Touch and free ``nbytes`` on the heap of the worker's main arena with glibc's trim
+    threshold raised, as the reads of fast_large_allocations do: pages the worker keeps,
+    which distributed counts as its memory and cannot spill."""
+    from streamlsq.runtime import memory
+
+    memory._LIBC.mallopt(memory._M_TRIM_THRESHOLD, 2**31 - 1)
+    memory._LIBC.mallopt(memory._M_MMAP_THRESHOLD, 1 << 30)
+    pages = np.ones(max(0, int(nbytes)) // 8)
+    del pages
+
+
+def _default_allocator():
+    from streamlsq.runtime import memory
+
+    memory._LIBC.mallopt(memory._M_MMAP_THRESHOLD, memory._DEFAULT_MMAP)
+    memory._LIBC.mallopt(memory._M_TRIM_THRESHOLD, 65536)
+
+
+@pytest.mark.skipif(not __import__("streamlsq.runtime.memory").runtime.memory._LIBC,
+                    reason="kept pages are a glibc matter")
+def test_a_worker_paused_by_kept_pages_gives_them_back_and_the_fit_ends(small_cluster, store):
+    """The pages a worker's reads kept are memory distributed cannot spill: the worker
+    stayed paused for ever (a robust pass on 450 MB workers hung so). The watch asks a
+    paused, idle worker to give them back; it resumes and the fit finishes."""
+    client = small_cluster
+    rss = next(iter(client.run(_rss).values()))
+    try:
+        client.run(_keep_pages, 0.88 * LIMIT - rss)
+        _wait_for(client, "paused")
+        with dask.config.set({"streamlsq.paused-timeout": 60}):
+            ds = fit_stream(store, client=client, progress=False)
+        np.testing.assert_allclose(ds.coef.isel(step=-1).values[:, 0], 1.0, rtol=1e-12)
+        assert _statuses(client) == {"running"}
+        assert next(iter(client.run(_rss).values())) < 0.5 * LIMIT
+    finally:
+        client.run(_default_allocator)
+    _wait_for(client, "running")
+
+
+def _grow_and_keep(nbytes):
+    """A task that leaves its worker holding ``nbytes`` (as a leak would) and ends."""
+    from distributed import get_worker
+
+    get_worker()._streamlsq_test_hold = np.ones(max(0, int(nbytes)) // 8)
+    time.sleep(1)  # the next task is on this worker, ready, before the pause
+    return True
+
+
+def test_a_run_held_by_one_paused_worker_stops_while_the_other_idles():
+    """A paused worker keeps the tasks already sent to it, and no other worker takes them:
+    with nothing running anywhere the run waited for ever. It is stopped, naming the
+    paused worker's memory."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=LIMIT,
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
+        held, idle = sorted(client.scheduler_info()["workers"])
+        rss = client.run(_rss, workers=[held])[held]
+        started = time.monotonic()
+        with dask.config.set({"streamlsq.paused-timeout": 3}), \
+                pytest.raises(WorkersPausedError, match=r"^1 of 2 Dask workers, holding tasks "
+                              r"of the run, have been paused at their memory limit .*\(\d+ MB "
+                              r"of 1000 MB, 0 MB of it data dask manages\)"), \
+                paused_watch(client):
+            grow = client.submit(_grow_and_keep, 0.88 * LIMIT - rss, workers=[held], pure=False)
+            after = client.submit(sum, [1, 2], workers=[held], pure=False)
+            assert grow.result()
+            after.result()
+        assert time.monotonic() - started < 30
+        workers = client.scheduler_info()["workers"]
+        assert (workers[held]["status"], workers[idle]["status"]) == ("paused", "running")

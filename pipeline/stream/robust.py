@@ -33,6 +33,7 @@ from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
+from streamlsq.runtime.memory import release_pages_if_tight
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
 from streamlsq.stream.plans import StreamPlan, plan_segments
@@ -53,8 +54,16 @@ def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type:
     X, Y, w = source.read_weighted(start, stop)
     if cov_type == "cluster":
         labels = source.read_labels(start, stop)
-        return stop - start, inference.cluster_score_sums(X, Y, coef, labels, w)
-    return stop - start, inference.hc_meat(X, Y, coef, R, cov_type, w)
+        part = inference.cluster_score_sums(X, Y, coef, labels, w)
+    else:
+        part = inference.hc_meat(X, Y, coef, R, cov_type, w)
+    del X, Y, w
+    # the decoding leaves pages in zarr's threads: without giving them back, a 450 MB
+    # worker stayed paused at its limit, holding a piece no other worker would take. (Not
+    # fast_large_allocations: the meat's row-sized temporaries kept on the heap as well
+    # took that worker past its limit, and distributed restarted it.)
+    release_pages_if_tight()
+    return stop - start, part
 
 
 def _part(result):
@@ -152,9 +161,12 @@ class RobustCovariance(Job):
         pieces = plan_segments(plan, bytes_per_call(ctx.client,
                                                     self.segment_bytes or PIECE_BYTES))
         tag = uuid.uuid4().hex[:8]
-        coef = ctx.client.scatter(fac.coef, broadcast=True)
-        futures = [ctx.client.submit(robust_piece, source, plan.edge(K0), plan.edge(K1), coef,
-                                     fac.R, self.cov_type, key=f"robust-{tag}-{i}", pure=False)
+        # the coefficients and the factor go in each task (k×k at most), not scattered:
+        # a task whose worker was restarted runs again elsewhere (a scattered array lost
+        # with its workers cannot be recomputed, and the pass failed)
+        futures = [ctx.client.submit(robust_piece, source, plan.edge(K0), plan.edge(K1),
+                                     fac.coef, fac.R, self.cov_type, key=f"robust-{tag}-{i}",
+                                     pure=False)
                    for i, (K0, K1) in enumerate(pieces)]
         wait_progress(ctx.client, futures, [plan.edge(K1) - plan.edge(K0) for K0, K1 in pieces],
                       f"covariance {self.cov_type}", unit="rows", enabled=ctx.progress)

@@ -44,7 +44,7 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["fast_large_allocations", "release_pages", "release_pages_if_tight"]
+__all__ = ["fast_large_allocations", "release_pages"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -107,14 +107,6 @@ def release_pages() -> None:
     with _lock:
         if _depth == 0:  # otherwise a read is under way and will decide on leaving
             _release()
-
-
-def release_pages_if_tight() -> None:
-    """:func:`release_pages` when the worker is short of memory (:func:`_memory_is_tight`):
-    for a task whose rows were read with the default allocator settings, whose decoding
-    still leaves pages in zarr's decoder threads."""
-    if _LIBC is not None and _memory_is_tight():
-        release_pages()
 
 
 def _release():

@@ -33,7 +33,7 @@ from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
-from streamlsq.runtime.memory import release_pages_if_tight
+from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
 from streamlsq.stream.plans import StreamPlan, plan_segments
@@ -51,18 +51,18 @@ __all__ = ["RobustCovariance", "robust_covariance"]
 def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type: str):
     """Dask task: (rows, part) of rows ``start:stop``: the meat of HC0–HC3, or the score
     sums of the groups of a cluster-robust covariance."""
-    X, Y, w = source.read_weighted(start, stop)
-    if cov_type == "cluster":
-        labels = source.read_labels(start, stop)
-        part = inference.cluster_score_sums(X, Y, coef, labels, w)
-    else:
-        part = inference.hc_meat(X, Y, coef, R, cov_type, w)
-    del X, Y, w
-    # the decoding leaves pages in zarr's threads: without giving them back, a 450 MB
-    # worker stayed paused at its limit, holding a piece no other worker would take. (Not
-    # fast_large_allocations: the meat's row-sized temporaries kept on the heap as well
-    # took that worker past its limit, and distributed restarted it.)
-    release_pages_if_tight()
+    # as the scan engine's pieces: the rows are read and freed inside the block, whose heap
+    # keeps their pages for the next piece and gives them back when it ends if the worker
+    # is short of memory (without that, a 450 MB worker stayed paused at its limit, holding
+    # a piece no other worker would take). The meat's temporaries are a slice's, a few MB
+    with fast_large_allocations():
+        X, Y, w = source.read_weighted(start, stop)
+        if cov_type == "cluster":
+            labels = source.read_labels(start, stop)
+            part = inference.cluster_score_sums(X, Y, coef, labels, w)
+        else:
+            part = inference.hc_meat(X, Y, coef, R, cov_type, w)
+        del X, Y, w
     return stop - start, part
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 
 import dask
 import numpy as np
@@ -165,13 +166,18 @@ def test_a_worker_paused_by_kept_pages_gives_them_back_and_the_fit_ends(small_cl
     _wait_for(client, "running")
 
 
-def _grow_and_keep(nbytes):
-    """A task that leaves its worker holding ``nbytes`` (as a leak would) and ends."""
+def _grow_and_keep(nbytes, next_key):
+    """A task that leaves its worker holding ``nbytes`` (as a leak would) and ends, once
+    the task ``next_key`` is on the same worker (a paused worker is sent nothing new)."""
     from distributed import get_worker
 
-    get_worker()._streamlsq_test_hold = np.ones(max(0, int(nbytes)) // 8)
-    time.sleep(1)  # the next task is on this worker, ready, before the pause
-    return True
+    worker = get_worker()
+    deadline = time.monotonic() + 20
+    while next_key not in worker.state.tasks and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worker._streamlsq_test_hold = np.ones(max(0, int(nbytes)) // 8)
+    time.sleep(0.5)
+    return next_key in worker.state.tasks
 
 
 def test_a_run_held_by_one_paused_worker_stops_while_the_other_idles():
@@ -189,8 +195,10 @@ def test_a_run_held_by_one_paused_worker_stops_while_the_other_idles():
                               r"of the run, have been paused at their memory limit .*\(\d+ MB "
                               r"of 1000 MB, 0 MB of it data dask manages\)"), \
                 paused_watch(client):
-            grow = client.submit(_grow_and_keep, 0.88 * LIMIT - rss, workers=[held], pure=False)
-            after = client.submit(sum, [1, 2], workers=[held], pure=False)
+            key = f"after-{uuid.uuid4().hex}"
+            grow = client.submit(_grow_and_keep, 0.88 * LIMIT - rss, key, workers=[held],
+                                 pure=False)
+            after = client.submit(sum, [1, 2], workers=[held], key=key)
             assert grow.result()
             after.result()
         assert time.monotonic() - started < 30

@@ -21,6 +21,7 @@ from distributed import Client, LocalCluster
 from streamlsq import fit_stream
 from streamlsq.cli.main import main
 from streamlsq.errors import WorkersPausedError
+from streamlsq.runtime import memory
 from streamlsq.runtime.client import dask_client, paused_watch
 
 from conftest import write_stream
@@ -130,23 +131,13 @@ def _keep_pages(nbytes):
     """Touch and free ``nbytes`` on the heap of the worker's main arena with glibc's trim
     threshold raised, as the reads of fast_large_allocations do: pages the worker keeps,
     which distributed counts as its memory and cannot spill."""
-    from streamlsq.runtime import memory
-
     memory._LIBC.mallopt(memory._M_TRIM_THRESHOLD, 2**31 - 1)
     memory._LIBC.mallopt(memory._M_MMAP_THRESHOLD, 1 << 30)
     pages = np.ones(max(0, int(nbytes)) // 8)
     del pages
 
 
-def _default_allocator():
-    from streamlsq.runtime import memory
-
-    memory._LIBC.mallopt(memory._M_MMAP_THRESHOLD, memory._DEFAULT_MMAP)
-    memory._LIBC.mallopt(memory._M_TRIM_THRESHOLD, 65536)
-
-
-@pytest.mark.skipif(not __import__("streamlsq.runtime.memory").runtime.memory._LIBC,
-                    reason="kept pages are a glibc matter")
+@pytest.mark.skipif(memory._LIBC is None, reason="kept pages are a glibc matter")
 def test_a_worker_paused_by_kept_pages_gives_them_back_and_the_fit_ends(small_cluster, store):
     """The pages a worker's reads kept are memory distributed cannot spill: the worker
     stayed paused for ever (a robust pass on 450 MB workers hung so). The watch asks a
@@ -162,7 +153,7 @@ def test_a_worker_paused_by_kept_pages_gives_them_back_and_the_fit_ends(small_cl
         assert _statuses(client) == {"running"}
         assert next(iter(client.run(_rss).values())) < 0.5 * LIMIT
     finally:
-        client.run(_default_allocator)
+        client.run(memory._default_thresholds)
     _wait_for(client, "running")
 
 

@@ -115,6 +115,12 @@ def _release():
     _LIBC.malloc_trim(0)
 
 
+def _default_thresholds() -> None:
+    """glibc's mmap threshold, and the trim threshold the process was started with."""
+    _LIBC.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP)
+    _LIBC.mallopt(_M_TRIM_THRESHOLD, int(os.environ.get("MALLOC_TRIM_THRESHOLD_", _DEFAULT_MMAP)))
+
+
 def _memory_is_tight() -> bool:
     """In a Dask worker: is its memory above distributed's target share of its limit
     (where it starts spilling; the pause comes at 80%)? Outside a worker: yes, give back."""
@@ -156,8 +162,6 @@ def fast_large_allocations(threshold: int = 1 << 30):
         with _lock:
             _depth -= 1
             if _depth == 0:
-                trim = int(os.environ.get("MALLOC_TRIM_THRESHOLD_", _DEFAULT_MMAP))
-                _LIBC.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP)
-                _LIBC.mallopt(_M_TRIM_THRESHOLD, trim)
+                _default_thresholds()
                 if _memory_is_tight():
                     _release()

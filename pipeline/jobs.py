@@ -46,6 +46,8 @@ from streamlsq.io.results import (
     prepare_output,
     write_result,
 )
+from streamlsq.options import Options
+from streamlsq.options.run import RUN
 from streamlsq.runtime.client import dask_client
 
 __all__ = ["Context", "Job", "Run", "RunOptions"]
@@ -102,10 +104,18 @@ class Context:
 class Job:
     """What one public function reads, computes and writes; :meth:`Run.execute` runs it.
 
-    A job sets its options as attributes when it is built, and fills in the hooks below.
-    The defaults suit a job that reads stores, cannot be checkpointed and returns a
-    Dataset that the run publishes with :func:`~streamlsq.io.results.write_result`.
+    A job declares its options once, as data (:attr:`options`, the same
+    :class:`~streamlsq.kernels.recursions.params.Param` kind the recursions use), holds them
+    as attributes of the same names, and fills in the hooks below. The run checks every
+    declared option and rule (:meth:`check_options`) before any input is opened or client
+    started. The defaults suit a job that reads stores, cannot be checkpointed and returns
+    a Dataset that the run publishes with :func:`~streamlsq.io.results.write_result`.
     """
+
+    #: the options this job takes (besides the run's), declared once
+    #: (:mod:`streamlsq.options`): checked by :meth:`check_options`, turned into the
+    #: command's options, and equal to the keywords of the job's public function
+    options: Options = Options()
 
     #: what made the result: its ``method`` attribute (``"metalearn"``, ``"predict"``, …; a
     #: stream fit names its recursion)
@@ -118,8 +128,17 @@ class Job:
     #: ``Context.store`` (a result larger than memory); False: it returns the Dataset
     writes_chunks: bool = False
 
+    def check_options(self) -> None:
+        """Check every declared option (and the rules between them) and keep the values
+        converted (an ``int`` for an integer option); :class:`~streamlsq.errors.InputError`
+        naming the first bad one."""
+        checked = self.options.check({name: getattr(self, name) for name in self.options.names})
+        for name, value in checked.items():
+            setattr(self, name, value)
+
     def check(self) -> None:
-        """Refuse options that cannot work, before any input is opened."""
+        """Refuse what the declarations cannot say (a value that depends on the recursion,
+        the inputs' layout), before any input is opened."""
 
     def open(self, run: Run) -> list:
         """Open and validate the inputs (stores, earlier results); return the sources the
@@ -225,10 +244,11 @@ class Run:
 
     # -- the steps ---------------------------------------------------------------------
     def _check_options(self, job: Job) -> None:
+        """The run's options, then the job's, before any input is opened or client started."""
+        RUN.check({name: getattr(self, name) for name in RUN.names})
         if self.checkpoint is not None and job.checkpoint_kind is None:
             raise InputError(f"{job.name} takes no --checkpoint: it is not resumable")
-        if self.resume and self.checkpoint is None:
-            raise InputError("--resume needs --checkpoint DIR")
+        job.check_options()
 
     def _prepare_output(self, job: Job, inputs: list) -> None:
         """The output (with the files beside it) and the checkpoint usable and apart from the

@@ -18,7 +18,16 @@ import click
 from streamlsq.errors import InputError
 from streamlsq.options import Options, Param
 
-__all__ = ["click_option", "click_options", "values"]
+__all__ = ["DeclaredOption", "click_option", "click_options", "values"]
+
+
+class DeclaredOption(click.Option):
+    """A click option generated from a declaration, which it keeps (``declaration``): the
+    tests walk every command's declared options through it."""
+
+    def __init__(self, *args, declaration: Param, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.declaration = declaration
 
 
 def _help(p: Param) -> str:
@@ -43,17 +52,18 @@ def _metavar(p: Param) -> str | None:
 
 def click_option(p: Param):
     """The click option of one declaration (its value: the text given, or None)."""
+    kept = {"cls": DeclaredOption, "declaration": p, "hidden": p.hidden}
     if p.type is bool:
         if p.flag is not None and "/" in p.flag:
-            return click.option(p.flag, p.name, default=None, help=p.help, hidden=p.hidden)
+            return click.option(p.flag, p.name, default=None, help=p.help, **kept)
         return click.option(p.option, p.name, is_flag=True, default=bool(p.default),
-                            help=p.help, hidden=p.hidden)
+                            help=p.help, **kept)
     if p.multiple or p.nargs > 1:  # numbers in groups: click splits them, the Param checks
         return click.option(p.option, p.name, nargs=p.nargs, multiple=p.multiple,
                             type=p.type if p.type in (int, float) else str, default=None,
-                            help=p.help, metavar=p.metavar, hidden=p.hidden)
+                            help=p.help, metavar=p.metavar, **kept)
     return click.option(p.option, p.name, default=None, type=str, help=_help(p),
-                        metavar=_metavar(p), hidden=p.hidden)
+                        metavar=_metavar(p), **kept)
 
 
 def click_options(options: Options | Iterable[Param], exclude: Iterable[str] = ()):

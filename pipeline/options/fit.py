@@ -31,9 +31,9 @@ from collections.abc import Iterable
 
 from streamlsq.options import Options, Param, Rule
 
-__all__ = ["ALPHA_ESTIMATORS", "ALPHA_GIVEN_OR_ESTIMATED", "CONVERT", "COV_TYPES", "DTYPES",
-           "ENGINES", "FIT", "INTERLEAVED", "JOB_OPTIONS", "MISSING", "PREDICT_STREAM", "ROBUST",
-           "SEVERAL_STORES", "fit_options", "names"]
+__all__ = ["ALPHA_ESTIMATORS", "ALPHA_GIVEN_OR_ESTIMATED", "CONF_ALPHA", "CONVERT",
+           "COV_TYPES", "DTYPES", "ENGINES", "FIT", "INTERLEAVED", "JOB_OPTIONS", "MISSING",
+           "PREDICT_STREAM", "ROBUST", "SEVERAL_STORES", "fit_options", "names"]
 
 #: the covariance types of a least-squares fit's coefficients: statsmodels' names
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
@@ -79,8 +79,11 @@ _SEGMENT_BYTES = Param("segment_bytes", None, "MB of X per Dask task (sequential
                        "256, scan default 96, at most a sixteenth of the smallest worker "
                        "memory limit).", type=int, gt=0, optional=True, flag="--segment-size",
                        unit="MB", scale=2**20)
-_ALPHA = Param("alpha", None, "Confidence intervals of 1 - ALPHA coverage (default 0.05). "
-               "Least squares only.", gt=0, lt=1, optional=True)
+#: the α of the confidence intervals of a least-squares fit's statistics (1 − α coverage)
+CONF_ALPHA = Param("alpha", 0.05, "Level of the confidence intervals: 1 - alpha coverage "
+                   "(least-squares fits).", gt=0, lt=1)
+_ALPHA = CONF_ALPHA.replace(default=None, optional=True, help="Confidence intervals of "
+                            "1 - ALPHA coverage (default 0.05). Least squares only.")
 _GROUPS = Param("groups", None, "Group labels of the rows (integers or strings), a variable "
                 "of DATA, for --cov-type cluster.", type=str, optional=True, metavar="VAR")
 

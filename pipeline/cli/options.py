@@ -98,8 +98,10 @@ def values(options: Options, given: Mapping, *, check: bool = True) -> dict:
             out[name] = p.check(p.from_command_line(raw)) if check else \
                 p.from_command_line(raw)
         except ValueError as exc:
+            # the value as given when the message names it converted (a number of MB in bytes)
+            shown = p.option if p.unit is None else f"{p.option} {raw}"
             raise InputError(str(exc) if str(exc).startswith(p.option) else
-                             f"{p.option}: {exc}") from None
+                             f"{shown}: {exc}") from None
     if check:
         options.check(out)
     return out

@@ -12,6 +12,8 @@ from streamlsq.cli.common import (
     _friendly_errors,
     _scheduler_options,
 )
+from streamlsq.cli.options import click_options, values
+from streamlsq.options.fit import PREDICT_STREAM
 
 __all__ = ["predict"]
 
@@ -31,20 +33,7 @@ __all__ = ["predict"]
               help="A store of new covariates (X, task_ptr over the same tasks): write "
               "new_yhat (new_row,) for its rows.")
 @_chunk_tasks_option
-@click.option("--x", "x", default=None, metavar="NAMES",
-              help="A stream fit: the feature variables of TASKS (default: the fit's).")
-@click.option("--y", "y", default=None, metavar="NAMES",
-              help="A stream fit: the target variables of TASKS, if any (default: the fit's).")
-@click.option("--sample-dim", default=None, metavar="DIM",
-              help="A stream fit: the dimension of the rows of TASKS (default: the fit's).")
-@click.option("--step", type=int, default=None,
-              help="A stream fit: apply the coefficients of this recorded step (default: the "
-                   "last).")
-@click.option("--intervals", is_flag=True,
-              help="A least-squares stream fit: also write mean_se, mean_ci_lower/upper and "
-                   "obs_ci_lower/upper (statsmodels' summary frame) beside yhat.")
-@click.option("--alpha", type=float, default=None,
-              help="With --intervals: intervals of 1 - ALPHA coverage (default: the fit's).")
+@click_options(PREDICT_STREAM, exclude=("group",))  # a stream fit's options
 @click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
 @_scheduler_options
 @_friendly_errors
@@ -67,15 +56,16 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr          # a stream fit
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr --intervals --alpha 0.1
     """
+    stream = values(PREDICT_STREAM, {"x": x, "y": y, "sample_dim": sample_dim, "step": step,
+                                     "intervals": intervals, "alpha": alpha})
     from streamlsq.io.results import open_result
     from streamlsq.mlr.predict import predict as run
     from streamlsq.stream.apply import is_stream_fit, predict_stream
 
     if is_stream_fit(open_result(model).attrs):
         with _client(scheduler, n_workers, memory_limit) as client:
-            ds = predict_stream(model, tasks, out=out, x=x, y=y, sample_dim=sample_dim,
-                                step=step, intervals=intervals, alpha=alpha,
-                                overwrite=overwrite, client=client)
+            ds = predict_stream(model, tasks, out=out, overwrite=overwrite, client=client,
+                                **stream)
         line = (f"wrote {out}: yhat for {ds.sizes[ds.yhat.dims[0]]} rows of {tasks} from the "
                 f"{ds.attrs['model_method']} fit {model} (step {ds.attrs['model_step']})")
         if intervals:

@@ -27,6 +27,7 @@ from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.inference.prediction import PREDICTION_COLUMNS, prediction_intervals
 from streamlsq.kernels.recursions.registry import RECURSIONS
+from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.runtime.progress import track_futures
 from streamlsq.stream.statistics import checked_alpha
 
@@ -101,9 +102,8 @@ def predict_stream(
     (('sample', 'target'), True)
     >>> tmp.cleanup()
     """
-    job = StreamPrediction(result, data, group=group, x=x, y=y, sample_dim=sample_dim, step=step,
-                           intervals=intervals, alpha=alpha)
-    return Run(out, **run).execute(job)
+    given = {name: value for name, value in locals().items() if name in PREDICT_STREAM}
+    return Run(out, **run).execute(StreamPrediction(result, data, **given))
 
 
 @dataclass(eq=False)
@@ -122,12 +122,9 @@ class StreamPrediction(Job):
     intervals: bool = False
     alpha: float | None = None
 
+    options = PREDICT_STREAM
     name = "predict"
     writes_chunks = True
-
-    def check(self) -> None:
-        if self.alpha is not None and not self.intervals:
-            raise InputError("--alpha goes with --intervals (the level of their coverage)")
 
     def open(self, run: Run) -> list:
         fit = self.result if isinstance(self.result, xr.Dataset) else open_result(

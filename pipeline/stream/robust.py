@@ -33,12 +33,13 @@ from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
+from streamlsq.options.fit import ROBUST
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
 from streamlsq.stream.plans import StreamPlan, plan_segments
 from streamlsq.stream.statistics import (
-    checked_alpha,
+    CONF_ALPHA,
     constant_index,
     fit_recursion,
     result_factor,
@@ -90,8 +91,8 @@ def robust_covariance(result, data, *, cov_type: str = "HC1", groups: str | None
     >>> robust.attrs["cov_type"], bool(robust.bse[1, 0] > fit.bse[1, 0])
     ('HC3', True)
     """
-    job = RobustCovariance(result, data, cov_type=cov_type, groups=groups, alpha=alpha)
-    return Run(out, **run).execute(job)
+    given = {name: value for name, value in locals().items() if name in ROBUST}
+    return Run(out, **run).execute(RobustCovariance(result, data, **given))
 
 
 @dataclass(eq=False)
@@ -105,6 +106,8 @@ class RobustCovariance(Job):
     groups: str | None = None
     alpha: float | None = None
     segment_bytes: int | None = None
+
+    options = ROBUST
 
     @classmethod
     def after_fit(cls, fit: xr.Dataset, source: StreamSource, rec: Recursion, cov_type: str,
@@ -121,13 +124,8 @@ class RobustCovariance(Job):
         return self.fit.attrs["method"]
 
     def check(self) -> None:
-        if self.cov_type not in inference.COV_TYPES[1:]:
-            raise InputError("cov_type must be one of "
-                             f"{', '.join(inference.COV_TYPES[1:])}, got {self.cov_type!r}")
-        if (self.cov_type == "cluster") != (self.groups is not None):
-            raise InputError("--cov-type cluster needs the rows' group labels (--groups VAR), "
-                             "and --groups goes with it alone")
-        self.alpha = checked_alpha(self.alpha)
+        if self.alpha is None:  # checked with the options (ROBUST)
+            self.alpha = CONF_ALPHA.default
 
     def open(self, run: Run) -> list:
         self.fit = self.result if isinstance(self.result, xr.Dataset) else open_result(

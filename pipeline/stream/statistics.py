@@ -37,16 +37,14 @@ from streamlsq.kernels.inference import (
     recursive_bands,
 )
 from streamlsq.kernels.inference import wald_test as wald_f_test
-from streamlsq.kernels.recursions.contract import Param, Recursion
+from streamlsq.kernels.recursions.contract import Recursion
+from streamlsq.options.fit import CONF_ALPHA
 from streamlsq.report import coefficient_table, summary_lines
 from streamlsq.stream.methods import RECURSIONS, make_method
 
 __all__ = ["CONF_ALPHA", "add_statistics", "result_factor", "statistics_note", "summary",
            "summary_text", "wald_test", "with_statistics"]
 
-#: the α of the confidence intervals (1 − α coverage): ``--alpha``, ``alpha=``
-CONF_ALPHA = Param("alpha", 0.05, "Level of the confidence intervals: 1 - alpha coverage "
-                   "(least-squares fits).", gt=0, lt=1)
 #: the trajectory's recursive confidence bands
 RECURSIVE_BANDS = ("recursive_bse", "recursive_conf_int_lower", "recursive_conf_int_upper")
 #: the attributes the statistics set (removed when they are computed again)

@@ -141,8 +141,6 @@ def _friendly_errors(fn):
 #: --scheduler, --workers and --memory-limit: the Dask cluster a command runs on
 #: (declared in :data:`streamlsq.options.run.CLUSTER`; :func:`_client` converts and checks them)
 _scheduler_options = click_options(CLUSTER)
-_scheduler_option = click_options([CLUSTER.param("scheduler")])
-_workers_option = click_options([CLUSTER.param("n_workers")])
 
 #: --chunk-tasks, for the commands that map a kernel over the chunks of work of a task store
 _chunk_tasks_option = click_options([CHUNK_TASKS])

@@ -12,7 +12,7 @@ __all__ = ["example"]
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("name", type=click.Choice(EXAMPLE_NAMES))
+@click.argument("name", metavar=f"[{'|'.join(EXAMPLE_NAMES)}]")
 @click.option("--out", required=True, type=click.Path(), help="Store to create.")
 @click_options(EXAMPLE)
 @_friendly_errors
@@ -30,8 +30,9 @@ def example(name, out, **given):
       streamlsq predict m.zarr exam.zarr --out p.zarr --holdout 2 --yhat
     (--scheduler is not needed: the conversion runs in this process.)
     """
+    options = values(EXAMPLE, given)  # checked first: the name is checked with the data
     from streamlsq.mlr.examples import example_tasks
 
-    path, info = example_tasks(name, out, **values(EXAMPLE, given))
+    path, info = example_tasks(name, out, **options)
     click.echo(f"wrote {path}: {info['n_tasks']} tasks, {info['n_rows']} rows, features "
                f"{', '.join(info['features'])}; target {info['target']}")

@@ -13,6 +13,7 @@ from streamlsq.cli.common import (
 )
 from streamlsq.cli.options import click_options, values
 from streamlsq.options.mlr import PREDICT
+from streamlsq.options.run import CLUSTER
 
 __all__ = ["predict"]
 
@@ -61,6 +62,8 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
     # the multi-task options checked before any input is opened or cluster started
     tasks_options = values(PREDICT, {"estimator": estimator, "holdout": holdout, "yhat": yhat,
                                      "new_rows": new_rows, "chunk_tasks": chunk_tasks})
+    values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
+                     "memory_limit": memory_limit})
     from streamlsq.io.results import open_result
     from streamlsq.mlr.predict import predict as run
     from streamlsq.stream.apply import is_stream_fit, predict_stream

@@ -50,7 +50,7 @@ OPTIONS = Options(EVERY_STUDY, CHECKPOINT, CLUSTER.without("memory_limit"))
 
 
 @click.command(context_settings=CONTEXT, help=_HELP)
-@click.argument("name", metavar="NAME", type=click.Choice(list(STUDIES)))
+@click.argument("name", metavar="NAME")
 @click.option("--out", required=True, type=click.Path(), metavar="DIR",
               help="Folder for the study's tables, figures and summary.md (replaced if it "
                    "holds an earlier run of the same study).")
@@ -59,13 +59,14 @@ OPTIONS = Options(EVERY_STUDY, CHECKPOINT, CLUSTER.without("memory_limit"))
 def study(name, out, **given):
     from streamlsq.studies import run_study
 
-    spec = STUDIES[name]
+    options = values(OPTIONS, given)  # every option checked before the cluster starts
+    if name not in STUDIES:
+        raise InputError(f"unknown study {name!r}; the studies are {', '.join(STUDIES)}")
     own = set(EVERY_STUDY.names) - set(STUDY.names)
     wrong = [OPTIONS.param(k).option for k in OPTIONS.names
-             if k in own and k not in spec.options and given.get(k) is not None]
+             if k in own and k not in STUDIES[name].options and k in options]
     if wrong:
         raise InputError(f"study {name} does not take {', '.join(wrong)}")
-    options = values(OPTIONS, given)  # every option checked before the cluster starts
     result = run_study(name, out, **options)
     if result.extra.get("already_complete"):
         click.echo(f"{result.out}: already complete (the run being resumed had finished); "

@@ -7,13 +7,14 @@ import click
 
 from streamlsq.cli.common import (
     CONTEXT,
-    _chunk_tasks_option,
     _client,
     _friendly_errors,
     _scheduler_options,
 )
 from streamlsq.cli.options import click_options, values
 from streamlsq.options.fit import PREDICT_STREAM
+from streamlsq.options.mlr import PREDICT
+from streamlsq.options.run import CLUSTER
 
 __all__ = ["predict"]
 
@@ -22,17 +23,7 @@ __all__ = ["predict"]
 @click.argument("model", type=click.Path())
 @click.argument("tasks", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Result store to create.")
-@click.option("--estimator", type=click.Choice(["bayes", "map", "lstsq"]), default="bayes",
-              show_default=True, help="Posterior mean, most probable cluster, or per-task "
-              "least squares.")
-@click.option("--holdout", default=0, show_default=True,
-              help="Hold out the last N rows of every task and report their squared error.")
-@click.option("--yhat", is_flag=True, help="Also write yhat (row,): the predicted target of "
-              "every row of TASKS (the held-out rows are each task's last N).")
-@click.option("--new-rows", type=click.Path(), default=None,
-              help="A store of new covariates (X, task_ptr over the same tasks): write "
-              "new_yhat (new_row,) for its rows.")
-@_chunk_tasks_option
+@click_options(PREDICT)  # the multi-task prediction's
 @click_options(PREDICT_STREAM, exclude=("group",))  # a stream fit's options
 @click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
 @_scheduler_options
@@ -56,6 +47,11 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr          # a stream fit
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr --intervals --alpha 0.1
     """
+    # the multi-task options checked before any input is opened or cluster started
+    tasks_options = values(PREDICT, {"estimator": estimator, "holdout": holdout, "yhat": yhat,
+                                     "new_rows": new_rows, "chunk_tasks": chunk_tasks})
+    values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
+                     "memory_limit": memory_limit})
     stream = values(PREDICT_STREAM, {"x": x, "y": y, "sample_dim": sample_dim, "step": step,
                                      "intervals": intervals, "alpha": alpha})
     from streamlsq.io.results import open_result
@@ -81,10 +77,9 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
         raise InputError(f"{model}: --intervals and --alpha apply to a least-squares stream "
                          "fit, not to a meta-learned model")
     with _client(scheduler, n_workers, memory_limit, data=tasks) as client:
-        ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout, yhat=yhat,
-                 new_rows=new_rows, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
-    line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {estimator}"
-    if holdout:
+        ds = run(model, tasks, out=out, overwrite=overwrite, client=client, **tasks_options)
+    line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {ds.attrs['estimator']}"
+    if ds.attrs["holdout"]:
         line += (f"; held-out MSE {ds.attrs['holdout_mse']:.4g} over "
                  f"{ds.attrs['holdout_rows']} rows")
     if yhat:

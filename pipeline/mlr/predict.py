@@ -36,13 +36,12 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from streamlsq.errors import InputError, checked
+from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.location import locate
 from streamlsq.io.results import open_result
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
-    HOLDOUT,
     TaskChunk,
     TaskSource,
     open_tasks,
@@ -51,11 +50,13 @@ from streamlsq.io.tasks import (
 )
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
+from streamlsq.options.mlr import ESTIMATORS, PREDICT
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["ESTIMATORS", "TaskPrediction", "predict"]
 
-ESTIMATORS = ("bayes", "map", "lstsq")
+# ESTIMATORS, the estimators of a task's regression vector, is declared with the options
+# (streamlsq.options.mlr)
 
 
 def _predict_chunk(chunk: TaskChunk, source: TaskSource, W, s2, p, estimator, holdout, path):
@@ -188,14 +189,9 @@ class TaskPrediction(Job):
     new_rows: Any = None
     chunk_tasks: int = CHUNK_TASKS
 
+    options = PREDICT
     name = "predict"
     writes_chunks = True
-
-    def check(self) -> None:
-        if self.estimator not in ESTIMATORS:
-            raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got "
-                             f"{self.estimator!r}")
-        self.holdout = checked(HOLDOUT, self.holdout)
 
     def open(self, run: Run) -> list:
         self.W, self.s2, self.p, self.model_attrs = _load_model(self.model)

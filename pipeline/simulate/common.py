@@ -9,39 +9,24 @@ the row index only) and writes them into the store at ``path``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-import numpy as np
-
-from streamlsq.errors import InputError
-from streamlsq.io.codecs import check_codec
+from streamlsq.options import Options
+from streamlsq.options.common import STORE
 from streamlsq.runtime.client import dask_client
 from streamlsq.runtime.progress import track_futures
 
-__all__ = ["checked_chunk_size", "checked_codec", "checked_float_dtype", "chunk_ranges",
-           "write_chunks"]
+__all__ = ["checked_options", "chunk_ranges", "write_chunks"]
 
 
-def checked_codec(codec: str | None, command: str) -> str:
-    """The codec's name (:data:`streamlsq.io.codecs.CODECS`; None: the default), or an
-    InputError naming ``command``."""
-    try:
-        return check_codec(codec)
-    except ValueError as exc:
-        raise InputError(f"{command}: {exc}") from None
-
-
-def checked_chunk_size(size: int, command: str) -> int:
-    """``size`` (rows or blocks per chunk) if positive, else an InputError naming ``command``."""
-    if size < 1:
-        raise InputError(f"{command}: chunk size must be positive, got {size}")
-    return size
-
-
-def checked_float_dtype(dtype, command: str) -> None:
-    """Refuse (InputError naming ``command``) a dtype other than a float."""
-    if np.dtype(dtype).kind != "f":
-        raise InputError(f"{command}: dtype must be float32 or float64, got {dtype}")
+def checked_options(options: Options, given: Mapping) -> dict:
+    """The options of a ``simulate_*`` function (``options``: what the store is made of,
+    :mod:`streamlsq.options.simulate`, and :data:`~streamlsq.options.common.STORE`) from
+    its keywords ``given`` (its ``locals()``), checked and converted
+    (:meth:`~streamlsq.options.Options.check`: one line naming the first bad one) before
+    anything is written or a client started."""
+    declared = options + STORE
+    return declared.check({name: given[name] for name in declared.names})
 
 
 def chunk_ranges(n: int, size: int) -> list[tuple[int, int]]:

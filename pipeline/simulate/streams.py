@@ -19,13 +19,9 @@ from distributed import Client
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.results import atomic_store, for_workers, published
-from streamlsq.simulate.common import (
-    checked_chunk_size,
-    checked_codec,
-    checked_float_dtype,
-    chunk_ranges,
-    write_chunks,
-)
+from streamlsq.options.common import DEFAULT_CODEC
+from streamlsq.options.simulate import INTERLEAVED, IRMA, STREAM
+from streamlsq.simulate.common import checked_options, chunk_ranges, write_chunks
 
 __all__ = ["simulate_interleaved", "simulate_irma", "simulate_stream", "default_chunk_rows"]
 
@@ -97,7 +93,7 @@ def simulate_stream(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
-    codec: str | None = None,
+    codec: str | None = DEFAULT_CODEC,
 ) -> Path:
     """Write a synthetic stream store (``docs/stores.md#stream-store``) and return its path.
 
@@ -120,16 +116,14 @@ def simulate_stream(
     """
     from streamlsq.kernels.synthetic.streams import stream_design
 
-    if n_rows < 1 or n_features < 1 or n_targets < 1:
-        raise InputError("simulate: rows, features and targets must be positive")
-    checked_float_dtype(dtype, "simulate")
+    given = checked_options(STREAM, locals())
+    n_rows, n_features, n_targets, seed = (given[name] for name in
+                                           ("n_rows", "n_features", "n_targets", "seed"))
     try:
         design = stream_design(seed, n_features, n_targets, condition, noise)
     except ValueError as exc:
         raise InputError(f"simulate: {exc}") from None
-    chunk_rows = checked_chunk_size(chunk_rows or default_chunk_rows(n_features, n_rows),
-                                    "simulate")
-    codec = checked_codec(codec, "simulate")
+    chunk_rows = given["chunk_rows"] or default_chunk_rows(n_features, n_rows)
     from streamlsq.kernels.synthetic.streams import stream_rows
 
     attrs = {
@@ -182,7 +176,7 @@ def simulate_interleaved(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
-    codec: str | None = None,
+    codec: str | None = DEFAULT_CODEC,
 ) -> Path:
     """Write the three populations of the interleaved KF4LLS study (``docs/studies.md``).
 
@@ -206,14 +200,15 @@ def simulate_interleaved(
     """
     from streamlsq.kernels.synthetic.interleaved import figure1_store_parameters
 
+    given = checked_options(INTERLEAVED, locals())
+    n, q, steps, seed = (given[name] for name in ("n", "q", "steps", "seed"))
     try:
         params = figure1_store_parameters(seed, alpha, n, q, steps)
     except (TypeError, ValueError) as exc:
         raise InputError(f"simulate interleaved: {exc}") from None
     if chunk_blocks is None:
         chunk_blocks = max(1, default_chunk_rows(q, n * steps) // n)
-    chunk_blocks = min(checked_chunk_size(chunk_blocks, "simulate interleaved"), steps)
-    codec = checked_codec(codec, "simulate interleaved")
+    chunk_blocks = min(int(chunk_blocks), steps)
     n_rows = n * steps
     settings = {"alpha": params.alpha, "n": n, "q": q, "steps": steps,
                 "mu1": params.mu1, "mu2": params.mu2}
@@ -255,7 +250,7 @@ def simulate_irma(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
-    codec: str | None = None,
+    codec: str | None = DEFAULT_CODEC,
 ) -> Path:
     """Write the IRMA study's data (``docs/studies.md#irma``) as a stream store; return its path.
 
@@ -278,19 +273,13 @@ def simulate_irma(
     """
     from streamlsq.kernels.synthetic.streams import irma_rows
 
-    if n_rows < 1:
-        raise InputError(f"simulate irma: rows must be positive, got {n_rows}")
-    checked_float_dtype(dtype, "simulate irma")
-    try:
-        a, b = (float(v) for v in domain)
+    given = checked_options(IRMA, locals())
+    n_rows, seed, (a, b) = given["n_rows"], given["seed"], given["domain"]
+    try:  # the order of the domain's ends
         irma_rows(seed, 0, 0, (a, b), noise)  # validates domain and noise, draws nothing
-    except (TypeError, ValueError) as exc:
+    except ValueError as exc:
         raise InputError(f"simulate irma: {exc}") from None
-    if block_size < 1:
-        raise InputError(f"simulate irma: block size must be positive, got {block_size}")
-    chunk_rows = checked_chunk_size(chunk_rows or default_chunk_rows(1, n_rows),
-                                    "simulate irma")
-    codec = checked_codec(codec, "simulate irma")
+    chunk_rows = given["chunk_rows"] or default_chunk_rows(1, n_rows)
     attrs = {
         "generator": "streamlsq.simulate_irma",
         "parameters": {"n_rows": n_rows, "target": "x*exp(-x^2)",

@@ -316,13 +316,11 @@ def run_bfgs(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("bfgs", locals())
     sizes = QUICK if quick else FULL
-    streams = sizes["streams"] if streams is None else streams
-    rate = 1.0 if rate is None else rate
-    seed = common.check_seed(seed)
-    common.check_count("--streams", streams, 2)
-    if not (np.isfinite(rate) and rate > 0):
-        raise InputError(f"--rate must be a positive number, got {rate!r}")
+    streams = given["streams"] or sizes["streams"]
+    rate = 1.0 if rate is None else given["rate"]
+    seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:
         reg = bfgs_regression_table(seed, streams, sizes["reg_blocks"], client=cl,

@@ -27,7 +27,7 @@ import os
 import pickle
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import EntryCheckpoint, fingerprint_digest, remove_finished
 from streamlsq.io.outputs import OwnedTemporary, check_apart, publish, reclaim_leftovers
 from streamlsq.kernels.recursions.params import Param
+from streamlsq.options.study import STUDY, STUDY_OPTIONS
 from streamlsq.runtime.progress import track_futures
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "StudyResult",
     "batch_sizes",
     "check_count",
+    "check_options",
     "check_seed",
     "map_batches",
     "markdown",
@@ -86,7 +88,16 @@ class StudyResult:
 
 def check_seed(seed) -> int:
     """The seed as a non-negative int (InputError otherwise)."""
-    return checked(Param("--seed", 0, "Seed of the study.", type=int, ge=0), seed)
+    return checked(STUDY.param("seed"), seed)
+
+
+def check_options(name: str, given: Mapping) -> dict:
+    """The options of the study ``name`` (:data:`streamlsq.options.study.STUDY` and its
+    own, :data:`~streamlsq.options.study.STUDY_OPTIONS`) from the keywords ``given`` of its
+    ``run_<name>`` (its ``locals()``), checked and converted before any work: one line
+    naming the first bad one."""
+    options = STUDY + STUDY_OPTIONS[name]
+    return options.check({key: given[key] for key in options.names})
 
 
 def check_count(option: str, value, minimum: int = 1) -> int:

@@ -34,6 +34,7 @@ from streamlsq.errors import InputError
 from streamlsq.io.outputs import OwnedTemporary, check_writable, reclaim_leftovers
 from streamlsq.mlr.metalearn import metalearn
 from streamlsq.mlr.predict import predict
+from streamlsq.options.study import DEMO
 from streamlsq.runtime.client import dask_client
 from streamlsq.simulate.streams import simulate_stream
 from streamlsq.simulate.tasks import simulate_mlr
@@ -308,6 +309,9 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
     (errors against the truth, rows/s), ``prediction`` {estimator: {τ: MSE}} and
     ``figures`` / ``summary`` (paths).
     """
+    given = DEMO.check({"out": out, "rows": rows, "features": features, "seed": seed,
+                        "tasks": tasks})
+    rows, features, seed, tasks = (given[name] for name in ("rows", "features", "seed", "tasks"))
     started = time.perf_counter()
     lines: list[str] = []
 

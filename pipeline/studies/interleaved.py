@@ -234,13 +234,12 @@ def run_interleaved(out: str | os.PathLike, quick: bool = False, seed: int = 0, 
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("interleaved", locals())
     sizes = QUICK if quick else FULL
-    iterations = sizes["iterations"] if iterations is None else iterations
-    alpha = 0.25 if alpha is None else alpha
-    steps = 6 if steps is None else steps
-    seed = common.check_seed(seed)
-    common.check_count("--iterations", iterations, 2)
-    _parameters(seed, alpha, common.check_count("--steps", steps, 1), BLOCK_ROWS, FEATURES)
+    iterations = sizes["iterations"] if iterations is None else given["iterations"]
+    alpha = 0.25 if alpha is None else given["alpha"]
+    steps = 6 if steps is None else given["steps"]
+    seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:
         params, curves = interleaved_curves(seed, iterations, alpha, steps, client=cl,

@@ -256,12 +256,11 @@ def run_irma(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("irma", locals())
     sizes = QUICK if quick else FULL
-    fig_sequences = sizes["fig_sequences"] if fig_sequences is None else fig_sequences
-    table_sequences = sizes["table_sequences"] if table_sequences is None else table_sequences
-    seed = common.check_seed(seed)
-    common.check_count("--fig-sequences", fig_sequences, 2)
-    common.check_count("--table-sequences", table_sequences, 2)
+    fig_sequences = given["fig_sequences"] or sizes["fig_sequences"]
+    table_sequences = given["table_sequences"] or sizes["table_sequences"]
+    seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:
         fig1 = irma_figure1(seed, fig_sequences, client=cl, progress=progress)

@@ -317,13 +317,12 @@ def run_lms(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=N
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("lms", locals())
     sizes = QUICK if quick else FULL
-    clouds = sizes["clouds"] if clouds is None else clouds
-    epochs = sizes["epochs"] if epochs is None else epochs
+    clouds = given["clouds"] or sizes["clouds"]
+    epochs = given["epochs"] or sizes["epochs"]
     rates = _check_rates(DEFAULT_RATES if rates is None else rates)
-    seed = common.check_seed(seed)
-    common.check_count("--clouds", clouds, 2)
-    common.check_count("--epochs", epochs, 1)
+    seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:
         weights, fits, data = lms_demonstration(seed, rates)

@@ -4,7 +4,10 @@ The subcommands ``fit NAME`` are derived from the registry of recursions
 (:mod:`streamlsq.kernels.recursions.registry`): each gets the options every fit
 shares, ``--engine`` when the recursion has the scan form, and one option per
 declared parameter (and per option of the recursion's own job), one argument per store
-it reads. ``fit em`` (a multi-task store) is written out in its own module.
+it reads. They are built from the recursions' declarations alone
+(``RECURSIONS.declaration(NAME)``): the help and the check of every option import no
+kernel (nor Numba or SciPy); the recursion's module is imported when the fit runs.
+``fit em`` (a multi-task store) is written out in its own module.
 """
 
 from __future__ import annotations
@@ -103,23 +106,27 @@ def _param_option(p: Param):
 
 
 def _param_value(p: Param, value):
-    """The value of one option as the recursion takes it (``None``: not given)."""
+    """The value of one option as the recursion takes it (``None``: not given), checked by
+    its declaration (refused before a cluster starts or a kernel is imported)."""
     if value is None:
         return None
     try:
-        return p.from_command_line(value)
+        value = p.from_command_line(value)
+        if value is not None:
+            p.check(value)
     except ValueError as exc:
         raise InputError(f"{_option_name(p)}: {exc}") from None
+    return value
 
 
-def _command_help(cls) -> str:
+def _command_help(declaration) -> str:
     """The help of ``fit NAME``: the recursion's own description and examples, or its
     summary and the first paragraph of its docstring."""
-    description = vars(cls).get("description")
+    description = declaration.description
     if not description:
-        return _generic_help(cls)
+        return _generic_help(declaration)
     text = inspect.cleandoc(description)
-    examples = vars(cls).get("examples", ())
+    examples = declaration.examples
     if examples:
         text += "\n\n\b\nExamples:\n" + "\n".join(f"  {line}" for line in examples)
     return text
@@ -130,20 +137,20 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
     (its declared ``inputs``), the options every fit shares, one option per declared
     parameter and per option of its job (interleaved KF4LLS: ``--test``,
     ``--estimate-alpha``)."""
-    cls = RECURSIONS[name]
-    single = len(cls.inputs) == 1
+    declaration = RECURSIONS.declaration(name)
+    single = len(declaration.inputs) == 1
     # the job's options come last and take the place of a parameter of the same name
-    declared = {p.name: p for p in (*cls.params, *_job_options(name))}
+    declared = {p.name: p for p in (*declaration.params, *_job_options(name))}
 
     def command(out, segment_size, scheduler, n_workers, memory_limit, engine="sequential",
                 intercept=None, **options):
-        stores = [options.pop(role) for role in cls.inputs]
+        stores = [options.pop(role) for role in declaration.inputs]
         params = {key: value for key in declared
                   if (value := _param_value(declared[key], options.pop(key))) is not None}
         segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
         # the fit path's imports (about a second) while the worker processes start
         with _client_while(_import_fit_path, scheduler, n_workers, memory_limit,
-                           data=stores, preload=_task_modules(cls)) as client:
+                           data=stores, preload=_task_modules(declaration)) as client:
             from streamlsq.stream.fit import fit_stream
 
             ds = fit_stream(stores[0] if single else stores, name, out=out, engine=engine,
@@ -158,9 +165,9 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
         notes = job_class(name).notes(ds)
         click.echo(", ".join([_summary(out, command_name or name, engine, ds), *notes]))
 
-    command.__doc__ = _command_help(cls)
+    command.__doc__ = _command_help(declaration)
     arguments = [click.argument(role, type=click.Path(), metavar=role.upper())
-                 for role in cls.inputs]
+                 for role in declaration.inputs]
     per_store = [] if not single else [
         click.option("--epochs", type=int, default=1, show_default=True,
                      help="Passes over the store (the state carries over from one to the "
@@ -170,8 +177,8 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
                           "order, new in every epoch."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle."),
         click.option("--group", default=None, help="Group of the store holding X and y."),
-        *_layout_options(intercept=cls.intercept_kind in ("column", "kernel"),
-                         default_intercept=cls.default_intercept),
+        *_layout_options(intercept=declaration.intercept_kind in ("column", "kernel"),
+                         default_intercept=declaration.default_intercept),
         click.option("--continue-from", "continue_from", default=None, metavar="RESULT",
                      help="Continue the fit RESULT (of this method and options) on the rows "
                           "appended to DATA since: start from its final state, read only the "
@@ -179,32 +186,32 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
         *_inference_options(alpha="alpha" not in declared),
     ]
     decorators = [*arguments,
-                  _fit_options(engine="scan" in RECURSIONS.engines(name), first_block=single),
+                  _fit_options(engine="scan" in declaration.engines, first_block=single),
                   *[_param_option(p) for p in declared.values()], *per_store,
                   _scheduler_options, _friendly_errors]
     for decorate in reversed(decorators):
         command = decorate(command)
     return click.command(command_name or name, context_settings=CONTEXT,
-                         short_help=cls.summary)(command)
+                         short_help=declaration.summary)(command)
 
 
 def _import_fit_path() -> None:
     import streamlsq.stream.fit  # noqa: F401 - imported for what it imports
 
 
-def _task_modules(cls) -> tuple[str, ...]:
+def _task_modules(declaration) -> tuple[str, ...]:
     """The modules a fit's tasks import on a worker (the recursion's kernels with SciPy
     and Numba, the engines'), for its worker processes to import as they start; none for a
     recursion defined in a script's ``__main__`` (its tasks carry it by value)."""
-    own = () if cls.__module__ == "__main__" else (cls.__module__,)
+    own = () if declaration.module == "__main__" else (declaration.module,)
     return (*own, "streamlsq.stream.engines")
 
 
 def _job_options(name: str) -> tuple[Param, ...]:
-    """The options of a recursion's own job (imported only for those that have one)."""
-    from streamlsq.stream.methods import OWN_JOBS, job_class
+    """The options of a recursion's own job, as declared (the job is not imported)."""
+    from streamlsq.stream.methods import JOB_OPTIONS
 
-    return job_class(name).options if name in OWN_JOBS else ()
+    return JOB_OPTIONS.get(name, ())
 
 
 def _inference_options(alpha: bool = True):
@@ -266,11 +273,14 @@ def _layout_options(intercept: bool = True, default_intercept: bool = False):
     return opts
 
 
-def _generic_help(cls) -> str:
-    doc = (cls.__doc__ or "").strip().split("\n\n")[0]
-    stores = ("the stream store DATA" if len(cls.inputs) == 1 else
-              f"the stream stores {' '.join(role.upper() for role in cls.inputs)}")
-    return f"{cls.summary[:1].upper()}{cls.summary[1:]} on {stores}.\n\n    {doc}"
+def _generic_help(declaration) -> str:
+    """The summary and the first paragraph of the class docstring (of a recursion without
+    a description of its own: a plugin's, whose class is imported already)."""
+    doc = (RECURSIONS[declaration.name].__doc__ or "").strip().split("\n\n")[0]
+    inputs, summary = declaration.inputs, declaration.summary
+    stores = ("the stream store DATA" if len(inputs) == 1 else
+              f"the stream stores {' '.join(role.upper() for role in inputs)}")
+    return f"{summary[:1].upper()}{summary[1:]} on {stores}.\n\n    {doc}"
 
 
 #: the subcommands of ``fit`` written in modules of their own: name -> (module, attribute),

@@ -29,7 +29,6 @@ from streamlsq.io.stream import StreamSource, open_stream
 from streamlsq.jobs import Context, Run, RunOptions
 from streamlsq.kernels.recursions.contract import BlockGrid, Param
 from streamlsq.kernels.recursions.interleaved import (
-    ALPHA,
     InterleavedKF4LLS,
     bias_of_run,
     column_moments,
@@ -44,14 +43,11 @@ from streamlsq.kernels.recursions.interleaved import (
 from streamlsq.runtime.progress import track_futures
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call, read_span
 from streamlsq.stream.fit import StreamFit, check_layout
+from streamlsq.stream.methods import ALPHA_ESTIMATORS, JOB_OPTIONS
 from streamlsq.stream.plans import StreamPlan, plan_segments
 
 __all__ = ["ALPHA_ESTIMATORS", "InterleavedFit", "fit_interleaved", "open_population",
            "split_store_spec"]
-
-#: ways to estimate α from the three populations (``--estimate-alpha``)
-ALPHA_ESTIMATORS = ("means", "grid")
-
 
 def split_store_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
     """``"path#group"`` → (path, group); a plain path → (path, None)."""
@@ -258,15 +254,8 @@ class InterleavedFit(StreamFit):
     whose α may first be estimated from the column moments of A, B and the test population
     C (a parallel chunked reduction), and whose recorded steps are then scored on C."""
 
-    options: ClassVar[tuple[Param, ...]] = (
-        ALPHA.replace(default=None, optional=True, help="Mixing weight in [0, 1]: the test "
-                      "population is alpha*A + (1-alpha)*B (or --estimate-alpha)."),
-        Param("test", None, "Test population C: records test_mse(step), and bias(step) if "
-              "C has coef_true.", type=str, optional=True, metavar="C"),
-        Param("estimate_alpha", None, "Estimate alpha from the column moments of A, B and "
-              "--test C instead of giving --alpha.", type=str, choices=ALPHA_ESTIMATORS,
-              optional=True),
-    )
+    #: --alpha (or --estimate-alpha), --test: declared in :mod:`streamlsq.stream.methods`
+    options: ClassVar[tuple[Param, ...]] = JOB_OPTIONS["interleaved-kf4lls"]
 
     def __post_init__(self):
         self.params = dict(self.params)

@@ -2,7 +2,10 @@
 
 :data:`RECURSIONS` is the kernels' registry (:mod:`streamlsq.kernels.recursions.registry`);
 :func:`make_method` builds a recursion from a name and its declared parameters and
-turns the kernel's refusals into :class:`~streamlsq.errors.InputError`.
+turns the kernel's refusals into :class:`~streamlsq.errors.InputError`. A recursion whose
+fit is a job of its own (:data:`OWN_JOBS`) declares the job's options here
+(:data:`JOB_OPTIONS`), so that the command line builds ``fit NAME`` without importing the
+job (nor the kernels).
 """
 
 from __future__ import annotations
@@ -11,13 +14,34 @@ import importlib
 
 from streamlsq.errors import InputError
 from streamlsq.kernels.recursions.contract import Recursion
+from streamlsq.kernels.recursions.declarations import ALPHA
+from streamlsq.kernels.recursions.params import Param
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
-__all__ = ["OWN_JOBS", "RECURSIONS", "job_class", "make_method", "params_from_store"]
+__all__ = ["ALPHA_ESTIMATORS", "JOB_OPTIONS", "OWN_JOBS", "RECURSIONS", "job_class",
+           "make_method", "params_from_store"]
 
 #: recursions whose fit is more than a fit of their rows: name -> "module:job class" (the
 #: job derives from :class:`streamlsq.stream.fit.StreamFit`)
 OWN_JOBS = {"interleaved-kf4lls": "streamlsq.stream.interleaved:InterleavedFit"}
+
+#: ways to estimate α from the three populations (``--estimate-alpha`` of interleaved
+#: KF4LLS's job)
+ALPHA_ESTIMATORS = ("means", "grid")
+
+#: the options of each job of :data:`OWN_JOBS` besides the recursion's parameters (its
+#: ``options``; the command line adds them, one option each)
+JOB_OPTIONS: dict[str, tuple[Param, ...]] = {
+    "interleaved-kf4lls": (
+        ALPHA.replace(default=None, optional=True, help="Mixing weight in [0, 1]: the test "
+                      "population is alpha*A + (1-alpha)*B (or --estimate-alpha)."),
+        Param("test", None, "Test population C: records test_mse(step), and bias(step) if "
+              "C has coef_true.", type=str, optional=True, metavar="C"),
+        Param("estimate_alpha", None, "Estimate alpha from the column moments of A, B and "
+              "--test C instead of giving --alpha.", type=str, choices=ALPHA_ESTIMATORS,
+              optional=True),
+    ),
+}
 
 
 def job_class(method):
@@ -62,7 +86,7 @@ def params_from_store(method: str | Recursion, params: dict, store_attrs: dict) 
     if not isinstance(method, str) or method not in RECURSIONS:
         return params
     out = dict(params)
-    for p in RECURSIONS[method].params:
+    for p in RECURSIONS.declaration(method).params:
         if p.store_attr and out.get(p.name) is None and p.store_attr in store_attrs:
             out[p.name] = store_attrs[p.store_attr]
     return out

@@ -112,8 +112,8 @@ def _param_value(p: Param, value):
         return None
     try:
         value = p.from_command_line(value)
-        if value is not None:
-            p.check(value)
+        if value is not None:  # (an option cannot be None: its refusal does not offer it)
+            p.replace(optional=False).check(value)
     except ValueError as exc:
         raise InputError(f"{_option_name(p)}: {exc}") from None
     return value

@@ -25,7 +25,10 @@ by deriving from :class:`ScanRecursion` (the ``scan`` engine runs exactly those)
 Every recursion also *declares* what a user may set: ``name``, a one-line
 ``summary``, ``params``, a tuple of :class:`Param` (name, default, type, help and the
 constraints a value must meet), ``inputs`` (the roles of the stores it reads) and, for
-``streamlsq fit NAME --help``, a ``description`` and ``examples``.
+``streamlsq fit NAME --help``, a ``description`` and ``examples``: in its class body, or,
+for a recursion of this package, in its
+:class:`~streamlsq.kernels.recursions.declarations.RecursionDeclaration` (importable
+without the kernels), from which the class takes them (``declaration = ...``).
 :meth:`Recursion.from_params` builds a configured recursion from those parameters; the
 base constructor checks every declared value (``ValueError`` naming the bad one, in the
 format of :func:`~streamlsq.kernels.recursions.params.must_be`) and the hook

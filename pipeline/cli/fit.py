@@ -12,6 +12,7 @@ kernel (nor Numba or SciPy); the recursion's module is imported when the fit run
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import click
@@ -148,9 +149,11 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
         params = {key: value for key in declared
                   if (value := _param_value(declared[key], options.pop(key))) is not None}
         segment_bytes = _segment_bytes(segment_size)  # refused before a cluster starts
-        # the fit path's imports (about a second) while the worker processes start
-        with _client_while(_import_fit_path, scheduler, n_workers, memory_limit,
-                           data=stores, preload=_task_modules(declaration)) as client:
+        # the fit path's and the recursion's imports (about a second) while the worker
+        # processes start
+        with _client_while(functools.partial(_import_fit_path, name), scheduler, n_workers,
+                           memory_limit, data=stores,
+                           preload=_task_modules(declaration)) as client:
             from streamlsq.stream.fit import fit_stream
 
             ds = fit_stream(stores[0] if single else stores, name, out=out, engine=engine,
@@ -195,8 +198,10 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
                          short_help=declaration.summary)(command)
 
 
-def _import_fit_path() -> None:
+def _import_fit_path(name: str) -> None:
     import streamlsq.stream.fit  # noqa: F401 - imported for what it imports
+
+    RECURSIONS[name]  # the recursion's class: its kernels, Numba and SciPy
 
 
 def _task_modules(declaration) -> tuple[str, ...]:

@@ -23,13 +23,19 @@ the command line's start) stays fast.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-try:
-    __version__ = version("streamlsq")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
+
+def _version() -> str:
+    """The installed distribution's version (read when ``__version__`` is first asked for:
+    importlib.metadata takes tens of milliseconds of every command's start)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("streamlsq")
+    except PackageNotFoundError:  # running from a source tree without installation
+        return "0.0.0+unknown"
+
 
 #: public name -> module that defines it
 _PUBLIC = {
@@ -102,6 +108,9 @@ _NAMES = [
 
 
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     if name == "__all__":  # the functions, and an estimator for every registered recursion
         estimators = importlib.import_module("streamlsq.estimators")
         return sorted([*_NAMES, *estimators.__all__], key=str.lower)

@@ -25,7 +25,10 @@ by deriving from :class:`ScanRecursion` (the ``scan`` engine runs exactly those)
 Every recursion also *declares* what a user may set: ``name``, a one-line
 ``summary``, ``params``, a tuple of :class:`Param` (name, default, type, help and the
 constraints a value must meet), ``inputs`` (the roles of the stores it reads) and, for
-``streamlsq fit NAME --help``, a ``description`` and ``examples``.
+``streamlsq fit NAME --help``, a ``description`` and ``examples``: in its class body, or,
+for a recursion of this package, in its
+:class:`~streamlsq.kernels.recursions.declarations.RecursionDeclaration` (importable
+without the kernels), from which the class takes them (``declaration = ...``).
 :meth:`Recursion.from_params` builds a configured recursion from those parameters; the
 base constructor checks every declared value (``ValueError`` naming the bad one, in the
 format of :func:`~streamlsq.kernels.recursions.params.must_be`) and the hook
@@ -52,11 +55,14 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from streamlsq.kernels.recursions.params import Param, must_be
+
+if TYPE_CHECKING:  # the declarations import this module
+    from streamlsq.kernels.recursions.declarations import RecursionDeclaration
 
 State = dict[str, np.ndarray]
 
@@ -406,10 +412,41 @@ class Recursion:
     #: (a dropped row has weight 0) need it
     weighted: ClassVar[bool] = False
 
+    #: where the attributes above come from: a built-in recursion's
+    #: :class:`~streamlsq.kernels.recursions.declarations.RecursionDeclaration`, written in
+    #: its class body (``declaration = DECLARATIONS["kf4lls"]``) instead of the attributes;
+    #: None for a class that writes them itself (the registry derives its declaration)
+    declaration: ClassVar[RecursionDeclaration | None] = None
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        declaration = vars(cls).get("declaration")
+        if declaration is None:
+            cls.declaration = None  # a class's own: not the one of a class it derives from
+        else:
+            cls._take_declaration(declaration)
         cls.n_inputs = len(cls.inputs)
         cls.__signature__ = cls._signature()
+
+    @classmethod
+    def _take_declaration(cls, declaration: RecursionDeclaration) -> None:
+        """The declared attributes from ``declaration``, which must name this class and say
+        whether it has the scan form as its bases do; written once, there."""
+        written = [a for a in declaration.ATTRIBUTES if a in vars(cls)]
+        if written:
+            raise TypeError(f"{cls.__name__} takes {', '.join(written)} from its declaration "
+                            f"{declaration.name!r}: write them there, not in the class")
+        path = f"{cls.__module__}:{cls.__qualname__}"
+        if declaration.class_path != path:
+            raise TypeError(f"the declaration {declaration.name!r} names the class "
+                            f"{declaration.class_path}, not {path}")
+        if declaration.scan != issubclass(cls, ScanRecursion):
+            raise TypeError(f"the declaration {declaration.name!r} says scan="
+                            f"{declaration.scan}, but {cls.__name__} "
+                            f"{'does not derive' if declaration.scan else 'derives'} from "
+                            "ScanRecursion")
+        for attribute in declaration.ATTRIBUTES:
+            setattr(cls, attribute, getattr(declaration, attribute))
 
     @classmethod
     def _signature(cls) -> inspect.Signature:

@@ -5,12 +5,15 @@ The subcommands ``fit NAME`` are derived from the registry of recursions
 shares (declared once: :mod:`streamlsq.options.fit`), ``--engine`` when the recursion
 has the scan form, and one option per declared parameter (and per option of the
 recursion's own job), one argument per store it reads; every value is checked by its
-declaration before a cluster starts. ``fit em`` (a multi-task store) is written out in
-its own module.
+declaration before a cluster starts. They are built from the recursions' declarations
+alone (``RECURSIONS.declaration(NAME)``): the help and the check of every option import no
+kernel (nor Numba or SciPy); the recursion's module is imported when the fit runs.
+``fit em`` (a multi-task store) is written out in its own module.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import click
@@ -45,27 +48,28 @@ def fit_command_options(name: str) -> Options:
     recursion's parameters and its own job's options; ``--engine`` only for a recursion with
     the scan form; ``--intercept`` shown for a recursion that fits one, with its default),
     then the checkpoint's, the output's and the cluster's."""
-    cls = RECURSIONS[name]
-    declared = fit_options(cls.params, several=len(cls.inputs) > 1, own=JOB_OPTIONS.get(name))
-    if "scan" not in RECURSIONS.engines(name):
+    declaration = RECURSIONS.declaration(name)
+    declared = fit_options(declaration.params, several=len(declaration.inputs) > 1,
+                           own=JOB_OPTIONS.get(name))
+    if "scan" not in declaration.engines:
         declared = declared.without("engine")
     if "fit_intercept" in declared:
-        fits = cls.intercept_kind in ("column", "kernel")
-        state = "on" if cls.default_intercept else "off"
+        fits = declaration.intercept_kind in ("column", "kernel")
+        state = "on" if declaration.default_intercept else "off"
         declared = declared.replace(
             "fit_intercept", hidden=not fits,
             help=f"Fit an intercept, labelled 'intercept' (default {state} for this method).")
     return Options(declared, CHECKPOINT, OUTPUT.without("out"), CLUSTER)
 
 
-def _command_help(cls) -> str:
+def _command_help(declaration) -> str:
     """The help of ``fit NAME``: the recursion's own description and examples, or its
     summary and the first paragraph of its docstring."""
-    description = vars(cls).get("description")
+    description = declaration.description
     if not description:
-        return _generic_help(cls)
+        return _generic_help(declaration)
     text = inspect.cleandoc(description)
-    examples = vars(cls).get("examples", ())
+    examples = declaration.examples
     if examples:
         text += "\n\n\b\nExamples:\n" + "\n".join(f"  {line}" for line in examples)
     return text
@@ -75,19 +79,20 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
     """The ``fit NAME`` command of a registered recursion: one argument per store it reads
     (its declared ``inputs``), ``--out``, and the options of :func:`fit_command_options`,
     every value checked by its declaration before a cluster starts."""
-    cls = RECURSIONS[name]
-    single = len(cls.inputs) == 1
+    declaration = RECURSIONS.declaration(name)
+    single = len(declaration.inputs) == 1
     declared = fit_command_options(name)
     engine_default = declared.param("engine").default if "engine" in declared else "sequential"
 
     def command(out, **given):
-        stores = [given.pop(role) for role in cls.inputs]
+        stores = [given.pop(role) for role in declaration.inputs]
         options = values(declared, given)  # refused before a cluster starts
         cluster = {key: options.pop(key, None) for key in CLUSTER.names}
-        # the fit path's imports (about a second) while the worker processes start
-        with _client_while(_import_fit_path, cluster["scheduler"], cluster["n_workers"],
-                           cluster["memory_limit"], data=stores,
-                           preload=_task_modules(cls)) as client:
+        # the fit path's and the recursion's imports (about a second) while the worker
+        # processes start
+        with _client_while(functools.partial(_import_fit_path, name), cluster["scheduler"],
+                           cluster["n_workers"], cluster["memory_limit"], data=stores,
+                           preload=_task_modules(declaration)) as client:
             from streamlsq.stream.fit import fit_stream
 
             ds = fit_stream(stores[0] if single else stores, name, out=out, client=client,
@@ -102,35 +107,40 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
         engine = options.get("engine", engine_default)
         click.echo(", ".join([_summary(out, command_name or name, engine, ds), *notes]))
 
-    command.__doc__ = _command_help(cls)
+    command.__doc__ = _command_help(declaration)
     arguments = [click.argument(role, type=click.Path(), metavar=role.upper())
-                 for role in cls.inputs]
+                 for role in declaration.inputs]
     out = click.option("--out", required=True, type=click.Path(),
                        help=OUTPUT.param("out").help)
     decorators = [*arguments, out, click_options(declared), _friendly_errors]
     for decorate in reversed(decorators):
         command = decorate(command)
     return click.command(command_name or name, context_settings=CONTEXT,
-                         short_help=cls.summary)(command)
+                         short_help=declaration.summary)(command)
 
 
-def _import_fit_path() -> None:
+def _import_fit_path(name: str) -> None:
     import streamlsq.stream.fit  # noqa: F401 - imported for what it imports
 
+    RECURSIONS[name]  # the recursion's class: its kernels, Numba and SciPy
 
-def _task_modules(cls) -> tuple[str, ...]:
+
+def _task_modules(declaration) -> tuple[str, ...]:
     """The modules a fit's tasks import on a worker (the recursion's kernels with SciPy
     and Numba, the engines'), for its worker processes to import as they start; none for a
     recursion defined in a script's ``__main__`` (its tasks carry it by value)."""
-    own = () if cls.__module__ == "__main__" else (cls.__module__,)
+    own = () if declaration.module == "__main__" else (declaration.module,)
     return (*own, "streamlsq.stream.engines")
 
 
-def _generic_help(cls) -> str:
-    doc = (cls.__doc__ or "").strip().split("\n\n")[0]
-    stores = ("the stream store DATA" if len(cls.inputs) == 1 else
-              f"the stream stores {' '.join(role.upper() for role in cls.inputs)}")
-    return f"{cls.summary[:1].upper()}{cls.summary[1:]} on {stores}.\n\n    {doc}"
+def _generic_help(declaration) -> str:
+    """The summary and the first paragraph of the class docstring (of a recursion without
+    a description of its own: a plugin's, whose class is imported already)."""
+    doc = (RECURSIONS[declaration.name].__doc__ or "").strip().split("\n\n")[0]
+    inputs, summary = declaration.inputs, declaration.summary
+    stores = ("the stream store DATA" if len(inputs) == 1 else
+              f"the stream stores {' '.join(role.upper() for role in inputs)}")
+    return f"{summary[:1].upper()}{summary[1:]} on {stores}.\n\n    {doc}"
 
 
 #: the subcommands of ``fit`` written in modules of their own: name -> (module, attribute),

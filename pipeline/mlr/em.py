@@ -34,7 +34,6 @@ from streamlsq.io.tasks import (
     TASK_VARIABLES,
     TaskChunk,
     TaskSource,
-    open_tasks,
     plan_chunks,
     reading_chunk,
     task_input_identity,
@@ -158,7 +157,7 @@ class EMFit(Job):
             raise InputError(f"tol must be a finite number >= 0, got {self.tol!r}")
 
     def open(self, run: Run) -> list:
-        source = self.source = open_tasks(self.data, self.group)
+        source = self.source = run.open_input("tasks", self.data, self.group)
         k = self.k
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or \
                 not 1 <= k <= source.n_tasks:

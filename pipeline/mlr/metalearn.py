@@ -55,7 +55,6 @@ from streamlsq.io.tasks import (
     TaskSets,
     TaskSource,
     load_chunk,
-    open_tasks,
     plan_chunks,
     reading_chunk,
     task_input_identity,
@@ -369,7 +368,7 @@ class MetaLearning(Job):
         self.splits = checked(SPLITS, self.splits)
 
     def open(self, run: Run) -> list:
-        self.source = open_tasks(self.data, self.group)
+        self.source = run.open_input("tasks", self.data, self.group)
         return [self.source]
 
     def beside(self) -> dict:
@@ -791,7 +790,7 @@ class PooledFit(Job):
         self.holdout = checked(HOLDOUT, self.holdout)
 
     def open(self, run: Run) -> list:
-        self.source = open_tasks(self.data, self.group)
+        self.source = run.open_input("tasks", self.data, self.group)
         return [self.source]
 
     def parameters(self) -> dict:

@@ -20,7 +20,7 @@ import xarray as xr
 
 from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
-from streamlsq.io.stream import MISSING, open_stream
+from streamlsq.io.stream import MISSING
 from streamlsq.jobs import Context, Job, Run
 from streamlsq.kernels.inference import COV_TYPES
 from streamlsq.kernels.linalg import SingularMatrixError
@@ -323,7 +323,7 @@ class StreamFit(Job):
 
             fit_intercept = formula_intercept(self.formula, fit_intercept)
         column, params = intercept_options(self.method, fit_intercept, self.params)
-        self.sources = self.open_sources(column, run.storage_options)
+        self.sources = self.open_sources(column, run)
         params = params_from_store(self.method, params, self.sources[0].attrs)
         self.recursion = make_method(self.method, **params)
         if len(self.sources) != len(self.recursion.inputs):
@@ -340,22 +340,22 @@ class StreamFit(Job):
         else:
             self.previous = continued_result(
                 self.continue_from, self.sources[0], self.recursion, self.dtype,
-                self.block_size, self.epochs, self.shuffle, run.storage_options)
+                self.block_size, self.epochs, self.shuffle, run)
             self.plan, self.record_every = continued_plan(self.previous, self.sources[0],
                                                           self.record_every)
         if self.plan is not None and self.record_every is None:
             self.record_every = max(1, -(-self.plan.n_blocks // DEFAULT_RECORDED_STEPS))
         return list(self.sources)
 
-    def open_sources(self, fit_intercept: bool, storage_options) -> list:
-        """The stores the recursion reads: ``data``, or one store per input role of a
-        recursion that reads several (``data`` a sequence of them)."""
+    def open_sources(self, fit_intercept: bool, run: Run) -> list:
+        """The stores the recursion reads, opened by ``run``: ``data``, or one store per input
+        role of a recursion that reads several (``data`` a sequence of them)."""
         many = isinstance(self.data, list | tuple)
         stores = list(self.data) if many else [self.data]
-        return [open_stream(d, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
-                            fit_intercept=fit_intercept, storage_options=storage_options,
-                            weights=self.weights, groups=self.groups, missing=self.missing,
-                            formula=self.formula)
+        return [run.open_input("stream", d, self.group, x=self.x, y=self.y,
+                               sample_dim=self.sample_dim, fit_intercept=fit_intercept,
+                               weights=self.weights, groups=self.groups, missing=self.missing,
+                               formula=self.formula)
                 for d in stores]
 
     def check_recursion_options(self) -> None:

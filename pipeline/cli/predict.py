@@ -67,11 +67,11 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr          # a stream fit
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr --intervals --alpha 0.1
     """
-    from streamlsq.io.results import open_result
     from streamlsq.mlr.predict import predict as run
-    from streamlsq.stream.apply import is_stream_fit, predict_stream
+    from streamlsq.prediction import applies_to_rows
+    from streamlsq.stream.apply import predict_stream
 
-    if is_stream_fit(open_result(model).attrs):
+    if applies_to_rows(model):
         with _client(scheduler, n_workers, memory_limit) as client:
             ds = predict_stream(model, tasks, out=out, x=x, y=y, sample_dim=sample_dim,
                                 step=step, intervals=intervals, alpha=alpha,

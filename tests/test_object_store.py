@@ -363,7 +363,7 @@ def _em(at, out, run):
 def _predict_tasks(at, out, run):
     streamlsq.metalearn(at("tasks.zarr"), 2, out=out("model.zarr"), **run)
     return streamlsq.predict(out("model.zarr"), at("tasks.zarr"), out=out("pred.zarr"),
-                             holdout=2, yhat=True, new_rows=at("tasks.zarr"), **run)
+                             holdout=2, new_rows=at("tasks.zarr"), **run)
 
 
 def _predict_stream(at, out, run):
@@ -372,12 +372,18 @@ def _predict_stream(at, out, run):
                                     intervals=True, **run)
 
 
+def _predict_any_fit(at, out, run):
+    streamlsq.fit_stream(at("stream.zarr"), "rls", out=out("fit.zarr"), **run)
+    return streamlsq.predict(out("fit.zarr"), at("rows.zarr"), **run)
+
+
 def _convert(at, out, run):
     return streamlsq.convert(at("table.parquet"), out("table.zarr"), **run)
 
 
 #: every job that reads stores: name → job(at: input name → location, out: output name →
-#: location, run: the run's options) → its result
+#: location, run: the run's options) → its result (streamlsq.predict opens the result to
+#: tell a fit from a model: "predict-tasks" and "predict-any-fit")
 JOBS = {
     "fit-sequential": _fit("sequential"),
     "fit-scan": _fit("scan"),
@@ -388,6 +394,7 @@ JOBS = {
     "fit_em": _em,
     "predict-tasks": _predict_tasks,
     "predict_stream": _predict_stream,
+    "predict-any-fit": _predict_any_fit,
     "convert": _convert,
 }
 

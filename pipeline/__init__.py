@@ -60,7 +60,7 @@ _PUBLIC = {
     "robust_covariance": "streamlsq.stream.robust",
     "metalearn": "streamlsq.mlr.metalearn",
     "fit_pooled": "streamlsq.mlr.metalearn",
-    "predict": "streamlsq.mlr.predict",
+    "predict": "streamlsq.prediction",
     "fit_em": "streamlsq.mlr.em",
     "example_tasks": "streamlsq.mlr.examples",
     "tasks_from_frame": "streamlsq.mlr.examples",
@@ -155,7 +155,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.mlr.em import fit_em
     from streamlsq.mlr.examples import example_tasks, tasks_from_frame
     from streamlsq.mlr.metalearn import fit_pooled, metalearn
-    from streamlsq.mlr.predict import predict
+    from streamlsq.prediction import predict
     from streamlsq.runtime.client import dask_client
     from streamlsq.simulate.streams import simulate_interleaved, simulate_irma, simulate_stream
     from streamlsq.simulate.tasks import simulate_mlr

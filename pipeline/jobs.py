@@ -214,6 +214,42 @@ class Run:
         run = cls(out, **{k: v for k, v in options.items() if k in names})
         return run, {k: v for k, v in options.items() if k not in names}
 
+    def open_input(self, kind: str, data, *args, **kwargs):
+        """Open and validate one input of a job with this run's ``storage_options``: every
+        job opens every input through here, so a URL is read where the options say
+        (credentials, ``endpoint_url``) and nowhere else. ``kind`` names the opener, which
+        gets ``data`` and the other arguments as they are:
+
+        - ``"stream"``: rows of a stream store or a table
+          (:func:`~streamlsq.io.stream.open_stream`);
+        - ``"tasks"``: a multi-task store (:func:`~streamlsq.io.tasks.open_tasks`);
+        - ``"result"``: a published result (:func:`~streamlsq.io.results.open_result`);
+        - ``"table"``: a table itself, not yet read as rows
+          (:func:`~streamlsq.io.tables.open_table`).
+
+        Examples
+        --------
+        >>> import tempfile, streamlsq
+        >>> from streamlsq.jobs import Run
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = streamlsq.simulate_stream(f"{tmp.name}/data.zarr", n_rows=1_000, n_features=2)
+        >>> Run().open_input("stream", path).n_rows
+        1000
+        >>> tmp.cleanup()
+        """
+        if kind == "stream":
+            from streamlsq.io.stream import open_stream as opener
+        elif kind == "tasks":
+            from streamlsq.io.tasks import open_tasks as opener
+        elif kind == "result":
+            opener = open_result
+        elif kind == "table":
+            from streamlsq.io.tables import open_table as opener
+        else:
+            raise ValueError(f"no input of kind {kind!r}: 'stream', 'tasks', 'result' or "
+                             "'table'")
+        return opener(data, *args, storage_options=self.storage_options, **kwargs)
+
     def execute(self, job: Job) -> xr.Dataset:
         """Run ``job`` in the one order of every job; returns its result (the published
         store, opened, for a job that writes its chunks; else the Dataset)."""

@@ -54,11 +54,11 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
                      "memory_limit": memory_limit})
     stream = values(PREDICT_STREAM, {"x": x, "y": y, "sample_dim": sample_dim, "step": step,
                                      "intervals": intervals, "alpha": alpha})
-    from streamlsq.io.results import open_result
     from streamlsq.mlr.predict import predict as run
-    from streamlsq.stream.apply import is_stream_fit, predict_stream
+    from streamlsq.prediction import applies_to_rows
+    from streamlsq.stream.apply import predict_stream
 
-    if is_stream_fit(open_result(model).attrs):
+    if applies_to_rows(model):
         with _client(scheduler, n_workers, memory_limit) as client:
             ds = predict_stream(model, tasks, out=out, overwrite=overwrite, client=client,
                                 **stream)

@@ -34,7 +34,6 @@ from streamlsq.io.tasks import (
     TASK_VARIABLES,
     TaskChunk,
     TaskSource,
-    open_tasks,
     plan_chunks,
     reading_chunk,
     task_input_identity,
@@ -151,7 +150,7 @@ class EMFit(Job):
     checkpoint_variables = TASK_VARIABLES
 
     def open(self, run: Run) -> list:
-        source = self.source = open_tasks(self.data, self.group)
+        source = self.source = run.open_input("tasks", self.data, self.group)
         k = self.k
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or \
                 not 1 <= k <= source.n_tasks:

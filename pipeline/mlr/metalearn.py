@@ -54,7 +54,6 @@ from streamlsq.io.tasks import (
     TaskSets,
     TaskSource,
     load_chunk,
-    open_tasks,
     plan_chunks,
     reading_chunk,
     task_input_identity,
@@ -350,7 +349,7 @@ class MetaLearning(Job):
     checkpoint_variables = TASK_VARIABLES
 
     def open(self, run: Run) -> list:
-        self.source = open_tasks(self.data, self.group)
+        self.source = run.open_input("tasks", self.data, self.group)
         return [self.source]
 
     def beside(self) -> dict:
@@ -773,7 +772,7 @@ class PooledFit(Job):
     name = "pooled"
 
     def open(self, run: Run) -> list:
-        self.source = open_tasks(self.data, self.group)
+        self.source = run.open_input("tasks", self.data, self.group)
         return [self.source]
 
     def parameters(self) -> dict:

@@ -39,12 +39,10 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.location import locate
-from streamlsq.io.results import open_result
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
     TaskChunk,
     TaskSource,
-    open_tasks,
     plan_chunks,
     reading_chunk,
 )
@@ -116,8 +114,9 @@ def _predict_rows(cl, source: TaskSource, coef, path, name, progress):
     return None if path is not None else np.concatenate(parts) if parts else np.empty(0)
 
 
-def _load_model(model) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    ds = open_result(model)
+def _load_model(run: Run, model) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The model's coefficients, noise variances, weights and attributes, opened by ``run``."""
+    ds = run.open_input("result", model)
     for name in ("coef", "noise_var", "weight"):
         if name not in ds:
             raise InputError(f"{model}: variable '{name}' is missing; not a model store")
@@ -194,8 +193,8 @@ class TaskPrediction(Job):
     writes_chunks = True
 
     def open(self, run: Run) -> list:
-        self.W, self.s2, self.p, self.model_attrs = _load_model(self.model)
-        source = self.source = open_tasks(self.tasks, self.group)
+        self.W, self.s2, self.p, self.model_attrs = _load_model(run, self.model)
+        source = self.source = run.open_input("tasks", self.tasks, self.group)
         if self.W.shape[1] != source.n_features:
             raise InputError(
                 f"{source.label}: variable 'X' has {source.n_features} features but the model "
@@ -207,7 +206,7 @@ class TaskPrediction(Job):
                              f"the {self.holdout} to hold out")
         self.covariates = None
         if self.new_rows is not None:
-            new = self.covariates = open_tasks(self.new_rows, targets=False)
+            new = self.covariates = run.open_input("tasks", self.new_rows, targets=False)
             if new.n_tasks != source.n_tasks or new.n_features != source.n_features:
                 raise InputError(
                     f"{new.label}: variable 'task_ptr' has {new.n_tasks} tasks and 'X' "

@@ -22,8 +22,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
-from streamlsq.io.results import open_result
-from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.io.stream import StreamSource
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.inference.prediction import PREDICTION_COLUMNS, prediction_intervals
 from streamlsq.kernels.recursions.registry import RECURSIONS
@@ -127,13 +126,13 @@ class StreamPrediction(Job):
     writes_chunks = True
 
     def open(self, run: Run) -> list:
-        fit = self.result if isinstance(self.result, xr.Dataset) else open_result(
-            self.result, storage_options=run.storage_options)
+        fit = self.result if isinstance(self.result, xr.Dataset) else run.open_input(
+            "result", self.result)
         self.model = None if isinstance(self.result, xr.Dataset) else locate(self.result)
         self.shown = (self.model.shown or self.model.url) if self.model is not None \
             else "the fit"
         intercept = self.read_coefficients(fit)
-        self.source = self.open_rows(fit.attrs, intercept, run.storage_options)
+        self.source = self.open_rows(fit.attrs, intercept, run)
         self.check_rows(fit, intercept)
         return [self.source] + ([self.model] if self.model is not None else [])
 
@@ -177,25 +176,24 @@ class StreamPrediction(Job):
                 "df_resid": float(fit.df_resid.values[0]), "alpha": alpha,
                 "use_t": bool(fit.attrs.get("use_t", True))}
 
-    def open_rows(self, attrs: dict, intercept: bool, storage_options) -> StreamSource:
-        """The new rows, read as the fit read its data unless named anew (a formula fit's:
-        through its formula, with its levels)."""
+    def open_rows(self, attrs: dict, intercept: bool, run: Run) -> StreamSource:
+        """The new rows, opened by ``run``, read as the fit read its data unless named anew (a
+        formula fit's: through its formula, with its levels)."""
         saved_x = json.loads(attrs.get("x_variables", '["X"]'))
         saved_y = json.loads(attrs.get("y_variables", '["y"]'))
         dim = self.sample_dim or attrs.get("sample_dim") or "sample"
         if "formula" in attrs:  # the fit's design applied to the new rows
-            return open_stream(self.data, self.group, formula=attrs["formula"],
-                               levels=json.loads(attrs.get("formula_levels", "{}")),
-                               fit_intercept=intercept, storage_options=storage_options,
-                               targets=False)
+            return run.open_input("stream", self.data, self.group, formula=attrs["formula"],
+                                  levels=json.loads(attrs.get("formula_levels", "{}")),
+                                  fit_intercept=intercept, targets=False)
         x_given = self.x is not None or saved_x != ["X"]
-        return open_stream(
-            self.data, self.group,
+        return run.open_input(
+            "stream", self.data, self.group,
             x=self.x if self.x is not None else (saved_x if x_given else None),
             y=self.y if self.y is not None else (saved_y if saved_y != ["y"] or x_given
                                                  else None),
             sample_dim=dim if (self.sample_dim or x_given or dim != "sample") else None,
-            fit_intercept=intercept, storage_options=storage_options, targets=False)
+            fit_intercept=intercept, targets=False)
 
     def check_rows(self, fit: xr.Dataset, intercept: bool) -> None:
         source, W, shown = self.source, self.W, self.shown

@@ -21,7 +21,7 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.formulas import find_levels
-from streamlsq.io.tables import ROW_DIM, forget_parts, is_table, open_table, read_frame
+from streamlsq.io.tables import ROW_DIM, forget_parts, is_table, read_frame
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.options.fit import CONVERT
 from streamlsq.runtime.progress import track_futures
@@ -89,7 +89,7 @@ class TableConversion(Job):
         if not is_table(self.data):
             raise InputError(f"{self.data!r}: not a table (Parquet or CSV files, a pandas, "
                              "polars or dask DataFrame)")
-        table = open_table(self.data, run.storage_options)
+        table = run.open_input("table", self.data)
         names = table.found if self.columns is None else [str(c) for c in (
             [self.columns] if isinstance(self.columns, str) else self.columns)]
         for name in names:

@@ -19,7 +19,6 @@ import xarray as xr
 
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
-from streamlsq.io.stream import open_stream
 from streamlsq.jobs import Context, Job, Run
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import Recursion, ScanRecursion
@@ -299,27 +298,27 @@ class StreamFit(Job):
 
     def open(self, run: Run) -> list:
         column, params = intercept_options(self.method, self.intercept(), self.params)
-        self.sources = self.open_sources(column, run.storage_options)
+        self.sources = self.open_sources(column, run)
         params = params_from_store(self.method, params, self.sources[0].attrs)
         self.recursion = make_method(self.method, **params)
         check_recursion(self, self.recursion)
         self.recursion = self.recursion.identifying()
         check_engine(self.recursion, self.engine)
         check_layout(self.sources, self.recursion, self.dtype)
-        self.previous, self.plan = plan_rows(self, run.storage_options)
+        self.previous, self.plan = plan_rows(self, run)
         if self.plan is not None and self.record_every is None:
             self.record_every = max(1, -(-self.plan.n_blocks // DEFAULT_RECORDED_STEPS))
         return list(self.sources)
 
-    def open_sources(self, fit_intercept: bool, storage_options) -> list:
-        """The stores the recursion reads: ``data``, or one store per input role of a
-        recursion that reads several (``data`` a sequence of them)."""
+    def open_sources(self, fit_intercept: bool, run: Run) -> list:
+        """The stores the recursion reads, opened by ``run``: ``data``, or one store per input
+        role of a recursion that reads several (``data`` a sequence of them)."""
         many = isinstance(self.data, list | tuple)
         stores = list(self.data) if many else [self.data]
-        return [open_stream(d, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
-                            fit_intercept=fit_intercept, storage_options=storage_options,
-                            weights=self.weights, groups=self.groups, missing=self.missing,
-                            formula=self.formula)
+        return [run.open_input("stream", d, self.group, x=self.x, y=self.y,
+                               sample_dim=self.sample_dim, fit_intercept=fit_intercept,
+                               weights=self.weights, groups=self.groups, missing=self.missing,
+                               formula=self.formula)
                 for d in stores]
 
     def fingerprint(self) -> dict:
@@ -456,13 +455,13 @@ def check_recursion(job: StreamFit, rec: Recursion) -> None:
         raise InputError(f"{rec.name}: {given[0]} does not apply: no statistics, as {why}")
 
 
-def plan_rows(job: StreamFit, storage_options) -> tuple[xr.Dataset | None, StreamPlan | None]:
-    """(the earlier result a fit continues, or None; the plan of the blocks: all rows, or
-    those appended since the earlier result, None when none was)."""
+def plan_rows(job: StreamFit, run: Run) -> tuple[xr.Dataset | None, StreamPlan | None]:
+    """(the earlier result a fit continues, opened by ``run``, or None; the plan of the
+    blocks: all rows, or those appended since the earlier result, None when none was)."""
     rec, source = job.recursion, job.sources[0]
     if job.continue_from is not None:
         previous = continued_result(job.continue_from, source, rec, job.dtype, job.block_size,
-                                    job.epochs, job.shuffle, storage_options)
+                                    job.epochs, job.shuffle, run)
         plan, job.record_every = continued_plan(previous, source, job.record_every)
         return previous, plan
     try:

@@ -24,7 +24,7 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.io.stream import StreamSource
 from streamlsq.jobs import Context, Run, RunOptions
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.kernels.recursions.interleaved import (
@@ -64,9 +64,10 @@ def split_store_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
     return spec, None
 
 
-def open_population(spec: str | os.PathLike) -> StreamSource:
-    """Open and validate the stream store (or store group) ``path[#group]``."""
-    return open_stream(*split_store_spec(spec))
+def open_population(run: Run, spec: str | os.PathLike) -> StreamSource:
+    """Open and validate the stream store (or store group) ``path[#group]``, by ``run`` (with
+    its storage options)."""
+    return run.open_input("stream", *split_store_spec(spec))
 
 
 def _grid(source: StreamSource, block_size: int | None) -> BlockGrid:
@@ -270,13 +271,13 @@ class InterleavedFit(StreamFit):
         self.params["alpha"] = given
         self.test_source = self.truth = None
         if self.test is not None:
-            self.test_source = open_population(self.test)
+            self.test_source = open_population(run, self.test)
             check_layout([sources[0], self.test_source], self.recursion, self.dtype)
             self.truth = read_truth(self.test_source)
         return sources + ([self.test_source] if self.test is not None else [])
 
-    def open_sources(self, fit_intercept: bool, storage_options) -> list:
-        return [open_population(spec) for spec in self.data]
+    def open_sources(self, fit_intercept: bool, run: Run) -> list:
+        return [open_population(run, spec) for spec in self.data]
 
     def fingerprint(self) -> dict:
         fp = super().fingerprint()

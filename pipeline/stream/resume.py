@@ -210,13 +210,12 @@ def _continue_refusal(result, what: str) -> InputError:
                       "--continue-from) or continue with the same method and options")
 
 
-def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
-                     storage_options=None):
-    """The earlier result to continue from, loaded and checked against this fit: same
+def continued_result(result, source, rec, dtype, block_size, epochs, shuffle, run):
+    """The earlier result to continue from, opened by ``run`` (a
+    :class:`~streamlsq.jobs.Run`, with its storage options), loaded and checked against this
+    fit: same
     method and parameters, same variables, intercept, dtype and block size, one epoch in
     storage order, the earlier rows unchanged (:func:`check_rows_unchanged`)."""
-    from streamlsq.io.results import open_result
-
     if getattr(source.rows, "table", False):
         raise InputError(f"{source.label}: --continue-from continues a fit on a store that "
                          "grew, not on a table: write the table as a store (streamlsq "
@@ -226,7 +225,7 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
         raise InputError("--continue-from reads a store (a path, URL or zarr store) whose "
                          "chunks can be stamped, not an xarray Dataset: write the Dataset "
                          "to Zarr (ds.to_zarr) and append to it")
-    prev = open_result(result, storage_options=storage_options, lazy=False).load()
+    prev = run.open_input("result", result, lazy=False).load()
     a = prev.attrs
     if a.get("method") != rec.name:
         raise _continue_refusal(result, f"it was fitted by '{a.get('method')}', not "

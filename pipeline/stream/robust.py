@@ -28,8 +28,7 @@ from typing import Any, Unpack
 import xarray as xr
 
 from streamlsq.errors import InputError
-from streamlsq.io.results import open_result
-from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.io.stream import StreamSource
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
@@ -128,20 +127,19 @@ class RobustCovariance(Job):
             self.alpha = CONF_ALPHA.default
 
     def open(self, run: Run) -> list:
-        self.fit = self.result if isinstance(self.result, xr.Dataset) else open_result(
-            self.result, storage_options=run.storage_options, lazy=False).load()
+        self.fit = self.result if isinstance(self.result, xr.Dataset) else run.open_input(
+            "result", self.result, lazy=False).load()
         a = self.fit.attrs
         self.recursion = fit_recursion(a)
         why = self.recursion.inference_unavailable()
         if why is not None or "nobs" not in self.fit:
             reason = why or a.get("statistics_unavailable", "it holds no statistics")
             raise InputError(f"the fit has no robust covariance: {reason}")
-        self.source = open_stream(
-            self.data, x=json.loads(a.get("x_variables", '["X"]')),
+        self.source = run.open_input(
+            "stream", self.data, x=json.loads(a.get("x_variables", '["X"]')),
             y=json.loads(a.get("y_variables", '["y"]')), sample_dim=a.get("sample_dim"),
             fit_intercept=bool(a.get("fit_intercept")), weights=a.get("weights_variable"),
-            groups=self.groups, missing=a.get("missing", "raise"),
-            storage_options=run.storage_options)
+            groups=self.groups, missing=a.get("missing", "raise"))
         if (self.source.n_rows, self.source.n_features) != (int(a["n_rows"]),
                                                             self.fit.sizes["feature"]):
             raise InputError(f"{self.source.label}: has {self.source.n_rows} rows of "

@@ -25,6 +25,7 @@ import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import EntryCheckpoint, merge_spans
+from streamlsq.io.stream import StreamSource
 from streamlsq.stream.plans import StreamPlan
 
 __all__ = ["FINGERPRINT_FIELDS", "ScanPieces", "add_rows_fingerprint",
@@ -104,13 +105,13 @@ class ScanPieces:
 # -- continuing a fit on a store that grew (``fit_stream(..., continue_from=RESULT)``) ---------
 
 
-def rows_fingerprint(source, n_rows: int) -> dict:
+def rows_fingerprint(source: StreamSource, n_rows: int) -> dict:
     """What identifies rows ``0:n_rows`` of a store, for a later ``continue_from``: for each
     variable read, (first row, end row, stamp) of its chunks, the stamp of a whole chunk
     being its file's (:func:`~streamlsq.io.stores.chunk_stamps`: size and time, or an
     object's ETag) and that of a chunk the rows end inside (which an append rewrites) a hash
     of its rows up to ``n_rows``. Empty for an xarray Dataset (it has no chunk files)."""
-    if getattr(source, "in_memory", False) or not hasattr(source, "x_vars"):
+    if source.in_memory:
         return {}
     out = {}
     for name in stamped_variables(source):
@@ -132,11 +133,10 @@ def rows_fingerprint(source, n_rows: int) -> dict:
     return out
 
 
-def stamped_variables(source) -> tuple[str, ...]:
+def stamped_variables(source: StreamSource) -> tuple[str, ...]:
     """The variables whose rows a fit's fingerprint stamps: features, targets and the rows'
     precision weights when given (a changed weight changes the fit as a changed value does)."""
-    weights = getattr(source, "weights", None)
-    return (*source.x_vars, *source.y_vars, *([weights] if weights else []))
+    return (*source.x_vars, *source.y_vars, *([source.weights] if source.weights else []))
 
 
 #: the columns of the result variable ``rows_fingerprint``: for each stamped range of rows,
@@ -217,12 +217,12 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
     storage order, the earlier rows unchanged (:func:`check_rows_unchanged`)."""
     from streamlsq.io.results import open_result
 
-    if getattr(source.rows, "table", False):
+    if source.from_table:
         raise InputError(f"{source.label}: --continue-from continues a fit on a store that "
                          "grew, not on a table: write the table as a store (streamlsq "
                          "convert), append the new rows to it and continue on the store, or "
                          "fit the whole table again")
-    if getattr(source, "in_memory", False):
+    if source.in_memory:
         raise InputError("--continue-from reads a store (a path, URL or zarr store) whose "
                          "chunks can be stamped, not an xarray Dataset: write the Dataset "
                          "to Zarr (ds.to_zarr) and append to it")

@@ -13,7 +13,8 @@ given to a fit's prediction) is refused in one line naming the level and the col
 The formula's intercept is the fit's: its ``Intercept`` column is left out of the design and
 the fit prepends its own constant column (``fit_intercept``), so that the statistics know the
 model has one. A result keeps the formula, the levels and the contrast coding of each factor
-(``formula``, ``formula_levels``, ``formula_contrasts``): the result alone rebuilds the design.
+(``formula``, ``formula_levels``, ``formula_contrasts``, in the record of what a fit read:
+``streamlsq.stream.fit_inputs``): the result alone rebuilds the design.
 
 Stateful transforms whose state depends on the rows they see (``center``, ``scale``, splines
 and polynomials) would differ from chunk to chunk: they are refused.
@@ -21,7 +22,6 @@ and polynomials) would differ from chunk to chunk: they are refused.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import OrderedDict
@@ -121,12 +121,6 @@ class Design:
     rhs_spec: object = field(compare=False, hash=False, repr=False)
     lhs_spec: object = field(default=None, compare=False, hash=False, repr=False)
     contrasts: tuple = ()
-
-    def attrs(self) -> dict:
-        """What a result keeps to rebuild the design from itself."""
-        return {"formula": self.formula,
-                "formula_levels": json.dumps({k: list(v) for k, v in self.levels}),
-                "formula_contrasts": json.dumps(dict(self.contrasts))}
 
     def encode(self, frame, label: str, start: int):
         """The frame's categorical columns as pandas categories of the design's levels; a

@@ -11,7 +11,6 @@ memory; the pooled squared error per target is summed on the way back.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -28,6 +27,7 @@ from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.inference.prediction import PREDICTION_COLUMNS, prediction_intervals
 from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.runtime.progress import track_futures
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["StreamPrediction", "is_stream_fit", "predict_stream"]
@@ -183,14 +183,13 @@ class StreamPrediction(Job):
     def open_rows(self, attrs: dict, intercept: bool, storage_options) -> StreamSource:
         """The new rows, read as the fit read its data unless named anew (a formula fit's:
         through its formula, with its levels)."""
-        saved_x = json.loads(attrs.get("x_variables", '["X"]'))
-        saved_y = json.loads(attrs.get("y_variables", '["y"]'))
-        dim = self.sample_dim or attrs.get("sample_dim") or "sample"
-        if "formula" in attrs:  # the fit's design applied to the new rows
-            return open_stream(self.data, self.group, formula=attrs["formula"],
-                               levels=json.loads(attrs.get("formula_levels", "{}")),
-                               fit_intercept=intercept, storage_options=storage_options,
-                               targets=False)
+        read = FitInputs.from_attrs(attrs)
+        saved_x, saved_y = list(read.x_vars), list(read.y_vars)
+        dim = self.sample_dim or read.sample_dim
+        if read.formula is not None:  # the fit's design applied to the new rows
+            return open_stream(self.data, self.group, formula=read.formula,
+                               levels=read.levels, fit_intercept=intercept,
+                               storage_options=storage_options, targets=False)
         x_given = self.x is not None or saved_x != ["X"]
         return open_stream(
             self.data, self.group,

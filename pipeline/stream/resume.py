@@ -26,6 +26,7 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import EntryCheckpoint, merge_spans
 from streamlsq.io.stream import StreamSource
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.plans import StreamPlan
 
 __all__ = ["FINGERPRINT_FIELDS", "ScanPieces", "add_rows_fingerprint",
@@ -177,9 +178,8 @@ def saved_rows_fingerprint(prev) -> dict | None:
     none."""
     a = prev.attrs
     if "rows_fingerprint" in prev.variables:
-        names = [*json.loads(a.get("x_variables", '["X"]')),
-                 *json.loads(a.get("y_variables", '["y"]')),
-                 *([a["weights_variable"]] if a.get("weights_variable") else [])]
+        read = FitInputs.from_attrs(a)
+        names = [*read.x_vars, *read.y_vars, *([read.weights] if read.weights else [])]
         saved: dict = {}
         for var, first, end, stamp in np.asarray(prev["rows_fingerprint"].values).tolist():
             saved.setdefault(names[int(var)], []).append([first, end, stamp])
@@ -240,21 +240,18 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
         diff = sorted(k for k in set(before or {}) | set(now)
                       if (before or {}).get(k) != now.get(k))
         raise _continue_refusal(result, f"its options differ (in: {', '.join(diff)})")
-    if getattr(rec, "diagnostics", False):
+    if rec.diagnostics:
         raise _continue_refusal(result, "the CUSUM tests (--diagnostics) need every row "
                                 "from the first")
     selection = source.selection()
-    intercept = bool(selection["fit_intercept"] or getattr(rec, "intercept", False) is True)
-    saved = {"x": json.loads(a.get("x_variables", '["X"]')),
-             "y": json.loads(a.get("y_variables", '["y"]')),
-             "sample_dim": a.get("sample_dim", "sample"),
-             # results of earlier versions say nothing: a kernel's own constant was on
-             "fit_intercept": bool(a.get("fit_intercept", intercept
-                                         if rec.intercept_kind == "kernel" else False))}
-    saved.update(weights=a.get("weights_variable"), missing=a.get("missing", "raise"))
+    read = FitInputs.from_attrs(a)
+    saved = {"x": list(read.x_vars), "y": list(read.y_vars), "sample_dim": read.sample_dim,
+             "fit_intercept": read.intercept, "weights": read.weights,
+             "missing": read.missing, "formula": read.formula}
     wanted = {"x": selection["x"], "y": selection["y"], "sample_dim": selection["sample_dim"],
-              "fit_intercept": intercept, "weights": selection.get("weights"),
-              "missing": selection.get("missing", "raise")}
+              "fit_intercept": bool(selection["fit_intercept"] or rec.intercept),
+              "weights": selection.get("weights"), "missing": selection.get("missing", "raise"),
+              "formula": selection.get("formula")}
     diff = [k for k in wanted if saved[k] != wanted[k]]
     if diff:
         raise _continue_refusal(result, f"its variables differ (in: {', '.join(diff)}: "

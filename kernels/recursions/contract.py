@@ -47,6 +47,11 @@ phrases the command line appends to its summary). A value of one input row that
 the kernel cannot use raises :class:`BadRowError` with the row numbered from
 ``rows_before``, so that an engine can name the row of its store.
 
+Optional abilities, each a class attribute of :class:`Recursion` with its default:
+``diagnostics`` (recursive residuals recorded: every row from the first needed),
+``identify`` (unidentified steps left unrecorded) and ``intercept`` (the recursion's own
+constant term, ``intercept_kind="kernel"``); a recursion with the ability sets it.
+
 :mod:`.checks` holds the contract as executable checks, run over every registered
 recursion by the test suite (and usable on a recursion of your own).
 """
@@ -417,6 +422,21 @@ class Recursion:
     #: its class body (``declaration = DECLARATIONS["kf4lls"]``) instead of the attributes;
     #: None for a class that writes them itself (the registry derives its declaration)
     declaration: ClassVar[RecursionDeclaration | None] = None
+
+    # -- optional abilities: what a configured recursion does beyond the contract. Each has
+    # its default here; a recursion that has the ability sets it per instance (a declared
+    # parameter of that name, or its constructor), and callers read it directly.
+    #: whether the recursion records recursive residuals and their CUSUM tests (KF4LLS's
+    #: QR form, ``diagnostics=True``): they need every row from the first, in order, each of
+    #: weight 1 (no ``--weights``, no ``--missing drop``, no ``--continue-from``)
+    diagnostics: bool = False
+    #: whether a step whose coefficients the rows do not yet identify goes unrecorded
+    #: (:meth:`identifying` sets it): the result then says from which row they are
+    identify: bool = False
+    #: whether the recursion's own constant term is on, for ``intercept_kind="kernel"``
+    #: (LMS's ``intercept`` parameter); always False for the others, whose constant, if any,
+    #: is the column the reading path prepends (``fit_intercept``)
+    intercept: bool = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

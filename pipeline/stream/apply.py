@@ -11,7 +11,6 @@ memory; the pooled squared error per target is summed on the way back.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -28,6 +27,7 @@ from streamlsq.kernels.inference.prediction import PREDICTION_COLUMNS, predictio
 from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.runtime.progress import track_futures
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["StreamPrediction", "is_stream_fit", "predict_stream"]
@@ -177,15 +177,14 @@ class StreamPrediction(Job):
                 "use_t": bool(fit.attrs.get("use_t", True))}
 
     def open_rows(self, attrs: dict, intercept: bool, run: Run) -> StreamSource:
-        """The new rows, opened by ``run``, read as the fit read its data unless named anew (a
-        formula fit's: through its formula, with its levels)."""
-        saved_x = json.loads(attrs.get("x_variables", '["X"]'))
-        saved_y = json.loads(attrs.get("y_variables", '["y"]'))
-        dim = self.sample_dim or attrs.get("sample_dim") or "sample"
-        if "formula" in attrs:  # the fit's design applied to the new rows
-            return run.open_input("stream", self.data, self.group, formula=attrs["formula"],
-                                  levels=json.loads(attrs.get("formula_levels", "{}")),
-                                  fit_intercept=intercept, targets=False)
+        """The new rows, opened by ``run``, read as the fit read its data unless named anew
+        (a formula fit's: through its formula, with its levels)."""
+        read = FitInputs.from_attrs(attrs)
+        saved_x, saved_y = list(read.x_vars), list(read.y_vars)
+        dim = self.sample_dim or read.sample_dim
+        if read.formula is not None:  # the fit's design applied to the new rows
+            return run.open_input("stream", self.data, self.group, formula=read.formula,
+                                  levels=read.levels, fit_intercept=intercept, targets=False)
         x_given = self.x is not None or saved_x != ["X"]
         return run.open_input(
             "stream", self.data, self.group,

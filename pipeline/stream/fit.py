@@ -357,7 +357,7 @@ class StreamFit(Job):
         alpha = checked_alpha(self.alpha)
         ds = add_statistics(ds, rec, alpha, self.epochs)
         first = min(int(ds.attrs.get("record_every", 1)), int(ds.attrs.get("n_blocks", 1)))
-        if getattr(rec, "identify", False) and ds.sizes.get("step") and ds.step.values[0] > first:
+        if rec.identify and ds.sizes.get("step") and ds.step.values[0] > first:
             # steps the rows did not identify were not recorded: say from which row they do
             ds.attrs["identified_from_row"] = int(ds.rows_seen.values[0])
         if self.cov_type not in (None, "nonrobust") and "statistics_unavailable" not in ds.attrs:
@@ -445,7 +445,7 @@ def check_recursion(job: StreamFit, rec: Recursion) -> None:
         raise InputError(f"{rec.name}: {weighting[0]} does not apply: {rec.name} is not a "
                          "least-squares fit (a row is weighted, or dropped with weight 0, "
                          "in the least-squares recursions kf4lls and rls)")
-    if weighting and getattr(rec, "diagnostics", False):
+    if weighting and rec.diagnostics:
         raise InputError(f"{rec.name}: --diagnostics does not go with {weighting[0]}: the "
                          "recursive residuals are those of rows of equal weight")
     why = unavailable(rec, job.epochs)

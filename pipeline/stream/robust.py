@@ -36,6 +36,7 @@ from streamlsq.options.fit import ROBUST
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.plans import StreamPlan, plan_segments
 from streamlsq.stream.statistics import (
     CONF_ALPHA,
@@ -135,11 +136,8 @@ class RobustCovariance(Job):
         if why is not None or "nobs" not in self.fit:
             reason = why or a.get("statistics_unavailable", "it holds no statistics")
             raise InputError(f"the fit has no robust covariance: {reason}")
-        self.source = run.open_input(
-            "stream", self.data, x=json.loads(a.get("x_variables", '["X"]')),
-            y=json.loads(a.get("y_variables", '["y"]')), sample_dim=a.get("sample_dim"),
-            fit_intercept=bool(a.get("fit_intercept")), weights=a.get("weights_variable"),
-            groups=self.groups, missing=a.get("missing", "raise"))
+        read = {**FitInputs.from_attrs(a).stream_options(), "groups": self.groups}
+        self.source = run.open_input("stream", self.data, **read)
         if (self.source.n_rows, self.source.n_features) != (int(a["n_rows"]),
                                                             self.fit.sizes["feature"]):
             raise InputError(f"{self.source.label}: has {self.source.n_rows} rows of "

@@ -112,6 +112,10 @@ class Pass:
 
     #: what the pass is (a word or two, no spaces): its step's name in a checkpoint
     name: str = "pass"
+    #: whether a checkpointed run commits the pass's state as a step (False: the pass
+    #: commits its own pieces of work as it goes, as a study's batches, and its state
+    #: need not be arrays)
+    step: bool = True
 
     def compute(self, ctx: Context) -> Mapping[str, Any]:
         """The pass itself, on ``ctx.client``: its state (a mapping of arrays or numbers)."""
@@ -143,7 +147,7 @@ class Context:
         checkpoint, its state is committed as a step (and a resumed run restores it
         instead of running it again)."""
         key = f"{len(self.passes):03d}-{step.name}"
-        checkpoint = self.checkpoint
+        checkpoint = self.checkpoint if step.step else None
         if checkpoint is not None and checkpoint.has_step(key):
             state = checkpoint.load_step(key)
         else:

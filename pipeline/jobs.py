@@ -11,7 +11,7 @@ short job definition handed to a run::
 :meth:`Run.execute` is that order, once. A job that needs more passes over its inputs once
 its first result is known (a robust covariance needs the final coefficients; an IRLS fit
 one pass per iteration) asks its run for them: :meth:`Context.run_pass` runs a
-:class:`Pass` on the run's client and, when the run is checkpointed, commits its value as
+:class:`Pass` on the run's client and, when the run is checkpointed, commits its state as
 a step of the checkpoint, so that ``--resume`` does not run it again.
 
 A job says what is particular to it (the hooks of :class:`Job`); the run does everything
@@ -241,9 +241,9 @@ class Job:
 
     def annotate(self, result, provenance: dict, run: dict) -> None:
         """Put the run's attributes on the job's ``result``: by default its ``attrs`` are
-        the ``provenance`` (the attributes every result has, ``passes`` among them when the
-        job ran any), then the job's own, then the ``run``'s own (``run_fingerprint``:
-        the run that made it, never an earlier one's)."""
+        the ``provenance`` (the attributes every result has), then the job's own, then the
+        ``run``'s own (``run_fingerprint``, ``passes``: of the run that made it, never of
+        an earlier one whose attributes the job kept)."""
         own = dict(result.attrs)
         result.attrs.clear()
         result.attrs.update(provenance)
@@ -392,14 +392,14 @@ class Run:
         return ds
 
     def _add_attrs(self, job: Job, ds: xr.Dataset, inputs, fingerprint) -> None:
-        """Provenance first (the attributes every result has, and the number of passes
-        when the job ran any), then the job's own, then the fingerprint of a resumable run
+        """Provenance first (the attributes every result has), then the job's own, then the
+        fingerprint of a resumable run and the number of passes when the job ran any
         (:meth:`Job.annotate`)."""
         attrs = provenance(job.name, job.parameters(), inputs, roles=job.input_roles(),
                            seconds=self.seconds)
-        if self.passes:
-            attrs["passes"] = self.passes
         own = {} if fingerprint is None else {"run_fingerprint": fingerprint_digest(fingerprint)}
+        if self.passes:
+            own["passes"] = self.passes
         job.annotate(ds, attrs, own)
 
     def _compute_into_store(self, job: Job, inputs, checkpoint) -> xr.Dataset:

@@ -50,7 +50,7 @@ RUN = Options(
     CHECKPOINT,
     Param("client", None, "The Dask client to run on (default: the current client).",
           type=object, optional=True, command_line=False),
-    CLUSTER.without("n_workers", "memory_limit"),
+    CLUSTER.without("memory_limit"),
     Param("progress", None, "Show progress bars (default: when standard error is a "
           "terminal).", type=bool, optional=True, command_line=False),
     Param("storage_options", None, "Options of the fsspec filesystem of URLs given as "

@@ -18,10 +18,10 @@ from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
-from streamlsq.io.results import atomic_store, for_workers, published
+from streamlsq.jobs import Run
 from streamlsq.options.common import DEFAULT_CODEC
 from streamlsq.options.simulate import INTERLEAVED, IRMA, STREAM
-from streamlsq.simulate.common import checked_options, chunk_ranges, write_chunks
+from streamlsq.simulate.common import SyntheticStore, checked_options, chunk_ranges
 
 __all__ = ["simulate_interleaved", "simulate_irma", "simulate_stream", "default_chunk_rows"]
 
@@ -55,26 +55,27 @@ def _create_rows(g: zarr.Group, shape, chunk_rows: int, dtype, codec: str) -> No
 
 def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, args, *,
                         extra=None, name, client, scheduler, progress, codec=None) -> Path:
-    """Lay out a stream store (X, y and ``extra`` small arrays) and fill it chunk-parallel.
+    """Lay out a stream store (X, y and ``extra`` small arrays) and fill it chunk-parallel,
+    a job of the run path.
 
     ``rows(*args, start, stop) -> (X, Y)`` is a pure generator from the kernels whose
     numbers depend on the row index only; one Dask task generates and writes one chunk.
     """
     n_rows, n_features, n_targets = shape
-    itemsize = np.dtype(dtype).itemsize
-    with atomic_store(out, overwrite) as tmp:
-        g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
+
+    def lay_out(g: zarr.Group) -> None:
         g.attrs.update(attrs)
         _create_rows(g, shape, chunk_rows, dtype, codec)
         for var, (values, dims) in (extra or {}).items():
             g.create_array(var, shape=values.shape, dtype=values.dtype,
                            dimension_names=dims)[...] = values
-        write_chunks(for_workers(tmp), _write_rows,
-                     [(rows, args, a, b) for a, b in chunk_ranges(n_rows, chunk_rows)],
-                     name=name, rows=n_rows,
-                     data_bytes=n_rows * (n_features + n_targets) * itemsize, client=client,
-                     scheduler=scheduler, progress=progress)
-    return published(out)
+
+    job = SyntheticStore(
+        lay_out, _write_rows,
+        [(rows, args, a, b) for a, b in chunk_ranges(n_rows, chunk_rows)], rows=n_rows,
+        nbytes=n_rows * (n_features + n_targets) * np.dtype(dtype).itemsize, name=name)
+    return Run(out, overwrite, client=client, scheduler=scheduler,
+               progress=progress).execute(job)
 
 
 def simulate_stream(
@@ -212,11 +213,11 @@ def simulate_interleaved(
     n_rows = n * steps
     settings = {"alpha": params.alpha, "n": n, "q": q, "steps": steps,
                 "mu1": params.mu1, "mu2": params.mu2}
-    with atomic_store(out, overwrite) as tmp:
-        root = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
+    truth = {"r_b": params.r_b, "r_f": params.r_f, "r_p": params.r_p}
+
+    def lay_out(root: zarr.Group) -> None:
         root.attrs.update({"generator": "streamlsq.simulate_interleaved",
                            "parameters": settings, "seed": seed})
-        truth = {"r_b": params.r_b, "r_f": params.r_f, "r_p": params.r_p}
         for name, role, coef in INTERLEAVED_GROUPS:
             g = root.create_group(name)
             g.attrs.update({"generator": "streamlsq.simulate_interleaved", "population": role,
@@ -225,11 +226,13 @@ def simulate_interleaved(
             c = g.create_array("coef_true", shape=(q, 1), dtype="float64",
                                dimension_names=["feature", "target"])
             c[...] = truth[coef][:, None]
-        write_chunks(for_workers(tmp), _write_interleaved_chunk,
-                     [(seed, params, j0, j1) for j0, j1 in chunk_ranges(steps, chunk_blocks)],
-                     name="interleaved", rows=3 * n_rows, data_bytes=3 * n_rows * (q + 1) * 8,
-                     client=client, scheduler=scheduler, progress=progress)
-    return published(out)
+
+    job = SyntheticStore(
+        lay_out, _write_interleaved_chunk,
+        [(seed, params, j0, j1) for j0, j1 in chunk_ranges(steps, chunk_blocks)],
+        rows=3 * n_rows, nbytes=3 * n_rows * (q + 1) * 8, name="interleaved")
+    return Run(out, overwrite, client=client, scheduler=scheduler,
+               progress=progress).execute(job)
 
 
 def _irma_rows(irma_rows, seed, domain, noise, dtype, start, stop):

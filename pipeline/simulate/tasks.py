@@ -23,11 +23,11 @@ from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
-from streamlsq.io.results import atomic_store, for_workers, published
 from streamlsq.io.tasks import ROLE_ATTRS, ROLE_CODES
+from streamlsq.jobs import Run
 from streamlsq.options.common import DEFAULT_CODEC
 from streamlsq.options.simulate import MLR
-from streamlsq.simulate.common import checked_options, chunk_ranges, write_chunks
+from streamlsq.simulate.common import SyntheticStore, checked_options, chunk_ranges
 
 __all__ = ["simulate_mlr", "SET_TAGS"]
 
@@ -144,8 +144,8 @@ def simulate_mlr(
     if n_tasks == 0:
         raise InputError("simulate mlr: every task set is empty")
     chunk_rows = given["chunk_rows"] or default_task_chunk_rows(d)
-    with atomic_store(out, overwrite) as tmp:
-        g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
+
+    def lay_out(g: zarr.Group) -> None:
         g.attrs.update({
             "generator": "streamlsq.simulate_mlr",
             "parameters": {
@@ -167,14 +167,18 @@ def simulate_mlr(
         _put(g, "w_true", W, ["component", "feature"])
         _put(g, "s_true", s, ["component"])
         _put(g, "p_true", p, ["component"])
-        results = write_chunks(
-            for_workers(tmp), _write_rows,
-            [(a, b, layout, task_seed, W, s, p, features)
-             for a, b in chunk_ranges(n_rows, chunk_rows)],
-            name="mlr", rows=n_rows, data_bytes=n_rows * (d + 1) * 8, client=client,
-            scheduler=scheduler, progress=progress, desc="simulate mlr")
+
+    def finish(g: zarr.Group, results) -> None:
         _put(g, "component", _task_components(results, n_tasks), ["task"])
-    return published(out)
+
+    job = SyntheticStore(
+        lay_out, _write_rows,
+        [(a, b, layout, task_seed, W, s, p, features)
+         for a, b in chunk_ranges(n_rows, chunk_rows)],
+        rows=n_rows, nbytes=n_rows * (d + 1) * 8, name="mlr", finish=finish,
+        desc="simulate mlr")
+    return Run(out, overwrite, client=client, scheduler=scheduler,
+               progress=progress).execute(job)
 
 
 def _put_task_layout(g: zarr.Group, layout, n_tasks: int) -> None:

@@ -352,7 +352,8 @@ class StreamFit(Job):
 
     def statistics(self, ds: xr.Dataset, ctx: Context) -> xr.Dataset:
         """The fit's statistics from its final state (classical), then, for a robust
-        covariance, one more pass over all the rows (:class:`RobustCovariance`)."""
+        covariance, one more pass over all the rows, a step of the run
+        (:class:`~streamlsq.stream.robust.RobustPass`)."""
         rec = self.recursion
         alpha = checked_alpha(self.alpha)
         ds = add_statistics(ds, rec, alpha, self.epochs)
@@ -361,11 +362,10 @@ class StreamFit(Job):
             # steps the rows did not identify were not recorded: say from which row they do
             ds.attrs["identified_from_row"] = int(ds.rows_seen.values[0])
         if self.cov_type not in (None, "nonrobust") and "statistics_unavailable" not in ds.attrs:
-            from streamlsq.stream.robust import RobustCovariance
+            from streamlsq.stream.robust import RobustPass
 
-            job = RobustCovariance.after_fit(ds, self.sources[0], rec, self.cov_type, alpha,
-                                             self.segment_bytes)
-            ds = job.compute(ctx)
+            ds = ctx.run_pass(RobustPass(ds, self.sources[0], rec, self.cov_type, alpha,
+                                         self.segment_bytes))
         return ds
 
     def intercept(self) -> bool | None:

@@ -28,7 +28,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
-from streamlsq.runtime.client import dask_client
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -104,10 +103,10 @@ def bfgs_regression_table(seed: int = 0, streams: int = 200, blocks: int = 60, c
     sizes = common.batch_sizes(common.check_count("--streams", streams, 2), BATCH_STREAMS)
     blocks = common.check_count("blocks", blocks, 2)
     methods = regression_methods()
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(
-            cl, _regression_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
-            sizes, desc="bfgs-regression", unit="streams", progress=progress)
+    parts = common.run_batches(
+        _regression_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
+        sizes, desc="bfgs-regression", unit="streams", client=client, scheduler=scheduler,
+        progress=progress)
     steps = list(range(1, blocks + 1))
     rows = {"rows": [b * REG["block_rows"] for b in steps]}
     arrays = {m: np.concatenate([p[m] for p in parts])
@@ -137,10 +136,10 @@ def bfgs_binary_table(seed: int = 0, streams: int = 200, blocks: int = 40, rate:
     if not (np.isfinite(rate) and rate > 0):
         raise InputError(f"--rate must be a positive number, got {rate!r}")
     methods = binary_methods(rate)
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(
-            cl, _binary_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
-            sizes, desc="bfgs-binary", unit="streams", progress=progress)
+    parts = common.run_batches(
+        _binary_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
+        sizes, desc="bfgs-binary", unit="streams", client=client, scheduler=scheduler,
+        progress=progress)
     steps = list(range(1, blocks + 1))
     arrays = {m: np.concatenate([p[m] for p in parts])
               for m in ("balanced_accuracy", "tpr", "tnr", "accuracy",

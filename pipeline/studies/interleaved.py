@@ -18,7 +18,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
-from streamlsq.runtime.client import dask_client
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -76,11 +75,11 @@ def interleaved_curves(
     iterations = common.check_count("--iterations", iterations, 2)
     params = _parameters(seed, alpha, common.check_count("--steps", steps, 1), block_rows, features)
     sizes = common.batch_sizes(iterations, BATCH_ITERATIONS)
-    with dask_client(client, scheduler) as cl:
-        sums = common.map_batches(
-            cl, _figure1_batch, [(params, seed, i, n) for i, n in enumerate(sizes)], sizes,
-            desc="interleaved", unit="iterations", progress=progress,
-        )
+    sums = common.run_batches(
+        _figure1_batch, [(params, seed, i, n) for i, n in enumerate(sizes)], sizes,
+        desc="interleaved", unit="iterations", client=client, scheduler=scheduler,
+        progress=progress,
+    )
     return params, figure1_curves(combine_figure1_sums(sums), params)
 
 

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from streamlsq.runtime.client import dask_client
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -69,9 +68,8 @@ def _map_sequence_batches(batch, seed, sequences, option, desc, client, schedule
     sequences = common.check_count(option, sequences, 2)
     sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
     batches = [(seed, i, n) for i, n in enumerate(sizes)]
-    with dask_client(client, scheduler) as cl:
-        return common.map_batches(cl, batch, batches, sizes, desc=desc, unit="sequences",
-                                  progress=progress)
+    return common.run_batches(batch, batches, sizes, desc=desc, unit="sequences",
+                              client=client, scheduler=scheduler, progress=progress)
 
 
 def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=None,

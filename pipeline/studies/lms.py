@@ -28,7 +28,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
-from streamlsq.runtime.client import dask_client
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -146,10 +145,9 @@ def lms_convergence_table(seed: int = 0, clouds: int = 200, epochs: int = 200,
     epochs = common.check_count("--epochs", epochs, 1)
     schedules = _schedules(_check_rates(rates))
     sizes = common.batch_sizes(clouds, BATCH_CLOUDS)
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(
-            cl, _convergence_batch, [(seed, i, n, schedules, epochs) for i, n in enumerate(sizes)],
-            sizes, desc="lms", unit="clouds", progress=progress)
+    parts = common.run_batches(
+        _convergence_batch, [(seed, i, n, schedules, epochs) for i, n in enumerate(sizes)],
+        sizes, desc="lms", unit="clouds", client=client, scheduler=scheduler, progress=progress)
     frames = []
     for curvature in CURVATURES:
         arrays = {m: np.concatenate([p[curvature][m] for p in parts])

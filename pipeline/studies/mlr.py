@@ -106,8 +106,8 @@ def _grid(cl, seed, kind, configs, progress) -> pd.DataFrame:
     sizes = common.batch_sizes(len(configs), BATCH_TRIALS)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     batches = [(seed, kind, configs[a:b]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
-    parts = common.map_batches(cl, _trial_batch, batches, sizes, desc=f"mlr {kind}",
-                               unit="trials", progress=progress)
+    parts = common.run_batches(_trial_batch, batches, sizes, desc=f"mlr {kind}",
+                               unit="trials", client=cl, progress=progress)
     return pd.DataFrame([row for part in parts for row in part])
 
 

@@ -28,8 +28,7 @@ from streamlsq.options.fit import (
 
 #: commands whose options are still written by hand (being declared at the same time);
 #: the walk below covers them as soon as they declare theirs
-NOT_YET_DECLARED = {"fit em", "metalearn", "simulate interleaved", "simulate irma",
-                    "simulate mlr", "simulate stream", "study"}
+NOT_YET_DECLARED: set[str] = set()
 #: commands without an option that takes a checked value
 NOTHING_TO_DECLARE = {"demo", "example", "info"}
 
@@ -38,10 +37,11 @@ NOTHING_TO_DECLARE = {"demo", "example", "info"}
 NO_BAD_VALUE = {
     # switches
     "--intercept", "--shuffle", "--resume", "--overwrite", "--intervals", "--diagnostics",
-    "--balanced", "--normalized",
+    "--balanced", "--normalized", "--quick", "--whiten", "--yhat",
     # free text
     "--group", "--x", "--y", "--sample-dim", "--continue-from", "--weights", "--groups",
     "--formula", "--checkpoint", "--scheduler", "--memory-limit", "--test", "--columns",
+    "--out", "--new-rows",
 }
 
 
@@ -77,8 +77,9 @@ def bad_value(p: Param) -> list[str] | None:
     one of its choices, not a number; None when it has none (a switch, free text)."""
     if (p.nargs > 1 or p.multiple) and p.type in (int, float):  # numbers in groups
         return ["not-a-number"] * p.nargs
-    if p.type is bool or p.parse is not None or (p.type not in (int, float)
-                                                  and p.choices is None):
+    if p.parse is not None and {"number", "sizes"} & set(p.requirement_text.split()):
+        return ["not-a-number"]  # numbers as text: not one
+    if p.type is bool or (p.type not in (int, float) and p.choices is None):
         return None
     if p.type not in (int, float):
         return ["not-a-choice"]

@@ -97,7 +97,9 @@ class Param:
     switches whose "not given" is None); ``unit`` and ``scale`` say that the command line
     takes the value in another unit (``--segment-size`` in ``"MB"``, ``scale=2**20`` bytes
     each); ``hidden`` keeps an option out of ``--help``; ``command_line=False`` keeps a
-    parameter off the command line (a Python object, such as a client).
+    parameter off the command line (a Python object, such as a client). ``canonical``
+    turns the other spellings of a value into the one declared before it is checked
+    (``np.float32`` and ``"f4"`` into ``"float32"``).
 
     Examples
     --------
@@ -136,6 +138,7 @@ class Param:
     scale: float = 1
     hidden: bool = False
     command_line: bool = True
+    canonical: Callable[[Any], Any] | None = None
 
     def replace(self, **changes) -> Param:
         """A copy with other fields (e.g. another default and help for another recursion)."""
@@ -200,6 +203,8 @@ class Param:
 
     def check(self, value):
         """``value`` converted to the parameter's type, or ``ValueError`` (:meth:`error`)."""
+        if self.canonical is not None and value is not None:
+            value = self.canonical(value)
         if value is None:
             if self.optional:
                 return None

@@ -8,6 +8,8 @@ its own help (``SEED.replace(help=...)``); its name, type and range stay the one
 
 from __future__ import annotations
 
+import numpy as np
+
 from streamlsq.options import Options, Param
 from streamlsq.options.run import OUTPUT
 
@@ -30,7 +32,17 @@ CODEC = Param("codec", DEFAULT_CODEC, "Compression of the store's arrays "
               "codec zarr reads can be read).", type=str, choices=CODECS, optional=True)
 
 #: the float type of the arrays of a simulated store
-DTYPE = Param("dtype", "float64", "Float type of X and y.", type=str, choices=FLOAT_DTYPES)
+def dtype_name(value):
+    """A NumPy dtype's name (``np.float32``, ``"f4"`` → ``"float32"``); other values as
+    they are, for the declaration to refuse."""
+    try:
+        return np.dtype(value).name
+    except TypeError:
+        return value
+
+
+DTYPE = Param("dtype", "float64", "Float type of X and y.", type=str, choices=FLOAT_DTYPES,
+              canonical=dtype_name)
 
 #: what every command that writes a data store takes about the store itself
 STORE = Options(

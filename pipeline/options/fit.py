@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from streamlsq.options import Options, Param, Rule
+from streamlsq.options.common import DTYPE, FLOAT_DTYPES
 
 __all__ = ["ALPHA_ESTIMATORS", "ALPHA_GIVEN_OR_ESTIMATED", "CONF_ALPHA", "CONVERT",
            "COV_TYPES", "DTYPES", "ENGINES", "FIT", "INTERLEAVED", "JOB_OPTIONS", "MISSING",
@@ -40,7 +41,7 @@ COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
 #: the engines of a fit: an in-order fold, or parallel sums and a prefix scan
 ENGINES = ("sequential", "scan")
 #: the floating-point types of a fit's arithmetic
-DTYPES = ("float64", "float32")
+DTYPES = FLOAT_DTYPES
 #: what a NaN in a selected variable does: refused, or its row left out
 MISSING = ("raise", "drop")
 #: ways to estimate interleaved KF4LLS' α from the three populations
@@ -74,7 +75,7 @@ _BLOCK_SIZE = Param("block_size", None, "Rows per step (default: the store's blo
                     "attribute or chunk size).", type=int, gt=0, optional=True)
 _RECORD_EVERY = Param("record_every", None, "Record coefficients every N steps (default: "
                       "~1000 steps in all).", type=int, gt=0, optional=True)
-_DTYPE = Param("dtype", "float64", "Precision of the computation.", type=str, choices=DTYPES)
+_DTYPE = DTYPE.replace(help="Precision of the computation.")
 _SEGMENT_BYTES = Param("segment_bytes", None, "MB of X per Dask task (sequential default "
                        "256, scan default 96, at most a sixteenth of the smallest worker "
                        "memory limit).", type=int, gt=0, optional=True, flag="--segment-size",

@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from streamlsq.errors import InputError
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -100,7 +99,7 @@ def bfgs_regression_table(seed: int = 0, streams: int = 200, blocks: int = 60, c
     ``inverse_hessian_ratio`` = tr(B)/tr(H⁻¹) with H the Hessian of all rows seen.
     """
     seed = common.check_seed(seed)
-    sizes = common.batch_sizes(common.check_count("--streams", streams, 2), BATCH_STREAMS)
+    sizes = common.batch_sizes(common.check_option("bfgs", "streams", streams), BATCH_STREAMS)
     blocks = common.check_count("blocks", blocks, 2)
     methods = regression_methods()
     parts = common.run_batches(
@@ -131,11 +130,9 @@ def bfgs_binary_table(seed: int = 0, streams: int = 200, blocks: int = 40, rate:
     method ``weighted_lstsq``.
     """
     seed = common.check_seed(seed)
-    sizes = common.batch_sizes(common.check_count("--streams", streams, 2), BATCH_STREAMS)
+    sizes = common.batch_sizes(common.check_option("bfgs", "streams", streams), BATCH_STREAMS)
     blocks = common.check_count("blocks", blocks, 2)
-    if not (np.isfinite(rate) and rate > 0):
-        raise InputError(f"--rate must be a positive number, got {rate!r}")
-    methods = binary_methods(rate)
+    methods = binary_methods(common.check_option("bfgs", "rate", rate))
     parts = common.run_batches(
         _binary_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
         sizes, desc="bfgs-binary", unit="streams", client=client, scheduler=scheduler,

@@ -55,6 +55,7 @@ __all__ = [
     "StudyResult",
     "batch_sizes",
     "check_count",
+    "check_option",
     "check_options",
     "check_seed",
     "map_batches",
@@ -108,8 +109,16 @@ def check_options(name: str, given: Mapping) -> dict:
     return options.check({key: given[key] for key in options.names})
 
 
+def check_option(study: str, name: str, value):
+    """``value`` of the option ``name`` of ``study`` checked by its declaration
+    (:data:`~streamlsq.options.study.STUDY_OPTIONS`), a value being required (the study's
+    default already chosen): InputError naming the option as the command line spells it."""
+    return checked(STUDY_OPTIONS[study].param(name).replace(optional=False), value)
+
+
 def check_count(option: str, value, minimum: int = 1) -> int:
-    """An integer option ≥ ``minimum`` (InputError naming ``option`` otherwise)."""
+    """An integer ≥ ``minimum`` that is not an option of a study (a study's own sizes, such
+    as ``blocks``; an option is checked by its declaration, :func:`check_option`)."""
     return checked(Param(option, minimum, "A count of the study.", type=int, ge=minimum), value)
 
 

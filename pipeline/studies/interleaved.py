@@ -72,8 +72,9 @@ def interleaved_curves(
     from streamlsq.kernels.studies.interleaved import combine_figure1_sums, figure1_curves
 
     seed = common.check_seed(seed)
-    iterations = common.check_count("--iterations", iterations, 2)
-    params = _parameters(seed, alpha, common.check_count("--steps", steps, 1), block_rows, features)
+    iterations = common.check_option("interleaved", "iterations", iterations)
+    params = _parameters(seed, alpha, common.check_option("interleaved", "steps", steps),
+                         block_rows, features)
     sizes = common.batch_sizes(iterations, BATCH_ITERATIONS)
     sums = common.run_batches(
         _figure1_batch, [(params, seed, i, n) for i, n in enumerate(sizes)], sizes,

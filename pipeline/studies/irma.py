@@ -65,7 +65,7 @@ def _map_sequence_batches(batch, seed, sequences, option, desc, client, schedule
     sequences, mapped over the Dask cluster; their results in batch order. ``option``: the
     option ``sequences`` comes from, named when it is refused."""
     seed = common.check_seed(seed)
-    sequences = common.check_count(option, sequences, 2)
+    sequences = common.check_option("irma", option[2:].replace("-", "_"), sequences)
     sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
     batches = [(seed, i, n) for i, n in enumerate(sizes)]
     return common.run_batches(batch, batches, sizes, desc=desc, unit="sequences",

@@ -141,8 +141,8 @@ def lms_convergence_table(seed: int = 0, clouds: int = 200, epochs: int = 200,
     p05, p95 over the clouds; metrics ``distance`` ‖W − W_LS‖ and ``excess_mse``.
     """
     seed = common.check_seed(seed)
-    clouds = common.check_count("--clouds", clouds, 2)
-    epochs = common.check_count("--epochs", epochs, 1)
+    clouds = common.check_option("lms", "clouds", clouds)
+    epochs = common.check_option("lms", "epochs", epochs)
     schedules = _schedules(_check_rates(rates))
     sizes = common.batch_sizes(clouds, BATCH_CLOUDS)
     parts = common.run_batches(

@@ -327,8 +327,8 @@ class Run:
     def open_input(self, kind: str, data, *args, **kwargs):
         """Open and validate one input of a job with this run's ``storage_options``: every
         job opens every input through here, so a URL is read where the options say
-        (credentials, ``endpoint_url``) and nowhere else. ``kind`` names the opener, which
-        gets ``data`` and the other arguments as they are:
+        (credentials, ``endpoint_url``; the environment fills in only what they leave out).
+        ``kind`` names the opener, which gets ``data`` and the other arguments as they are:
 
         - ``"stream"``: rows of a stream store or a table
           (:func:`~streamlsq.io.stream.open_stream`);

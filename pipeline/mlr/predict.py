@@ -103,10 +103,10 @@ def _row_chunks(source: TaskSource) -> list[tuple[int, int]]:
 
 def _predict_rows(cl, source: TaskSource, coef, path, name, progress):
     """ŷ for every row of ``source`` (a map over its storage chunks of rows)."""
-    # hash=False: a second pass of the same job scatters the same array again; under a
+    # hash=False: a second pass of the same job scatters the same arrays again; under a
     # content key it could be released by the first pass's clean-up while the second uses it
     ptr = cl.scatter(source.task_ptr(), broadcast=True, hash=False)
-    W = None if coef is None else cl.scatter(coef, broadcast=True)
+    W = None if coef is None else cl.scatter(coef, broadcast=True, hash=False)
     chunks = _row_chunks(source)
     futures = [cl.submit(_yhat_chunk, a, b, source, ptr, W, path, name, pure=False)
                for a, b in chunks]

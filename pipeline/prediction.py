@@ -19,16 +19,16 @@ from streamlsq.io.results import open_result
 from streamlsq.io.tasks import CHUNK_TASKS
 from streamlsq.jobs import RunOptions
 from streamlsq.mlr.predict import predict as predict_tasks
+from streamlsq.options.fit import PREDICT_STREAM
+from streamlsq.options.mlr import PREDICT
 from streamlsq.stream.apply import is_stream_fit, predict_stream
 
 __all__ = ["applies_to_rows", "predict"]
 
-#: the options of applying a stream fit, with their defaults
-ROW_OPTIONS = {"x": None, "y": None, "sample_dim": None, "step": None, "intervals": False,
-               "alpha": None}
+#: the options of applying a stream fit, with their defaults (as declared)
+ROW_OPTIONS = PREDICT_STREAM.without("group").defaults()
 #: the options of predicting tasks under a meta-learned model, with their defaults
-TASK_OPTIONS = {"estimator": "bayes", "holdout": 0, "yhat": False, "new_rows": None,
-                "chunk_tasks": CHUNK_TASKS}
+TASK_OPTIONS = PREDICT.without("group").defaults()
 
 
 def _result_attrs(result, storage_options: dict | None) -> dict:
@@ -146,9 +146,8 @@ def predict(
     model's tasks, not to rows
     >>> tmp.cleanup()
     """
-    given = {"estimator": estimator, "holdout": holdout, "yhat": yhat, "new_rows": new_rows,
-             "chunk_tasks": chunk_tasks, "x": x, "y": y, "sample_dim": sample_dim,
-             "step": step, "intervals": intervals, "alpha": alpha}
+    given = {name: value for name, value in locals().items()
+             if name in ROW_OPTIONS or name in TASK_OPTIONS}
     attrs = _result_attrs(model_or_fit, run.get("storage_options"))
     to_rows = is_stream_fit(attrs)
     own, other = (ROW_OPTIONS, TASK_OPTIONS) if to_rows else (TASK_OPTIONS, ROW_OPTIONS)

@@ -66,12 +66,12 @@ def predict(
     data: Any,
     *,
     out: str | os.PathLike | None = None,
-    group: str | None = None,
     estimator: str = "bayes",
     holdout: int = 0,
     yhat: bool = False,
     new_rows: str | os.PathLike | None = None,
     chunk_tasks: int = CHUNK_TASKS,
+    group: str | None = None,
     x=None,
     y=None,
     sample_dim: str | None = None,
@@ -148,6 +148,8 @@ def predict(
     """
     given = {name: value for name, value in locals().items()
              if name in ROW_OPTIONS or name in TASK_OPTIONS}
+    for declared in (PREDICT_STREAM, PREDICT):  # every value checked before any input opens
+        declared.check({name: given[name] for name in declared.names if name in given})
     attrs = _result_attrs(model_or_fit, run.get("storage_options"))
     to_rows = is_stream_fit(attrs)
     own, other = (ROW_OPTIONS, TASK_OPTIONS) if to_rows else (TASK_OPTIONS, ROW_OPTIONS)

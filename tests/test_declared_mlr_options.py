@@ -12,17 +12,19 @@ import pytest
 from click.testing import CliRunner
 
 import streamlsq
+import streamlsq.mlr.predict
 from streamlsq.cli.main import main
 from streamlsq.cli.options import DeclaredOption
 from streamlsq.errors import InputError
 from streamlsq.options.common import STORE
+from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.options.mlr import EM, METALEARN, POOLED, PREDICT
 from streamlsq.options.run import RUN
 from streamlsq.options.simulate import INTERLEAVED, IRMA, MLR, STREAM
 from streamlsq.options.study import DEMO, EXAMPLE, STUDY, STUDY_OPTIONS
 
 # the inputs and the run's own keywords: not options of the job
-_INPUTS = {"data", "model", "tasks", "out", "name"}
+_INPUTS = {"data", "model", "model_or_fit", "tasks", "out", "name"}
 _RUN = set(RUN.without("overwrite").names) | {"echo"}
 
 
@@ -34,7 +36,8 @@ def _functions():
     yield "metalearn", streamlsq.metalearn, METALEARN
     yield "fit_pooled", streamlsq.fit_pooled, POOLED
     yield "fit_em", streamlsq.fit_em, EM
-    yield "predict", streamlsq.predict, PREDICT
+    yield "predict", streamlsq.mlr.predict.predict, PREDICT
+    yield "predict (any result)", streamlsq.predict, PREDICT + PREDICT_STREAM
     yield "simulate_stream", streamlsq.simulate_stream, STREAM + STORE
     yield "simulate_interleaved", streamlsq.simulate_interleaved, INTERLEAVED + STORE
     yield "simulate_irma", streamlsq.simulate_irma, IRMA + STORE

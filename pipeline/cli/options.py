@@ -45,9 +45,9 @@ def _metavar(p: Param) -> str | None:
     if p.unit is not None:
         return p.unit
     if p.choices is not None:
-        kinds = {int: "|INTEGER", float: "|NUMBER"}.get(p.type, "")
+        kinds = {int: "|INTEGER", float: "|FLOAT"}.get(p.type, "")
         return f"[{'|'.join(map(str, p.choices))}{kinds}]"
-    return {int: "INTEGER", float: "NUMBER"}.get(p.type, "TEXT")
+    return {int: "INTEGER", float: "FLOAT"}.get(p.type, "TEXT")  # click's own words
 
 
 def click_option(p: Param):

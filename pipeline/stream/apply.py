@@ -194,6 +194,13 @@ def create_prediction_arrays(store, source: StreamSource, columns: list[str],
                    config={"write_empty_chunks": True})[...] = labels
 
 
+def prediction_columns(source: StreamSource, intervals: bool) -> list[str]:
+    """The arrays (sample, target) of a prediction: ŷ, the residuals where the rows have
+    targets, the columns of statsmodels' summary frame with intervals."""
+    return (["yhat"] + (["residual"] if source.y_vars else [])
+            + (list(PREDICTION_COLUMNS) if intervals else []))
+
+
 @dataclass(eq=False)
 class StreamPrediction(Job):
     """A stream fit applied to new rows: reads the fit's coefficients and the rows, computes
@@ -255,17 +262,11 @@ class StreamPrediction(Job):
             params.update(intervals=True, alpha=self.alpha)
         return params
 
-    @property
-    def columns(self) -> list[str]:
-        """The result's arrays (sample, target)."""
-        return (["yhat"] + (["residual"] if self.source.y_vars else [])
-                + (list(PREDICTION_COLUMNS) if self.intervals else []))
-
     def compute(self, ctx: Context) -> xr.Dataset:
         source, coef = self.source, self.coef
-        dims = [source.sample_dim, "target"]
+        dims, columns = [source.sample_dim, "target"], prediction_columns(source, self.intervals)
         if ctx.store is not None:
-            create_prediction_arrays(ctx.store, source, self.columns, coef.target, dims)
+            create_prediction_arrays(ctx.store, source, columns, coef.target, dims)
         edges = source.chunk_edges()
         tag = uuid.uuid4().hex[:8]
         W = ctx.client.scatter(coef.W, broadcast=True)
@@ -277,7 +278,7 @@ class StreamPrediction(Job):
                               enabled=ctx.progress)
         ds = xr.Dataset(coords={"target": coef.target})
         if ctx.store is None:
-            for name in self.columns:
+            for name in columns:
                 ds[name] = (dims, np.concatenate([p[0][name] for p in parts]))
             ds.attrs["complete"] = True
         if self.intervals:

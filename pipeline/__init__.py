@@ -23,13 +23,19 @@ the command line's start) stays fast.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-try:
-    __version__ = version("streamlsq")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
+
+def _version() -> str:
+    """The installed distribution's version (read when ``__version__`` is first asked for:
+    importlib.metadata takes tens of milliseconds of every command's start)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("streamlsq")
+    except PackageNotFoundError:  # running from a source tree without installation
+        return "0.0.0+unknown"
+
 
 #: public name -> module that defines it
 _PUBLIC = {
@@ -54,7 +60,7 @@ _PUBLIC = {
     "robust_covariance": "streamlsq.stream.robust",
     "metalearn": "streamlsq.mlr.metalearn",
     "fit_pooled": "streamlsq.mlr.metalearn",
-    "predict": "streamlsq.mlr.predict",
+    "predict": "streamlsq.prediction",
     "fit_em": "streamlsq.mlr.em",
     "example_tasks": "streamlsq.mlr.examples",
     "tasks_from_frame": "streamlsq.mlr.examples",
@@ -102,6 +108,9 @@ _NAMES = [
 
 
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     if name == "__all__":  # the functions, and an estimator for every registered recursion
         estimators = importlib.import_module("streamlsq.estimators")
         return sorted([*_NAMES, *estimators.__all__], key=str.lower)
@@ -146,7 +155,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.mlr.em import fit_em
     from streamlsq.mlr.examples import example_tasks, tasks_from_frame
     from streamlsq.mlr.metalearn import fit_pooled, metalearn
-    from streamlsq.mlr.predict import predict
+    from streamlsq.prediction import predict
     from streamlsq.runtime.client import dask_client
     from streamlsq.simulate.streams import simulate_interleaved, simulate_irma, simulate_stream
     from streamlsq.simulate.tasks import simulate_mlr

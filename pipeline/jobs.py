@@ -8,12 +8,18 @@ short job definition handed to a run::
     options checked → inputs opened → fingerprint → checkpoint → compute
         → provenance and attributes → publish
 
-:meth:`Run.execute` is that order, once. A job says what is particular to it (the hooks
-of :class:`Job`); the run does everything they share: refusing ``--resume`` without
-``--checkpoint``, returning the published result of a run resumed after it finished,
-checking the output and the checkpoint against the inputs before any work, opening the
-checkpoint and the Dask client, timing, the provenance attributes of every result store,
-and the atomic publication (``docs/architecture.md#run-path``).
+:meth:`Run.execute` is that order, once. A job that needs more passes over its inputs once
+its first result is known (a robust covariance needs the final coefficients; an IRLS fit
+one pass per iteration) asks its run for them: :meth:`Context.run_pass` runs a
+:class:`Pass` on the run's client and, when the run is checkpointed, commits its state as
+a step of the checkpoint, so that ``--resume`` does not run it again.
+
+A job says what is particular to it (the hooks of :class:`Job`); the run does everything
+they share: refusing ``--resume`` without ``--checkpoint``, returning the published result
+of a run resumed after it finished, checking the output and the checkpoint against the
+inputs before any work, opening the checkpoint and the Dask client, timing, the provenance
+attributes of every result store, and the atomic publication
+(``docs/architecture.md#run-path``).
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ import contextlib
 import functools
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypedDict
 
+import numpy as np
 import xarray as xr
 import zarr
 from distributed import Client
@@ -46,9 +54,11 @@ from streamlsq.io.results import (
     prepare_output,
     write_result,
 )
+from streamlsq.options import Options
+from streamlsq.options.run import RUN
 from streamlsq.runtime.client import dask_client
 
-__all__ = ["Context", "Job", "Run", "RunOptions"]
+__all__ = ["Context", "Job", "Pass", "Run", "RunOptions"]
 
 
 class RunOptions(TypedDict, total=False):
@@ -75,6 +85,9 @@ class RunOptions(TypedDict, total=False):
     storage_options : dict or None
         Options of the fsspec filesystem of URLs given as inputs or output (credentials,
         ``endpoint_url``, …).
+    n_workers : int or None
+        Workers of the embedded LocalCluster started for the call (default: sized for the
+        data and the machine); moot with a client or a scheduler.
     """
 
     overwrite: bool
@@ -84,6 +97,36 @@ class RunOptions(TypedDict, total=False):
     scheduler: str | None
     progress: bool | None
     storage_options: dict | None
+    n_workers: int | None
+
+
+class Pass:
+    """One more pass of a run over its inputs, a step of the run: :meth:`compute` gets the
+    run's :class:`Context` (its client, its progress setting) and returns the pass's
+    *state*, what :meth:`value` turns into what the job gets back.
+
+    When the run is checkpointed the state is committed as a step of the checkpoint (under
+    the pass's position in the run and its :attr:`name`), and a resumed run takes it from
+    there instead of running the pass again. The state is data only: a mapping of names to
+    NumPy arrays or numbers (stored as ``.npz``, read without pickle). Run a pass with
+    :meth:`Context.run_pass` inside a job, or :meth:`Run.run_pass` on its own.
+    """
+
+    #: what the pass is (a word or two, no spaces): its step's name in a checkpoint
+    name: str = "pass"
+    #: whether a checkpointed run commits the pass's state as a step (False: the pass
+    #: commits its own pieces of work as it goes, as a study's batches, and its state
+    #: need not be arrays)
+    step: bool = True
+
+    def compute(self, ctx: Context) -> Mapping[str, Any]:
+        """The pass itself, on ``ctx.client``: its state (a mapping of arrays or numbers)."""
+        raise NotImplementedError
+
+    def value(self, state: Mapping[str, Any]) -> Any:
+        """What the job gets back from the state (computed now or restored); the state
+        itself by default."""
+        return state
 
 
 @dataclass
@@ -91,21 +134,59 @@ class Context:
     """What a job's :meth:`Job.compute` works with: the Dask ``client``, the open
     ``checkpoint`` (None without ``--checkpoint``), whether to show ``progress``, and for a
     job that writes its result chunk by chunk the temporary output ``store`` its Dask tasks
-    write into (None when the job returns its result in memory)."""
+    write into (None when the job returns its result in memory). ``passes`` names the
+    passes the job ran (:meth:`run_pass`), in order, those restored from the checkpoint
+    included."""
 
     client: Client
     checkpoint: CheckpointFolder | None = None
     progress: bool | None = None
     store: Any = None
+    passes: list[str] = field(default_factory=list)
+
+    def run_pass(self, step: Pass) -> Any:
+        """Run the pass ``step`` on this context's client and return its value; with a
+        checkpoint, its state is committed as a step (and a resumed run restores it
+        instead of running it again)."""
+        key = f"{len(self.passes):03d}-{step.name}"
+        checkpoint = self.checkpoint if step.step else None
+        if checkpoint is not None and checkpoint.has_step(key):
+            state = checkpoint.load_step(key)
+        else:
+            state = step.compute(self)
+            if checkpoint is not None:
+                checkpoint.save_step(key, _pass_state(step, state))
+        self.passes.append(step.name)
+        return step.value(state)
+
+
+def _pass_state(step: Pass, state) -> dict[str, np.ndarray]:
+    """The state of ``step`` as arrays of numbers (what a checkpoint step holds)."""
+    if not isinstance(state, Mapping):
+        raise TypeError(f"pass {step.name!r}: its state must be a mapping of arrays, "
+                        f"got {type(state).__name__}")
+    arrays = {str(k): np.asarray(v) for k, v in state.items()}
+    kinds = {k: a.dtype for k, a in arrays.items() if a.dtype.kind not in "biufc"}
+    if kinds:
+        raise TypeError(f"pass {step.name!r}: its state holds {kinds}: only numbers")
+    return arrays
 
 
 class Job:
     """What one public function reads, computes and writes; :meth:`Run.execute` runs it.
 
-    A job sets its options as attributes when it is built, and fills in the hooks below.
-    The defaults suit a job that reads stores, cannot be checkpointed and returns a
-    Dataset that the run publishes with :func:`~streamlsq.io.results.write_result`.
+    A job declares its options once, as data (:attr:`options`, the same
+    :class:`~streamlsq.kernels.recursions.params.Param` kind the recursions use), holds them
+    as attributes of the same names, and fills in the hooks below. The run checks every
+    declared option and rule (:meth:`check_options`) before any input is opened or client
+    started. The defaults suit a job that reads stores, cannot be checkpointed and returns
+    a Dataset that the run publishes with :func:`~streamlsq.io.results.write_result`.
     """
+
+    #: the options this job takes (besides the run's), declared once
+    #: (:mod:`streamlsq.options`): checked by :meth:`check_options`, turned into the
+    #: command's options, and equal to the keywords of the job's public function
+    options: Options = Options()
 
     #: what made the result: its ``method`` attribute (``"metalearn"``, ``"predict"``, …; a
     #: stream fit names its recursion)
@@ -118,8 +199,17 @@ class Job:
     #: ``Context.store`` (a result larger than memory); False: it returns the Dataset
     writes_chunks: bool = False
 
+    def check_options(self) -> None:
+        """Check every declared option (and the rules between them) and keep the values
+        converted (an ``int`` for an integer option); :class:`~streamlsq.errors.InputError`
+        naming the first bad one."""
+        checked = self.options.check({name: getattr(self, name) for name in self.options.names})
+        for name, value in checked.items():
+            setattr(self, name, value)
+
     def check(self) -> None:
-        """Refuse options that cannot work, before any input is opened."""
+        """Refuse what the declarations cannot say (a value that depends on the recursion,
+        the inputs' layout), before any input is opened."""
 
     def open(self, run: Run) -> list:
         """Open and validate the inputs (stores, earlier results); return the sources the
@@ -155,6 +245,41 @@ class Job:
         return EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
                                variables=self.checkpoint_variables, kind=self.checkpoint_kind)
 
+    def finished(self, run: Run, fingerprint: dict | None):
+        """What a run with this ``fingerprint`` published at ``run.out`` before a kill, with
+        ``already_complete`` (None if nothing: the run continues); a resumed run returns it.
+        By default a result store (:func:`~streamlsq.io.checkpoint.finished_result`)."""
+        return finished_result(run.out, fingerprint)
+
+    def prepare(self, run: Run, inputs: list) -> None:
+        """Check, before any work, that the result can be published at ``run.out`` (which
+        is not None); by default a store (and the files beside it), apart from the inputs
+        (:func:`~streamlsq.io.results.prepare_output`)."""
+        prepare_output(run.out, run.overwrite, inputs=inputs,
+                       storage_options=run.storage_options, beside=self.beside())
+
+    def annotate(self, result, provenance: dict, run: dict) -> None:
+        """Put the run's attributes on the job's ``result``: by default its ``attrs`` are
+        the ``provenance`` (the attributes every result has), then the job's own, then the
+        ``run``'s own (``run_fingerprint``, ``passes``: of the run that made it, never of
+        an earlier one whose attributes the job kept)."""
+        own = dict(result.attrs)
+        result.attrs.clear()
+        result.attrs.update(provenance)
+        result.attrs.update(own)
+        result.attrs.update(run)
+
+    def publish(self, run: Run, result, inputs: list):
+        """Publish ``result`` (the computed, annotated result of a job that does not write
+        its chunks) at ``run.out``, atomically; returns what :meth:`Run.execute` returns.
+        By default a result store (:func:`~streamlsq.io.results.write_result`) with the
+        files beside it, and the Dataset is returned."""
+        beside = {suffix: functools.partial(write, result)
+                  for suffix, write in self.beside().items()}
+        write_result(result, run.out, run.overwrite, inputs=inputs,
+                     storage_options=run.storage_options, beside=beside)
+        return result
+
     def published(self, out, storage_options: dict | None) -> xr.Dataset:
         """The store a job that ``writes_chunks`` published, opened for its caller: a result,
         checked (:func:`~streamlsq.io.results.open_result`), unless the job writes data of
@@ -175,7 +300,9 @@ class Run:
     fsspec URL or a zarr store object; None: in memory only) and ``overwrite``; the
     ``checkpoint`` folder and ``resume``; the Dask ``client`` or ``scheduler`` address
     (default: the current client or an embedded cluster); ``progress`` bars; the
-    ``storage_options`` of the URLs named as inputs or output."""
+    ``storage_options`` of the URLs named as inputs or output; the ``n_workers`` of an
+    embedded cluster. After a run, ``seconds`` is the time of its computation and
+    ``passes`` the number of passes its job ran (:meth:`Context.run_pass`)."""
 
     out: Any = None
     overwrite: bool = False
@@ -185,7 +312,9 @@ class Run:
     scheduler: str | None = None
     progress: bool | None = None
     storage_options: dict | None = None
+    n_workers: int | None = None
     seconds: float = field(default=0.0, init=False)
+    passes: int = field(default=0, init=False)
 
     @classmethod
     def split(cls, out, options: dict) -> tuple[Run, dict]:
@@ -195,6 +324,42 @@ class Run:
         run = cls(out, **{k: v for k, v in options.items() if k in names})
         return run, {k: v for k, v in options.items() if k not in names}
 
+    def open_input(self, kind: str, data, *args, **kwargs):
+        """Open and validate one input of a job with this run's ``storage_options``: every
+        job opens every input through here, so a URL is read where the options say
+        (credentials, ``endpoint_url``; the environment fills in only what they leave out).
+        ``kind`` names the opener, which gets ``data`` and the other arguments as they are:
+
+        - ``"stream"``: rows of a stream store or a table
+          (:func:`~streamlsq.io.stream.open_stream`);
+        - ``"tasks"``: a multi-task store (:func:`~streamlsq.io.tasks.open_tasks`);
+        - ``"result"``: a published result (:func:`~streamlsq.io.results.open_result`);
+        - ``"table"``: a table itself, not yet read as rows
+          (:func:`~streamlsq.io.tables.open_table`).
+
+        Examples
+        --------
+        >>> import tempfile, streamlsq
+        >>> from streamlsq.jobs import Run
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = streamlsq.simulate_stream(f"{tmp.name}/data.zarr", n_rows=1_000, n_features=2)
+        >>> Run().open_input("stream", path).n_rows
+        1000
+        >>> tmp.cleanup()
+        """
+        if kind == "stream":
+            from streamlsq.io.stream import open_stream as opener
+        elif kind == "tasks":
+            from streamlsq.io.tasks import open_tasks as opener
+        elif kind == "result":
+            opener = open_result
+        elif kind == "table":
+            from streamlsq.io.tables import open_table as opener
+        else:
+            raise ValueError(f"no input of kind {kind!r}: 'stream', 'tasks', 'result' or "
+                             "'table'")
+        return opener(data, *args, storage_options=self.storage_options, **kwargs)
+
     def execute(self, job: Job) -> xr.Dataset:
         """Run ``job`` in the one order of every job; returns its result (the published
         store, opened, for a job that writes its chunks; else the Dataset)."""
@@ -203,7 +368,7 @@ class Run:
         inputs = job.open(self)
         fingerprint = job.fingerprint()
         if self.resume:  # the run being resumed may have published its result before a kill
-            done = finished_result(self.out, fingerprint)
+            done = job.finished(self, fingerprint)
             if done is not None:  # killed between publication and clean-up: finish that
                 reclaim_leftovers(self.out)
                 remove_finished(job.new_checkpoint(self.checkpoint, fingerprint, True, inputs))
@@ -215,20 +380,29 @@ class Run:
             ds = self._compute(job, inputs, checkpoint, store=None)
             self._add_attrs(job, ds, inputs, fingerprint)
             if self.out is not None:
-                beside = {suffix: functools.partial(write, ds)
-                          for suffix, write in job.beside().items()}
-                write_result(ds, self.out, self.overwrite, inputs=inputs,
-                             storage_options=self.storage_options, beside=beside)
+                ds = job.publish(self, ds, inputs)
                 if checkpoint is not None:
                     checkpoint.remove()
         return ds
 
+    def run_pass(self, step: Pass) -> Any:
+        """The pass ``step`` on its own (no inputs opened, no output, no checkpoint): run on
+        this run's client (or scheduler, or an embedded cluster) and its value returned."""
+        started = time.perf_counter()
+        with self._client(None) as client:
+            ctx = Context(client, None, self.progress)
+            value = ctx.run_pass(step)
+        self.seconds = time.perf_counter() - started
+        self.passes = len(ctx.passes)
+        return value
+
     # -- the steps ---------------------------------------------------------------------
     def _check_options(self, job: Job) -> None:
+        """The run's options, then the job's, before any input is opened or client started."""
+        RUN.check({name: getattr(self, name) for name in RUN.names})
         if self.checkpoint is not None and job.checkpoint_kind is None:
             raise InputError(f"{job.name} takes no --checkpoint: it is not resumable")
-        if self.resume and self.checkpoint is None:
-            raise InputError("--resume needs --checkpoint DIR")
+        job.check_options()
 
     def _prepare_output(self, job: Job, inputs: list) -> None:
         """The output (with the files beside it) and the checkpoint usable and apart from the
@@ -236,8 +410,7 @@ class Run:
         if self.out is None:
             return
         beside = job.beside()
-        prepare_output(self.out, self.overwrite, inputs=inputs,
-                       storage_options=self.storage_options, beside=beside)
+        job.prepare(self, inputs)
         if self.checkpoint is not None:
             check_apart(self.checkpoint, inputs, "--checkpoint")
             check_apart(self.checkpoint, [self.out, *(beside_path(self.out, suffix)
@@ -259,22 +432,31 @@ class Run:
         finally:
             checkpoint.close()
 
+    def _client(self, job: Job | None):
+        """The Dask client of the run: the one given, the scheduler's, or an embedded
+        cluster of ``n_workers`` sized for the job's data (the one place a run opens it)."""
+        return dask_client(self.client, self.scheduler, n_workers=self.n_workers,
+                           data_bytes=None if job is None else job.data_bytes())
+
     def _compute(self, job: Job, inputs, checkpoint, store) -> xr.Dataset:
         started = time.perf_counter()
-        with dask_client(self.client, self.scheduler, data_bytes=job.data_bytes()) as client:
-            ds = job.compute(Context(client, checkpoint, self.progress, store))
+        with self._client(job) as client:
+            ctx = Context(client, checkpoint, self.progress, store)
+            ds = job.compute(ctx)
         self.seconds = time.perf_counter() - started
+        self.passes = len(ctx.passes)
         return ds
 
     def _add_attrs(self, job: Job, ds: xr.Dataset, inputs, fingerprint) -> None:
-        """Provenance first (the attributes every result has), then the job's own."""
-        own = dict(ds.attrs)
-        ds.attrs.clear()
-        ds.attrs.update(provenance(job.name, job.parameters(), inputs, roles=job.input_roles(),
-                                   seconds=self.seconds))
-        ds.attrs.update(own)
-        if fingerprint is not None:
-            ds.attrs["run_fingerprint"] = fingerprint_digest(fingerprint)
+        """Provenance first (the attributes every result has), then the job's own, then the
+        fingerprint of a resumable run and the number of passes when the job ran any
+        (:meth:`Job.annotate`)."""
+        attrs = provenance(job.name, job.parameters(), inputs, roles=job.input_roles(),
+                           seconds=self.seconds)
+        own = {} if fingerprint is None else {"run_fingerprint": fingerprint_digest(fingerprint)}
+        if self.passes:
+            own["passes"] = self.passes
+        job.annotate(ds, attrs, own)
 
     def _compute_into_store(self, job: Job, inputs, checkpoint) -> xr.Dataset:
         """A job that writes its arrays chunk by chunk: into a temporary store next to the

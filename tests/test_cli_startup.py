@@ -71,3 +71,52 @@ def test_a_whole_fit_with_statistics_imports_no_scipy_stats(tmp_path):
     modules = _imported_after(code)
     assert (out / "pvalues").is_dir() and (out / "f_pvalue").is_dir()  # statistics written
     assert not _imports_any_of(modules, NOT_ON_FIT_PATH)
+
+
+# -- a fit command is built, and its options checked, from the declarations alone ----------
+
+#: the kernels' libraries: building ``fit NAME`` and checking its options import neither
+KERNEL_LIBRARIES = ("numba", "scipy")
+
+
+def _run_main(args: list[str]) -> tuple[str, str, set[str]]:
+    """stdout, stderr and the imported modules of the command line's main run on ``args``
+    in a new interpreter (``standalone_mode=False``: the exit code is printed)."""
+    code = ("import sys\nfrom streamlsq.cli.main import main\ntry:\n"
+            f"    main.main({args!r}, prog_name='streamlsq', standalone_mode=False)\n"
+            "except SystemExit as exc:\n    print('exit', exc.code)\n"
+            "print(' '.join(sorted(sys.modules)))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    *output, modules = run.stdout.strip().split("\n")
+    return "\n".join(output), run.stderr, set(modules.split())
+
+
+def _fit_help_commands() -> list[list[str]]:
+    from streamlsq.kernels.recursions.registry import RECURSIONS
+
+    return [["--help"], *(["fit", name, "--help"] for name in [*RECURSIONS, "interleaved"])]
+
+
+@pytest.mark.parametrize("args", _fit_help_commands(), ids=" ".join)
+def test_a_fit_commands_help_imports_no_kernel_library(args):
+    output, _, modules = _run_main(args)
+    name = args[1] if len(args) > 2 else None
+    assert f"Usage: streamlsq fit {name} " in output if name else "Commands:" in output
+    assert not _imports_any_of(modules, KERNEL_LIBRARIES)
+
+
+def test_a_bad_option_value_is_refused_before_anything_runs(tmp_path):
+    from streamlsq import simulate_stream
+
+    store = simulate_stream(tmp_path / "s.zarr", n_rows=200, n_features=2, seed=0)
+    out = tmp_path / "r.zarr"
+    output, error, modules = _run_main(["fit", "kf4lls", str(store), "--out", str(out),
+                                        "--forgetting", "2"])
+    assert output == "exit 2"
+    assert error.strip() == ("streamlsq: error: --forgetting: forgetting factor must be in "
+                             "(0, 1], got 2.0")
+    # refused before a kernel, the fit path or a cluster was imported, and nothing written
+    assert not _imports_any_of(modules, (*KERNEL_LIBRARIES, *HEAVY))
+    assert not out.exists()

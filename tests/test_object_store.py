@@ -215,3 +215,248 @@ def test_the_command_line_reads_s3_urls_with_credentials_from_the_environment(s3
     np.testing.assert_allclose(fit.coef.isel(step=-1, target=0).values, [2.0, 3.0, -1.0],
                                rtol=1e-9)
     assert list(fit.feature.values) == ["intercept", "p", "q"]
+
+
+# -- every job with its inputs in S3, reached by storage_options alone ----------------------
+#
+# Each job below reads its inputs from s3:// URLs with the credentials and the endpoint given
+# only as storage_options, and must give what the same job gives on the local copy of the
+# same stores, bit for bit. The workers are threads of this process, so they see the
+# environment each test sets, as workers started in it would.
+
+STREAM = dict(n_rows=3_000, n_features=3, n_targets=2, chunk_rows=1_000)
+ROWS = dict(n_rows=1_500, n_features=3, n_targets=2, chunk_rows=500)
+TASKS = dict(k=2, d=4, n_light=2_000, t_light=4, n_heavy=60, t_heavy=40, n_light2=500,
+             t_light2=8)
+
+
+def _make_inputs(folder, seed: int, client) -> None:
+    """The jobs' inputs, simulated into ``folder`` (another ``seed``: other data, same
+    layout)."""
+    streamlsq.simulate_stream(folder / "stream.zarr", **STREAM, seed=seed, client=client)
+    streamlsq.simulate_stream(folder / "rows.zarr", **ROWS, seed=seed + 1, client=client)
+    streamlsq.simulate_interleaved(folder / "pop.zarr", n=50, q=3, steps=4, seed=seed,
+                                   client=client)
+    streamlsq.simulate_mlr(folder / "tasks.zarr", **TASKS, seed=seed, client=client)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((600, 2))
+    import pandas as pd
+
+    pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "k": rng.choice(["u", "v"], 600),
+                  "y": x @ [1.0, -2.0] + 0.1 * rng.standard_normal(600)}).to_parquet(
+        folder / "table.parquet", row_group_size=200)
+
+
+def _upload(folder, options) -> None:
+    fs = _fs(options)
+    for path in sorted(folder.iterdir()):
+        fs.put(str(path), f"{BUCKET}/inputs/{path.name}", recursive=path.is_dir())
+    fs.invalidate_cache()
+
+
+@pytest.fixture(scope="module")
+def threads():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def inputs(s3, threads, tmp_path_factory):
+    """The jobs' inputs in a local folder and, the same bytes, under ``inputs/`` in S3."""
+    endpoint, options = s3
+    folder = tmp_path_factory.mktemp("inputs")
+    _make_inputs(folder, 3, threads)
+    _upload(folder, options)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def other_s3(inputs, threads, tmp_path_factory):
+    """A second S3 server, in a process of its own (moto's servers in one process share their
+    buckets), holding a bucket of the same name with other data under the same names."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        options = {"key": "testing", "secret": "testing",
+                   "client_kwargs": {"endpoint_url": endpoint}}
+        s3fs.S3FileSystem(**options).mkdir(BUCKET)
+        folder = tmp_path_factory.mktemp("other-inputs")
+        _make_inputs(folder, 5, threads)
+        _upload(folder, options)
+        x = zarr.open_group(inputs / "stream.zarr", mode="r")["X"][:]
+        assert not np.array_equal(x, zarr.open_group(
+            _store(f"s3://{BUCKET}/inputs/stream.zarr", options), mode="r")["X"][:])
+        yield endpoint, options
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+@pytest.fixture
+def only_options(monkeypatch, tmp_path):
+    """No credentials or endpoint anywhere but in storage_options: no AWS_* or FSSPEC_S3_*
+    variables, and the AWS configuration files point at nothing."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(("AWS_", "FSSPEC_S3")):
+            monkeypatch.delenv(name)
+    nothing = str(tmp_path / "no-such-aws-file")
+    monkeypatch.setenv("AWS_CONFIG_FILE", nothing)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", nothing)
+    s3fs.S3FileSystem.clear_instance_cache()
+    yield monkeypatch
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+def _fit(engine):
+    def job(at, out, run):
+        return streamlsq.fit_stream(at("stream.zarr"), "kf4lls", engine=engine, block_size=700,
+                                    **run)
+    return job
+
+
+def _interleaved(at, out, run):
+    pop = at("pop.zarr")
+    return streamlsq.fit_interleaved(f"{pop}#a", f"{pop}#b", test=f"{pop}#c",
+                                     estimate_alpha="means", engine="scan", **run)
+
+
+def _robust(at, out, run):
+    streamlsq.fit_stream(at("stream.zarr"), "kf4lls", out=out("fit.zarr"), **run)
+    return streamlsq.robust_covariance(out("fit.zarr"), at("stream.zarr"), cov_type="HC3",
+                                       **run)
+
+
+def _metalearn(at, out, run):
+    return streamlsq.metalearn(at("tasks.zarr"), 2, **run)
+
+
+def _pooled(at, out, run):
+    return streamlsq.fit_pooled(at("tasks.zarr"), holdout=2, **run)
+
+
+def _em(at, out, run):
+    return streamlsq.fit_em(at("tasks.zarr"), 2, init="perturbed", iterations=5, **run)
+
+
+def _predict_tasks(at, out, run):
+    streamlsq.metalearn(at("tasks.zarr"), 2, out=out("model.zarr"), **run)
+    return streamlsq.predict(out("model.zarr"), at("tasks.zarr"), out=out("pred.zarr"),
+                             holdout=2, new_rows=at("tasks.zarr"), **run)
+
+
+def _predict_stream(at, out, run):
+    streamlsq.fit_stream(at("stream.zarr"), "kf4lls", out=out("fit.zarr"), **run)
+    return streamlsq.predict_stream(out("fit.zarr"), at("rows.zarr"), out=out("pred.zarr"),
+                                    intervals=True, **run)
+
+
+def _predict_any_fit(at, out, run):
+    streamlsq.fit_stream(at("stream.zarr"), "rls", out=out("fit.zarr"), **run)
+    return streamlsq.predict(out("fit.zarr"), at("rows.zarr"), **run)
+
+
+def _convert(at, out, run):
+    return streamlsq.convert(at("table.parquet"), out("table.zarr"), **run)
+
+
+#: every job that reads stores: name → job(at: input name → location, out: output name →
+#: location, run: the run's options) → its result (streamlsq.predict opens the result to
+#: tell a fit from a model: "predict-tasks" and "predict-any-fit")
+JOBS = {
+    "fit-sequential": _fit("sequential"),
+    "fit-scan": _fit("scan"),
+    "fit_interleaved": _interleaved,
+    "robust_covariance": _robust,
+    "metalearn": _metalearn,
+    "fit_pooled": _pooled,
+    "fit_em": _em,
+    "predict-tasks": _predict_tasks,
+    "predict_stream": _predict_stream,
+    "predict-any-fit": _predict_any_fit,
+    "convert": _convert,
+}
+
+#: attributes that are results (not provenance, which names the inputs)
+RESULT_ATTRS = ("alpha", "alpha_source", "holdout_mse", "mse", "n_rows", "log_likelihood",
+                "iterations", "model_step", "conf_int_alpha")
+
+_LOCAL: dict[str, xr.Dataset] = {}
+
+
+def _local_result(name, inputs, threads, tmp_path_factory) -> xr.Dataset:
+    """The job on the local copy of its inputs (once per module)."""
+    if name not in _LOCAL:
+        folder = tmp_path_factory.mktemp(f"local-{name}")
+        _LOCAL[name] = JOBS[name](lambda n: str(inputs / n), lambda n: str(folder / n),
+                                  {"client": threads}).load()
+    return _LOCAL[name]
+
+
+def _in_s3(test: str):
+    def at(name):
+        return f"s3://{BUCKET}/inputs/{name}"
+
+    def out(name):
+        return f"s3://{BUCKET}/{test}/{name}"
+    return at, out
+
+
+def _assert_same_result(got: xr.Dataset, ref: xr.Dataset) -> None:
+    """Every array equal exactly, and the attributes that are results; not the record of
+    what was read (the stamps of the stores' objects, which differ between two copies)."""
+    stamps = [name for name in ref.data_vars if "fingerprint" in str(name)]
+    xr.testing.assert_equal(got.drop_vars(stamps).drop_attrs(), ref.drop_vars(stamps).drop_attrs())
+    for name in RESULT_ATTRS:
+        assert (name in got.attrs) == (name in ref.attrs), name
+        if name in ref.attrs:
+            np.testing.assert_array_equal(got.attrs[name], ref.attrs[name], err_msg=name)
+
+
+@pytest.mark.parametrize("name", list(JOBS))
+def test_each_job_reads_s3_with_storage_options_alone(name, s3, inputs, threads, only_options,
+                                                      tmp_path_factory):
+    """The endpoint and the credentials only in storage_options: a job that did not give
+    them to every opener failed (no credentials)."""
+    endpoint, options = s3
+    ref = _local_result(name, inputs, threads, tmp_path_factory)
+    got = JOBS[name](*_in_s3(f"options-alone-{name}"),
+                     {"storage_options": options, "client": threads}).load()
+    _assert_same_result(got, ref)
+
+
+@pytest.mark.parametrize("name", list(JOBS))
+def test_each_job_reads_the_endpoint_of_its_options_not_of_the_environment(
+        name, s3, other_s3, inputs, threads, only_options, tmp_path_factory):
+    """Another S3 server named in the environment (AWS_ENDPOINT_URL, with credentials) holds
+    a bucket of the same name with other data: a job that did not give the options to every
+    opener read there and computed from other data."""
+    endpoint, options = s3
+    only_options.setenv("AWS_ENDPOINT_URL", other_s3[0])
+    only_options.setenv("AWS_ACCESS_KEY_ID", "testing")
+    only_options.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    ref = _local_result(name, inputs, threads, tmp_path_factory)
+    got = JOBS[name](*_in_s3(f"options-over-environment-{name}"),
+                     {"storage_options": options, "client": threads}).load()
+    _assert_same_result(got, ref)

@@ -35,8 +35,9 @@ def test_registered_recursion_keeps_the_contract(cls, check):
 
 
 def _classes_declaring_a_name() -> dict[str, type]:
-    """Every class of a module of the package whose class body assigns ``name`` (read off
-    the source, not off the registry's rule), by that name, if it is a recursion."""
+    """Every class of a module of the package whose class body assigns ``name`` or its
+    ``declaration`` (which gives the name; read off the source, not off the registry's
+    rule), by that name, if it is a recursion."""
     found = {}
     for info in pkgutil.iter_modules(recursions_package.__path__):
         module = importlib.import_module(f"{recursions_package.__name__}.{info.name}")
@@ -48,7 +49,8 @@ def _classes_declaring_a_name() -> dict[str, type]:
                        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
                        if isinstance(t, ast.Name)]
             cls = getattr(module, node.name)
-            if "name" in targets and issubclass(cls, Recursion) and cls is not Recursion:
+            if ({"name", "declaration"} & set(targets) and issubclass(cls, Recursion)
+                    and cls is not Recursion):
                 assert cls.name not in found, f"{cls.name} declared twice"
                 found[cls.name] = cls
     return found

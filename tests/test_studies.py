@@ -174,7 +174,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
     assert r.exit_code == 2 and r.stderr.strip() == \
         "streamlsq: error: study irma does not take --alpha"
     r = run("interleaved", "--out", tmp_path / "a", "--alpha", 1.5)
-    assert r.exit_code == 2 and "alpha must be in [0, 1]" in r.stderr
+    assert r.exit_code == 2 and "alpha must be in (0, 1)" in r.stderr
     r = run("interleaved", "--out", tmp_path / "a", "--iterations", 1)
     assert r.exit_code == 2 and "--iterations must be an integer >= 2" in r.stderr
     r = run("lms", "--out", tmp_path / "a", "--rates", "0.01,-1")

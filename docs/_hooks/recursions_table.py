@@ -1,7 +1,7 @@
 """mkdocs hook: the table of recursions, made from the registry when the site is built.
 
 A page that holds the line ``<!-- recursions-table -->`` gets in its place one row per
-registered recursion (:data:`streamlsq.RECURSIONS`): its name (the command
+registered recursion (:data:`streamlsq.RECURSIONS`, from its declaration): its name (the command
 ``streamlsq fit NAME``), what it is, the stores it reads, its engines, how it fits an
 intercept and its parameters with their defaults. A new recursion appears here without
 an edit of the docs.
@@ -25,13 +25,14 @@ def recursions_table() -> str:
 
     rows = ["| method | what it is | reads | engines | intercept | parameters (default) |",
             "|---|---|---|---|---|---|"]
-    for name, cls in RECURSIONS.items():
-        params = ", ".join(f"`{p.name}` ({p.default!r})" for p in cls.params) or "none"
-        default = " (on by default)" if cls.default_intercept else ""
+    for name in RECURSIONS:
+        declared = RECURSIONS.declaration(name)
+        params = ", ".join(f"`{p.name}` ({p.default!r})" for p in declared.params) or "none"
+        default = " (on by default)" if declared.default_intercept else ""
         rows.append(" | ".join([
-            f"| `{name}`", cls.summary, ", ".join(cls.inputs),
-            ", ".join(RECURSIONS.engines(name)),
-            _INTERCEPT.get(cls.intercept_kind, cls.intercept_kind) + default,
+            f"| `{name}`", declared.summary, ", ".join(declared.inputs),
+            ", ".join(declared.engines),
+            _INTERCEPT.get(declared.intercept_kind, declared.intercept_kind) + default,
             params + " |"]))
     return "\n".join(rows)
 

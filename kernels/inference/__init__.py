@@ -23,8 +23,8 @@ The formulas and where they follow or depart from statsmodels are in
 import importlib
 from typing import TYPE_CHECKING
 
-#: the covariance types: statsmodels' names (here, so that the command line lists them
-#: without importing SciPy)
+#: the covariance types: statsmodels' names (the declarations of the options hold the same
+#: tuple, streamlsq.options.fit.COV_TYPES; a test holds them equal)
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
 
 #: public name -> module that defines it (imported on first use)

@@ -9,6 +9,8 @@
 - :mod:`.bfgs`: the incremental BFGS regressor
 - :mod:`.irma`, :mod:`.basis`: IRMA and its baselines on a basis of raw inputs
 - :mod:`.params`: :class:`~.params.Param`, the declaration (and check) of a parameter
+- :mod:`.declarations`: what the command line and the estimators need of each recursion
+  of this package, importable without its kernel
 - :mod:`.registry`: every recursion by name, found in this package and in plugins
 
 The recursion classes are public here under their class names (``KF4LLS``, ``LMS``, …,
@@ -53,7 +55,7 @@ def _public_names() -> list[str]:
     """``__all__``: the names above and the class name of every registered recursion."""
     from streamlsq.kernels.recursions.registry import RECURSIONS
 
-    return sorted({*_PUBLIC, *(cls.__name__ for cls in RECURSIONS.values())})
+    return sorted({*_PUBLIC, *(RECURSIONS.declaration(name).class_name for name in RECURSIONS)})
 
 
 def __getattr__(name: str):

@@ -37,11 +37,12 @@ import itertools
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.special as sps
 
-from streamlsq.kernels.linalg import symmetrize
 from streamlsq.kernels.recursions.contract import BadRowError, Param
+
+# SciPy (and the shared solves, which import it) are imported where a Gramian is computed
+# by quadrature or factored: the declarations of the recursions on a basis
+# (:mod:`.declarations`: the basis' type, ``--domain``) import this module without them.
 
 __all__ = [
     "Basis",
@@ -301,6 +302,8 @@ class MonomialBasis(_PolynomialBasis):
 
 def _gauss_legendre_grid(bounds: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Tensor Gauss–Legendre nodes (n^dim, dim) and weights on a box."""
+    import scipy.special as sps
+
     u, w = sps.roots_legendre(n)
     nodes_1d, weights_1d = [], []
     for a, b in bounds:
@@ -338,6 +341,8 @@ def quadrature_gramian(
     ``max_nodes`` per dimension a ValueError says so (pass ``n_nodes`` or split
     the domain).
     """
+    from streamlsq.kernels.linalg import symmetrize
+
     bounds = _box_bounds(domain)
     dim = bounds.shape[0]
 
@@ -619,6 +624,10 @@ def gramian_cholesky(basis: Basis) -> np.ndarray | None:
 
 def cholesky_gramian(A: np.ndarray, what: str = "the Gramian") -> np.ndarray:
     """Lower Cholesky factor of a Gramian; refuses a singular one (see gramian_cholesky)."""
+    import scipy.linalg as sla
+
+    from streamlsq.kernels.linalg import symmetrize
+
     A = np.asarray(A, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"{what} must be a square matrix, got shape {A.shape}")

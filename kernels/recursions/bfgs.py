@@ -64,7 +64,9 @@ import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import SingularMatrixError, as_2d, spd_solve, symmetrize
-from streamlsq.kernels.recursions.contract import BadRowError, Param, Recursion, State
+from streamlsq.kernels.recursions.contract import BadRowError, Recursion, State
+from streamlsq.kernels.recursions.declarations import BFGS_RATE as RATE
+from streamlsq.kernels.recursions.declarations import DECLARATIONS
 
 __all__ = [
     "IncrementalBFGS",
@@ -153,12 +155,6 @@ def balanced_rates(Y, rate: float, n_positive=None, n_negative=None) -> np.ndarr
     return np.where(pos, alpha_pos[None, :], alpha_neg[None, :])
 
 
-#: the step: exact line search, or a fixed rate (the reference rate of balanced rates)
-RATE = Param("rate", "exact", "Step: exact line search on each block's loss, or a fixed rate "
-             "alpha_r > 0.", choices=("exact",), gt=0, metavar="exact|FLOAT",
-             requirement="'exact' or a positive number")
-
-
 class IncrementalBFGS(Recursion):
     """Incremental BFGS regressor; see the module docstring for the equations.
 
@@ -199,30 +195,9 @@ class IncrementalBFGS(Recursion):
     True
     """
 
-    name = "bfgs"
-    summary = "incremental BFGS (exact, fixed or class-balanced rates)"
-    description = """Incremental BFGS on the stream store DATA, block after block.
-
-    The first block is solved by least squares (W0, B0 = H0^-1); every later block steps
-    along B X'(Y - XW) and updates B by the BFGS formula, skipping the update when the
-    curvature is not positive (counted: n_skipped(step) and the attr n_skipped). Several
-    targets use the K x K form. Sequential engine only (BFGS has no scan form)."""
-    examples = (
-        "streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 1000",
-        "streamlsq fit bfgs data.zarr --out bfgs.zarr --block-size 500 --rate 0.5",
-        "streamlsq fit bfgs labels.zarr --out b.zarr --block-size 200 --rate 1 --balanced",
-        "streamlsq fit bfgs data.zarr --out bfgs.zarr --first-block-size 5 --ridge 1e-3",
-        "streamlsq fit bfgs big.zarr --out bfgs.zarr --checkpoint ckpt/ --resume",
-    )
-    params = (
-        RATE,
-        Param("balanced", False, "Class-balanced per-example rates from --rate (binary targets "
-              "0/1 or -1/1).", type=bool),
-        Param("ridge", 0.0, "Start from H0 + ridge*I when the first block is rank deficient "
-              "(0: refuse such a block).", ge=0),
-        Param("balance_counts", "block", "Counts of positives/negatives for --balanced: the "
-              "block's, or all so far.", type=str, choices=("block", "cumulative")),
-    )
+    #: name, summary, description, examples, params (rate, balanced, ridge,
+    #: balance_counts): see :mod:`.declarations`
+    declaration = DECLARATIONS["bfgs"]
 
     def check_params(self) -> None:
         if self.balanced and self.rate == "exact":

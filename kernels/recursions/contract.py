@@ -25,7 +25,10 @@ by deriving from :class:`ScanRecursion` (the ``scan`` engine runs exactly those)
 Every recursion also *declares* what a user may set: ``name``, a one-line
 ``summary``, ``params``, a tuple of :class:`Param` (name, default, type, help and the
 constraints a value must meet), ``inputs`` (the roles of the stores it reads) and, for
-``streamlsq fit NAME --help``, a ``description`` and ``examples``.
+``streamlsq fit NAME --help``, a ``description`` and ``examples``: in its class body, or,
+for a recursion of this package, in its
+:class:`~streamlsq.kernels.recursions.declarations.RecursionDeclaration` (importable
+without the kernels), from which the class takes them (``declaration = ...``).
 :meth:`Recursion.from_params` builds a configured recursion from those parameters; the
 base constructor checks every declared value (``ValueError`` naming the bad one, in the
 format of :func:`~streamlsq.kernels.recursions.params.must_be`) and the hook
@@ -44,6 +47,11 @@ phrases the command line appends to its summary). A value of one input row that
 the kernel cannot use raises :class:`BadRowError` with the row numbered from
 ``rows_before``, so that an engine can name the row of its store.
 
+Optional abilities, each a class attribute of :class:`Recursion` with its default:
+``diagnostics`` (recursive residuals recorded: every row from the first needed),
+``identify`` (unidentified steps left unrecorded) and ``intercept`` (the recursion's own
+constant term, ``intercept_kind="kernel"``); a recursion with the ability sets it.
+
 :mod:`.checks` holds the contract as executable checks, run over every registered
 recursion by the test suite (and usable on a recursion of your own).
 """
@@ -52,11 +60,14 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from streamlsq.kernels.recursions.params import Param, must_be
+
+if TYPE_CHECKING:  # the declarations import this module
+    from streamlsq.kernels.recursions.declarations import RecursionDeclaration
 
 State = dict[str, np.ndarray]
 
@@ -406,10 +417,56 @@ class Recursion:
     #: (a dropped row has weight 0) need it
     weighted: ClassVar[bool] = False
 
+    #: where the attributes above come from: a built-in recursion's
+    #: :class:`~streamlsq.kernels.recursions.declarations.RecursionDeclaration`, written in
+    #: its class body (``declaration = DECLARATIONS["kf4lls"]``) instead of the attributes;
+    #: None for a class that writes them itself (the registry derives its declaration)
+    declaration: ClassVar[RecursionDeclaration | None] = None
+
+    # -- optional abilities: what a configured recursion does beyond the contract. Each has
+    # its default here; a recursion that has the ability sets it per instance (a declared
+    # parameter of that name, or its constructor), and callers read it directly.
+    #: whether the recursion records recursive residuals and their CUSUM tests (KF4LLS's
+    #: QR form, ``diagnostics=True``): they need every row from the first, in order, each of
+    #: weight 1 (no ``--weights``, no ``--missing drop``, no ``--continue-from``)
+    diagnostics: bool = False
+    #: whether a step whose coefficients the rows do not yet identify goes unrecorded
+    #: (:meth:`identifying` sets it): the result then says from which row they are
+    identify: bool = False
+    #: whether the recursion's own constant term is on, for ``intercept_kind="kernel"``
+    #: (LMS's ``intercept`` parameter); always False for the others, whose constant, if any,
+    #: is the column the reading path prepends (``fit_intercept``)
+    intercept: bool = False
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        declaration = vars(cls).get("declaration")
+        if declaration is None:
+            cls.declaration = None  # a class's own: not the one of a class it derives from
+        else:
+            cls._take_declaration(declaration)
         cls.n_inputs = len(cls.inputs)
         cls.__signature__ = cls._signature()
+
+    @classmethod
+    def _take_declaration(cls, declaration: RecursionDeclaration) -> None:
+        """The declared attributes from ``declaration``, which must name this class and say
+        whether it has the scan form as its bases do; written once, there."""
+        written = [a for a in declaration.ATTRIBUTES if a in vars(cls)]
+        if written:
+            raise TypeError(f"{cls.__name__} takes {', '.join(written)} from its declaration "
+                            f"{declaration.name!r}: write them there, not in the class")
+        path = f"{cls.__module__}:{cls.__qualname__}"
+        if declaration.class_path != path:
+            raise TypeError(f"the declaration {declaration.name!r} names the class "
+                            f"{declaration.class_path}, not {path}")
+        if declaration.scan != issubclass(cls, ScanRecursion):
+            raise TypeError(f"the declaration {declaration.name!r} says scan="
+                            f"{declaration.scan}, but {cls.__name__} "
+                            f"{'does not derive' if declaration.scan else 'derives'} from "
+                            "ScanRecursion")
+        for attribute in declaration.ATTRIBUTES:
+            setattr(cls, attribute, getattr(declaration, attribute))
 
     @classmethod
     def _signature(cls) -> inspect.Signature:

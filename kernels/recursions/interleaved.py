@@ -31,12 +31,8 @@ import numpy as np
 
 from streamlsq.kernels.linalg import as_2d, check_finite, spd_solve, symmetrize
 from streamlsq.kernels.recursions.contract import Param, State, cut_intervals
-from streamlsq.kernels.recursions.kf4lls import (
-    RIDGE_PARAM,
-    SOLVER_PARAM,
-    FormRecursion,
-    make_form,
-)
+from streamlsq.kernels.recursions.declarations import ALPHA, DECLARATIONS, POPULATIONS, START
+from streamlsq.kernels.recursions.kf4lls import FormRecursion, make_form
 
 __all__ = [
     "AlphaEstimate",
@@ -61,12 +57,9 @@ __all__ = [
     "validate_alpha",
 ]
 
-POPULATIONS = ("a", "b")
-
-#: the mixing weight α of eq. (1)–(2) and the population of the first block
-ALPHA = Param("alpha", 0.5, "Mixing weight in [0, 1]: the target population is "
-              "alpha*A + (1-alpha)*B.", ge=0, le=1)
-START = Param("start", "a", "Population of the first block.", type=str, choices=POPULATIONS)
+# ALPHA (the mixing weight α of eq. (1)–(2)), START (the population of the first block) and
+# POPULATIONS are declared with the recursion, in :mod:`.declarations`
+#: the checks of the other arguments of this module's functions
 _POPULATION = Param("population", "a", "Population of a block.", type=str,
                     choices=POPULATIONS)
 _STEP = Param("step", 1, "Global 1-based step of the stream.", type=int, gt=0)
@@ -236,28 +229,9 @@ class InterleavedKF4LLS(FormRecursion):
     (array([2.1, 0.8]), 'a')
     """
 
-    name = "interleaved-kf4lls"
-    summary = "interleaved KF4LLS over two populations A B"
-    description = """Interleaved KF4LLS: blocks of populations A and B alternately, centred and
-    weighted.
-
-    A, B (and C) are stream stores or groups of one, written PATH#GROUP. Blocks: each
-    store's block_size attribute (else its chunk size), or --block-size for all. The
-    stream alternates A1, B1, A2, B2, ... (--start b: B1, A1, ...) and stops when the
-    population due next has no block left: the longer population's extra blocks are not
-    used (the result's attrs blocks_used_a/b and rows_unused_a/b say how many). Give
-    --alpha, or --estimate-alpha with --test. Also: streamlsq fit interleaved."""
-    examples = (
-        "streamlsq simulate interleaved --out p.zarr",
-        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --out fit.zarr",
-        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --test p.zarr#c --out fit.zarr",
-        "streamlsq fit interleaved p.zarr#a p.zarr#b --alpha 0.25 --start b --out fit.zarr",
-        "streamlsq fit interleaved b.zarr f.zarr --test p.zarr --estimate-alpha grid --out r.zarr",
-    )
-    inputs = POPULATIONS
-    intercept_kind = "centred"
-    params = (ALPHA, START, RIDGE_PARAM.replace(help="Ridge start H0 = ridge*I (0: the "
-                                                "paper's H0 = 0)."), SOLVER_PARAM)
+    #: name, summary, description, examples, params (alpha, start, ridge, solver), inputs
+    #: (the populations a, b), intercept_kind ("centred"): see :mod:`.declarations`
+    declaration = DECLARATIONS["interleaved-kf4lls"]
 
     def __init__(self, *args, coef0=None, **kwargs):
         super().__init__(*args, **kwargs)

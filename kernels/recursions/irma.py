@@ -46,13 +46,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import spd_solve, symmetrize
-from streamlsq.kernels.recursions.basis import (
-    ORDER,
-    Basis,
-    basis_from_options,
-    domain_from_intervals,
-    gramian_cholesky,
-)
+from streamlsq.kernels.recursions.basis import Basis, basis_from_options, gramian_cholesky
 from streamlsq.kernels.recursions.contract import (
     RECORD_EVERY,
     BadRowError,
@@ -63,7 +57,15 @@ from streamlsq.kernels.recursions.contract import (
     fold_edges,
     fold_result,
 )
-from streamlsq.kernels.recursions.params import FORGETTING
+from streamlsq.kernels.recursions.declarations import (  # noqa: F401 - MU, P0: for the studies
+    BASIS_PARAMS,
+    DECLARATIONS,
+    MU,
+    P0,
+    STIFFNESS,
+    STIFFNESS_INITIAL,
+    STIFFNESS_RATE,
+)
 
 __all__ = [
     "IRMA",
@@ -77,14 +79,8 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # stiffness schedules
 # ---------------------------------------------------------------------------
-#: the declared parameters of IRMA's schedule; :class:`StiffnessSchedule` checks with them
-STIFFNESS = Param("stiffness", "multiplicative", "lambda_t = initial*rate^t, initial + "
-                  "rate*t, or initial.", type=str, choices=("multiplicative", "additive",
-                                                           "constant"),
-                  label="stiffness kind")
-STIFFNESS_INITIAL = Param("stiffness_initial", 0.1, "lambda_0 > 0 (the paper's 0.1).", gt=0)
-STIFFNESS_RATE = Param("stiffness_rate", 1.05, "rate of the schedule (the paper's 1.05; "
-                       "ignored by constant).")
+# the declared parameters of IRMA's schedule (STIFFNESS, STIFFNESS_INITIAL, STIFFNESS_RATE)
+# are in :mod:`.declarations`; :class:`StiffnessSchedule` checks with them
 
 
 @dataclass(frozen=True)
@@ -322,22 +318,11 @@ def _rls_loop(theta, H, Phi, y, forgetting, mu, record_rows):
 # ---------------------------------------------------------------------------
 # recursions (the Recursion contract)
 # ---------------------------------------------------------------------------
-#: the parameters every recursion on a basis of raw inputs shares (see basis_from_options)
-BASIS_PARAMS = (
-    ORDER,
-    Param("domain", None, "Input interval [A, B]; repeat once per column of X for a box "
-          "(default: the store's domain attribute).", optional=True, nargs=2, multiple=True,
-          parse=domain_from_intervals, metavar="A B", store_attr="domain"),
-    Param("basis", "legendre", "Legendre polynomials orthonormal on the domain, or monomials.",
-          type=Basis, choices=("legendre", "monomial")),
-)
+# the parameters every recursion on a basis of raw inputs shares (BASIS_PARAMS), the
+# Tikhonov weight μ of the baselines (MU) and the initial covariance scale of RLS (P0) are
+# declared in :mod:`.declarations`
 #: what the constructors take: the basis itself
 _BASIS_OBJECT = BASIS_PARAMS[2].replace(choices=None)
-#: the Tikhonov weight μ of the baselines, and the initial covariance scale of RLS
-MU = Param("mu", 0.05, "Tikhonov weight mu >= 0 (the paper's 0.05).", ge=0,
-           label="Tikhonov weight mu", requirement=">= 0")
-P0 = Param("p0", 1.0, "Initial covariance P0 = p0*I, p0 > 0 (the paper's identity).", gt=0,
-           label="initial covariance scale p0")
 
 
 class _BasisRecursion(Recursion):
@@ -353,8 +338,6 @@ class _BasisRecursion(Recursion):
     The constructor takes the basis, then the recursion's own declared parameters
     (those after :data:`BASIS_PARAMS`, which :meth:`from_params` builds the basis from).
     """
-
-    intercept_kind = "basis"
 
     def __init__(self, basis: Basis, *args, **kwargs):
         self.basis = _BASIS_OBJECT.check(basis)
@@ -548,25 +531,9 @@ class IRMA(_BasisRecursion):
     True
     """
 
-    name = "irma"
-    summary = "incremental risk minimisation on a basis of raw inputs x"
-    description = """IRMA (incremental risk minimisation) on the stream store DATA, one example
-    at a time.
-
-    theta += A^-1 phi(x) e / (lambda_t + phi' A^-1 phi), e = y - phi(x)' theta, with A the
-    Gramian of the basis on the domain (A = I for Legendre). X holds the raw inputs x
-    (one column per input dimension), y one target; the basis expands x per block and
-    x outside the domain is refused. Blocks (--block-size) are the steps at which theta
-    and cumulative_loss(step) (sum of the squared errors before each update) are
-    recorded. Coefficient rows are the basis functions; the attr basis rebuilds the
-    basis (streamlsq.kernels.make_basis). Sequential engine only."""
-    examples = (
-        "streamlsq simulate irma --out irma.zarr --rows 150",
-        "streamlsq fit irma irma.zarr --out fit.zarr --order 10 --domain 0 3",
-        "streamlsq fit irma irma.zarr --out fit.zarr --stiffness additive --stiffness-rate 0.1",
-        "streamlsq fit irma box.zarr --out fit.zarr --order 3 --domain 0 1 --domain -1 1",
-    )
-    params = (*BASIS_PARAMS, STIFFNESS, STIFFNESS_INITIAL, STIFFNESS_RATE)
+    #: name, summary, description, examples, params (order, domain, basis, stiffness,
+    #: stiffness_initial, stiffness_rate), intercept_kind ("basis"): see :mod:`.declarations`
+    declaration = DECLARATIONS["irma"]
 
     @classmethod
     def init_params(cls) -> tuple[Param, ...]:
@@ -631,19 +598,9 @@ class IRMAGradientDescent(_BasisRecursion):
     2.0
     """
 
-    name = "irma-gd"
-    summary = "IRMA study's baseline: normalised GD with Tikhonov"
-    description = """The IRMA study's GD baseline on DATA: normalised gradient descent,
-    Tikhonov mu.
-
-    Per example one gradient step on (y - phi' theta)^2 + mu theta' theta with the
-    exactly minimising rate. Store, blocks and results as for streamlsq fit irma (the
-    paper runs its baselines on --basis monomial). Sequential engine only."""
-    examples = (
-        "streamlsq fit irma-gd irma.zarr --out gd.zarr --order 6 --domain 0 3 --mu 0.05",
-        "streamlsq fit irma-gd irma.zarr --out gd.zarr --basis monomial --mu 0",
-    )
-    params = (*BASIS_PARAMS, MU)
+    #: name, summary, description, examples, params (order, domain, basis, mu),
+    #: intercept_kind ("basis"): see :mod:`.declarations`
+    declaration = DECLARATIONS["irma-gd"]
 
     def _run(self, state, Phi, y, record_rows):
         theta = state["theta"][:, 0].copy()
@@ -684,23 +641,9 @@ class IRMARLS(_BasisRecursion):
     array([1., 2.])
     """
 
-    name = "irma-rls"
-    summary = "IRMA study's baseline: RLS with forgetting and Tikhonov"
-    description = """The IRMA study's RLS baseline on DATA: forgetting factor, Tikhonov mu.
-
-    theta_t minimises sum g^(t-i) (y_i - phi_i' theta)^2 + g^t theta' theta / p0
-    + mu theta' theta. Store, blocks and results as for streamlsq fit irma (the paper:
-    --basis monomial --forgetting 0.9 --mu 0.05 --p0 1). Sequential engine only."""
-    examples = (
-        "streamlsq fit irma-rls irma.zarr --out rls.zarr --order 6 --domain 0 3",
-        "streamlsq fit irma-rls irma.zarr --out rls.zarr --forgetting 0.99 --mu 0 --p0 100",
-    )
-    params = (
-        *BASIS_PARAMS,
-        FORGETTING.replace(default=0.9, help="Forgetting factor g in (0, 1] (the paper's 0.9)."),
-        MU,
-        P0,
-    )
+    #: name, summary, description, examples, params (order, domain, basis, forgetting, mu, p0),
+    #: intercept_kind ("basis"): see :mod:`.declarations`
+    declaration = DECLARATIONS["irma-rls"]
 
     def init(self, n_features: int, n_targets: int, dtype=np.float64) -> State:
         state = super().init(n_features, n_targets, dtype)

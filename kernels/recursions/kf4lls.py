@@ -36,10 +36,13 @@ import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import SingularMatrixError, spd_solve, symmetrize
 from streamlsq.kernels.recursions.contract import (
-    Param,
     ScanRecursion,
     State,
     fold_by_updates,
+)
+from streamlsq.kernels.recursions.declarations import (
+    DECLARATIONS,
+    DIAGNOSTICS_PARAM,
 )
 from streamlsq.kernels.recursions.moments import (
     MOMENT_DIMS,
@@ -47,7 +50,6 @@ from streamlsq.kernels.recursions.moments import (
     moments_of_weights,
     zero_moments,
 )
-from streamlsq.kernels.recursions.params import FORGETTING
 from streamlsq.kernels.recursions.sqrtinfo import (
     SqrtInfoLS,
     decay_weights,
@@ -56,21 +58,6 @@ from streamlsq.kernels.recursions.sqrtinfo import (
     interval_summaries,
     scan_moments,
 )
-
-#: the two forms of the recursion: the square-root information form (QR, the default)
-#: and the normal equations (H and h = Hψ)
-SOLVERS = ("qr", "normal")
-
-#: the declarations KF4LLS, RLS and interleaved KF4LLS share
-SOLVER_PARAM = Param(
-    "solver", "qr", "qr: square-root information form (a QR of [sqrt(g) R; X] per block, "
-    "error ~ eps*cond(X)); normal: the normal equations H = X'X (faster, error ~ "
-    "eps*cond(X)^2).", type=str, choices=SOLVERS)
-DIAGNOSTICS_PARAM = Param(
-    "diagnostics", False, "Record recursive residuals, prediction errors, CUSUM and CUSUM "
-    "of squares per step (sequential engine, solver qr).", type=bool)
-RIDGE_PARAM = Param("ridge", 0.0, "Ridge start H0 = ridge*I (0: the paper's H0 = 0, which "
-                    "needs a full-rank first block).", ge=0)
 
 __all__ = ["FormRecursion", "KF4LLS", "NormalEquationsLS", "RLS", "accuracy_attrs", "block_sums",
            "cholesky_factor", "kf4lls_update", "make_form", "target_squares"]
@@ -501,24 +488,9 @@ class KF4LLS(FormRecursion):
     True
     """
 
-    name = "kf4lls"
-    summary = "block least squares (Kalman filter)"
-    description = "KF4LLS (block least squares) on the stream store DATA."
-    examples = (
-        "streamlsq fit kf4lls data.zarr --out fit.zarr",
-        "streamlsq fit kf4lls data.zarr --out fit.zarr --engine scan --block-size 1000",
-        "streamlsq fit kf4lls big.zarr --out fit.zarr --checkpoint ckpt/ --resume",
-    )
-    params = (
-        RIDGE_PARAM,
-        FORGETTING.replace(help="Forgetting factor g in (0, 1]; 1 is least squares on all "
-                           "rows seen."),
-        SOLVER_PARAM,
-        DIAGNOSTICS_PARAM,
-    )
-
-    #: precision weights of rows (``weights=``: statsmodels' ``WLS``)
-    weighted = True
+    #: name, summary, description, examples, params (ridge, forgetting, solver,
+    #: diagnostics), weighted: see :mod:`.declarations`
+    declaration = DECLARATIONS["kf4lls"]
 
     def __init__(self, *args, coef0=None, identify=False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -618,20 +590,6 @@ class RLS(KF4LLS):
     ([100, 200, 300, 400], array([1., 2.]))
     """
 
-    name = "rls"
-    summary = "RLS with a forgetting factor (per block, or per sample with --block-size 1)"
-    description = """RLS with a forgetting factor on the stream store DATA.
-
-    With --block-size 1 this is per-sample RLS."""
-    examples = (
-        "streamlsq fit rls data.zarr --out rls.zarr --forgetting 0.999 --ridge 1e-3 "
-        "--block-size 1",
-        "streamlsq fit rls data.zarr --out rls.zarr --engine scan --block-size 1000",
-    )
-    params = (
-        FORGETTING.replace(default=0.99),
-        RIDGE_PARAM.replace(help="Tikhonov start H0 = ridge*I (needed with --block-size 1 "
-                            "unless the first block has full rank); it decays like g^i."),
-        SOLVER_PARAM,
-        DIAGNOSTICS_PARAM,
-    )
+    #: the same parameters as KF4LLS, forgetting first with the default 0.99: see
+    #: :mod:`.declarations`
+    declaration = DECLARATIONS["rls"]

@@ -34,6 +34,13 @@ from streamlsq.kernels.recursions.contract import (
     State,
     fold_edges,
 )
+from streamlsq.kernels.recursions.declarations import (
+    DECLARATIONS,
+    POWER,
+    SCHEDULE,
+    TAU,
+)
+from streamlsq.kernels.recursions.declarations import LMS_RATE as RATE
 
 __all__ = [
     "LMS",
@@ -41,18 +48,11 @@ __all__ = [
     "lms_fold_arrays",
 ]
 
-_SCHEDULE_CODES = {"constant": 0, "inverse": 1, "power": 2}
+#: the code of each schedule in the compiled loop (constant 0, inverse 1, power 2); the
+#: declared parameters of LMS are in :mod:`.declarations`, and :class:`StepSchedule` checks
+#: its values with the first four
+_SCHEDULE_CODES = {kind: code for code, kind in enumerate(SCHEDULE.choices)}
 
-#: the declared parameters of LMS; :class:`StepSchedule` checks its values with the first four
-SCHEDULE = Param("schedule", "constant", "Step size: rate; rate/(1 + k/tau); rate/k^power "
-                 "(k: samples so far).", type=str, choices=tuple(_SCHEDULE_CODES))
-RATE = Param("rate", 0.01, "rho_0 > 0.", gt=0)
-TAU = Param("tau", None, "tau > 0 of the inverse schedule.", gt=0, optional=True)
-POWER = Param("power", None, "Exponent in (0.5, 1] of the power schedule.", gt=0.5, le=1,
-              optional=True)
-NORMALIZED = Param("normalized", False, "Normalised LMS: step rho_k/(eps + |x~|^2); stable "
-                   "for 0 < rate < 2.", type=bool)
-EPS = Param("eps", 1e-6, "eps of normalised LMS.", ge=0)
 #: the constant column of x̃ = [1, x] (not a declared parameter: see :class:`LMS`)
 INTERCEPT = Param("intercept", True, "The constant column of x~ = [1, x].", type=bool)
 
@@ -316,26 +316,9 @@ class LMS(Recursion):
     (['intercept', 'x0', 'x1'], array([ 0.5,  2. , -1. ]))
     """
 
-    name = "lms"
-    summary = "per-sample LMS (Widrow-Hoff) with an intercept, epochs and shuffles"
-    description = """LMS (Widrow-Hoff, per-sample SGD with an intercept) on the stream store
-    DATA.
-
-    Sequential engine only (LMS has no scan form). Blocks (--block-size) are the steps at
-    which the coefficients may be recorded; the update is per sample. The coefficient
-    rows of the result are labelled intercept, x0, x1, ...; steps count on over epochs
-    and epoch(step) says which pass a step belongs to."""
-    examples = (
-        "streamlsq fit lms data.zarr --out lms.zarr --rate 0.001",
-        "streamlsq fit lms data.zarr --out lms.zarr --schedule inverse --rate 0.05 --tau 1e4",
-        "streamlsq fit lms data.zarr --out lms.zarr --normalized --rate 0.5 --epochs 3 "
-        "--shuffle",
-        "streamlsq fit lms data.zarr --out lms.zarr --schedule power --rate 0.1 --power 0.75",
-        "streamlsq fit lms big.zarr --out lms.zarr --epochs 5 --checkpoint ckpt/ --resume",
-    )
-    intercept_kind = "kernel"
-    default_intercept = True
-    params = (SCHEDULE, RATE, TAU, POWER, NORMALIZED, EPS)
+    #: name, summary, description, examples, params (schedule, rate, tau, power, normalized,
+    #: eps), intercept_kind ("kernel"), default_intercept (True): see :mod:`.declarations`
+    declaration = DECLARATIONS["lms"]
 
     def __init__(self, *args, coef0=None, intercept: bool = True, **kwargs):
         super().__init__(*args, **kwargs)

@@ -56,6 +56,13 @@ def _number(value) -> float | None:
     return float(array)
 
 
+def _text_number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def _bound(value: float) -> str:
     return f"{value:g}"
 
@@ -84,6 +91,15 @@ class Param:
     ``--domain A B`` given once per dimension); ``metavar`` names the value in the
     command's help; ``store_attr`` names an attribute of the input store that supplies
     the default when the user gives none.
+
+    The command line's option is ``--name`` (underscores as dashes) unless ``flag`` names
+    it (``"--segment-size"``; for a boolean, ``"--intercept/--no-intercept"``: a pair of
+    switches whose "not given" is None); ``unit`` and ``scale`` say that the command line
+    takes the value in another unit (``--segment-size`` in ``"MB"``, ``scale=2**20`` bytes
+    each); ``hidden`` keeps an option out of ``--help``; ``command_line=False`` keeps a
+    parameter off the command line (a Python object, such as a client). ``canonical``
+    turns the other spellings of a value into the one declared before it is checked
+    (``np.float32`` and ``"f4"`` into ``"float32"``).
 
     Examples
     --------
@@ -117,6 +133,12 @@ class Param:
     le: float | None = None
     label: str | None = None
     requirement: str | None = None
+    flag: str | None = None
+    unit: str | None = None
+    scale: float = 1
+    hidden: bool = False
+    command_line: bool = True
+    canonical: Callable[[Any], Any] | None = None
 
     def replace(self, **changes) -> Param:
         """A copy with other fields (e.g. another default and help for another recursion)."""
@@ -181,6 +203,8 @@ class Param:
 
     def check(self, value):
         """``value`` converted to the parameter's type, or ``ValueError`` (:meth:`error`)."""
+        if self.canonical is not None and value is not None:
+            value = self.canonical(value)
         if value is None:
             if self.optional:
                 return None
@@ -233,17 +257,30 @@ class Param:
         return tuple(tuple(numbers[i:i + self.nargs]) for i in range(0, len(numbers), self.nargs))
 
     # -- the command line ----------------------------------------------------------------
+    @property
+    def option(self) -> str:
+        """The command line's name of the parameter (``--block-size``; a pair of switches'
+        first, ``--intercept``)."""
+        return (self.flag or "--" + self.name.replace("_", "-")).split("/")[0]
+
     def from_command_line(self, value):
         """The parameter's value from its command-line option's (``None``: not given).
 
         ``parse`` when declared; a repeated option's values as a tuple (``None`` when
-        none); a choice or a number from text (``ValueError`` in the format of
-        :meth:`check` when the text is neither).
+        none); a value in ``unit`` scaled to the parameter's (a number of MB to bytes); a
+        choice or a number from text (``ValueError`` in the format of :meth:`check` when
+        the text is neither).
         """
         if self.parse is not None:
             return self.parse(value)
         if self.multiple:
             return tuple(value) or None
+        if self.unit is not None and value is not None:
+            number = _number(value) if not isinstance(value, str) else _text_number(value)
+            if number is None or not np.isfinite(number) or abs(number * self.scale) >= 2**62:
+                raise must_be(self.option, f"a number of {self.unit}", value)
+            scaled = number * self.scale
+            return max(1, int(scaled)) if self.type is int and scaled > 0 else scaled
         if isinstance(value, str) and self.type in (int, float):
             if self.choices is not None and value in self.choices:
                 return value

@@ -15,7 +15,12 @@ from collections.abc import Mapping, MutableMapping
 
 import click
 
+from streamlsq.cli.options import click_options, values
 from streamlsq.errors import InputError, RunError, WorkersPausedError
+from streamlsq.options import Options
+from streamlsq.options.common import CODEC
+from streamlsq.options.mlr import CHUNK_TASKS
+from streamlsq.options.run import CHECKPOINT, CLUSTER
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -133,50 +138,29 @@ def _friendly_errors(fn):
     return wrapper
 
 
-_scheduler_option = click.option(
-    "--scheduler", default=None, envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
-    help="Address of a running Dask scheduler (or DASK_SCHEDULER_ADDRESS); "
-    "default: an embedded LocalCluster.",
-)
-_workers_option = click.option(
-    "--workers", "n_workers", type=int, default=None,
-    help="Workers of the embedded LocalCluster (default: dask's choice for this machine).",
-)
-
-
-def _scheduler_options(fn):
-    """--scheduler, --workers and --memory-limit: the Dask cluster a command runs on."""
-    fn = click.option(
-        "--memory-limit", default=None,
-        help="Memory limit per worker of the embedded LocalCluster (e.g. 1GB).",
-    )(fn)
-    return _scheduler_option(_workers_option(fn))
-
+#: --scheduler, --workers and --memory-limit: the Dask cluster a command runs on
+#: (declared in :data:`streamlsq.options.run.CLUSTER`; :func:`_client` converts and checks them)
+_scheduler_options = click_options(CLUSTER)
 
 #: --chunk-tasks, for the commands that map a kernel over the chunks of work of a task store
-_chunk_tasks_option = click.option("--chunk-tasks", default=10_000, show_default=True,
-                                   help="Tasks per Dask task.")
+_chunk_tasks_option = click_options([CHUNK_TASKS])
+
+#: --codec for every command that writes a data store
+_codec_option = click_options([CODEC])
+
+#: --checkpoint DIR and --resume, for every long command
+_checkpoint_options = click_options(CHECKPOINT)
 
 
-def _codec_option(fn):
-    """--codec for every command that writes a data store."""
-    from streamlsq.io.codecs import CODECS, DEFAULT_CODEC
-
-    return click.option(
-        "--codec", type=click.Choice(list(CODECS)), default=DEFAULT_CODEC, show_default=True,
-        help="Compression of the store's arrays (docs/performance.md#codecs: blosc-lz4 "
-             "decodes fastest for its size; any codec zarr reads can be read).")(fn)
-
-
-def _checkpoint_options(fn):
-    """--checkpoint DIR and --resume, for every long command."""
-    fn = click.option("--resume", is_flag=True,
-                      help="Continue from --checkpoint (exits 0 at once if the result is "
-                           "already published).")(fn)
-    fn = click.option("--checkpoint", type=click.Path(), default=None, metavar="DIR",
-                      help="Commit progress to DIR (a new or empty folder, or a streamlsq "
-                           "checkpoint); removed once the result is written.")(fn)
-    return fn
+def _command_values(options: Options, given: dict) -> tuple[dict, dict]:
+    """A command's values from what click passed (``given``): those of ``options`` converted
+    and checked together (:func:`streamlsq.cli.options.values`: one line naming the first
+    bad option and value, exit code 2), and the cluster's (:data:`CLUSTER`, checked too) —
+    before any input is opened or any cluster started."""
+    cluster = values(CLUSTER, {name: given.get(name) for name in CLUSTER.names})
+    chosen = values(options, {name: value for name, value in given.items()
+                              if name in options})
+    return chosen, {name: cluster.get(name) for name in CLUSTER.names}
 
 
 def _client(scheduler, n_workers, memory_limit, data=None, preload=()):
@@ -186,8 +170,9 @@ def _client(scheduler, n_workers, memory_limit, data=None, preload=()):
     worker processes import as they start (``dask_client``)."""
     from streamlsq.runtime.client import dask_client
 
-    if n_workers is not None and n_workers < 1:
-        raise InputError(f"--workers must be a positive integer, got {n_workers}")
+    cluster = values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
+                               "memory_limit": memory_limit})  # as click passed them: text
+    n_workers = cluster.get("n_workers")
     if memory_limit is not None:  # checked even when a running cluster makes it moot
         from streamlsq.runtime.client import check_memory_limit
 
@@ -205,6 +190,7 @@ def _client_while(meanwhile, scheduler, n_workers, memory_limit, data=None, prel
     ``meanwhile()``: it is quick to start, and the one-BLAS-thread limit of its workers
     applies only to the libraries loaded by then."""
     manager = _client(scheduler, n_workers, memory_limit, data, preload)  # options checked
+    n_workers = values(CLUSTER, {"n_workers": n_workers}).get("n_workers")
     from streamlsq.runtime.client import embedded_workers
 
     remote = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
+from streamlsq.cli.common import CONTEXT, _client, _friendly_errors
+from streamlsq.cli.options import click_options, values
+from streamlsq.options import Options
+from streamlsq.options.fit import CONVERT
+from streamlsq.options.run import CLUSTER, OUTPUT
+
+#: the options of ``convert`` besides ``--out``
+OPTIONS = Options(CONVERT, OUTPUT.without("out"), CLUSTER)
 
 __all__ = ["convert"]
 
@@ -12,15 +19,9 @@ __all__ = ["convert"]
 @click.command(context_settings=CONTEXT)
 @click.argument("table", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Stream store to create.")
-@click.option("--columns", default=None, metavar="NAMES",
-              help="The columns to write, comma-separated (default: all).")
-@click.option("--chunk-rows", type=int, default=None,
-              help="Rows of a chunk of the store (default: those of the table's blocks, a "
-                   "Parquet row group).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@_scheduler_options
+@click_options(OPTIONS)
 @_friendly_errors
-def convert(table, out, columns, chunk_rows, overwrite, scheduler, n_workers, memory_limit):
+def convert(table, out, **given):
     """Write the table TABLE (a Parquet file or folder of files, CSV files by a glob) as the
     stream store OUT: one variable per column along row, numbers as float64 (NaN where
     missing), strings as strings with their levels (attribute categories).
@@ -33,10 +34,10 @@ def convert(table, out, columns, chunk_rows, overwrite, scheduler, n_workers, me
     """
     from streamlsq.stream.convert import convert as run
 
-    names = None if columns is None else [c.strip() for c in columns.split(",") if c.strip()]
-    with _client(scheduler, n_workers, memory_limit) as client:
-        ds = run(table, out, columns=names, chunk_rows=chunk_rows, overwrite=overwrite,
-                 client=client)
+    options = values(OPTIONS, given)  # refused before a cluster starts
+    cluster = {key: options.pop(key, None) for key in CLUSTER.names}
+    with _client(**cluster) as client:
+        ds = run(table, out, client=client, **options)
     strings = [name for name in ds.data_vars if ds[name].dtype.kind in "OUT"]
     click.echo(f"wrote {out}: {ds.attrs['n_rows']} rows of {len(ds.data_vars)} column(s) in "
                f"chunks of {ds.attrs['chunk_rows']} rows"

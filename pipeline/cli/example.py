@@ -5,20 +5,18 @@ from __future__ import annotations
 import click
 
 from streamlsq.cli.common import CONTEXT, _friendly_errors
+from streamlsq.cli.options import click_options, values
+from streamlsq.options.study import EXAMPLE, EXAMPLE_NAMES
 
 __all__ = ["example"]
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("name", type=click.Choice(["exam", "hsb82", "radon"]))
+@click.argument("name", metavar=f"[{'|'.join(EXAMPLE_NAMES)}]")
 @click.option("--out", required=True, type=click.Path(), help="Store to create.")
-@click.option("--seed", default=0, show_default=True,
-              help="Seed of the shuffle of rows within each task.")
-@click.option("--min-rows", default=1, show_default=True,
-              help="Leave out tasks with fewer rows than this.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@click_options(EXAMPLE)
 @_friendly_errors
-def example(name, out, seed, min_rows, overwrite):
+def example(name, out, **given):
     """Convert a real multilevel dataset (needs the 'examples' extra) to a multi-task store.
 
     \b
@@ -32,8 +30,9 @@ def example(name, out, seed, min_rows, overwrite):
       streamlsq predict m.zarr exam.zarr --out p.zarr --holdout 2 --yhat
     (--scheduler is not needed: the conversion runs in this process.)
     """
+    options = values(EXAMPLE, given)  # checked first: the name is checked with the data
     from streamlsq.mlr.examples import example_tasks
 
-    path, info = example_tasks(name, out, seed=seed, min_rows=min_rows, overwrite=overwrite)
+    path, info = example_tasks(name, out, **options)
     click.echo(f"wrote {path}: {info['n_tasks']} tasks, {info['n_rows']} rows, features "
                f"{', '.join(info['features'])}; target {info['target']}")

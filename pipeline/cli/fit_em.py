@@ -7,37 +7,32 @@ import click
 
 from streamlsq.cli.common import (
     CONTEXT,
-    _checkpoint_options,
-    _chunk_tasks_option,
     _client,
+    _command_values,
     _done_line,
     _friendly_errors,
-    _scheduler_options,
 )
+from streamlsq.cli.options import click_options
+from streamlsq.errors import InputError
+from streamlsq.options import Options
+from streamlsq.options.mlr import EM
+from streamlsq.options.run import CHECKPOINT, CLUSTER, OUTPUT
 
 __all__ = ["em"]
+
+#: the options of ``streamlsq fit em``: the job's, the output's, the checkpoint's
+OPTIONS = Options(EM, OUTPUT.without("out").replace(
+    "overwrite", help="Replace an existing model store (only one streamlsq wrote)."),
+    CHECKPOINT)
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("data", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Model store to create.")
-@click.option("--k", "k", required=True, type=int, help="Number of components.")
-@click.option("--init", type=click.Choice(["truth", "perturbed", "random"]),
-              default="perturbed", show_default=True,
-              help="Start at the store's truth, the truth perturbed (paper E.5), or at random.")
-@click.option("--scale", default=0.5, show_default=True,
-              help="Relative size of the perturbation of --init perturbed.")
-@click.option("--iterations", default=100, show_default=True, help="Most EM iterations.")
-@click.option("--tol", default=1e-8, show_default=True,
-              help="Stop when the log-likelihood changes by at most tol*|log-likelihood|.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the initialisation.")
-@_chunk_tasks_option
-@click.option("--overwrite", is_flag=True, help="Replace an existing model store.")
-@_checkpoint_options
-@_scheduler_options
+@click_options(OPTIONS)
+@click_options(CLUSTER)
 @_friendly_errors
-def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite, checkpoint,
-       resume, scheduler, n_workers, memory_limit):
+def em(data, out, **given):
     """Fit a mixture of K linear regressions to the task store DATA by task-level EM.
 
     \b
@@ -47,10 +42,11 @@ def em(data, out, k, init, scale, iterations, tol, seed, chunk_tasks, overwrite,
     """
     from streamlsq.mlr.em import fit_em
 
-    with _client(scheduler, n_workers, memory_limit, data=data) as client:
-        ds = fit_em(data, k, out=out, init=init, scale=scale, iterations=iterations, tol=tol,
-                    seed=seed, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client,
-                    checkpoint=checkpoint, resume=resume)
+    options, cluster = _command_values(OPTIONS, given)  # checked before any cluster starts
+    if "k" not in options:
+        raise InputError("--k is required: the number of components")
+    with _client(**cluster, data=data) as client:
+        ds = fit_em(data, out=out, client=client, **options)
     done = _done_line(out, ds)
     if done:
         click.echo(done)

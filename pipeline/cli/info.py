@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
+from streamlsq.cli.options import values
+from streamlsq.options.run import CLUSTER
 
 __all__ = ["info"]
 
@@ -31,6 +33,9 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
       streamlsq info data.zarr --check
       streamlsq info rls.zarr --plot rls.png     # a fit: coefficients, CUSUM tests
     """
+    # the cluster's options checked before the store is read
+    values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
+                     "memory_limit": memory_limit})
     from streamlsq.io.describe import check_values, describe, store_kind
     from streamlsq.io.stores import open_group
 

@@ -7,11 +7,14 @@ import click
 
 from streamlsq.cli.common import (
     CONTEXT,
-    _chunk_tasks_option,
     _client,
     _friendly_errors,
     _scheduler_options,
 )
+from streamlsq.cli.options import click_options, values
+from streamlsq.options.fit import PREDICT_STREAM
+from streamlsq.options.mlr import PREDICT
+from streamlsq.options.run import CLUSTER
 
 __all__ = ["predict"]
 
@@ -20,31 +23,8 @@ __all__ = ["predict"]
 @click.argument("model", type=click.Path())
 @click.argument("tasks", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Result store to create.")
-@click.option("--estimator", type=click.Choice(["bayes", "map", "lstsq"]), default="bayes",
-              show_default=True, help="Posterior mean, most probable cluster, or per-task "
-              "least squares.")
-@click.option("--holdout", default=0, show_default=True,
-              help="Hold out the last N rows of every task and report their squared error.")
-@click.option("--yhat", is_flag=True, help="Also write yhat (row,): the predicted target of "
-              "every row of TASKS (the held-out rows are each task's last N).")
-@click.option("--new-rows", type=click.Path(), default=None,
-              help="A store of new covariates (X, task_ptr over the same tasks): write "
-              "new_yhat (new_row,) for its rows.")
-@_chunk_tasks_option
-@click.option("--x", "x", default=None, metavar="NAMES",
-              help="A stream fit: the feature variables of TASKS (default: the fit's).")
-@click.option("--y", "y", default=None, metavar="NAMES",
-              help="A stream fit: the target variables of TASKS, if any (default: the fit's).")
-@click.option("--sample-dim", default=None, metavar="DIM",
-              help="A stream fit: the dimension of the rows of TASKS (default: the fit's).")
-@click.option("--step", type=int, default=None,
-              help="A stream fit: apply the coefficients of this recorded step (default: the "
-                   "last).")
-@click.option("--intervals", is_flag=True,
-              help="A least-squares stream fit: also write mean_se, mean_ci_lower/upper and "
-                   "obs_ci_lower/upper (statsmodels' summary frame) beside yhat.")
-@click.option("--alpha", type=float, default=None,
-              help="With --intervals: intervals of 1 - ALPHA coverage (default: the fit's).")
+@click_options(PREDICT)  # the multi-task prediction's
+@click_options(PREDICT_STREAM, exclude=("group",))  # a stream fit's options
 @click.option("--overwrite", is_flag=True, help="Replace an existing result store.")
 @_scheduler_options
 @_friendly_errors
@@ -67,15 +47,21 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr          # a stream fit
       streamlsq predict fit.zarr new-rows.zarr --out yhat.zarr --intervals --alpha 0.1
     """
-    from streamlsq.io.results import open_result
+    # the multi-task options checked before any input is opened or cluster started
+    tasks_options = values(PREDICT, {"estimator": estimator, "holdout": holdout, "yhat": yhat,
+                                     "new_rows": new_rows, "chunk_tasks": chunk_tasks})
+    values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
+                     "memory_limit": memory_limit})
+    stream = values(PREDICT_STREAM, {"x": x, "y": y, "sample_dim": sample_dim, "step": step,
+                                     "intervals": intervals, "alpha": alpha})
     from streamlsq.mlr.predict import predict as run
-    from streamlsq.stream.apply import is_stream_fit, predict_stream
+    from streamlsq.prediction import applies_to_rows
+    from streamlsq.stream.apply import predict_stream
 
-    if is_stream_fit(open_result(model).attrs):
+    if applies_to_rows(model):
         with _client(scheduler, n_workers, memory_limit) as client:
-            ds = predict_stream(model, tasks, out=out, x=x, y=y, sample_dim=sample_dim,
-                                step=step, intervals=intervals, alpha=alpha,
-                                overwrite=overwrite, client=client)
+            ds = predict_stream(model, tasks, out=out, overwrite=overwrite, client=client,
+                                **stream)
         line = (f"wrote {out}: yhat for {ds.sizes[ds.yhat.dims[0]]} rows of {tasks} from the "
                 f"{ds.attrs['model_method']} fit {model} (step {ds.attrs['model_step']})")
         if intervals:
@@ -91,10 +77,9 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
         raise InputError(f"{model}: --intervals and --alpha apply to a least-squares stream "
                          "fit, not to a meta-learned model")
     with _client(scheduler, n_workers, memory_limit, data=tasks) as client:
-        ds = run(model, tasks, out=out, estimator=estimator, holdout=holdout, yhat=yhat,
-                 new_rows=new_rows, chunk_tasks=chunk_tasks, overwrite=overwrite, client=client)
-    line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {estimator}"
-    if holdout:
+        ds = run(model, tasks, out=out, overwrite=overwrite, client=client, **tasks_options)
+    line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {ds.attrs['estimator']}"
+    if ds.attrs["holdout"]:
         line += (f"; held-out MSE {ds.attrs['holdout_mse']:.4g} over "
                  f"{ds.attrs['holdout_rows']} rows")
     if yhat:

@@ -7,10 +7,14 @@ import click
 from streamlsq.cli.common import (
     CONTEXT,
     _client,
-    _codec_option,
+    _command_values,
     _friendly_errors,
-    _scheduler_options,
 )
+from streamlsq.cli.options import click_options
+from streamlsq.options import Options
+from streamlsq.options.common import STORE
+from streamlsq.options.run import CLUSTER
+from streamlsq.options.simulate import INTERLEAVED, IRMA, MLR, STREAM
 
 __all__ = [
     "simulate",
@@ -21,20 +25,29 @@ __all__ = [
 ]
 
 
-_seed_option = click.option("--seed", default=0, show_default=True, help="Random seed.")
-_dtype_option = click.option("--dtype", type=click.Choice(["float64", "float32"]),
-                             default="float64", show_default=True)
+def _store_command(name: str, options: Options):
+    """A ``simulate`` command: --out, the store's declared ``options``, then what every
+    simulate command ends with (--overwrite, --codec and the Dask cluster's); its failures
+    as one line."""
+
+    def decorate(fn):
+        for option in reversed([
+            simulate.command(name, context_settings=CONTEXT),
+            click.option("--out", required=True, type=click.Path(), help="Store to create."),
+            click_options(options), click_options(STORE), click_options(CLUSTER),
+            _friendly_errors,
+        ]):
+            fn = option(fn)
+        return fn
+
+    return decorate
 
 
-def _store_options(fn):
-    """The options every simulate command ends with: --overwrite, --codec and the Dask
-    cluster's; and its failures as one line."""
-    for decorate in reversed([
-        click.option("--overwrite", is_flag=True, help="Replace an existing store."),
-        _codec_option, _scheduler_options, _friendly_errors,
-    ]):
-        fn = decorate(fn)
-    return fn
+def _checked(options: Options, given: dict) -> tuple[dict, dict]:
+    """Every option of the store (the defaults filled in) and the cluster's, checked
+    before any cluster starts."""
+    chosen, cluster = _command_values(options + STORE, given)
+    return (options + STORE).check(chosen), cluster
 
 
 @click.group(context_settings=CONTEXT)
@@ -49,24 +62,8 @@ def simulate():
     """
 
 
-@simulate.command("stream", context_settings=CONTEXT)
-@click.option("--out", required=True, type=click.Path(), help="Store to create.")
-@click.option("--rows", default=200_000, show_default=True, help="Rows (samples).")
-@click.option("--features", default=20, show_default=True, help="Features (columns of X).")
-@click.option("--targets", default=1, show_default=True, help="Targets (columns of y).")
-@click.option("--noise", default=1.0, show_default=True, help="Noise standard deviation.")
-@click.option("--condition", default=10.0, show_default=True,
-              help="Condition number of the feature covariance's square root.")
-@click.option("--chunk-size", type=int, default=None,
-              help="Rows per Zarr chunk (default: about 25 MB of X).")
-@click.option("--block-size", type=int, default=None,
-              help="Rows per recursion block, stored as the block_size attribute.")
-@_seed_option
-@_dtype_option
-@_store_options
-def simulate_stream_command(out, rows, features, targets, noise, condition, chunk_size,
-                            block_size, seed, dtype, overwrite, codec, scheduler, n_workers,
-                            memory_limit):
+@_store_command("stream", STREAM)
+def simulate_stream_command(out, **given):
     """A regression stream: correlated Gaussian features, y = X·coef_true + noise.
 
     \b
@@ -76,29 +73,16 @@ def simulate_stream_command(out, rows, features, targets, noise, condition, chun
     """
     from streamlsq.simulate.streams import simulate_stream
 
-    size = rows * (features + targets) * (4 if dtype == "float32" else 8)
-    with _client(scheduler, n_workers, memory_limit, data=max(0, size)) as client:
-        path = simulate_stream(
-            out, rows, features, targets, noise=noise, condition=condition,
-            chunk_rows=chunk_size, block_size=block_size, seed=seed, dtype=dtype,
-            overwrite=overwrite, client=client, codec=codec,
-        )
+    o, cluster = _checked(STREAM, given)
+    rows, features, targets = o["n_rows"], o["n_features"], o["n_targets"]
+    size = rows * (features + targets) * (4 if o["dtype"] == "float32" else 8)
+    with _client(**cluster, data=size) as client:
+        path = simulate_stream(out, client=client, **o)
     click.echo(f"wrote {path} ({rows} rows x {features} features, {targets} target(s))")
 
 
-@simulate.command("interleaved", context_settings=CONTEXT)
-@click.option("--out", required=True, type=click.Path(), help="Store to create.")
-@click.option("--alpha", default=0.25, show_default=True,
-              help="Mixing weight: penguins Z = alpha*U + (1-alpha)*V (0 < alpha < 1).")
-@click.option("--n", "n", default=100, show_default=True, help="Rows per block (paper: n).")
-@click.option("--q", "q", default=6, show_default=True, help="Features (paper: q).")
-@click.option("--steps", default=6, show_default=True, help="Blocks per population.")
-@_seed_option
-@click.option("--chunk-blocks", type=int, default=None,
-              help="Whole blocks per Zarr chunk (default: about 25 MB of X).")
-@_store_options
-def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, overwrite, codec,
-                                 scheduler, n_workers, memory_limit):
+@_store_command("interleaved", INTERLEAVED)
+def simulate_interleaved_command(out, **given):
     """The three populations of the interleaved KF4LLS study (Figure 1 process).
 
     Groups a (birds: X = U ~ N(mu1, I)), b (fish: V ~ N(mu2, I)) and c (penguins:
@@ -114,31 +98,15 @@ def simulate_interleaved_command(out, alpha, n, q, steps, seed, chunk_blocks, ov
     """
     from streamlsq.simulate.streams import simulate_interleaved
 
-    size = max(0, 3 * n * steps * (q + 1) * 8)
-    with _client(scheduler, n_workers, memory_limit, data=size) as client:
-        path = simulate_interleaved(out, alpha=alpha, n=n, q=q, steps=steps, seed=seed,
-                                    chunk_blocks=chunk_blocks, overwrite=overwrite,
-                                    client=client, codec=codec)
+    o, cluster = _checked(INTERLEAVED, given)
+    n, q, steps = o["n"], o["q"], o["steps"]
+    with _client(**cluster, data=3 * n * steps * (q + 1) * 8) as client:
+        path = simulate_interleaved(out, client=client, **o)
     click.echo(f"wrote {path}: groups a, b, c, each {steps} blocks of {n} rows x {q} features")
 
 
-@simulate.command("irma", context_settings=CONTEXT)
-@click.option("--out", required=True, type=click.Path(), help="Store to create.")
-@click.option("--rows", default=150, show_default=True,
-              help="Examples (the paper's sequences have 150).")
-@click.option("--noise", default=0.05, show_default=True,
-              help="Half-width of the uniform noise on y (the paper's +-0.05).")
-@click.option("--domain", type=float, nargs=2, default=(0.0, 3.0), show_default=True,
-              metavar="A B", help="Interval of the inputs x (the paper's [0, 3]).")
-@click.option("--chunk-size", type=int, default=None,
-              help="Rows per Zarr chunk (default: about 25 MB).")
-@click.option("--block-size", type=int, default=1, show_default=True,
-              help="Rows per recursion step, stored as the block_size attribute.")
-@_seed_option
-@_dtype_option
-@_store_options
-def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed, dtype,
-                          overwrite, codec, scheduler, n_workers, memory_limit):
+@_store_command("irma", IRMA)
+def simulate_irma_command(out, **given):
     """The IRMA study's data: y = x*exp(-x^2) + uniform noise, x uniform on the domain.
 
     X (sample, feature) holds the raw inputs x (one column), y one target; the store's
@@ -153,44 +121,16 @@ def simulate_irma_command(out, rows, noise, domain, chunk_size, block_size, seed
     """
     from streamlsq.simulate.streams import simulate_irma
 
-    with _client(scheduler, n_workers, memory_limit, data=max(0, rows * 16)) as client:
-        path = simulate_irma(out, rows, noise=noise, domain=domain, chunk_rows=chunk_size,
-                             block_size=block_size, seed=seed, dtype=dtype, overwrite=overwrite,
-                             client=client, codec=codec)
+    o, cluster = _checked(IRMA, given)
+    rows, noise, domain = o["n_rows"], o["noise"], o["domain"]
+    with _client(**cluster, data=rows * 16) as client:
+        path = simulate_irma(out, client=client, **o)
     click.echo(f"wrote {path} ({rows} examples x in [{domain[0]:g}, {domain[1]:g}], "
                f"y = x*exp(-x^2) + U(-{noise:g}, {noise:g}))")
 
 
-@simulate.command("mlr", context_settings=CONTEXT)
-@click.option("--out", required=True, type=click.Path(), help="Store to create.")
-@click.option("--k", "k", default=4, show_default=True, help="Components.")
-@click.option("--d", "d", default=8, show_default=True, help="Features.")
-@click.option("--weights", default=None, help="Comma-separated weights p (default uniform).")
-@click.option("--noise", default="1.0", show_default=True,
-              help="Noise standard deviation s, one number or K comma-separated.")
-@click.option("--separation", type=float, default=None,
-              help="Rescale the components to this minimum distance.")
-@click.option("--kind", type=click.Choice(["orthonormal", "gaussian"]), default="orthonormal",
-              show_default=True, help="Orthonormal components or N(0, I/d).")
-@click.option("--features", type=click.Choice(["gaussian", "polynomial", "chebyshev"]),
-              default="gaussian", show_default=True,
-              help="Rows x ~ N(0, I), or monomials / Chebyshev polynomials of u ~ U(-1, 1) "
-              "(non-isotropic).")
-@click.option("--n-light", default=10_000, show_default=True, help="Tasks in D_L1.")
-@click.option("--t-light", default=4, show_default=True, help="Rows per D_L1 task.")
-@click.option("--n-heavy", default=200, show_default=True, help="Tasks in D_H.")
-@click.option("--t-heavy", default=100, show_default=True, help="Rows per D_H task.")
-@click.option("--n-light2", default=10_000, show_default=True, help="Tasks in D_L2.")
-@click.option("--t-light2", default=8, show_default=True, help="Rows per D_L2 task.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the mixture.")
-@click.option("--task-seed", type=int, default=None,
-              help="Seed of the tasks (default --seed): another value draws new tasks from "
-              "the same mixture, e.g. a test set.")
-@click.option("--chunk-size", type=int, default=None, help="Rows per Zarr chunk.")
-@_store_options
-def simulate_mlr_command(out, k, d, weights, noise, separation, kind, features, n_light,
-                         t_light, n_heavy, t_heavy, n_light2, t_light2, seed, task_seed,
-                         chunk_size, overwrite, codec, scheduler, n_workers, memory_limit):
+@_store_command("mlr", MLR)
+def simulate_mlr_command(out, **given):
     """Write a multi-task store of the mixed-linear-regression model, in parallel.
 
     \b
@@ -198,24 +138,11 @@ def simulate_mlr_command(out, k, d, weights, noise, separation, kind, features, 
       streamlsq simulate mlr --out tasks.zarr --k 4 --d 8 --n-light 100000 --t-light 4
       streamlsq simulate mlr --out test.zarr --n-light 0 --n-heavy 0 --t-light2 30 --task-seed 1
     """
-    from streamlsq.errors import InputError
     from streamlsq.simulate.tasks import simulate_mlr as run
 
-    def numbers(text, name):
-        try:
-            return [float(v) for v in text.split(",")]
-        except ValueError:
-            raise InputError(f"--{name} must be comma-separated numbers, got {text!r}") from None
-
-    noise_values = numbers(noise, "noise")
-    rows = max(0, n_light * t_light + n_heavy * t_heavy + n_light2 * t_light2)
-    with _client(scheduler, n_workers, memory_limit, data=rows * (d + 1) * 8) as client:
-        path = run(out, k=k, d=d, weights=None if weights is None else numbers(weights, "weights"),
-                   noise=noise_values[0] if len(noise_values) == 1 else noise_values,
-                   separation=separation, kind=kind, features=features, n_light=n_light,
-                   t_light=t_light,
-                   n_heavy=n_heavy, t_heavy=t_heavy, n_light2=n_light2, t_light2=t_light2,
-                   seed=seed, task_seed=task_seed, chunk_rows=chunk_size, overwrite=overwrite,
-                   client=client, codec=codec)
-    click.echo(f"wrote {path}: {n_light} light, {n_heavy} heavy, {n_light2} light2 tasks "
-               f"(k = {k}, d = {d})")
+    o, cluster = _checked(MLR, given)
+    rows = sum(o[f"n_{role}"] * o[f"t_{role}"] for role in ("light", "heavy", "light2"))
+    with _client(**cluster, data=rows * (o["d"] + 1) * 8) as client:
+        path = run(out, client=client, **o)
+    click.echo(f"wrote {path}: {o['n_light']} light, {o['n_heavy']} heavy, {o['n_light2']} "
+               f"light2 tasks (k = {o['k']}, d = {o['d']})")

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import (
-    CONTEXT,
-    _checkpoint_options,
-    _friendly_errors,
-    _scheduler_option,
-    _workers_option,
-)
+from streamlsq.cli.common import CONTEXT, _friendly_errors
+from streamlsq.cli.options import click_options, values
 from streamlsq.errors import InputError
+from streamlsq.options import Options
+from streamlsq.options.run import CHECKPOINT, CLUSTER
+from streamlsq.options.study import EVERY_STUDY, STUDY
 from streamlsq.studies import STUDIES
 
 __all__ = ["study"]
@@ -46,63 +44,30 @@ Examples:
 """
 
 
-def _rates(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        return tuple(float(v) for v in value.split(",") if v.strip())
-    except ValueError:
-        raise click.BadParameter(f"expected numbers separated by commas, got {value!r}") from None
+#: the options of ``streamlsq study``: every study's, the checkpoint's, the cluster's
+#: (a study starts or joins the cluster itself: no --memory-limit)
+OPTIONS = Options(EVERY_STUDY, CHECKPOINT, CLUSTER.without("memory_limit"))
 
 
 @click.command(context_settings=CONTEXT, help=_HELP)
-@click.argument("name", metavar="NAME", type=click.Choice(list(STUDIES)))
+@click.argument("name", metavar="NAME")
 @click.option("--out", required=True, type=click.Path(), metavar="DIR",
               help="Folder for the study's tables, figures and summary.md (replaced if it "
                    "holds an earlier run of the same study).")
-@click.option("--quick", is_flag=True, help="Small sizes: seconds instead of minutes.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
-@click.option("--iterations", type=int, default=None,
-              help="[interleaved] Monte-Carlo iterations (default 5000; quick 500).")
-@click.option("--alpha", type=float, default=None,
-              help="[interleaved] mixing weight α of the test population, in (0, 1) "
-                   "(default 0.25).")
-@click.option("--steps", type=int, default=None,
-              help="[interleaved] KF4LLS steps (blocks) per scheme (default 6).")
-@click.option("--fig-sequences", type=int, default=None,
-              help="[irma] sequences for Figure 1 (default 500; quick 100).")
-@click.option("--table-sequences", type=int, default=None,
-              help="[irma] sequences for Table I (default 1000; quick 200).")
-@click.option("--clouds", type=int, default=None,
-              help="[lms] clouds for the convergence curves (default 200; quick 20).")
-@click.option("--epochs", type=int, default=None,
-              help="[lms] epochs of the convergence runs (default 200; quick 20).")
-@click.option("--rates", callback=_rates, default=None, metavar="R1,R2,...",
-              help="[lms] constant step sizes (default 0.001,0.005,0.01).")
-@click.option("--streams", type=int, default=None,
-              help="[bfgs] streams per case (default 200; quick 20).")
-@click.option("--rate", type=float, default=None,
-              help="[bfgs] reference rate α_r of the class-balanced rates (default 1).")
-@click.option("--replicates", type=int, default=None,
-              help="[mlr] trials per grid point (default 20; quick 3).")
-@_scheduler_option
-@_workers_option
-@_checkpoint_options
+@click_options(OPTIONS)
 @_friendly_errors
-def study(name, out, quick, seed, scheduler, n_workers, checkpoint, resume, **options):
+def study(name, out, **given):
     from streamlsq.studies import run_study
 
-    given = {k: v for k, v in options.items() if v is not None}
-    spec = STUDIES[name]
-    wrong = sorted(set(given) - set(spec.options))
+    options = values(OPTIONS, given)  # every option checked before the cluster starts
+    if name not in STUDIES:
+        raise InputError(f"unknown study {name!r}; the studies are {', '.join(STUDIES)}")
+    own = set(EVERY_STUDY.names) - set(STUDY.names)
+    wrong = [OPTIONS.param(k).option for k in OPTIONS.names
+             if k in own and k not in STUDIES[name].options and k in options]
     if wrong:
-        flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
-        raise InputError(f"study {name} does not take {flags}")
-    if n_workers is not None and n_workers < 1:
-        raise InputError(f"--workers must be a positive integer, got {n_workers}")
-    # the study validates its options, then starts or joins the cluster
-    result = run_study(name, out, quick=quick, seed=seed, scheduler=scheduler,
-                       n_workers=n_workers, checkpoint=checkpoint, resume=resume, **given)
+        raise InputError(f"study {name} does not take {', '.join(wrong)}")
+    result = run_study(name, out, **options)
     if result.extra.get("already_complete"):
         click.echo(f"{result.out}: already complete (the run being resumed had finished); "
                    "nothing to do")

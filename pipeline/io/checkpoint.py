@@ -12,7 +12,10 @@ A checkpoint folder holds:
 and, for a sequential fit (:class:`Checkpoint`), ``state-000041.npz`` (the recursion state after
 segment ``next - 1``) and ``segment-000042.npz`` (recorded steps of segment 42); for every other
 run (:class:`EntryCheckpoint`: scan pieces, metalearn steps, EM iterations, study batches),
-``entry-NAME.pkl``, one file per committed piece of work.
+``entry-NAME.pkl``, one file per committed piece of work. Any run may also commit *steps*,
+the passes its job runs once its first result is known (``streamlsq.jobs.Context.run_pass``:
+a robust covariance's pass, an iteration): ``step-NNN-NAME.npz``, arrays of numbers only
+(read without pickle), listed under ``steps`` in ``progress.json``.
 
 Every file is written to a temporary name and renamed, so a kill at any moment leaves either
 the previous or the new commit, never a torn one. Rules (``docs/faults.md``):
@@ -50,7 +53,8 @@ MARKER = "streamlsq-checkpoint.json"
 LOCK = "lock"
 #: the files streamlsq writes into a checkpoint folder (the only ones it ever removes)
 OWN_FILES = re.compile(r"^(streamlsq-checkpoint\.json|lock|progress\.json|inputs\.json"
-                       r"|state-\d+\.npz|segment-\d+\.npz|entry-[\w.-]+\.pkl)(\.tmp.*)?$")
+                       r"|state-\d+\.npz|segment-\d+\.npz|entry-[\w.-]+\.pkl|step-[\w.-]+\.npz)"
+                       r"(\.tmp.*)?$")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -120,6 +124,8 @@ class CheckpointFolder:
         self._opened = False
         self._created = False
         self.saved: dict | None = None  # progress.json of the run being resumed
+        self.steps: dict[str, str] = {}  # committed steps: name -> file
+        self._body: dict | None = None  # progress.json as last committed, without the steps
 
     # -- folder, marker, lock -----------------------------------------------------------
     def open(self) -> None:
@@ -140,6 +146,7 @@ class CheckpointFolder:
                 self.saved = self._read_json(progress)
                 if self.fingerprint_complete():
                     self._check_fingerprint(self.saved)
+                self._read_steps(self.saved)
             else:
                 self._start_afresh()
         except BaseException:
@@ -303,6 +310,46 @@ class CheckpointFolder:
             f"{', '.join(diff)}); rerun without --resume or point --checkpoint elsewhere"
         )
 
+    # -- steps: the passes of a run, data only ---------------------------------------------
+    def _read_steps(self, saved: dict) -> None:
+        steps = saved.get("steps", {})
+        if not isinstance(steps, dict) or not all(
+                isinstance(v, str) and re.fullmatch(r"step-[\w.-]+\.npz", v)
+                for v in steps.values()):
+            raise self.corrupt("progress.json", ValueError("steps is not a mapping of files"))
+        self.steps = dict(steps)
+        self._body = {k: v for k, v in saved.items() if k != "steps"}
+
+    def _commit(self, body: dict) -> None:
+        """Write ``progress.json``: ``body`` (what the kind of checkpoint commits) and the
+        committed steps. Written last: this is the commit."""
+        self._body = dict(body)
+        _atomic_write(self.directory / "progress.json", json.dumps(
+            body | ({"steps": self.steps} if self.steps else {})).encode())
+
+    def has_step(self, name: str) -> bool:
+        """Whether the step ``name`` was committed (by this run or the one it resumes)."""
+        self.open()
+        return name in self.steps
+
+    def save_step(self, name: str, arrays: dict) -> None:
+        """Commit the step ``name``: its ``arrays`` (numbers only), then its name."""
+        self.open()
+        file = f"step-{_safe_name(name)}.npz"
+        _atomic_savez(self.directory / file, **arrays)
+        self.steps[name] = file
+        self._commit(self._body or {"fingerprint": self.fingerprint})
+
+    def load_step(self, name: str) -> dict:
+        """The arrays of the committed step ``name`` (read without pickle)."""
+        self.open()
+        path = self.directory / self.steps[name]
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise self.corrupt(path, exc) from None
+
     # -- input stamps ------------------------------------------------------------------
     def _stamp_inputs(self) -> None:
         stamps = []
@@ -342,6 +389,10 @@ class CheckpointFolder:
                             f"{src.label}: variable '{name}' rows {a}-{b - 1} changed since "
                             f"the checkpoint {self.directory} read them; resuming would mix "
                             "two datasets: rerun without --resume")
+
+
+def _safe_name(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
 
 
 def _without_tokens(value):
@@ -414,8 +465,8 @@ class Checkpoint(CheckpointFolder):
     def load(self):
         """(next segment, state, parts so far) from the folder, or None to start from scratch."""
         self.open()
-        if not (self.resume and self.saved):
-            return None
+        if not (self.resume and self.saved) or "next" not in self.saved:
+            return None  # nothing committed (or steps alone: a fit's passes, recomputed)
         try:
             nxt = int(self.saved["next"])
             state_file = self.directory / self.saved["state"]
@@ -453,9 +504,8 @@ class Checkpoint(CheckpointFolder):
             return
         name = f"state-{i:06d}.npz"
         _atomic_savez(self.directory / name, **part["state"])
-        _atomic_write(self.directory / "progress.json", json.dumps(
-            {"fingerprint": self.fingerprint, "segments": self.segments, "next": i + 1,
-             "state": name}).encode())
+        self._commit({"fingerprint": self.fingerprint, "segments": self.segments,
+                      "next": i + 1, "state": name})
         for old in self.directory.glob("state-*.npz"):
             if old.name != name:
                 old.unlink(missing_ok=True)
@@ -514,14 +564,12 @@ class EntryCheckpoint(CheckpointFolder):
         _atomic_write(self.directory / f"entry-{name}.pkl",
                       pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         self.entries[name] = [[int(i), int(a), int(b)] for i, a, b in reads]
-        _atomic_write(self.directory / "progress.json", json.dumps(
-            {"fingerprint": self.fingerprint, "entries": self.entries}).encode())
+        self._commit({"fingerprint": self.fingerprint, "entries": self.entries})
 
     def discard(self, name: str) -> None:
         """Forget ``name`` (e.g. an EM iteration superseded by the next one)."""
         if self.entries.pop(name, None) is not None:
-            _atomic_write(self.directory / "progress.json", json.dumps(
-                {"fingerprint": self.fingerprint, "entries": self.entries}).encode())
+            self._commit({"fingerprint": self.fingerprint, "entries": self.entries})
             (self.directory / f"entry-{name}.pkl").unlink(missing_ok=True)
 
 

@@ -16,12 +16,11 @@ Stores are *read* with whatever codec zarr reads: this only concerns what is wri
 
 from __future__ import annotations
 
-__all__ = ["CODECS", "DEFAULT_CODEC", "check_codec", "compressors"]
+# the codecs streamlsq can write, by name, and the default: declared with the --codec
+# option (light, for the command line's help and checks)
+from streamlsq.options.common import CODECS, DEFAULT_CODEC
 
-#: the codecs streamlsq can write, by name
-CODECS = ("blosc-lz4", "lz4", "blosc-zstd", "zstd", "none")
-#: what streamlsq writes unless told otherwise (tests/benchmarks/bench_codecs.py)
-DEFAULT_CODEC = "blosc-lz4"
+__all__ = ["CODECS", "DEFAULT_CODEC", "check_codec", "compressors"]
 
 
 def check_codec(codec: str | None) -> str:

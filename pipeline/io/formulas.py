@@ -13,7 +13,8 @@ given to a fit's prediction) is refused in one line naming the level and the col
 The formula's intercept is the fit's: its ``Intercept`` column is left out of the design and
 the fit prepends its own constant column (``fit_intercept``), so that the statistics know the
 model has one. A result keeps the formula, the levels and the contrast coding of each factor
-(``formula``, ``formula_levels``, ``formula_contrasts``): the result alone rebuilds the design.
+(``formula``, ``formula_levels``, ``formula_contrasts``, in the record of what a fit read:
+``streamlsq.stream.fit_inputs``): the result alone rebuilds the design.
 
 Stateful transforms whose state depends on the rows they see (``center``, ``scale``, splines
 and polynomials) would differ from chunk to chunk: they are refused.
@@ -21,7 +22,6 @@ and polynomials) would differ from chunk to chunk: they are refused.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import OrderedDict
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamlsq.errors import InputError
-from streamlsq.io.stream import _Column
+from streamlsq.io.parts import Column, OpenedInput, RowsReader
 from streamlsq.io.tables import read_frame
 
 __all__ = ["DESIGN", "RESPONSE", "Design", "DesignInput", "DesignRows", "formula_intercept"]
@@ -122,12 +122,6 @@ class Design:
     lhs_spec: object = field(default=None, compare=False, hash=False, repr=False)
     contrasts: tuple = ()
 
-    def attrs(self) -> dict:
-        """What a result keeps to rebuild the design from itself."""
-        return {"formula": self.formula,
-                "formula_levels": json.dumps({k: list(v) for k, v in self.levels}),
-                "formula_contrasts": json.dumps(dict(self.contrasts))}
-
     def encode(self, frame, label: str, start: int):
         """The frame's categorical columns as pandas categories of the design's levels; a
         value that is not one of them is refused naming the column, level and row."""
@@ -185,12 +179,12 @@ def _sorted_levels(values) -> tuple:
         return tuple(sorted(values, key=str))
 
 
-def _levels_of(rows, names, start: int, stop: int) -> dict:
+def _levels_of(rows: RowsReader, names, start: int, stop: int) -> dict:
     frame = read_frame(rows, names, start, stop)
     return {name: set(frame[name].dropna().unique().tolist()) for name in names}
 
 
-def find_levels(rows, names, n_rows: int, chunk_rows: int) -> dict[str, tuple]:
+def find_levels(rows: RowsReader, names, n_rows: int, chunk_rows: int) -> dict[str, tuple]:
     """The levels of the columns ``names`` over all rows, sorted: one parallel pass, chunk by
     chunk (on the current Dask client's workers, else on threads of this process)."""
     if not names:
@@ -209,7 +203,7 @@ def find_levels(rows, names, n_rows: int, chunk_rows: int) -> dict[str, tuple]:
     return {name: _sorted_levels(values) for name, values in found.items()}
 
 
-def build_design(formula: str, rows, label: str, n_rows: int, chunk_rows: int,
+def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_rows: int,
                  kinds: dict, categories: dict, levels: dict | None = None,
                  response: bool = True, columns=()) -> Design:
     """The :class:`Design` of ``formula`` on the rows ``rows``: the levels of its categorical
@@ -275,11 +269,11 @@ def _plain(value):
 
 @dataclass(frozen=True)
 class DesignRows:
-    """Rows read through a formula: ``design`` and ``response`` are the formula's two sides
-    evaluated on the rows of ``inner`` (a store's, a Dataset's or a table's), any other
-    variable (weights, group labels) is ``inner``'s own."""
+    """A :class:`~streamlsq.io.parts.RowsReader`: rows read through a formula: ``design`` and
+    ``response`` are the formula's two sides evaluated on the rows of ``inner`` (a store's, a
+    Dataset's or a table's), any other variable (weights, group labels) is ``inner``'s own."""
 
-    inner: object
+    inner: RowsReader
     design: Design = field(compare=False, hash=False)
 
     @property
@@ -307,8 +301,8 @@ class DesignRows:
         return self.inner.in_memory
 
     @property
-    def table(self) -> bool:
-        return getattr(self.inner, "table", False)
+    def from_table(self) -> bool:
+        return self.inner.from_table
 
     def raw(self, name: str) -> tuple[str, ...]:
         """The inner variables behind variable ``name``."""
@@ -364,14 +358,15 @@ class DesignRows:
 
 
 class DesignInput:
-    """An opened input (a store, a Dataset or a table: the protocol of ``io/stream.py``'s
-    inputs) read through a formula: its variables are ``design`` (row, term) and, when the
-    input holds the formula's left-hand side, ``response`` (row, response); the input's own
-    variables stay readable (weights, group labels)."""
+    """An :class:`~streamlsq.io.parts.OpenedInput` (a store, a Dataset or a table) read
+    through a formula, itself an opened input: its variables are ``design`` (row, term)
+    and, when the input holds the formula's left-hand side, ``response`` (row, response);
+    the input's own variables stay readable (weights, group labels)."""
 
     sample_first = False
 
-    def __init__(self, inner, formula: str, levels: dict | None, targets: bool = True):
+    def __init__(self, inner: OpenedInput, formula: str, levels: dict | None,
+                 targets: bool = True):
         self.inner, self.formula, self.given_levels = inner, formula, levels
         parsed = parse(formula)
         self.rhs_vars = _variables(parsed.rhs, inner.members)
@@ -392,7 +387,7 @@ class DesignInput:
                 return firsts.pop()[0]
         return self.inner.default_sample_dim(used)
 
-    def columns(self, names, dim: str) -> dict[str, _Column]:
+    def columns(self, names, dim: str | None) -> dict[str, Column]:
         """The formula's columns opened, checked and encoded (the levels found), then the
         design and response as the variables they make."""
         used = tuple(sorted(set(self.rhs_vars) | (set(self.lhs_vars) if self.response
@@ -416,15 +411,15 @@ class DesignInput:
         self.design = build_design(self.formula, self.inner_rows, self.label, n, self.chunk,
                                    kinds, categories, self.given_levels, self.response,
                                    self.inner.members)
-        out = {DESIGN: _Column((dim, TERM_DIM), (n, len(self.design.terms)),
+        out = {DESIGN: Column((dim, TERM_DIM), (n, len(self.design.terms)),
                                np.dtype(np.float64))}
         if self.response:
-            out[RESPONSE] = _Column((dim, RESPONSE_DIM), (n, len(self.design.responses)),
+            out[RESPONSE] = Column((dim, RESPONSE_DIM), (n, len(self.design.responses)),
                                     np.dtype(np.float64))
         out.update({name: raw[name] for name in per_row})
         return {name: out[name] for name in names}
 
-    def as_read(self, columns: dict[str, _Column], labels: tuple = ()) -> dict[str, _Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
         own = {n: c for n, c in columns.items() if n not in (DESIGN, RESPONSE)}
         read = self.inner.as_read(own, labels) if own else {}
         return {n: read.get(n, c) for n, c in columns.items()}
@@ -444,3 +439,8 @@ class DesignInput:
 
     def rows(self, chunk_rows: int) -> DesignRows:
         return DesignRows(self.inner_rows, self.design)
+
+    def categories(self, name: str) -> tuple | None:
+        """The levels the input declares for its own column ``name`` (the design and the
+        response are numbers)."""
+        return None if name in (DESIGN, RESPONSE) else self.inner.categories(name)

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from streamlsq.errors import InputError, OutputError
 from streamlsq.io.locks import FileLock
+from streamlsq.io.stores import StoreSource
 
 __all__ = [
     "BesideFiles",
@@ -90,7 +91,7 @@ def check_apart(path, inputs: Iterable, what: str, of: str = "input store") -> N
     the input stores, or the output a checkpoint must stay apart from."""
     p = _place(path)
     for src in inputs:
-        if src is None or getattr(src, "in_memory", False):
+        if src is None or (isinstance(src, StoreSource) and src.in_memory):
             continue
         i = _place(getattr(src, "path", src))
         name = getattr(src, "shown", "") or getattr(src, "path", src)

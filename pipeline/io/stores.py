@@ -29,6 +29,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import Location, locate
+from streamlsq.io.parts import RowsReader
 
 if TYPE_CHECKING:  # xarray is imported where a Dataset is made: opening a store stays light
     import xarray as xr
@@ -224,8 +225,14 @@ class StoreRows:
     token: str = ""
     decodings: dict[str, CFDecoding] = field(default_factory=dict, compare=False, hash=False)
 
-    #: the rows are a store's (not an xarray Dataset's): they have chunk files and stamps
-    in_memory = False
+    @property
+    def in_memory(self) -> bool:
+        """A store's rows have chunk files and stamps."""
+        return False
+
+    @property
+    def from_table(self) -> bool:
+        return False
 
     @property
     def path(self) -> str:
@@ -295,14 +302,15 @@ def forwarded(part: str, name: str, doc: str) -> property:
 
 class StoreSource:
     """What every validated input shares: where its rows come from (``rows``: a
-    :class:`StoreRows`, or for a stream the arrays of an xarray Dataset) and how a row range
-    of one variable is read and its values checked.
+    :class:`~streamlsq.io.parts.RowsReader`, a :class:`StoreRows` or for a stream any other:
+    an xarray Dataset's, a table's, a formula's) and how a row range of one variable is read
+    and its values checked.
 
     Subclasses are frozen dataclasses with the fields ``rows`` and ``chunk_rows``; they
     travel to the workers.
     """
 
-    rows: StoreRows
+    rows: RowsReader
     chunk_rows: int
 
     path = forwarded("rows", "path", "The store's absolute path or URL (a Dataset's source).")
@@ -312,7 +320,10 @@ class StoreSource:
     shown = forwarded("rows", "shown", "The input as the user gave it, for messages.")
     label = forwarded("rows", "label", "The input (and group) as messages name it.")
     in_memory = forwarded("rows", "in_memory",
-                          "Whether the data come from an xarray Dataset rather than a store.")
+                          "Whether the rows have no files behind them (an xarray Dataset, a "
+                          "DataFrame) rather than a store's or a table's files.")
+    from_table = forwarded("rows", "from_table", "Whether the rows are a table's (not "
+                           "continued: --continue-from).")
 
     def array(self, name: str) -> zarr.Array:
         """The store's array ``name``, opened once per process and store version."""

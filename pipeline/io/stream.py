@@ -15,12 +15,15 @@ Zarr and NetCDF datasets), the targets likewise (``y="d"``), along a dimension o
 recursion reads. The labels of the features (variable names, or the coordinate of X's
 feature dimension) and of the targets travel with the source into every result.
 
-One path from any input to the source: the input is opened as a :class:`_StoreTable` or a
-:class:`_DatasetTable` (what differs: where the variables are found, how their rows are
-read), the same checks run on the selected variables of either, and one
-:class:`StreamSource` is built from three parts: where the rows come from
-(:class:`~streamlsq.io.stores.StoreRows` or :class:`DatasetRows`), which variables along
-which dimension (:class:`StreamVariables`) and their labels (:class:`ColumnLabels`).
+One path from any input to the source: the input is opened as an
+:class:`~streamlsq.io.parts.OpenedInput` — a :class:`StoreInput`, a :class:`DatasetInput`, a
+table's :class:`~streamlsq.io.tables.TableInput`, any of them wrapped in a formula's
+:class:`~streamlsq.io.formulas.DesignInput` (what differs: where the variables are found, how
+their rows are read) — the same checks run on the selected variables of any, and one
+:class:`StreamSource` is built from three parts: where the rows come from (a
+:class:`~streamlsq.io.parts.RowsReader`: :class:`~streamlsq.io.stores.StoreRows`,
+:class:`DatasetRows`, a table's or a formula's), which variables along which dimension
+(:class:`StreamVariables`) and their labels (:class:`ColumnLabels`).
 
 Values are those xarray gives: a store streamlsq opens itself is read as ``xr.open_zarr``
 would decode it with its defaults (CF ``scale_factor``/``add_offset``, ``_FillValue`` and
@@ -44,7 +47,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from streamlsq.errors import InputError
+from streamlsq.io.formulas import DESIGN, RESPONSE, DesignInput
 from streamlsq.io.location import locate
+from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, OpenedInput, RowsReader
 from streamlsq.io.stores import (
     StoreRows,
     StoreSource,
@@ -62,11 +67,14 @@ from streamlsq.io.stores import (
     store_label,
     store_token,
 )
+from streamlsq.io.tables import is_table, open_table
 
 __all__ = [
     "MISSING",
     "ColumnLabels",
+    "DatasetInput",
     "DatasetRows",
+    "StoreInput",
     "StreamSource",
     "StreamVariables",
     "open_stream",
@@ -74,8 +82,6 @@ __all__ = [
 
 
 STREAM_DIMS = {"X": ("sample", "feature"), "y": ("sample", "target")}
-#: rows of an in-memory Dataset read at once by default: about 25 MB of float64 features
-TARGET_CHUNK_ELEMENTS = 3_200_000
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,15 @@ class DatasetRows:
 
     #: a Dataset has no group, no chunk files and no stamps
     group = None
-    in_memory = True
+
+    @property
+    def in_memory(self) -> bool:
+        """A Dataset's rows have no files behind them."""
+        return True
+
+    @property
+    def from_table(self) -> bool:
+        return False
 
     @property
     def label(self) -> str:
@@ -190,7 +204,7 @@ class StreamSource(StoreSource):
     >>> tmp.cleanup()
     """
 
-    rows: StoreRows | DatasetRows  # or a table's (io/tables.py), a formula's (io/formulas.py)
+    rows: RowsReader
     variables: StreamVariables
     column_labels: ColumnLabels
     n_rows: int
@@ -341,30 +355,10 @@ def _label_values(values) -> tuple:
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class _Column:
-    """A selected variable as found when the input is opened: its dims and shape (a
-    Dataset's with the sample dimension moved first, as it is read) and the dtype its values
-    are read in (a store's: as xarray decodes them)."""
-
-    dims: tuple[str, ...]
-    shape: tuple[int, ...]
-    dtype: object
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.shape[0])
-
-    @property
-    def width(self) -> int:
-        """Columns it contributes: 1 for a 1-D variable, its second axis for a 2-D one."""
-        return 1 if len(self.shape) == 1 else int(self.shape[1])
-
-
-class _StoreTable:
-    """A Zarr group opened to be read as a stream: variables are its arrays, their sample
-    dimension must come first (the one they are chunked along), the values are read as
-    xarray decodes them, and every chunk must be written."""
+class StoreInput:
+    """An :class:`~streamlsq.io.parts.OpenedInput`: a Zarr group opened to be read as a stream:
+    variables are its arrays, their sample dimension must come first (the one they are chunked
+    along), the values are read as xarray decodes them, and every chunk must be written."""
 
     sample_first = True
 
@@ -381,13 +375,13 @@ class _StoreTable:
     def default_sample_dim(self, names) -> str:
         return "sample"
 
-    def columns(self, names, dim: str) -> dict[str, _Column]:
+    def columns(self, names, dim: str | None) -> dict[str, Column]:
         """The arrays ``names`` as they are stored."""
         self.arrays = {name: get_array(self.g, self.label, name) for name in names}
-        return {name: _Column(dimension_names(a), tuple(a.shape), a.dtype)
+        return {name: Column(dimension_names(a), tuple(a.shape), a.dtype)
                 for name, a in self.arrays.items()}
 
-    def as_read(self, columns: dict[str, _Column], labels: tuple = ()) -> dict[str, _Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
         """The columns with the dtypes xarray decodes them to, refused unless real numbers
         (``labels``: the variables of group labels, which may be strings)."""
         self.decodings = cf_decodings(self.loc, self.group, self.arrays, self.label)
@@ -421,11 +415,11 @@ class _StoreTable:
         return None if levels is None else tuple(levels)
 
 
-class _DatasetTable:
-    """An xarray Dataset opened to be read as a stream: variables are its variables, the
-    sample dimension may be anywhere in their dims (they are read transposed) and is found
-    by itself when it is the only one they share; values are taken as the Dataset holds
-    them."""
+class DatasetInput:
+    """An :class:`~streamlsq.io.parts.OpenedInput`: an xarray Dataset opened to be read as a stream:
+    variables are its variables, the sample dimension may be anywhere in their dims (they are
+    read transposed) and is found by itself when it is the only one they share; values are taken
+    as the Dataset holds them."""
 
     sample_first = False
 
@@ -449,15 +443,15 @@ class _DatasetTable:
         raise InputError(f"{self.label}: name the sample dimension with sample_dim= "
                          f"(--sample-dim); the variables have dims {sorted(dims)}")
 
-    def columns(self, names, dim: str) -> dict[str, _Column]:
+    def columns(self, names, dim: str | None) -> dict[str, Column]:
         """The variables ``names``, with the sample dimension ``dim`` first where they have it
         (the rows are read along it)."""
         self.selected = {name: self.ds[name].transpose(dim, ...) if dim in self.ds[name].dims
                          else self.ds[name] for name in names}
-        return {name: _Column(tuple(v.dims), tuple(v.shape), v.dtype)
+        return {name: Column(tuple(v.dims), tuple(v.shape), v.dtype)
                 for name, v in self.selected.items()}
 
-    def as_read(self, columns: dict[str, _Column], labels: tuple = ()) -> dict[str, _Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
         """The columns as they are (the Dataset's user decoded them), refused unless real
         numbers (``labels``: the variables of group labels, which may be strings)."""
         for name, column in columns.items():
@@ -494,8 +488,7 @@ class _DatasetTable:
         return None if levels is None else tuple(levels)
 
 
-def _open_table(data, group: str | None, storage_options: dict | None
-                ) -> _StoreTable | _DatasetTable:
+def _open_input(data, group: str | None, storage_options: dict | None) -> OpenedInput:
     """The input opened: a store by its location, a Dataset as it is, and a zarr store
     without a location (e.g. a ``MemoryStore``) as xarray opens it."""
     # a Dataset exists only if xarray was imported: a store opens without importing it
@@ -505,18 +498,16 @@ def _open_table(data, group: str | None, storage_options: dict | None
         raise InputError("pass an xarray Dataset (ds[['a', 'b']] or da.to_dataset()), "
                          "not a DataArray")
     if xr is not None and isinstance(data, xr.Dataset):
-        return _DatasetTable(data)
-    from streamlsq.io.tables import is_table, open_table
-
+        return DatasetInput(data)
     if is_table(data):  # Parquet, CSV, a pandas, polars or dask DataFrame
         return open_table(data, storage_options)
     loc = locate(data, storage_options)
     if loc is not None:
-        return _StoreTable(loc, group)
+        return StoreInput(loc, group)
     import xarray as xr
 
     try:
-        return _DatasetTable(xr.open_zarr(data, group=group, consolidated=None))
+        return DatasetInput(xr.open_zarr(data, group=group, consolidated=None))
     except Exception as exc:
         raise InputError(f"{data!r}: not a readable Zarr store ({exc})") from None
 
@@ -567,10 +558,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     """
     if missing not in MISSING:
         raise InputError(f"missing must be 'raise' or 'drop', got {missing!r}")
-    table = _open_table(data, group, storage_options)
+    table = _open_input(data, group, storage_options)
     if formula is not None:
-        from streamlsq.io.formulas import DESIGN, RESPONSE, DesignInput
-
         if x is not None or y is not None:
             raise InputError("--formula names the features and the targets: leave out --x "
                              "and --y (x=, y=)")
@@ -621,7 +610,7 @@ def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:
     return names if all(n in members for n in names) else ()
 
 
-def _require(table, names, strict: bool) -> None:
+def _require(table: OpenedInput, names, strict: bool) -> None:
     """Refuse the first of ``names`` the input does not hold, naming what it holds and the
     layout it should have."""
     layout = ("a stream store needs X (sample, feature) and y (sample, target)" if strict
@@ -632,7 +621,7 @@ def _require(table, names, strict: bool) -> None:
                              f"{table.found or 'none'}); {layout}")
 
 
-def _check_stream_dims(label: str, columns: dict[str, _Column]) -> None:
+def _check_stream_dims(label: str, columns: dict[str, Column]) -> None:
     """The dims of a stream store named by default: X (sample, feature), y (sample, target)
     or (sample,)."""
     X, y = columns["X"], columns["y"]
@@ -645,7 +634,7 @@ def _check_stream_dims(label: str, columns: dict[str, _Column]) -> None:
                          "('sample', 'target')")
 
 
-def _check_sample_dim(label: str, name: str, column: _Column, dim: str, sample_first: bool,
+def _check_sample_dim(label: str, name: str, column: Column, dim: str, sample_first: bool,
                       given: bool) -> None:
     """A selected variable has one or two dims, the first the sample dimension (a Dataset's
     variables come with it moved first; a store's must be chunked along it)."""
@@ -657,7 +646,7 @@ def _check_sample_dim(label: str, name: str, column: _Column, dim: str, sample_f
             + ("" if given else "; name it with --sample-dim"))
 
 
-def _labels(names, columns: dict[str, _Column], table) -> tuple:
+def _labels(names, columns: dict[str, Column], table: OpenedInput) -> tuple:
     """Labels of the columns of the variables ``names``: a 1-D variable is labelled by its
     name, a 2-D one by the coordinate of its other dimension (or not at all: ``()`` when the
     only variable has no such coordinate)."""
@@ -677,7 +666,7 @@ def _labels(names, columns: dict[str, _Column], table) -> tuple:
     return tuple(out)
 
 
-def _column_counts(label: str, columns: dict[str, _Column], x_vars, y_vars
+def _column_counts(label: str, columns: dict[str, Column], x_vars, y_vars
                    ) -> tuple[int, int, int, bool]:
     """Rows, feature columns and target columns of the variables ``columns`` (1-D: one
     column, 2-D: its other axis), and whether y is one 1-D variable; refuses variables of

@@ -35,8 +35,8 @@ import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import is_url
+from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, RowsReader
 from streamlsq.io.stores import object_stamp
-from streamlsq.io.stream import TARGET_CHUNK_ELEMENTS, _Column
 
 __all__ = ["TableRows", "forget_parts", "is_table", "open_table", "read_frame"]
 
@@ -99,11 +99,11 @@ def is_table(data) -> bool:
 
 @dataclass(frozen=True)
 class TableRows:
-    """Where the rows of a table come from: its parts (``parts``: Parquet row groups as
-    (file, row group), or the partitions of a dask DataFrame, or slices of a pandas frame),
-    the row offsets of the parts (``edges``) and the virtual chunk of equal rows the plans
-    see (``chunk_rows``). Small and picklable, but for a DataFrame, which travels with it as
-    an xarray Dataset's in-memory arrays do."""
+    """A :class:`~streamlsq.io.parts.RowsReader`: where the rows of a table come from: its parts
+    (``parts``: Parquet row groups as (file, row group), or the partitions of a dask DataFrame,
+    or slices of a pandas frame), the row offsets of the parts (``edges``) and the virtual chunk
+    of equal rows the plans see (``chunk_rows``). Small and picklable, but for a DataFrame,
+    which travels with it as an xarray Dataset's in-memory arrays do."""
 
     kind: str
     parts: tuple
@@ -117,14 +117,17 @@ class TableRows:
     stamps: tuple = ()
 
     group = None
-    #: a table's rows are not continued (``--continue-from``): its parts are cut anew
-    #: whenever it grows
-    table = True
 
     @property
     def in_memory(self) -> bool:
         """A DataFrame's rows have no files (nothing to stamp, nothing to keep apart)."""
         return not self.stamps
+
+    @property
+    def from_table(self) -> bool:
+        """A table's rows are not continued (``--continue-from``): its parts are cut anew
+        whenever it grows."""
+        return True
 
     @property
     def label(self) -> str:
@@ -239,7 +242,7 @@ def column_values(series) -> np.ndarray:
     return values
 
 
-def read_frame(rows, names, start: int, stop: int):
+def read_frame(rows: RowsReader, names, start: int, stop: int):
     """Rows ``start:stop`` of the variables ``names`` of any rows part as a pandas DataFrame
     (columns as :func:`column_values` gives them): a table's own columns, or a store's or
     Dataset's variables read one by one."""
@@ -415,7 +418,7 @@ def _csv_rows(text: str, options: dict | None) -> TableRows:
 
 
 class TableInput:
-    """A table opened to be read as a stream (the protocol of ``io/stream.py``'s inputs):
+    """A table opened to be read as a stream (an :class:`~streamlsq.io.parts.OpenedInput`):
     its columns are variables of one dimension, ``row``; numbers are read as floats with NaN
     for a missing value, strings as objects (they are categories: a formula encodes them)."""
 
@@ -431,10 +434,10 @@ class TableInput:
     def default_sample_dim(self, names) -> str:
         return ROW_DIM
 
-    def columns(self, names, dim: str) -> dict[str, _Column]:
-        return {name: _Column((ROW_DIM,), (self.n,), self.dtypes[name]) for name in names}
+    def columns(self, names, dim: str | None) -> dict[str, Column]:
+        return {name: Column((ROW_DIM,), (self.n,), self.dtypes[name]) for name in names}
 
-    def as_read(self, columns: dict[str, _Column], labels: tuple = ()) -> dict[str, _Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
         """Numbers (and booleans) read as float64; other columns refused unless they are
         ``labels`` (group labels, or a formula's categories)."""
         import pandas as pd
@@ -449,7 +452,7 @@ class TableInput:
                 raise InputError(f"{self.label}: column '{name}' holds {dtype} values, not "
                                  "numbers; a category enters the fit through a formula "
                                  f"(--formula \"... ~ C({name})\")")
-            out[name] = _Column(column.dims, column.shape,
+            out[name] = Column(column.dims, column.shape,
                                 np.dtype(np.float64) if numeric else np.dtype(object))
         return out
 

@@ -78,7 +78,7 @@ from streamlsq.io.stores import (
     store_token,
 )
 from streamlsq.kernels import mlr
-from streamlsq.kernels.recursions.params import Param
+from streamlsq.options.mlr import DEFAULT_CHUNK_TASKS, HOLDOUT  # declared with the options
 from streamlsq.runtime.memory import fast_large_allocations
 
 __all__ = [
@@ -96,8 +96,6 @@ __all__ = [
     "task_sets",
 ]
 
-#: leave out the last rows of every task (for evaluation: ``predict(..., holdout=N)``)
-HOLDOUT = Param("holdout", 0, "Rows held out at the end of every task.", type=int, ge=0)
 #: the variables of a multi-task store whose chunks a run reads (a checkpoint stamps them)
 TASK_VARIABLES = ("X", "y", "task_ptr", "role")
 #: role name -> code stored in ``role``
@@ -119,7 +117,7 @@ TASK_DIMS = {
 }
 TRUTH = ("component", "w_true", "s_true", "p_true")
 #: tasks per chunk of work (~10⁴ tasks amortise a scheduler hop; docs/architecture.md)
-CHUNK_TASKS = 10_000
+CHUNK_TASKS = DEFAULT_CHUNK_TASKS
 #: rows one chunk of work may span (64 MB of X at d = 8): bounds a worker's memory
 MAX_CHUNK_ROWS = 1 << 20
 

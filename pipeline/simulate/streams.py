@@ -18,14 +18,10 @@ from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
-from streamlsq.io.results import atomic_store, for_workers, published
-from streamlsq.simulate.common import (
-    checked_chunk_size,
-    checked_codec,
-    checked_float_dtype,
-    chunk_ranges,
-    write_chunks,
-)
+from streamlsq.jobs import Run
+from streamlsq.options.common import DEFAULT_CODEC
+from streamlsq.options.simulate import INTERLEAVED, IRMA, STREAM
+from streamlsq.simulate.common import SyntheticStore, checked_options, chunk_ranges
 
 __all__ = ["simulate_interleaved", "simulate_irma", "simulate_stream", "default_chunk_rows"]
 
@@ -59,26 +55,27 @@ def _create_rows(g: zarr.Group, shape, chunk_rows: int, dtype, codec: str) -> No
 
 def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, args, *,
                         extra=None, name, client, scheduler, progress, codec=None) -> Path:
-    """Lay out a stream store (X, y and ``extra`` small arrays) and fill it chunk-parallel.
+    """Lay out a stream store (X, y and ``extra`` small arrays) and fill it chunk-parallel,
+    a job of the run path.
 
     ``rows(*args, start, stop) -> (X, Y)`` is a pure generator from the kernels whose
     numbers depend on the row index only; one Dask task generates and writes one chunk.
     """
     n_rows, n_features, n_targets = shape
-    itemsize = np.dtype(dtype).itemsize
-    with atomic_store(out, overwrite) as tmp:
-        g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
+
+    def lay_out(g: zarr.Group) -> None:
         g.attrs.update(attrs)
         _create_rows(g, shape, chunk_rows, dtype, codec)
         for var, (values, dims) in (extra or {}).items():
             g.create_array(var, shape=values.shape, dtype=values.dtype,
                            dimension_names=dims)[...] = values
-        write_chunks(for_workers(tmp), _write_rows,
-                     [(rows, args, a, b) for a, b in chunk_ranges(n_rows, chunk_rows)],
-                     name=name, rows=n_rows,
-                     data_bytes=n_rows * (n_features + n_targets) * itemsize, client=client,
-                     scheduler=scheduler, progress=progress)
-    return published(out)
+
+    job = SyntheticStore(
+        lay_out, _write_rows,
+        [(rows, args, a, b) for a, b in chunk_ranges(n_rows, chunk_rows)], rows=n_rows,
+        nbytes=n_rows * (n_features + n_targets) * np.dtype(dtype).itemsize, name=name)
+    return Run(out, overwrite, client=client, scheduler=scheduler,
+               progress=progress).execute(job)
 
 
 def simulate_stream(
@@ -97,7 +94,7 @@ def simulate_stream(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
-    codec: str | None = None,
+    codec: str | None = DEFAULT_CODEC,
 ) -> Path:
     """Write a synthetic stream store (``docs/stores.md#stream-store``) and return its path.
 
@@ -120,16 +117,14 @@ def simulate_stream(
     """
     from streamlsq.kernels.synthetic.streams import stream_design
 
-    if n_rows < 1 or n_features < 1 or n_targets < 1:
-        raise InputError("simulate: rows, features and targets must be positive")
-    checked_float_dtype(dtype, "simulate")
+    given = checked_options(STREAM, locals())
+    n_rows, n_features, n_targets, seed = (given[name] for name in
+                                           ("n_rows", "n_features", "n_targets", "seed"))
     try:
         design = stream_design(seed, n_features, n_targets, condition, noise)
     except ValueError as exc:
         raise InputError(f"simulate: {exc}") from None
-    chunk_rows = checked_chunk_size(chunk_rows or default_chunk_rows(n_features, n_rows),
-                                    "simulate")
-    codec = checked_codec(codec, "simulate")
+    chunk_rows = given["chunk_rows"] or default_chunk_rows(n_features, n_rows)
     from streamlsq.kernels.synthetic.streams import stream_rows
 
     attrs = {
@@ -182,7 +177,7 @@ def simulate_interleaved(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
-    codec: str | None = None,
+    codec: str | None = DEFAULT_CODEC,
 ) -> Path:
     """Write the three populations of the interleaved KF4LLS study (``docs/studies.md``).
 
@@ -206,22 +201,23 @@ def simulate_interleaved(
     """
     from streamlsq.kernels.synthetic.interleaved import figure1_store_parameters
 
+    given = checked_options(INTERLEAVED, locals())
+    n, q, steps, seed = (given[name] for name in ("n", "q", "steps", "seed"))
     try:
         params = figure1_store_parameters(seed, alpha, n, q, steps)
     except (TypeError, ValueError) as exc:
         raise InputError(f"simulate interleaved: {exc}") from None
     if chunk_blocks is None:
         chunk_blocks = max(1, default_chunk_rows(q, n * steps) // n)
-    chunk_blocks = min(checked_chunk_size(chunk_blocks, "simulate interleaved"), steps)
-    codec = checked_codec(codec, "simulate interleaved")
+    chunk_blocks = min(int(chunk_blocks), steps)
     n_rows = n * steps
     settings = {"alpha": params.alpha, "n": n, "q": q, "steps": steps,
                 "mu1": params.mu1, "mu2": params.mu2}
-    with atomic_store(out, overwrite) as tmp:
-        root = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
+    truth = {"r_b": params.r_b, "r_f": params.r_f, "r_p": params.r_p}
+
+    def lay_out(root: zarr.Group) -> None:
         root.attrs.update({"generator": "streamlsq.simulate_interleaved",
                            "parameters": settings, "seed": seed})
-        truth = {"r_b": params.r_b, "r_f": params.r_f, "r_p": params.r_p}
         for name, role, coef in INTERLEAVED_GROUPS:
             g = root.create_group(name)
             g.attrs.update({"generator": "streamlsq.simulate_interleaved", "population": role,
@@ -230,11 +226,13 @@ def simulate_interleaved(
             c = g.create_array("coef_true", shape=(q, 1), dtype="float64",
                                dimension_names=["feature", "target"])
             c[...] = truth[coef][:, None]
-        write_chunks(for_workers(tmp), _write_interleaved_chunk,
-                     [(seed, params, j0, j1) for j0, j1 in chunk_ranges(steps, chunk_blocks)],
-                     name="interleaved", rows=3 * n_rows, data_bytes=3 * n_rows * (q + 1) * 8,
-                     client=client, scheduler=scheduler, progress=progress)
-    return published(out)
+
+    job = SyntheticStore(
+        lay_out, _write_interleaved_chunk,
+        [(seed, params, j0, j1) for j0, j1 in chunk_ranges(steps, chunk_blocks)],
+        rows=3 * n_rows, nbytes=3 * n_rows * (q + 1) * 8, name="interleaved")
+    return Run(out, overwrite, client=client, scheduler=scheduler,
+               progress=progress).execute(job)
 
 
 def _irma_rows(irma_rows, seed, domain, noise, dtype, start, stop):
@@ -255,7 +253,7 @@ def simulate_irma(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
-    codec: str | None = None,
+    codec: str | None = DEFAULT_CODEC,
 ) -> Path:
     """Write the IRMA study's data (``docs/studies.md#irma``) as a stream store; return its path.
 
@@ -278,19 +276,13 @@ def simulate_irma(
     """
     from streamlsq.kernels.synthetic.streams import irma_rows
 
-    if n_rows < 1:
-        raise InputError(f"simulate irma: rows must be positive, got {n_rows}")
-    checked_float_dtype(dtype, "simulate irma")
-    try:
-        a, b = (float(v) for v in domain)
+    given = checked_options(IRMA, locals())
+    n_rows, seed, (a, b) = given["n_rows"], given["seed"], given["domain"]
+    try:  # the order of the domain's ends
         irma_rows(seed, 0, 0, (a, b), noise)  # validates domain and noise, draws nothing
-    except (TypeError, ValueError) as exc:
+    except ValueError as exc:
         raise InputError(f"simulate irma: {exc}") from None
-    if block_size < 1:
-        raise InputError(f"simulate irma: block size must be positive, got {block_size}")
-    chunk_rows = checked_chunk_size(chunk_rows or default_chunk_rows(1, n_rows),
-                                    "simulate irma")
-    codec = checked_codec(codec, "simulate irma")
+    chunk_rows = given["chunk_rows"] or default_chunk_rows(1, n_rows)
     attrs = {
         "generator": "streamlsq.simulate_irma",
         "parameters": {"n_rows": n_rows, "target": "x*exp(-x^2)",

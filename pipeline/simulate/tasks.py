@@ -23,9 +23,11 @@ from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
-from streamlsq.io.results import atomic_store, for_workers, published
 from streamlsq.io.tasks import ROLE_ATTRS, ROLE_CODES
-from streamlsq.simulate.common import checked_chunk_size, checked_codec, chunk_ranges, write_chunks
+from streamlsq.jobs import Run
+from streamlsq.options.common import DEFAULT_CODEC
+from streamlsq.options.simulate import MLR
+from streamlsq.simulate.common import SyntheticStore, checked_options, chunk_ranges
 
 __all__ = ["simulate_mlr", "SET_TAGS"]
 
@@ -101,7 +103,7 @@ def simulate_mlr(
     client: Client | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
-    codec: str | None = None,
+    codec: str | None = DEFAULT_CODEC,
 ) -> Path:
     """Write a synthetic multi-task store of the paper's model; return its path.
 
@@ -129,18 +131,11 @@ def simulate_mlr(
     (1160, (3, 5))
     >>> tmp.cleanup()
     """
-    from streamlsq.kernels.synthetic.mlr import FEATURES, mlr_components
+    from streamlsq.kernels.synthetic.mlr import mlr_components
 
-    if features not in FEATURES:
-        raise InputError(f"simulate mlr: features must be one of {', '.join(FEATURES)}, "
-                         f"got {features!r}")
+    given = checked_options(MLR, locals())
     task_seed = seed if task_seed is None else task_seed
-    sets = [("light", n_light, t_light), ("heavy", n_heavy, t_heavy),
-            ("light2", n_light2, t_light2)]
-    for role, n, t in sets:
-        if int(n) < 0 or int(t) < 1:
-            raise InputError(f"simulate mlr: the {role} set needs n >= 0 tasks of t >= 1 rows, "
-                             f"got n = {n}, t = {t}")
+    sets = [(role, given[f"n_{role}"], given[f"t_{role}"]) for role in SET_TAGS]
     try:
         W, s, p = mlr_components(seed, d, k, kind, separation, noise, weights)
     except ValueError as exc:
@@ -148,10 +143,9 @@ def simulate_mlr(
     layout, n_rows, n_tasks = _layout([(r, int(n), int(t)) for r, n, t in sets])
     if n_tasks == 0:
         raise InputError("simulate mlr: every task set is empty")
-    chunk_rows = checked_chunk_size(int(chunk_rows or default_task_chunk_rows(d)), "simulate mlr")
-    codec = checked_codec(codec, "simulate mlr")
-    with atomic_store(out, overwrite) as tmp:
-        g = zarr.open_group(for_workers(tmp), mode="w", zarr_format=3)
+    chunk_rows = given["chunk_rows"] or default_task_chunk_rows(d)
+
+    def lay_out(g: zarr.Group) -> None:
         g.attrs.update({
             "generator": "streamlsq.simulate_mlr",
             "parameters": {
@@ -173,14 +167,18 @@ def simulate_mlr(
         _put(g, "w_true", W, ["component", "feature"])
         _put(g, "s_true", s, ["component"])
         _put(g, "p_true", p, ["component"])
-        results = write_chunks(
-            for_workers(tmp), _write_rows,
-            [(a, b, layout, task_seed, W, s, p, features)
-             for a, b in chunk_ranges(n_rows, chunk_rows)],
-            name="mlr", rows=n_rows, data_bytes=n_rows * (d + 1) * 8, client=client,
-            scheduler=scheduler, progress=progress, desc="simulate mlr")
+
+    def finish(g: zarr.Group, results) -> None:
         _put(g, "component", _task_components(results, n_tasks), ["task"])
-    return published(out)
+
+    job = SyntheticStore(
+        lay_out, _write_rows,
+        [(a, b, layout, task_seed, W, s, p, features)
+         for a, b in chunk_ranges(n_rows, chunk_rows)],
+        rows=n_rows, nbytes=n_rows * (d + 1) * 8, name="mlr", finish=finish,
+        desc="simulate mlr")
+    return Run(out, overwrite, client=client, scheduler=scheduler,
+               progress=progress).execute(job)
 
 
 def _put_task_layout(g: zarr.Group, layout, n_tasks: int) -> None:

@@ -11,7 +11,6 @@ memory; the pooled squared error per target is summed on the way back.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -22,12 +21,13 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
-from streamlsq.io.results import open_result
-from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.io.stream import StreamSource
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.inference.prediction import PREDICTION_COLUMNS, prediction_intervals
 from streamlsq.kernels.recursions.registry import RECURSIONS
+from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.runtime.progress import track_futures
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["StreamPrediction", "is_stream_fit", "predict_stream"]
@@ -101,9 +101,104 @@ def predict_stream(
     (('sample', 'target'), True)
     >>> tmp.cleanup()
     """
-    job = StreamPrediction(result, data, group=group, x=x, y=y, sample_dim=sample_dim, step=step,
-                           intervals=intervals, alpha=alpha)
-    return Run(out, **run).execute(job)
+    given = {name: value for name, value in locals().items() if name in PREDICT_STREAM}
+    return Run(out, **run).execute(StreamPrediction(result, data, **given))
+
+
+@dataclass
+class FitCoefficients:
+    """What applying a stream fit reads from it: the coefficients ``W (feature, target)`` of
+    one recorded ``step``, their labels and targets, whether the first is an intercept."""
+
+    W: np.ndarray
+    step: int
+    method: str
+    labels: list[str]
+    target: np.ndarray
+
+    @property
+    def intercept(self) -> bool:
+        return bool(self.labels) and self.labels[0] == "intercept"
+
+
+def fit_coefficients(fit: xr.Dataset, step: int | None, shown: str) -> FitCoefficients:
+    """The coefficients of the recorded ``step`` (default the last) of the stream fit ``fit``
+    (named ``shown`` in refusals); the IRMA family's, of basis functions, are refused."""
+    attrs = dict(fit.attrs)
+    if not is_stream_fit(attrs):
+        raise InputError(f"{shown}: not the result of a stream fit (method "
+                         f"{attrs.get('method')!r})")
+    declaration = RECURSIONS.declaration(attrs["method"])
+    if declaration.intercept_kind == "basis":
+        raise InputError(f"{shown}: a {declaration.name} fit has coefficients of basis "
+                         "functions, not of the columns of X; apply it with the kernel's "
+                         "basis (streamlsq.kernels.make_basis)")
+    coef = fit.coef.isel(step=-1) if step is None else fit.coef.sel(step=step)
+    return FitCoefficients(
+        W=np.asarray(coef.transpose("feature", "target").values, dtype=np.float64),
+        step=int(coef.step), method=attrs["method"],
+        labels=[str(v) for v in fit.feature.values], target=fit.target.values)
+
+
+def prediction_uncertainty(fit: xr.Dataset, step: int, alpha: float | None,
+                           shown: str) -> dict:
+    """What the intervals of predictions need from the fit: the covariance of its final
+    coefficients, its scale, df_resid, whether it uses t (not for a robust covariance) and
+    α (default the fit's)."""
+    if "cov_params" not in fit or "scale" not in fit:
+        why = fit.attrs.get("statistics_unavailable", "it holds no statistics")
+        raise InputError(f"{shown}: --intervals needs the statistics of a least-squares fit; "
+                         f"this fit has none: {why}")
+    if step != int(fit.step.values[-1]):
+        raise InputError(f"{shown}: --intervals come from the covariance of the final "
+                         f"coefficients (step {int(fit.step.values[-1])}); leave out --step")
+    return {"cov_params": np.asarray(fit.cov_params.transpose("feature", "feature2",
+                                                              "target").values),
+            "scale": np.asarray(fit.scale.values),
+            "df_resid": float(fit.df_resid.values[0]),
+            "alpha": checked_alpha(fit.attrs.get("conf_int_alpha") if alpha is None
+                                   else alpha),
+            "use_t": bool(fit.attrs.get("use_t", True))}
+
+
+def check_new_rows(source: StreamSource, coef: FitCoefficients, shown: str) -> None:
+    """Refuse new rows whose features or targets are not those the fit was fitted on."""
+    W, intercept = coef.W, coef.intercept
+    if source.n_features != W.shape[0]:
+        raise InputError(f"{source.label}: has {source.n_data_features} feature column(s) "
+                         f"but {shown} was fitted on {W.shape[0] - int(intercept)}")
+    fitted = coef.labels[int(intercept):]
+    if source.features and all(not v.isdigit() for v in fitted) and \
+            [str(v) for v in source.features] != fitted:
+        raise InputError(f"{source.label}: its features "
+                         f"{list(map(str, source.features))} are not those {shown} was "
+                         f"fitted on ({fitted})")
+    if source.y_vars and source.n_targets != W.shape[1]:
+        raise InputError(f"{source.label}: has {source.n_targets} target(s) but {shown} "
+                         f"predicts {W.shape[1]}")
+
+
+def create_prediction_arrays(store, source: StreamSource, columns: list[str],
+                             target: np.ndarray, dims) -> None:
+    """The result's arrays ``columns (sample, target)`` in the temporary store, which the
+    Dask tasks fill chunk by chunk, and the target labels."""
+    K = len(target)
+    g = zarr.open_group(store, mode="w", zarr_format=3)
+    for name in columns:
+        g.create_array(name, shape=(source.n_rows, K), chunks=(source.chunk_rows, K),
+                       dtype="float64", dimension_names=dims, fill_value=np.nan)
+    labels = np.asarray(target)
+    # stored even when it equals the fill value (target 0): every chunk of a result is
+    g.create_array("target", shape=(K,), dtype=str if labels.dtype.kind in "UO"
+                   else labels.dtype, dimension_names=["target"],
+                   config={"write_empty_chunks": True})[...] = labels
+
+
+def prediction_columns(source: StreamSource, intervals: bool) -> list[str]:
+    """The arrays (sample, target) of a prediction: ŷ, the residuals where the rows have
+    targets, the columns of statsmodels' summary frame with intervals."""
+    return (["yhat"] + (["residual"] if source.y_vars else [])
+            + (list(PREDICTION_COLUMNS) if intervals else []))
 
 
 @dataclass(eq=False)
@@ -122,99 +217,43 @@ class StreamPrediction(Job):
     intervals: bool = False
     alpha: float | None = None
 
+    options = PREDICT_STREAM
     name = "predict"
     writes_chunks = True
 
-    def check(self) -> None:
-        if self.alpha is not None and not self.intervals:
-            raise InputError("--alpha goes with --intervals (the level of their coverage)")
-
     def open(self, run: Run) -> list:
-        fit = self.result if isinstance(self.result, xr.Dataset) else open_result(
-            self.result, storage_options=run.storage_options)
+        fit = self.result if isinstance(self.result, xr.Dataset) else run.open_input(
+            "result", self.result)
         self.model = None if isinstance(self.result, xr.Dataset) else locate(self.result)
         self.shown = (self.model.shown or self.model.url) if self.model is not None \
             else "the fit"
-        intercept = self.read_coefficients(fit)
-        self.source = self.open_rows(fit.attrs, intercept, run.storage_options)
-        self.check_rows(fit, intercept)
+        self.coef = fit_coefficients(fit, self.step, self.shown)
+        self.uncertainty = None
+        if self.intervals:
+            self.uncertainty = prediction_uncertainty(fit, self.coef.step, self.alpha,
+                                                      self.shown)
+            self.alpha = self.uncertainty["alpha"]
+        self.source = self.open_rows(fit.attrs, run)
+        check_new_rows(self.source, self.coef, self.shown)
         return [self.source] + ([self.model] if self.model is not None else [])
 
-    def read_coefficients(self, fit: xr.Dataset) -> bool:
-        """W (feature, target) of the recorded step; whether its first row is an intercept."""
-        attrs = dict(fit.attrs)
-        if not is_stream_fit(attrs):
-            raise InputError(f"{self.shown}: not the result of a stream fit (method "
-                             f"{attrs.get('method')!r})")
-        cls = RECURSIONS[attrs["method"]]
-        if cls.intercept_kind == "basis":
-            raise InputError(f"{self.shown}: a {cls.name} fit has coefficients of basis "
-                             "functions, not of the columns of X; apply it with the kernel's "
-                             "basis (streamlsq.kernels.make_basis)")
-        coef = fit.coef.isel(step=-1) if self.step is None else fit.coef.sel(step=self.step)
-        self.coef_step, self.method = int(coef.step), attrs["method"]
-        self.W = np.asarray(coef.transpose("feature", "target").values, dtype=np.float64)
-        self.labels = [str(v) for v in fit.feature.values]
-        self.target = fit.target.values
-        self.uncertainty = self.read_uncertainty(fit) if self.intervals else None
-        return bool(self.labels) and self.labels[0] == "intercept"
-
-    def read_uncertainty(self, fit: xr.Dataset) -> dict:
-        """What the intervals of predictions need from the fit: the covariance of its
-        final coefficients, its scale, df_resid, whether it uses t (not for a robust
-        covariance) and α."""
-        if "cov_params" not in fit or "scale" not in fit:
-            why = fit.attrs.get("statistics_unavailable", "it holds no statistics")
-            raise InputError(f"{self.shown}: --intervals needs the statistics of a "
-                             f"least-squares fit; this fit has none: {why}")
-        if self.coef_step != int(fit.step.values[-1]):
-            raise InputError(f"{self.shown}: --intervals come from the covariance of the "
-                             f"final coefficients (step {int(fit.step.values[-1])}); leave out "
-                             "--step")
-        alpha = checked_alpha(fit.attrs.get("conf_int_alpha") if self.alpha is None
-                              else self.alpha)
-        self.alpha = alpha
-        return {"cov_params": np.asarray(fit.cov_params.transpose("feature", "feature2",
-                                                                  "target").values),
-                "scale": np.asarray(fit.scale.values),
-                "df_resid": float(fit.df_resid.values[0]), "alpha": alpha,
-                "use_t": bool(fit.attrs.get("use_t", True))}
-
-    def open_rows(self, attrs: dict, intercept: bool, storage_options) -> StreamSource:
-        """The new rows, read as the fit read its data unless named anew (a formula fit's:
-        through its formula, with its levels)."""
-        saved_x = json.loads(attrs.get("x_variables", '["X"]'))
-        saved_y = json.loads(attrs.get("y_variables", '["y"]'))
-        dim = self.sample_dim or attrs.get("sample_dim") or "sample"
-        if "formula" in attrs:  # the fit's design applied to the new rows
-            return open_stream(self.data, self.group, formula=attrs["formula"],
-                               levels=json.loads(attrs.get("formula_levels", "{}")),
-                               fit_intercept=intercept, storage_options=storage_options,
-                               targets=False)
+    def open_rows(self, attrs: dict, run: Run) -> StreamSource:
+        """The new rows, opened by ``run``, read as the fit read its data unless named anew
+        (a formula fit's: through its formula, with its levels)."""
+        read, intercept = FitInputs.from_attrs(attrs), self.coef.intercept
+        saved_x, saved_y = list(read.x_vars), list(read.y_vars)
+        dim = self.sample_dim or read.sample_dim
+        if read.formula is not None:  # the fit's design applied to the new rows
+            return run.open_input("stream", self.data, self.group, formula=read.formula,
+                                  levels=read.levels, fit_intercept=intercept, targets=False)
         x_given = self.x is not None or saved_x != ["X"]
-        return open_stream(
-            self.data, self.group,
+        return run.open_input(
+            "stream", self.data, self.group,
             x=self.x if self.x is not None else (saved_x if x_given else None),
             y=self.y if self.y is not None else (saved_y if saved_y != ["y"] or x_given
                                                  else None),
             sample_dim=dim if (self.sample_dim or x_given or dim != "sample") else None,
-            fit_intercept=intercept, storage_options=storage_options, targets=False)
-
-    def check_rows(self, fit: xr.Dataset, intercept: bool) -> None:
-        source, W, shown = self.source, self.W, self.shown
-        if source.n_features != W.shape[0]:
-            raise InputError(f"{source.label}: has {source.n_data_features} feature column(s) "
-                             f"but {shown} was fitted on {W.shape[0] - int(intercept)}")
-        fitted = self.labels[int(intercept):]
-        if source.features and all(not v.isdigit() for v in fitted) and \
-                [str(v) for v in source.features] != fitted:
-            raise InputError(f"{source.label}: its features "
-                             f"{list(map(str, source.features))} are not those {shown} was "
-                             f"fitted on ({fitted})")
-        if source.y_vars and source.n_targets != W.shape[1]:
-            raise InputError(f"{source.label}: has {source.n_targets} target(s) but {shown} "
-                             f"predicts {W.shape[1]}")
-        self.intercept = intercept
+            fit_intercept=intercept, targets=False)
 
     def parameters(self) -> dict:
         params = {"step": self.step, "x": list(self.source.x_vars),
@@ -223,52 +262,32 @@ class StreamPrediction(Job):
             params.update(intervals=True, alpha=self.alpha)
         return params
 
-    @property
-    def columns(self) -> list[str]:
-        """The result's arrays (sample, target)."""
-        return (["yhat"] + (["residual"] if self.source.y_vars else [])
-                + (list(PREDICTION_COLUMNS) if self.intervals else []))
-
     def compute(self, ctx: Context) -> xr.Dataset:
-        source = self.source
-        dims = [source.sample_dim, "target"]
+        source, coef = self.source, self.coef
+        dims, columns = [source.sample_dim, "target"], prediction_columns(source, self.intervals)
         if ctx.store is not None:
-            self.create_arrays(ctx.store, dims)
+            create_prediction_arrays(ctx.store, source, columns, coef.target, dims)
         edges = source.chunk_edges()
         tag = uuid.uuid4().hex[:8]
-        W = ctx.client.scatter(self.W, broadcast=True)
+        W = ctx.client.scatter(coef.W, broadcast=True)
         futures = [ctx.client.submit(_apply_chunk, source, a, b, W, ctx.store, self.uncertainty,
                                      key=f"predict-stream-{tag}-{i}", pure=False)
                    for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
                                                   strict=True))]
         parts = track_futures(ctx.client, futures, source.n_rows, "predict",
                               enabled=ctx.progress)
-        ds = xr.Dataset(coords={"target": self.target})
+        ds = xr.Dataset(coords={"target": coef.target})
         if ctx.store is None:
-            for name in self.columns:
+            for name in columns:
                 ds[name] = (dims, np.concatenate([p[0][name] for p in parts]))
             ds.attrs["complete"] = True
         if self.intervals:
             ds.attrs.update({"conf_int_alpha": self.alpha, "use_t": self.uncertainty["use_t"]})
-        ds.attrs.update({"model": self.shown, "model_method": self.method,
-                         "model_step": self.coef_step, "fit_intercept": self.intercept})
+        ds.attrs.update({"model": self.shown, "model_method": coef.method,
+                         "model_step": coef.step, "fit_intercept": coef.intercept})
         if source.y_vars:
             sse = np.sum([p[1]["sse"] for p in parts], axis=0)
             rows = int(sum(p[1]["rows"] for p in parts))
             ds.attrs.update({"mse": [float(v) for v in np.atleast_1d(sse / max(rows, 1))],
                              "rows": rows})
         return ds
-
-    def create_arrays(self, store, dims) -> None:
-        """The result's arrays in the temporary store, which the Dask tasks fill chunk by
-        chunk."""
-        source, K = self.source, self.W.shape[1]
-        g = zarr.open_group(store, mode="w", zarr_format=3)
-        for name in self.columns:
-            g.create_array(name, shape=(source.n_rows, K), chunks=(source.chunk_rows, K),
-                           dtype="float64", dimension_names=dims, fill_value=np.nan)
-        labels = np.asarray(self.target)
-        # stored even when it equals the fill value (target 0): every chunk of a result is
-        g.create_array("target", shape=(K,), dtype=str if labels.dtype.kind in "UO"
-                       else labels.dtype, dimension_names=["target"],
-                       config={"write_empty_chunks": True})[...] = labels

@@ -21,15 +21,12 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.formulas import find_levels
-from streamlsq.io.tables import ROW_DIM, forget_parts, is_table, open_table, read_frame
+from streamlsq.io.tables import ROW_DIM, forget_parts, is_table, read_frame
 from streamlsq.jobs import Context, Job, Run, RunOptions
-from streamlsq.kernels.recursions.params import Param
+from streamlsq.options.fit import CONVERT
 from streamlsq.runtime.progress import track_futures
 
 __all__ = ["TableConversion", "convert"]
-
-CHUNK_ROWS = Param("chunk_rows", None, "Rows of one chunk of the store.", type=int, gt=0,
-                   optional=True)
 
 
 def convert(data, out, *, columns=None, chunk_rows: int | None = None,
@@ -56,7 +53,8 @@ def convert(data, out, *, columns=None, chunk_rows: int | None = None,
     """
     if out is None:
         raise InputError("convert writes a store: give --out (out=)")
-    return Run(out, **run).execute(TableConversion(data, columns, chunk_rows))
+    given = {name: value for name, value in locals().items() if name in CONVERT}
+    return Run(out, **run).execute(TableConversion(data, **given))
 
 
 def _write_chunk(rows, names: tuple, strings: frozenset, a: int, b: int, store) -> int:
@@ -83,19 +81,15 @@ class TableConversion(Job):
     columns: Any = None
     chunk_rows: int | None = None
 
+    options = CONVERT
     name = "convert"
     writes_chunks = True
-
-    def check(self) -> None:
-        from streamlsq.errors import checked
-
-        self.chunk_rows = checked(CHUNK_ROWS, self.chunk_rows)
 
     def open(self, run: Run) -> list:
         if not is_table(self.data):
             raise InputError(f"{self.data!r}: not a table (Parquet or CSV files, a pandas, "
                              "polars or dask DataFrame)")
-        table = open_table(self.data, run.storage_options)
+        table = run.open_input("table", self.data)
         names = table.found if self.columns is None else [str(c) for c in (
             [self.columns] if isinstance(self.columns, str) else self.columns)]
         for name in names:

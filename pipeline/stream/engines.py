@@ -45,13 +45,13 @@ from streamlsq.stream.guards import (
     nonfinite_error,
     overflow_error,
     overflow_in_rows,
-    overflow_in_span,
+    subnormal_in_rows,
 )
 from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
 
 __all__ = [
-    "Trajectory", "plan_segments", "read_span", "run_scan", "run_sequential", "bytes_per_call",
-    "stack_rows", "subnormal_coefficients_error",
+    "Trajectory", "plan_segments", "overflow_in_span", "read_span", "run_scan",
+    "run_sequential", "bytes_per_call", "stack_rows", "subnormal_coefficients_error",
 ]
 
 #: rows-bytes of X a sequential segment folds in one Dask task (a few seconds of work)
@@ -379,6 +379,16 @@ def read_span(span: BlockSpan, dtype, check: bool = True
                            None if data[j][2] is None else data[j][2][lo:hi])
                           for _, j, lo, hi, _ in slices])
     return X, Y, w, edges
+
+
+def overflow_in_span(span: BlockSpan, dtype) -> InputError | None:
+    """Dask span, on the error path only: read a segment's rows with every check (NaN and
+    Inf raise naming their row) and return the error naming a subnormal value, or a value
+    too large for the sums (:mod:`~streamlsq.stream.guards`), or None. The scan engine asks
+    this of the pieces before a non-finite solve, and a fit of subnormal coefficients of
+    all its pieces."""
+    X, Y, _, _ = read_span(span, dtype, check=True)
+    return subnormal_in_rows(span, X, Y) or overflow_in_rows(span, X, Y)
 
 
 def summarize_piece(span: BlockSpan, method, record_every, dtype):

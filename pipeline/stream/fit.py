@@ -12,19 +12,18 @@ KF4LLS and its test population: :mod:`streamlsq.stream.interleaved`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 
-from streamlsq.errors import InputError, checked
+from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
-from streamlsq.io.stream import MISSING, open_stream
 from streamlsq.jobs import Context, Job, Run
-from streamlsq.kernels.inference import COV_TYPES
 from streamlsq.kernels.linalg import SingularMatrixError
-from streamlsq.kernels.recursions.contract import Param, Recursion, ScanRecursion
+from streamlsq.kernels.recursions.contract import Recursion, ScanRecursion
+from streamlsq.options import Options
+from streamlsq.options.fit import FIT
 from streamlsq.stream.engines import (
     Trajectory,
     run_scan,
@@ -57,14 +56,6 @@ __all__ = ["StreamFit", "check_trajectory", "fit_stream", "DEFAULT_RECORDED_STEP
 
 #: with ``record_every=None`` about this many steps are recorded
 DEFAULT_RECORDED_STEPS = 1000
-ENGINES = ("sequential", "scan")
-EPOCHS = Param("epochs", 1, "Passes over the store (the state carries over from one to the "
-               "next).", type=int, gt=0)
-SEED = Param("seed", 0, "Seed of the shuffled order of epochs.", type=int, ge=0)
-RECORD_EVERY = Param("record_every", None, "Record the coefficients every this many steps.",
-                     type=int, gt=0, optional=True)
-SEGMENT_BYTES = Param("segment size (bytes)", None, "Bytes of X per Dask task.", type=int,
-                      gt=0, optional=True, requirement="a positive number of bytes")
 
 
 def fit_stream(
@@ -254,138 +245,81 @@ def fit_stream(
     {'intercept': 3.0, 'a': 2.0, 'b': 0.0, 'c': -1.0}
     >>> tmp.cleanup()
     """
+    given = {name: value for name, value in locals().items() if name in FIT}
     run, params = Run.split(out, options)
-    cls = type(method) if isinstance(method, Recursion) else RECURSIONS.get(method)
-    if alpha is not None and cls is not None and any(p.name == "alpha" for p in cls.params):
-        params["alpha"], alpha = alpha, None  # the recursion's own parameter of that name
-    job = job_class(method)(
-        data, method, params, group=group, x=x, y=y, sample_dim=sample_dim,
-        fit_intercept=fit_intercept, continue_from=continue_from, engine=engine,
-        block_size=block_size, first_block_size=first_block_size, record_every=record_every,
-        epochs=epochs, shuffle=shuffle, seed=seed, dtype=dtype, segment_bytes=segment_bytes,
-        weights=weights, missing=missing, alpha=alpha, cov_type=cov_type, groups=groups,
-        formula=formula)
-    return run.execute(job)
+    return run.execute(job_class(method).build(data, method, {**params, **given}))
 
 
-@dataclass(eq=False)
+def fit_notes(ds: xr.Dataset) -> list[str]:
+    """Short phrases about a fit's result for the command line's one-line summary: the
+    recursion's own (``result_notes``), then the fit's."""
+    notes = list(RECURSIONS[ds.attrs["method"]].result_notes(ds.attrs))
+    notes.append(statistics_note(ds))
+    if int(ds.attrs.get("epochs", 1)) != 1:
+        notes.append(f"{ds.attrs['epochs']} epoch(s)")
+    if "rows_continued" in ds.attrs:
+        notes.append(f"continued from {ds.attrs['continued_from']} after its "
+                     f"{ds.attrs['rows_continued']} rows")
+    return notes
+
+
 class StreamFit(Job):
     """A recursion over the rows of stream stores, in order: reads the stores, computes the
     trajectory of the coefficients on the ``sequential`` or ``scan`` engine, writes
     ``coef (step, feature, target)`` and the final state (:func:`fit_stream` says what
-    each option means)."""
+    each option means).
 
-    data: Any
-    method: str | Recursion
-    params: dict = field(default_factory=dict)
-    group: str | None = None
-    x: Any = None
-    y: Any = None
-    sample_dim: str | None = None
-    fit_intercept: bool | None = None
-    continue_from: Any = None
-    engine: str = "sequential"
-    block_size: int | None = None
-    first_block_size: int | None = None
-    record_every: int | None = None
-    epochs: int = 1
-    shuffle: bool = False
-    seed: int = 0
-    dtype: str = "float64"
-    segment_bytes: int | None = None
-    weights: str | None = None
-    missing: str = "raise"
-    alpha: float | None = None
-    cov_type: str | None = None
-    groups: str | None = None
-    formula: str | None = None
+    Its options are those declared (:data:`streamlsq.options.fit.FIT`, and a recursion's
+    own job's :attr:`options`), held as attributes of the same names; ``params`` holds the
+    recursion's parameters (:meth:`build` sorts them out).
+    """
 
+    options: ClassVar[Options] = FIT
     checkpoint_kind: ClassVar[str] = "fit"
-    #: options of this job besides the recursion's parameters (the command line adds them)
-    options: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, data, method: str | Recursion, params: dict | None = None, **options):
+        self.data, self.method, self.params = data, method, dict(params or {})
+        set_options(self, Options(FIT, self.options), options)
+
+    @classmethod
+    def build(cls, data, method: str | Recursion, options: dict) -> StreamFit:
+        """The job of ``method`` over ``data`` from ``options`` named as declared, the
+        recursion's parameters among them (:func:`sort_options`)."""
+        params, own = sort_options(cls.options, method, options)
+        return cls(data, method, params, **own)
+
+    def check_options(self) -> None:
+        """The declared options checked (:func:`check_fit_options`)."""
+        check_fit_options(self)
 
     @property
     def name(self) -> str:
         return self.recursion.name
 
-    def check(self) -> None:
-        check_run_options(self.engine, self.dtype, self.record_every, self.segment_bytes)
-        self.epochs = checked(EPOCHS, self.epochs)
-        self.seed = checked(SEED, self.seed)
-        check_inference_options(self.missing, self.cov_type, self.groups)
-        if self.alpha is not None:
-            self.alpha = checked_alpha(self.alpha)
-
     def open(self, run: Run) -> list:
-        fit_intercept = self.fit_intercept
-        if self.formula is not None:  # the formula's intercept is the fit's
-            from streamlsq.io.formulas import formula_intercept
-
-            fit_intercept = formula_intercept(self.formula, fit_intercept)
-        column, params = intercept_options(self.method, fit_intercept, self.params)
-        self.sources = self.open_sources(column, run.storage_options)
+        column, params = intercept_options(self.method, self.intercept(), self.params)
+        self.sources = self.open_sources(column, run)
         params = params_from_store(self.method, params, self.sources[0].attrs)
         self.recursion = make_method(self.method, **params)
-        if len(self.sources) != len(self.recursion.inputs):
-            roles = ", ".join(self.recursion.inputs)
-            raise InputError(f"method '{self.recursion.name}' reads {len(self.recursion.inputs)} "
-                             f"store(s) ({roles}), got {len(self.sources)}")
-        self.check_recursion_options()
+        check_recursion(self, self.recursion)
         self.recursion = self.recursion.identifying()
         check_engine(self.recursion, self.engine)
         check_layout(self.sources, self.recursion, self.dtype)
-        self.previous = None
-        if self.continue_from is None:
-            self.plan = self.plan_rows()
-        else:
-            self.previous = continued_result(
-                self.continue_from, self.sources[0], self.recursion, self.dtype,
-                self.block_size, self.epochs, self.shuffle, run.storage_options)
-            self.plan, self.record_every = continued_plan(self.previous, self.sources[0],
-                                                          self.record_every)
+        self.previous, self.plan = plan_rows(self, run)
         if self.plan is not None and self.record_every is None:
             self.record_every = max(1, -(-self.plan.n_blocks // DEFAULT_RECORDED_STEPS))
         return list(self.sources)
 
-    def open_sources(self, fit_intercept: bool, storage_options) -> list:
-        """The stores the recursion reads: ``data``, or one store per input role of a
-        recursion that reads several (``data`` a sequence of them)."""
+    def open_sources(self, fit_intercept: bool, run: Run) -> list:
+        """The stores the recursion reads, opened by ``run``: ``data``, or one store per input
+        role of a recursion that reads several (``data`` a sequence of them)."""
         many = isinstance(self.data, list | tuple)
         stores = list(self.data) if many else [self.data]
-        return [open_stream(d, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
-                            fit_intercept=fit_intercept, storage_options=storage_options,
-                            weights=self.weights, groups=self.groups, missing=self.missing,
-                            formula=self.formula)
+        return [run.open_input("stream", d, self.group, x=self.x, y=self.y,
+                               sample_dim=self.sample_dim, fit_intercept=fit_intercept,
+                               weights=self.weights, groups=self.groups, missing=self.missing,
+                               formula=self.formula)
                 for d in stores]
-
-    def check_recursion_options(self) -> None:
-        """Refuse the options the recursion cannot honour, in one line each: row weights and
-        dropped rows (least squares only; not with recursive residuals), the statistics'
-        options where no statistic applies."""
-        rec = self.recursion
-        weighting = [o for o, given in (("--weights", self.weights is not None),
-                                        ("--missing drop", self.missing == "drop")) if given]
-        if weighting and not rec.weighted:
-            raise InputError(f"{rec.name}: {weighting[0]} does not apply: {rec.name} is not a "
-                             "least-squares fit (a row is weighted, or dropped with weight 0, "
-                             "in the least-squares recursions kf4lls and rls)")
-        if weighting and getattr(rec, "diagnostics", False):
-            raise InputError(f"{rec.name}: --diagnostics does not go with {weighting[0]}: the "
-                             "recursive residuals are those of rows of equal weight")
-        why = unavailable(rec, self.epochs)
-        given = [o for o, value in (("--alpha", self.alpha), ("--cov-type", self.cov_type))
-                 if value is not None]
-        if given and why is not None:
-            raise InputError(f"{rec.name}: {given[0]} does not apply: no statistics, as {why}")
-
-    def plan_rows(self) -> StreamPlan:
-        rec = self.recursion
-        try:
-            return plan_fit(self.sources, rec.block_order, block_size=self.block_size,
-                            first_block_size=self.first_block_size, epochs=self.epochs,
-                            shuffle=self.shuffle, seed=self.seed, roles=rec.inputs)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
 
     def fingerprint(self) -> dict:
         return run_fingerprint(self.plan, self.recursion, self.record_every, self.dtype,
@@ -401,17 +335,13 @@ class StreamFit(Job):
         return None if self.plan is None else self.plan.nbytes
 
     def new_checkpoint(self, directory, fingerprint, resume, inputs):
-        if self.engine == "scan":
-            return EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
-                                   kind="fit-scan")
-        return Checkpoint(directory, dict(fingerprint), resume=resume, inputs=inputs,
-                          reads=lambda a, b: segment_reads(self.plan, a, b))
+        return fit_checkpoint(self, directory, fingerprint, resume, inputs)
 
     def compute(self, ctx: Context) -> xr.Dataset:
         if self.plan is None:  # continued, but no row was appended since: the earlier fit
-            return self.statistics(self.unchanged_result(), ctx)
+            return self.statistics(unchanged_result(self.previous, self.continue_from), ctx)
         started = time.perf_counter()
-        traj = self.trajectory(ctx)
+        traj = fit_trajectory(self, ctx)
         ds = trajectory_dataset(traj, self.recursion, self.plan, self.record_every,
                                 self.engine, self.dtype, time.perf_counter() - started)
         if self.previous is not None:
@@ -422,61 +352,154 @@ class StreamFit(Job):
 
     def statistics(self, ds: xr.Dataset, ctx: Context) -> xr.Dataset:
         """The fit's statistics from its final state (classical), then, for a robust
-        covariance, one more pass over all the rows (:class:`RobustCovariance`)."""
+        covariance, one more pass over all the rows, a step of the run
+        (:class:`~streamlsq.stream.robust.RobustPass`)."""
         rec = self.recursion
         alpha = checked_alpha(self.alpha)
         ds = add_statistics(ds, rec, alpha, self.epochs)
         first = min(int(ds.attrs.get("record_every", 1)), int(ds.attrs.get("n_blocks", 1)))
-        if getattr(rec, "identify", False) and ds.sizes.get("step") and ds.step.values[0] > first:
+        if rec.identify and ds.sizes.get("step") and ds.step.values[0] > first:
             # steps the rows did not identify were not recorded: say from which row they do
             ds.attrs["identified_from_row"] = int(ds.rows_seen.values[0])
         if self.cov_type not in (None, "nonrobust") and "statistics_unavailable" not in ds.attrs:
-            from streamlsq.stream.robust import RobustCovariance
+            from streamlsq.stream.robust import RobustPass
 
-            job = RobustCovariance.after_fit(ds, self.sources[0], rec, self.cov_type, alpha,
-                                             self.segment_bytes)
-            ds = job.compute(ctx)
+            ds = ctx.run_pass(RobustPass(ds, self.sources[0], rec, self.cov_type, alpha,
+                                         self.segment_bytes))
         return ds
 
-    def trajectory(self, ctx: Context) -> Trajectory:
-        """The recorded steps and the final state, from the chosen engine (checked finite:
-        never a NaN coefficient in a result)."""
-        initial = None if self.previous is None else previous_state(self.previous,
-                                                                    self.recursion)
-        args = (ctx.client, self.plan, self.recursion, self.record_every, self.dtype)
-        if self.engine == "scan":
-            pieces = None if ctx.checkpoint is None else ScanPieces(ctx.checkpoint, self.plan)
-            traj = run_scan(*args, ctx.progress, self.segment_bytes, checkpoint=pieces,
-                            initial_state=initial)
+    def intercept(self) -> bool | None:
+        """Whether to fit an intercept (a formula's says, when the fit has one)."""
+        if self.formula is None:
+            return self.fit_intercept
+        from streamlsq.io.formulas import formula_intercept
+
+        return formula_intercept(self.formula, self.fit_intercept)
+
+    #: short phrases about a result for the command line's one-line summary
+    notes = staticmethod(fit_notes)
+
+
+def sort_options(options: Options, method, given: dict) -> tuple[dict, dict]:
+    """(the recursion's parameters, the job's options) among ``given``: a name the
+    recursion declares is its parameter (interleaved KF4LLS' ``alpha``, its mixing weight,
+    not the statistics' ``alpha``; None: its default), a name of the job's ``options``
+    or of :data:`~streamlsq.options.fit.FIT` the job's, any other name the recursion's."""
+    owned = recursion_params(method)
+    job = set(FIT.names) | set(options.names)
+    params = {k: v for k, v in given.items()
+              if (k in owned and v is not None) or (k not in owned and k not in job)}
+    return params, {k: v for k, v in given.items() if k not in owned and k in job}
+
+
+def set_options(job: Job, declared: Options, given: dict) -> None:
+    """Every option of ``declared`` as an attribute of ``job``: its value in ``given``,
+    else its default (checked later, by the run: :meth:`Job.check_options`)."""
+    unknown = sorted(set(given) - set(declared.names))
+    if unknown:
+        raise TypeError(f"{type(job).__name__} takes no option {unknown[0]!r}")
+    for p in declared:
+        setattr(job, p.name, given.get(p.name, p.default))
+
+
+def check_fit_options(job: StreamFit) -> None:
+    """``job``'s declared options checked (:meth:`Options.check`), each from the
+    recursion's parameters when the recursion took it (:func:`sort_options`), else from
+    the attribute of its name; the values converted kept where they were."""
+    checked = job.options.check({n: job.params[n] if n in job.params else getattr(job, n)
+                                 for n in job.options.names})
+    for name, value in checked.items():
+        if name in job.params:
+            job.params[name] = value
         else:
-            traj = run_sequential(*args, ctx.checkpoint, ctx.progress, self.segment_bytes,
-                                  initial_state=initial)
-        check_trajectory(traj, self.plan)
-        check_identified(traj, self.plan, self.recursion)
-        if has_subnormal(traj.coefs):
-            raise subnormal_coefficients_error(ctx.client, self.plan, traj, self.dtype)
-        return traj
+            setattr(job, name, value)
 
-    @classmethod
-    def notes(cls, ds: xr.Dataset) -> list[str]:
-        """Short phrases about a result for the command line's one-line summary: the
-        recursion's own (``result_notes``), then the job's."""
-        notes = list(RECURSIONS[ds.attrs["method"]].result_notes(ds.attrs))
-        notes.append(statistics_note(ds))
-        if int(ds.attrs.get("epochs", 1)) != 1:
-            notes.append(f"{ds.attrs['epochs']} epoch(s)")
-        if "rows_continued" in ds.attrs:
-            notes.append(f"continued from {ds.attrs['continued_from']} after its "
-                         f"{ds.attrs['rows_continued']} rows")
-        return notes
 
-    def unchanged_result(self) -> xr.Dataset:
-        ds = self.previous.copy()
-        ds.attrs.update({"continued_from": str(self.continue_from),
-                         "rows_continued": int(self.previous.attrs["n_rows"])})
-        for key in ("complete", "written_by", "already_complete", "run_fingerprint"):
-            ds.attrs.pop(key, None)
-        return ds
+def fit_checkpoint(job: StreamFit, directory, fingerprint, resume, inputs):
+    """The checkpoint of a fit: one entry per piece of the scan engine's summaries, or the
+    sequential engine's folded segments."""
+    if job.engine == "scan":
+        return EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
+                               kind="fit-scan")
+    return Checkpoint(directory, dict(fingerprint), resume=resume, inputs=inputs,
+                      reads=lambda a, b: segment_reads(job.plan, a, b))
+
+
+def recursion_params(method: str | Recursion) -> set[str]:
+    """The names of the parameters the recursion ``method`` declares (none when it is not
+    a registered name or a recursion)."""
+    cls = type(method) if isinstance(method, Recursion) else RECURSIONS.get(method)
+    return set() if cls is None else {p.name for p in cls.params}
+
+
+def check_recursion(job: StreamFit, rec: Recursion) -> None:
+    """Refuse the options the recursion ``rec`` cannot honour, in one line each: as many
+    stores as it reads, row weights and dropped rows (least squares only; not with
+    recursive residuals), the statistics' options where no statistic applies."""
+    if len(job.sources) != len(rec.inputs):
+        raise InputError(f"method '{rec.name}' reads {len(rec.inputs)} store(s) "
+                         f"({', '.join(rec.inputs)}), got {len(job.sources)}")
+    weighting = [o for o, given in (("--weights", job.weights is not None),
+                                    ("--missing drop", job.missing == "drop")) if given]
+    if weighting and not rec.weighted:
+        raise InputError(f"{rec.name}: {weighting[0]} does not apply: {rec.name} is not a "
+                         "least-squares fit (a row is weighted, or dropped with weight 0, "
+                         "in the least-squares recursions kf4lls and rls)")
+    if weighting and rec.diagnostics:
+        raise InputError(f"{rec.name}: --diagnostics does not go with {weighting[0]}: the "
+                         "recursive residuals are those of rows of equal weight")
+    why = unavailable(rec, job.epochs)
+    given = [o for o, value in (("--alpha", job.alpha), ("--cov-type", job.cov_type))
+             if value is not None]
+    if given and why is not None:
+        raise InputError(f"{rec.name}: {given[0]} does not apply: no statistics, as {why}")
+
+
+def plan_rows(job: StreamFit, run: Run) -> tuple[xr.Dataset | None, StreamPlan | None]:
+    """(the earlier result a fit continues, opened by ``run``, or None; the plan of the
+    blocks: all rows, or those appended since the earlier result, None when none was)."""
+    rec, source = job.recursion, job.sources[0]
+    if job.continue_from is not None:
+        previous = continued_result(job.continue_from, source, rec, job.dtype, job.block_size,
+                                    job.epochs, job.shuffle, run)
+        plan, job.record_every = continued_plan(previous, source, job.record_every)
+        return previous, plan
+    try:
+        return None, plan_fit(job.sources, rec.block_order, block_size=job.block_size,
+                              first_block_size=job.first_block_size, epochs=job.epochs,
+                              shuffle=job.shuffle, seed=job.seed, roles=rec.inputs)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def fit_trajectory(job: StreamFit, ctx: Context) -> Trajectory:
+    """The recorded steps and the final state of ``job``'s fit, from its engine (checked
+    finite: never a NaN coefficient in a result)."""
+    plan, rec = job.plan, job.recursion
+    initial = None if job.previous is None else previous_state(job.previous, rec)
+    args = (ctx.client, plan, rec, job.record_every, job.dtype)
+    if job.engine == "scan":
+        pieces = None if ctx.checkpoint is None else ScanPieces(ctx.checkpoint, plan)
+        traj = run_scan(*args, ctx.progress, job.segment_bytes, checkpoint=pieces,
+                        initial_state=initial)
+    else:
+        traj = run_sequential(*args, ctx.checkpoint, ctx.progress, job.segment_bytes,
+                              initial_state=initial)
+    check_trajectory(traj, plan)
+    check_identified(traj, plan, rec)
+    if has_subnormal(traj.coefs):
+        raise subnormal_coefficients_error(ctx.client, plan, traj, job.dtype)
+    return traj
+
+
+def unchanged_result(previous: xr.Dataset, continue_from) -> xr.Dataset:
+    """The earlier result of a continued fit when no row was appended since."""
+    ds = previous.copy()
+    ds.attrs.update({"continued_from": str(continue_from),
+                     "rows_continued": int(previous.attrs["n_rows"])})
+    for key in ("complete", "written_by", "already_complete", "run_fingerprint"):
+        ds.attrs.pop(key, None)
+    return ds
 
 
 def intercept_options(method, fit_intercept, params: dict) -> tuple[bool, dict]:
@@ -487,8 +510,6 @@ def intercept_options(method, fit_intercept, params: dict) -> tuple[bool, dict]:
     cls = type(method) if isinstance(method, Recursion) else RECURSIONS.get(method)
     if cls is None:
         return bool(fit_intercept), params
-    if fit_intercept is not None and not isinstance(fit_intercept, bool | np.bool_):
-        raise InputError(f"fit_intercept must be True, False or None, got {fit_intercept!r}")
     kind = cls.intercept_kind
     if kind in ("basis", "centred"):
         if fit_intercept:
@@ -534,19 +555,6 @@ def check_layout(sources, rec: Recursion, dtype) -> None:
         raise InputError(f"{first.label}: {exc}") from None
 
 
-def check_inference_options(missing, cov_type, groups) -> None:
-    """Refuse ``missing``, ``cov_type`` and ``groups`` that cannot work, before any
-    reading."""
-    if missing not in MISSING:
-        raise InputError(f"missing must be 'raise' or 'drop', got {missing!r}")
-    if cov_type is not None and cov_type not in COV_TYPES:
-        raise InputError(f"cov_type must be one of {', '.join(COV_TYPES)}, got {cov_type!r}")
-    if cov_type == "cluster" and groups is None:
-        raise InputError("--cov-type cluster needs the rows' group labels: --groups VAR")
-    if groups is not None and cov_type != "cluster":
-        raise InputError("--groups VAR goes with --cov-type cluster")
-
-
 def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion) -> None:
     """Refuse a fit whose rows never identify the coefficients (all of them leave the
     normal matrix singular), naming the rank and the remedy."""
@@ -576,17 +584,3 @@ def never_identified_remedy(rec: Recursion) -> str:
     if params.get("solver") == "normal":
         remedy += "; the normal equations square the condition number: --solver qr"
     return remedy
-
-
-def check_run_options(engine, dtype, record_every, segment_bytes=None) -> None:
-    """Refuse engine/dtype/recording options that cannot work (before any reading)."""
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
-    try:
-        ok = np.dtype(dtype) in (np.float32, np.float64)
-    except TypeError:
-        ok = False
-    if not ok:
-        raise InputError(f"dtype must be float64 or float32, got {dtype}")
-    checked(RECORD_EVERY, record_every)
-    checked(SEGMENT_BYTES, segment_bytes)

@@ -28,7 +28,6 @@ __all__ = [
     "nonfinite_error",
     "overflow_error",
     "overflow_in_rows",
-    "overflow_in_span",
     "remedy",
     "subnormal_in_buffer",
     "subnormal_in_rows",
@@ -37,8 +36,8 @@ __all__ = [
 
 class NonFiniteSolve(InputError):
     """A solve of the scan engine at ``step`` gave a non-finite state. The engine then
-    looks for the rows that caused it (:func:`overflow_in_span`) to name them; this
-    message is what the user gets when none is found."""
+    looks for the rows that caused it (:func:`~streamlsq.stream.engines.overflow_in_span`)
+    to name them; this message is what the user gets when none is found."""
 
     def __init__(self, label: str, step: int):
         super().__init__(f"{label}: variable 'X': the solve at step {step} is not finite: "
@@ -153,17 +152,6 @@ def overflow_error(span, part, X, Y, edges, k, buf_start) -> InputError | None:
             return InputError(_message(span, part, k, j, buf_start, edges, X, Y,
                                        f"cannot be solved in {X.dtype}"))
     return None
-
-
-def overflow_in_span(span, dtype) -> InputError | None:
-    """Dask span, on the error path only: read a segment's rows with every check (NaN and
-    Inf raise naming their row) and return the error naming a subnormal value, or a value
-    too large for the sums, or None. The scan engine asks this of the pieces before a
-    non-finite solve, and a fit of subnormal coefficients of all its pieces."""
-    from streamlsq.stream.engines import read_span
-
-    X, Y, _, _ = read_span(span, dtype, check=True)
-    return subnormal_in_rows(span, X, Y) or overflow_in_rows(span, X, Y)
 
 
 def first_subnormal(X: np.ndarray, Y: np.ndarray) -> tuple[str, int, float] | None:

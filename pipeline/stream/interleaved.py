@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from typing import ClassVar, Unpack
 
 import numpy as np
@@ -25,11 +24,10 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.stream import StreamSource, open_stream
+from streamlsq.io.stream import StreamSource
 from streamlsq.jobs import Context, Run, RunOptions
-from streamlsq.kernels.recursions.contract import BlockGrid, Param
+from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.kernels.recursions.interleaved import (
-    ALPHA,
     InterleavedKF4LLS,
     bias_of_run,
     column_moments,
@@ -39,7 +37,13 @@ from streamlsq.kernels.recursions.interleaved import (
     merge_residual_factors,
     residual_factor_mse,
     residual_factor_summaries,
-    validate_alpha,
+)
+from streamlsq.options import Options
+from streamlsq.options.fit import (
+    ALPHA_ESTIMATORS,
+    ALPHA_GIVEN_OR_ESTIMATED,
+    INTERLEAVED,
+    fit_options,
 )
 from streamlsq.runtime.progress import track_futures
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call, read_span
@@ -48,10 +52,6 @@ from streamlsq.stream.plans import StreamPlan, plan_segments
 
 __all__ = ["ALPHA_ESTIMATORS", "InterleavedFit", "fit_interleaved", "open_population",
            "split_store_spec"]
-
-#: ways to estimate α from the three populations (``--estimate-alpha``)
-ALPHA_ESTIMATORS = ("means", "grid")
-
 
 def split_store_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
     """``"path#group"`` → (path, group); a plain path → (path, None)."""
@@ -64,9 +64,10 @@ def split_store_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
     return spec, None
 
 
-def open_population(spec: str | os.PathLike) -> StreamSource:
-    """Open and validate the stream store (or store group) ``path[#group]``."""
-    return open_stream(*split_store_spec(spec))
+def open_population(run: Run, spec: str | os.PathLike) -> StreamSource:
+    """Open and validate the stream store (or store group) ``path[#group]``, by ``run`` (with
+    its storage options)."""
+    return run.open_input("stream", *split_store_spec(spec))
 
 
 def _grid(source: StreamSource, block_size: int | None) -> BlockGrid:
@@ -244,54 +245,23 @@ def fit_interleaved(
     (0.25, 8, True)
     >>> tmp.cleanup()
     """
-    params = {"alpha": alpha, "start": start, "ridge": ridge, "solver": solver,
-              "test": test, "estimate_alpha": estimate_alpha}
-    job = InterleavedFit([a, b], "interleaved-kf4lls", params, engine=engine,
-                         block_size=block_size, record_every=record_every, dtype=dtype,
-                         segment_bytes=segment_bytes)
-    return Run(out, **run).execute(job)
+    given = {name: value for name, value in locals().items() if name in InterleavedFit.options}
+    return Run(out, **run).execute(InterleavedFit.build([a, b], "interleaved-kf4lls", given))
 
 
-@dataclass(eq=False)
 class InterleavedFit(StreamFit):
     """Interleaved KF4LLS over populations A and B (:func:`fit_interleaved`): a stream fit
     whose α may first be estimated from the column moments of A, B and the test population
     C (a parallel chunked reduction), and whose recorded steps are then scored on C."""
 
-    options: ClassVar[tuple[Param, ...]] = (
-        ALPHA.replace(default=None, optional=True, help="Mixing weight in [0, 1]: the test "
-                      "population is alpha*A + (1-alpha)*B (or --estimate-alpha)."),
-        Param("test", None, "Test population C: records test_mse(step), and bias(step) if "
-              "C has coef_true.", type=str, optional=True, metavar="C"),
-        Param("estimate_alpha", None, "Estimate alpha from the column moments of A, B and "
-              "--test C instead of giving --alpha.", type=str, choices=ALPHA_ESTIMATORS,
-              optional=True),
-    )
-
-    def __post_init__(self):
-        self.params = dict(self.params)
-        self.test = self.params.pop("test", None)
-        self.estimate_alpha = self.params.pop("estimate_alpha", None)
+    #: a fit of two stores, the recursion's parameters, and its own: the test population
+    #: and α given or estimated (the mixing weight in place of the statistics' alpha)
+    options: ClassVar[Options] = fit_options(InterleavedKF4LLS.params, several=True,
+                                             own=INTERLEAVED)
 
     def check(self) -> None:
-        super().check()
-        alpha = self.params.get("alpha")
-        if (alpha is None) == (self.estimate_alpha is None):
-            raise InputError("give either --alpha A (a number in [0, 1]) or --estimate-alpha "
-                             f"{'|'.join(ALPHA_ESTIMATORS)}, not both or neither")
-        if alpha is not None:
-            try:
-                self.params["alpha"] = validate_alpha(alpha)
-            except ValueError as exc:
-                raise InputError(f"--alpha: {exc}") from None
-        elif self.estimate_alpha not in ALPHA_ESTIMATORS:
-            raise InputError(f"--estimate-alpha must be one of {', '.join(ALPHA_ESTIMATORS)}, "
-                             f"got {self.estimate_alpha!r}")
-        elif self.test is None:
-            raise InputError("--estimate-alpha needs the test population (--test C): alpha is "
-                             "estimated from the column moments of A, B and C")
-        if self.params.get("start", "a") not in ("a", "b"):
-            raise InputError(f"--start must be 'a' or 'b', got {self.params['start']!r}")
+        if self.params.get("alpha") is None and self.estimate_alpha is None:
+            raise InputError(ALPHA_GIVEN_OR_ESTIMATED)  # both: a declared rule
 
     def open(self, run) -> list:
         given = self.params.get("alpha")
@@ -301,13 +271,13 @@ class InterleavedFit(StreamFit):
         self.params["alpha"] = given
         self.test_source = self.truth = None
         if self.test is not None:
-            self.test_source = open_population(self.test)
+            self.test_source = open_population(run, self.test)
             check_layout([sources[0], self.test_source], self.recursion, self.dtype)
             self.truth = read_truth(self.test_source)
         return sources + ([self.test_source] if self.test is not None else [])
 
-    def open_sources(self, fit_intercept: bool, storage_options) -> list:
-        return [open_population(spec) for spec in self.data]
+    def open_sources(self, fit_intercept: bool, run: Run) -> list:
+        return [open_population(run, spec) for spec in self.data]
 
     def fingerprint(self) -> dict:
         fp = super().fingerprint()

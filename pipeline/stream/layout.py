@@ -3,15 +3,15 @@ trajectory as an xarray Dataset, its labels, and the last guard before it is pub
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import xarray as xr
 
 from streamlsq.errors import InputError
+from streamlsq.io.stream import StreamSource
 from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.recursions.contract import Recursion
 from streamlsq.stream.engines import Trajectory
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.plans import StreamPlan
 
 __all__ = ["check_trajectory", "coef_labels", "step_sections", "trajectory_dataset"]
@@ -75,30 +75,20 @@ def trajectory_dataset(traj: Trajectory, rec: Recursion, plan: StreamPlan, recor
         "rows_per_second": round(plan.n_new_rows / seconds, 1) if seconds > 0 else None,
         **plan.attrs,
     })
-    selection = source.selection()
-    ds.attrs.update({"x_variables": json.dumps(selection["x"]),
-                     "y_variables": json.dumps(selection["y"]),
-                     "sample_dim": selection["sample_dim"],
-                     "fit_intercept": fits_intercept(rec, source),
-                     "missing": selection.get("missing", "raise")})
-    for key in ("weights", "groups"):
-        if key in selection:
-            ds.attrs[f"{key}_variable"] = selection[key]
-    if "formula" in selection:  # the design, rebuilt from the result alone
-        ds.attrs.update(source.rows.design.attrs())
+    ds.attrs.update(FitInputs.of(source, fits_intercept(rec, source)).to_attrs())
     ds.attrs.update(rec.result_attrs(traj.state))
     return ds
 
 
-def fits_intercept(rec: Recursion, source) -> bool:
+def fits_intercept(rec: Recursion, source: StreamSource) -> bool:
     """Whether the coefficients include an intercept: the constant column the reading
     path prepends, or the recursion's own constant term (``intercept_kind="kernel"``)."""
     if rec.intercept_kind == "kernel":
-        return bool(getattr(rec, "intercept", False))
-    return bool(getattr(source, "intercept", False))
+        return bool(rec.intercept)
+    return bool(source.intercept)
 
 
-def coef_labels(rec: Recursion, source, n_coef: int) -> np.ndarray:
+def coef_labels(rec: Recursion, source: StreamSource, n_coef: int) -> np.ndarray:
     """Labels of the rows of ``coef``: the recursion's own (the basis functions of the IRMA
     family); else ``intercept`` first when one is fitted, then the data's feature labels
     (their variable names or the coordinate of X's feature dimension), or ``x0, x1, …``
@@ -109,7 +99,7 @@ def coef_labels(rec: Recursion, source, n_coef: int) -> np.ndarray:
             return np.asarray(names)
     has_constant = fits_intercept(rec, source)
     n_data = n_coef - int(has_constant)
-    data = list(getattr(source, "features", ()) or ())
+    data = list(source.features)
     if len(data) != n_data:
         data = []
     if not has_constant:

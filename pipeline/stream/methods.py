@@ -2,7 +2,10 @@
 
 :data:`RECURSIONS` is the kernels' registry (:mod:`streamlsq.kernels.recursions.registry`);
 :func:`make_method` builds a recursion from a name and its declared parameters and
-turns the kernel's refusals into :class:`~streamlsq.errors.InputError`.
+turns the kernel's refusals into :class:`~streamlsq.errors.InputError`. A recursion whose
+fit is a job of its own (:data:`OWN_JOBS`) declares the job's options with the fit's
+(:data:`streamlsq.options.fit.JOB_OPTIONS`), so that the command line builds ``fit NAME``
+without importing the job (nor the kernels).
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ __all__ = ["OWN_JOBS", "RECURSIONS", "job_class", "make_method", "params_from_st
 #: recursions whose fit is more than a fit of their rows: name -> "module:job class" (the
 #: job derives from :class:`streamlsq.stream.fit.StreamFit`)
 OWN_JOBS = {"interleaved-kf4lls": "streamlsq.stream.interleaved:InterleavedFit"}
-
 
 def job_class(method):
     """The job that fits ``method`` (a name or a recursion): the recursion's own job, or
@@ -62,7 +64,7 @@ def params_from_store(method: str | Recursion, params: dict, store_attrs: dict) 
     if not isinstance(method, str) or method not in RECURSIONS:
         return params
     out = dict(params)
-    for p in RECURSIONS[method].params:
+    for p in RECURSIONS.declaration(method).params:
         if p.store_attr and out.get(p.name) is None and p.store_attr in store_attrs:
             out[p.name] = store_attrs[p.store_attr]
     return out

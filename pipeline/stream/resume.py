@@ -25,6 +25,8 @@ import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import EntryCheckpoint, merge_spans
+from streamlsq.io.stream import StreamSource
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.plans import StreamPlan
 
 __all__ = ["FINGERPRINT_FIELDS", "ScanPieces", "add_rows_fingerprint",
@@ -104,13 +106,13 @@ class ScanPieces:
 # -- continuing a fit on a store that grew (``fit_stream(..., continue_from=RESULT)``) ---------
 
 
-def rows_fingerprint(source, n_rows: int) -> dict:
+def rows_fingerprint(source: StreamSource, n_rows: int) -> dict:
     """What identifies rows ``0:n_rows`` of a store, for a later ``continue_from``: for each
     variable read, (first row, end row, stamp) of its chunks, the stamp of a whole chunk
     being its file's (:func:`~streamlsq.io.stores.chunk_stamps`: size and time, or an
     object's ETag) and that of a chunk the rows end inside (which an append rewrites) a hash
     of its rows up to ``n_rows``. Empty for an xarray Dataset (it has no chunk files)."""
-    if getattr(source, "in_memory", False) or not hasattr(source, "x_vars"):
+    if source.in_memory:
         return {}
     out = {}
     for name in stamped_variables(source):
@@ -132,11 +134,10 @@ def rows_fingerprint(source, n_rows: int) -> dict:
     return out
 
 
-def stamped_variables(source) -> tuple[str, ...]:
+def stamped_variables(source: StreamSource) -> tuple[str, ...]:
     """The variables whose rows a fit's fingerprint stamps: features, targets and the rows'
     precision weights when given (a changed weight changes the fit as a changed value does)."""
-    weights = getattr(source, "weights", None)
-    return (*source.x_vars, *source.y_vars, *([weights] if weights else []))
+    return (*source.x_vars, *source.y_vars, *([source.weights] if source.weights else []))
 
 
 #: the columns of the result variable ``rows_fingerprint``: for each stamped range of rows,
@@ -177,9 +178,8 @@ def saved_rows_fingerprint(prev) -> dict | None:
     none."""
     a = prev.attrs
     if "rows_fingerprint" in prev.variables:
-        names = [*json.loads(a.get("x_variables", '["X"]')),
-                 *json.loads(a.get("y_variables", '["y"]')),
-                 *([a["weights_variable"]] if a.get("weights_variable") else [])]
+        read = FitInputs.from_attrs(a)
+        names = [*read.x_vars, *read.y_vars, *([read.weights] if read.weights else [])]
         saved: dict = {}
         for var, first, end, stamp in np.asarray(prev["rows_fingerprint"].values).tolist():
             saved.setdefault(names[int(var)], []).append([first, end, stamp])
@@ -210,23 +210,22 @@ def _continue_refusal(result, what: str) -> InputError:
                       "--continue-from) or continue with the same method and options")
 
 
-def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
-                     storage_options=None):
-    """The earlier result to continue from, loaded and checked against this fit: same
+def continued_result(result, source, rec, dtype, block_size, epochs, shuffle, run):
+    """The earlier result to continue from, opened by ``run`` (a
+    :class:`~streamlsq.jobs.Run`, with its storage options), loaded and checked against this
+    fit: same
     method and parameters, same variables, intercept, dtype and block size, one epoch in
     storage order, the earlier rows unchanged (:func:`check_rows_unchanged`)."""
-    from streamlsq.io.results import open_result
-
-    if getattr(source.rows, "table", False):
+    if source.from_table:
         raise InputError(f"{source.label}: --continue-from continues a fit on a store that "
                          "grew, not on a table: write the table as a store (streamlsq "
                          "convert), append the new rows to it and continue on the store, or "
                          "fit the whole table again")
-    if getattr(source, "in_memory", False):
+    if source.in_memory:
         raise InputError("--continue-from reads a store (a path, URL or zarr store) whose "
                          "chunks can be stamped, not an xarray Dataset: write the Dataset "
                          "to Zarr (ds.to_zarr) and append to it")
-    prev = open_result(result, storage_options=storage_options, lazy=False).load()
+    prev = run.open_input("result", result, lazy=False).load()
     a = prev.attrs
     if a.get("method") != rec.name:
         raise _continue_refusal(result, f"it was fitted by '{a.get('method')}', not "
@@ -240,21 +239,18 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle,
         diff = sorted(k for k in set(before or {}) | set(now)
                       if (before or {}).get(k) != now.get(k))
         raise _continue_refusal(result, f"its options differ (in: {', '.join(diff)})")
-    if getattr(rec, "diagnostics", False):
+    if rec.diagnostics:
         raise _continue_refusal(result, "the CUSUM tests (--diagnostics) need every row "
                                 "from the first")
     selection = source.selection()
-    intercept = bool(selection["fit_intercept"] or getattr(rec, "intercept", False) is True)
-    saved = {"x": json.loads(a.get("x_variables", '["X"]')),
-             "y": json.loads(a.get("y_variables", '["y"]')),
-             "sample_dim": a.get("sample_dim", "sample"),
-             # results of earlier versions say nothing: a kernel's own constant was on
-             "fit_intercept": bool(a.get("fit_intercept", intercept
-                                         if rec.intercept_kind == "kernel" else False))}
-    saved.update(weights=a.get("weights_variable"), missing=a.get("missing", "raise"))
+    read = FitInputs.from_attrs(a)
+    saved = {"x": list(read.x_vars), "y": list(read.y_vars), "sample_dim": read.sample_dim,
+             "fit_intercept": read.intercept, "weights": read.weights,
+             "missing": read.missing, "formula": read.formula}
     wanted = {"x": selection["x"], "y": selection["y"], "sample_dim": selection["sample_dim"],
-              "fit_intercept": intercept, "weights": selection.get("weights"),
-              "missing": selection.get("missing", "raise")}
+              "fit_intercept": bool(selection["fit_intercept"] or rec.intercept),
+              "weights": selection.get("weights"), "missing": selection.get("missing", "raise"),
+              "formula": selection.get("formula")}
     diff = [k for k in wanted if saved[k] != wanted[k]]
     if diff:
         raise _continue_refusal(result, f"its variables differ (in: {', '.join(diff)}: "

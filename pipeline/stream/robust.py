@@ -1,21 +1,23 @@
-"""Robust covariances of a least-squares fit: one more pass over its rows, as a job.
+"""Robust covariances of a least-squares fit: one more pass over its rows.
 
 A heteroscedasticity-robust (HC0–HC3) or cluster-robust covariance needs the final
-coefficients: the residual of every row. :class:`RobustCovariance` is that pass, on the
-run path like every job: the rows are cut into pieces of whole chunks (bounded in bytes,
-as the scan engine's pieces, so a store larger than the workers' memory is read piece by
-piece), each Dask task reads its piece and returns its part of the sandwich's meat
-(:func:`~streamlsq.kernels.inference.hc_meat`: a k×k sum per target) or the score sums of
-the groups it holds (:func:`~streamlsq.kernels.inference.cluster_score_sums`), and the
-parts are combined in a fixed tree (:func:`~streamlsq.runtime.reduce.tree_reduce`: the
-order of the additions depends on the pieces only, never on the workers). The meat and
-the fit's factor then give the covariance (:func:`~streamlsq.kernels.inference.
-robust_statistics`, statsmodels' corrections and defaults).
+coefficients: the residual of every row. :class:`RobustPass` is that pass, a step of the run
+that asks for it (:meth:`streamlsq.jobs.Context.run_pass`): the rows are cut into pieces of
+whole chunks (bounded in bytes, as the scan engine's pieces, so a store larger than the
+workers' memory is read piece by piece), each Dask task reads its piece and returns its part
+of the sandwich's meat (:func:`~streamlsq.kernels.inference.hc_meat`: a k×k sum per target)
+or the score sums of the groups it holds
+(:func:`~streamlsq.kernels.inference.cluster_score_sums`), and the parts are combined in a
+fixed tree (:func:`~streamlsq.runtime.reduce.tree_reduce`: the order of the additions
+depends on the pieces only, never on the workers). The meat and the fit's factor then give
+the covariance (:func:`~streamlsq.kernels.inference.robust_statistics`, statsmodels'
+corrections and defaults).
 
 A fit asks for it with ``cov_type=`` (``fit_stream``, ``streamlsq fit kf4lls --cov-type``):
-the fit job runs this job's computation on its own cluster once the fit is done
-(:meth:`RobustCovariance.after_fit`). :func:`robust_covariance` runs it on a fit already
-published.
+the fit job runs the pass on its run's cluster once the fit is done (with ``--checkpoint``
+its meat is committed as a step, so ``--resume`` does not run it again).
+:func:`robust_covariance` runs it on a fit already published, as a job of its own
+(:class:`RobustCovariance`).
 """
 
 from __future__ import annotations
@@ -28,24 +30,25 @@ from typing import Any, Unpack
 import xarray as xr
 
 from streamlsq.errors import InputError
-from streamlsq.io.results import open_result
-from streamlsq.io.stream import StreamSource, open_stream
-from streamlsq.jobs import Context, Job, Run, RunOptions
+from streamlsq.io.stream import StreamSource
+from streamlsq.jobs import Context, Job, Pass, Run, RunOptions
 from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
+from streamlsq.options.fit import ROBUST
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.plans import StreamPlan, plan_segments
 from streamlsq.stream.statistics import (
-    checked_alpha,
+    CONF_ALPHA,
     constant_index,
     fit_recursion,
     result_factor,
     with_statistics,
 )
 
-__all__ = ["RobustCovariance", "robust_covariance"]
+__all__ = ["RobustCovariance", "RobustPass", "robust_covariance"]
 
 
 def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type: str):
@@ -90,14 +93,15 @@ def robust_covariance(result, data, *, cov_type: str = "HC1", groups: str | None
     >>> robust.attrs["cov_type"], bool(robust.bse[1, 0] > fit.bse[1, 0])
     ('HC3', True)
     """
-    job = RobustCovariance(result, data, cov_type=cov_type, groups=groups, alpha=alpha)
-    return Run(out, **run).execute(job)
+    given = {name: value for name, value in locals().items() if name in ROBUST}
+    return Run(out, **run).execute(RobustCovariance(result, data, **given))
 
 
 @dataclass(eq=False)
 class RobustCovariance(Job):
-    """One pass over a least-squares fit's rows: its robust covariance and the statistics
-    that follow (:func:`robust_covariance`, or ``cov_type=`` of a fit)."""
+    """A least-squares fit already published, given its robust covariance and the
+    statistics that follow (:func:`robust_covariance`): a job whose computation is one
+    :class:`RobustPass` over the rows it was fitted on."""
 
     result: Any
     data: Any
@@ -106,44 +110,27 @@ class RobustCovariance(Job):
     alpha: float | None = None
     segment_bytes: int | None = None
 
-    @classmethod
-    def after_fit(cls, fit: xr.Dataset, source: StreamSource, rec: Recursion, cov_type: str,
-                  alpha: float, segment_bytes: int | None = None) -> RobustCovariance:
-        """The pass a fit job runs on its own cluster once its result ``fit`` is laid
-        out: the source and the recursion are those it has open."""
-        job = cls(fit, source, cov_type=cov_type, groups=source.groups, alpha=alpha,
-                  segment_bytes=segment_bytes)
-        job.fit, job.source, job.recursion = fit, source, rec
-        return job
+    options = ROBUST
 
     @property
     def name(self) -> str:  # the result stays a fit of its recursion
         return self.fit.attrs["method"]
 
     def check(self) -> None:
-        if self.cov_type not in inference.COV_TYPES[1:]:
-            raise InputError("cov_type must be one of "
-                             f"{', '.join(inference.COV_TYPES[1:])}, got {self.cov_type!r}")
-        if (self.cov_type == "cluster") != (self.groups is not None):
-            raise InputError("--cov-type cluster needs the rows' group labels (--groups VAR), "
-                             "and --groups goes with it alone")
-        self.alpha = checked_alpha(self.alpha)
+        if self.alpha is None:  # checked with the options (ROBUST)
+            self.alpha = CONF_ALPHA.default
 
     def open(self, run: Run) -> list:
-        self.fit = self.result if isinstance(self.result, xr.Dataset) else open_result(
-            self.result, storage_options=run.storage_options, lazy=False).load()
+        self.fit = self.result if isinstance(self.result, xr.Dataset) else run.open_input(
+            "result", self.result, lazy=False).load()
         a = self.fit.attrs
         self.recursion = fit_recursion(a)
         why = self.recursion.inference_unavailable()
         if why is not None or "nobs" not in self.fit:
             reason = why or a.get("statistics_unavailable", "it holds no statistics")
             raise InputError(f"the fit has no robust covariance: {reason}")
-        self.source = open_stream(
-            self.data, x=json.loads(a.get("x_variables", '["X"]')),
-            y=json.loads(a.get("y_variables", '["y"]')), sample_dim=a.get("sample_dim"),
-            fit_intercept=bool(a.get("fit_intercept")), weights=a.get("weights_variable"),
-            groups=self.groups, missing=a.get("missing", "raise"),
-            storage_options=run.storage_options)
+        read = {**FitInputs.from_attrs(a).stream_options(), "groups": self.groups}
+        self.source = run.open_input("stream", self.data, **read)
         if (self.source.n_rows, self.source.n_features) != (int(a["n_rows"]),
                                                             self.fit.sizes["feature"]):
             raise InputError(f"{self.source.label}: has {self.source.n_rows} rows of "
@@ -155,6 +142,30 @@ class RobustCovariance(Job):
         return json.loads(self.fit.attrs.get("parameters", "{}"))
 
     def compute(self, ctx: Context) -> xr.Dataset:
+        return ctx.run_pass(RobustPass(self.fit, self.source, self.recursion, self.cov_type,
+                                       self.alpha, self.segment_bytes))
+
+
+@dataclass(eq=False)
+class RobustPass(Pass):
+    """The pass over the rows of ``source`` that gives the least-squares ``fit`` (fitted by
+    ``recursion`` on those rows) the robust covariance ``cov_type`` (its group labels are
+    the source's ``groups``) and the statistics that follow at level ``alpha``; pieces of
+    about ``segment_bytes`` (default: the scan engine's). Its state is the sandwich's meat
+    (and the number of groups); its value the fit with the robust statistics."""
+
+    fit: xr.Dataset
+    source: StreamSource
+    recursion: Recursion
+    cov_type: str
+    alpha: float
+    segment_bytes: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"robust-{self.cov_type}"
+
+    def compute(self, ctx: Context) -> dict:
         source = self.source
         fac = result_factor(self.fit, self.recursion)
         plan = StreamPlan.single(source, BlockGrid(source.n_rows, source.chunk_rows))
@@ -174,12 +185,19 @@ class RobustCovariance(Job):
         combine = inference.merge_score_sums if cluster else inference.combine_meats
         root = tree_reduce(ctx.client, futures, combine, leaf=_part,
                            name=f"robust-combine-{tag}").result()
-        meat, n_groups = inference.cluster_meat(root) if cluster else (root["meat"], None)
+        meat, n_groups = inference.cluster_meat(root) if cluster else (root["meat"], -1)
+        return {"meat": meat, "n_groups": n_groups}
+
+    def value(self, state) -> xr.Dataset:
+        source = self.source
+        cluster = self.cov_type == "cluster"
+        n_groups = int(state["n_groups"]) if cluster else None
         if cluster and n_groups < 2:
             raise InputError(f"{source.label}: variable '{source.groups}' holds {n_groups} "
                              "group(s): a cluster-robust covariance needs at least 2")
-        stats = inference.robust_statistics(fac, meat, self.cov_type, n_groups, self.alpha,
-                                  constant_index(self.fit))
+        fac = result_factor(self.fit, self.recursion)
+        stats = inference.robust_statistics(fac, state["meat"], self.cov_type, n_groups,
+                                            self.alpha, constant_index(self.fit))
         ds = with_statistics(self.fit.copy(), stats)
         if cluster:
             ds.attrs["groups_variable"] = source.groups

@@ -37,16 +37,15 @@ from streamlsq.kernels.inference import (
     recursive_bands,
 )
 from streamlsq.kernels.inference import wald_test as wald_f_test
-from streamlsq.kernels.recursions.contract import Param, Recursion
+from streamlsq.kernels.recursions.contract import Recursion
+from streamlsq.options.fit import CONF_ALPHA
 from streamlsq.report import coefficient_table, summary_lines
+from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.methods import RECURSIONS, make_method
 
 __all__ = ["CONF_ALPHA", "add_statistics", "result_factor", "statistics_note", "summary",
            "summary_text", "wald_test", "with_statistics"]
 
-#: the α of the confidence intervals (1 − α coverage): ``--alpha``, ``alpha=``
-CONF_ALPHA = Param("alpha", 0.05, "Level of the confidence intervals: 1 - alpha coverage "
-                   "(least-squares fits).", gt=0, lt=1)
 #: the trajectory's recursive confidence bands
 RECURSIVE_BANDS = ("recursive_bse", "recursive_conf_int_lower", "recursive_conf_int_upper")
 #: the attributes the statistics set (removed when they are computed again)
@@ -112,7 +111,7 @@ def add_statistics(ds: xr.Dataset, rec: Recursion, alpha: float = 0.05,
 def constant_index(ds: xr.Dataset) -> int | None:
     """The index of the intercept the reading path prepends (the first coefficient), or
     None: a constant among the stored columns is found from the factor."""
-    return 0 if bool(ds.attrs.get("fit_intercept")) else None
+    return 0 if FitInputs.from_attrs(ds.attrs).intercept else None
 
 
 def with_statistics(ds: xr.Dataset, stats: dict) -> xr.Dataset:

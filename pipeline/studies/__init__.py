@@ -14,8 +14,8 @@ them over the Dask cluster, tabulate and plot.
 
 :data:`STUDIES` is the registry the command line reads. To add a study, write
 its module with a ``run_<name>`` and add one :class:`StudySpec` to
-:data:`STUDIES` (its ``options`` are the command-line options it accepts,
-which must also exist on ``streamlsq study``).
+:data:`STUDIES`, and declare its options in
+:data:`streamlsq.options.study.STUDY_OPTIONS` (they become options of ``streamlsq study``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from streamlsq.options.study import STUDY_OPTIONS
 
 if TYPE_CHECKING:  # imported on first use (pandas, the kernels): the command line starts fast
     from streamlsq.studies.common import StudyResult
@@ -61,32 +63,32 @@ STUDIES: dict[str, StudySpec] = {
             "interleaved",
             "Figure 1 of interleaved KF4LLS: bias and MSE per step of five training schemes",
             "streamlsq.studies.interleaved:run_interleaved",
-            ("iterations", "alpha", "steps"),
+            STUDY_OPTIONS["interleaved"].names,
         ),
         StudySpec(
             "irma",
             "IRMA: Figure 1 (cumulative loss of GD, RLS, IRMA) and Table I (MSE vs batch)",
             "streamlsq.studies.irma:run_irma",
-            ("fig_sequences", "table_sequences"),
+            STUDY_OPTIONS["irma"].names,
         ),
         StudySpec(
             "lms",
             "LMS sample by sample: the paper's line fit and convergence to least squares",
             "streamlsq.studies.lms:run_lms",
-            ("clouds", "epochs", "rates"),
+            STUDY_OPTIONS["lms"].names,
         ),
         StudySpec(
             "bfgs",
             "Incremental BFGS vs exact least squares and LMS; class-balanced binary case",
             "streamlsq.studies.bfgs:run_bfgs",
-            ("streams", "rate"),
+            STUDY_OPTIONS["bfgs"].names,
         ),
         StudySpec(
             "mlr",
             "Meta-learning mixed linear regressions: Appendix E (subspace, clustering, "
             "prediction, EM)",
             "streamlsq.studies.mlr:run_mlr",
-            ("replicates",),
+            STUDY_OPTIONS["mlr"].names,
         ),
     )
 }

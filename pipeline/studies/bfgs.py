@@ -27,8 +27,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from streamlsq.errors import InputError
-from streamlsq.runtime.client import dask_client
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -101,13 +99,13 @@ def bfgs_regression_table(seed: int = 0, streams: int = 200, blocks: int = 60, c
     ``inverse_hessian_ratio`` = tr(B)/tr(H⁻¹) with H the Hessian of all rows seen.
     """
     seed = common.check_seed(seed)
-    sizes = common.batch_sizes(common.check_count("--streams", streams, 2), BATCH_STREAMS)
+    sizes = common.batch_sizes(common.check_option("bfgs", "streams", streams), BATCH_STREAMS)
     blocks = common.check_count("blocks", blocks, 2)
     methods = regression_methods()
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(
-            cl, _regression_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
-            sizes, desc="bfgs-regression", unit="streams", progress=progress)
+    parts = common.run_batches(
+        _regression_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
+        sizes, desc="bfgs-regression", unit="streams", client=client, scheduler=scheduler,
+        progress=progress)
     steps = list(range(1, blocks + 1))
     rows = {"rows": [b * REG["block_rows"] for b in steps]}
     arrays = {m: np.concatenate([p[m] for p in parts])
@@ -132,15 +130,13 @@ def bfgs_binary_table(seed: int = 0, streams: int = 200, blocks: int = 40, rate:
     method ``weighted_lstsq``.
     """
     seed = common.check_seed(seed)
-    sizes = common.batch_sizes(common.check_count("--streams", streams, 2), BATCH_STREAMS)
+    sizes = common.batch_sizes(common.check_option("bfgs", "streams", streams), BATCH_STREAMS)
     blocks = common.check_count("blocks", blocks, 2)
-    if not (np.isfinite(rate) and rate > 0):
-        raise InputError(f"--rate must be a positive number, got {rate!r}")
-    methods = binary_methods(rate)
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(
-            cl, _binary_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
-            sizes, desc="bfgs-binary", unit="streams", progress=progress)
+    methods = binary_methods(common.check_option("bfgs", "rate", rate))
+    parts = common.run_batches(
+        _binary_batch, [(seed, i, n, methods, blocks) for i, n in enumerate(sizes)],
+        sizes, desc="bfgs-binary", unit="streams", client=client, scheduler=scheduler,
+        progress=progress)
     steps = list(range(1, blocks + 1))
     arrays = {m: np.concatenate([p[m] for p in parts])
               for m in ("balanced_accuracy", "tpr", "tnr", "accuracy",
@@ -316,13 +312,11 @@ def run_bfgs(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("bfgs", locals())
     sizes = QUICK if quick else FULL
-    streams = sizes["streams"] if streams is None else streams
-    rate = 1.0 if rate is None else rate
-    seed = common.check_seed(seed)
-    common.check_count("--streams", streams, 2)
-    if not (np.isfinite(rate) and rate > 0):
-        raise InputError(f"--rate must be a positive number, got {rate!r}")
+    streams = given["streams"] or sizes["streams"]
+    rate = 1.0 if rate is None else given["rate"]
+    seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:
         reg = bfgs_regression_table(seed, streams, sizes["reg_blocks"], client=cl,

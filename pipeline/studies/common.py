@@ -10,6 +10,12 @@ The output folder is built under a temporary name and renamed into place when
 every table, figure and ``summary.md`` is written; rerunning a study into its
 own folder replaces it, any other existing content is refused.
 
+A study is a job of the run path (:class:`StudyJob` on :meth:`streamlsq.jobs.Run.execute`):
+the run checks the options and the output folder, returns the study a resumed run had
+already published, opens the checkpoint and the Dask client, times the work and
+publishes the folder. A study's Monte-Carlo tables are passes of a run
+(:func:`run_batches`).
+
 With a checkpoint (``run_study_into(..., checkpoint=DIR, resume=...)``, ``streamlsq
 study NAME --checkpoint DIR``) every finished batch is committed as it arrives, under
 a name that includes a digest of its arguments, so a resumed run computes only the
@@ -19,15 +25,13 @@ the study is published.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import hashlib
 import json
 import os
 import pickle
-import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,20 +40,27 @@ import pandas as pd
 
 from streamlsq import __version__
 from streamlsq.errors import InputError, checked
-from streamlsq.io.checkpoint import EntryCheckpoint, fingerprint_digest, remove_finished
-from streamlsq.io.outputs import OwnedTemporary, check_apart, publish, reclaim_leftovers
+from streamlsq.io.checkpoint import EntryCheckpoint, fingerprint_digest
+from streamlsq.io.outputs import OwnedTemporary, publish, reclaim_leftovers
+from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels.recursions.params import Param
+from streamlsq.options.study import STUDY, STUDY_OPTIONS
 from streamlsq.runtime.progress import track_futures
 
 __all__ = [
+    "Batches",
     "StudyFolder",
+    "StudyJob",
     "StudyOutput",
     "StudyResult",
     "batch_sizes",
     "check_count",
+    "check_option",
+    "check_options",
     "check_seed",
     "map_batches",
     "markdown",
+    "run_batches",
     "run_study_into",
     "summary_frame",
 ]
@@ -86,11 +97,28 @@ class StudyResult:
 
 def check_seed(seed) -> int:
     """The seed as a non-negative int (InputError otherwise)."""
-    return checked(Param("--seed", 0, "Seed of the study.", type=int, ge=0), seed)
+    return checked(STUDY.param("seed"), seed)
+
+
+def check_options(name: str, given: Mapping) -> dict:
+    """The options of the study ``name`` (:data:`streamlsq.options.study.STUDY` and its
+    own, :data:`~streamlsq.options.study.STUDY_OPTIONS`) from the keywords ``given`` of its
+    ``run_<name>`` (its ``locals()``), checked and converted before any work: one line
+    naming the first bad one."""
+    options = STUDY + STUDY_OPTIONS[name]
+    return options.check({key: given[key] for key in options.names})
+
+
+def check_option(study: str, name: str, value):
+    """``value`` of the option ``name`` of ``study`` checked by its declaration
+    (:data:`~streamlsq.options.study.STUDY_OPTIONS`), a value being required (the study's
+    default already chosen): InputError naming the option as the command line spells it."""
+    return checked(STUDY_OPTIONS[study].param(name).replace(optional=False), value)
 
 
 def check_count(option: str, value, minimum: int = 1) -> int:
-    """An integer option ≥ ``minimum`` (InputError naming ``option`` otherwise)."""
+    """An integer ≥ ``minimum`` that is not an option of a study (a study's own sizes, such
+    as ``blocks``; an option is checked by its declaration, :func:`check_option`)."""
     return checked(Param(option, minimum, "A count of the study.", type=int, ge=minimum), value)
 
 
@@ -129,6 +157,39 @@ def map_batches(
                           unit=unit, enabled=progress, on_result=commit)
     done.update(zip(todo, fresh, strict=True))
     return [done[i][1] for i in range(len(batches))]
+
+
+@dataclass(eq=False)
+class Batches(Pass):
+    """A study's Monte-Carlo table as a pass of a run: ``fn(*batches[i])`` for every batch
+    (:func:`map_batches`); its value is the batches' values in batch order. Each batch is
+    committed to the study's checkpoint as it arrives, so the pass is no step of its own."""
+
+    fn: Callable
+    batches: Sequence[tuple]
+    sizes: Sequence[int]
+    desc: str
+    unit: str
+
+    step = False
+
+    @property
+    def name(self) -> str:
+        return "batches-" + "".join(ch if ch.isalnum() or ch in "-_." else "_"
+                                    for ch in self.desc)
+
+    def compute(self, ctx: Context) -> list:
+        return map_batches(ctx.client, self.fn, self.batches, self.sizes, self.desc,
+                           self.unit, ctx.progress)
+
+
+def run_batches(fn: Callable, batches: Sequence[tuple], sizes: Sequence[int], desc: str,
+                unit: str, *, client=None, scheduler: str | None = None,
+                progress: bool | None = None) -> list:
+    """:class:`Batches` run on the Dask ``client`` (or ``scheduler``; default the current
+    client or an embedded cluster): the batches' values in batch order."""
+    return Run(client=client, scheduler=scheduler, progress=progress).run_pass(
+        Batches(fn, batches, sizes, desc, unit))
 
 
 def _batch_name(desc: str, i: int, fn, args) -> str:
@@ -229,8 +290,8 @@ class StudyFolder:
         self.figures[name] = self.out / f"{name}.png"
         return self.figures[name]
 
-    def finish(self, summary: str, params: dict, started: float, n_workers: int) -> StudyResult:
-        seconds = time.perf_counter() - started
+    def finish(self, summary: str, params: dict, seconds: float, n_workers: int,
+               created: str | None = None) -> StudyResult:
         (self.tmp / "summary.md").write_text(summary)
         meta = {
             "study": self.name,
@@ -243,6 +304,8 @@ class StudyFolder:
         }
         if self.run_fingerprint is not None:
             meta["run_fingerprint"] = self.run_fingerprint
+        if created is not None:
+            meta["created"] = created
         (self.tmp / MARKER).write_text(json.dumps(meta, indent=2, default=_jsonable) + "\n")
         # replaces only an earlier output of this study (checked when the folder was made)
         publish(self._owned, self.out, overwrite=True, ours=self._same_study)
@@ -254,12 +317,16 @@ class StudyFolder:
 @dataclass
 class StudyOutput:
     """What a study computed, before it is written: tables (name → tidy DataFrame),
-    figures (name → matplotlib Figure), the markdown summary and the settings used."""
+    figures (name → matplotlib Figure), the markdown summary and the settings used; the
+    workers it ran on and the run's attributes (``attrs``: the provenance, the
+    ``run_fingerprint``), which the run adds."""
 
     tables: dict[str, pd.DataFrame]
     figures: dict
     summary: str
     params: dict
+    n_workers: int = 0
+    attrs: dict = field(default_factory=dict)
 
 
 def _study_of(path: Path) -> str | None:
@@ -288,31 +355,67 @@ def published_study(out, name: str, run_fingerprint: str) -> StudyResult | None:
     return result
 
 
-@contextlib.contextmanager
-def study_checkpoint(directory, name: str, fingerprint: dict, resume: bool):
-    """Commit the batches of the study run in this block to ``directory`` (see the module
-    docstring); yields the checkpoint (None without ``directory``)."""
-    if directory is None:
-        yield None
-        return
-    ckpt = EntryCheckpoint(directory, fingerprint, resume=resume, kind=f"study-{name}",
-                           variables=())
-    ckpt.open()
-    token = _CHECKPOINT.set(ckpt)
-    try:
-        yield ckpt
-    finally:
-        _CHECKPOINT.reset(token)
-        ckpt.close()
+@dataclass(eq=False)
+class StudyJob(Job):
+    """One study as a job of the run path: ``make(client, progress)`` computes its
+    :class:`StudyOutput` on the run's client, which the run publishes as the study's
+    folder (:class:`StudyFolder`). ``identity``: what identifies the run when it is resumed
+    (its name, its options); batches are also matched by their arguments."""
+
+    study: str
+    make: Callable
+    identity: dict
+
+    checkpoint_variables = ()
+
+    @property
+    def name(self) -> str:
+        return f"study {self.study}"
+
+    @property
+    def checkpoint_kind(self) -> str:
+        return f"study-{self.study}"
+
+    def open(self, run: Run) -> list:
+        return []  # a study draws its data
+
+    def fingerprint(self) -> dict:
+        return dict(self.identity)
+
+    def finished(self, run: Run, fingerprint: dict) -> StudyResult | None:
+        return published_study(run.out, self.study, fingerprint_digest(fingerprint))
+
+    def prepare(self, run: Run, inputs: list) -> None:
+        StudyFolder(run.out, self.study)  # refuses a folder that is not an earlier run's
+
+    def compute(self, ctx: Context) -> StudyOutput:
+        token = _CHECKPOINT.set(ctx.checkpoint)  # map_batches commits every batch to it
+        try:
+            output = self.make(ctx.client, ctx.progress)
+        finally:
+            _CHECKPOINT.reset(token)
+        output.n_workers = n_workers_of(ctx.client)
+        return output
+
+    def publish(self, run: Run, result: StudyOutput, inputs: list) -> StudyResult:
+        folder = StudyFolder(run.out, self.study, result.attrs.get("run_fingerprint"))
+        with folder:
+            for key, table in result.tables.items():
+                folder.table(key, table)
+            for key, figure in result.figures.items():
+                folder.figure(key, figure)
+            return folder.finish(result.summary, result.params, run.seconds, result.n_workers,
+                                 created=result.attrs.get("created"))
 
 
 def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, client=None,
                    scheduler: str | None = None, n_workers: int | None = None,
                    progress: bool | None = None, checkpoint=None, resume: bool = False,
                    fingerprint: dict | None = None) -> StudyResult:
-    """Run one study: check ``out`` first, then ``compute(client, progress)`` on a Dask
-    client, then publish the :class:`StudyOutput` it returns into ``out`` (tables as
-    CSV, figures as PNG, ``summary.md`` and ``study.json``), atomically.
+    """Run one study, a :class:`StudyJob` on the run path: check ``out`` first, then
+    ``compute(client, progress)`` on a Dask client, then publish the :class:`StudyOutput`
+    it returns into ``out`` (tables as CSV, figures as PNG, ``summary.md`` and
+    ``study.json``), atomically.
 
     ``client``, ``scheduler``: a Dask client or a scheduler address (default: the
     ``DASK_SCHEDULER_ADDRESS`` variable, the current client, or an embedded
@@ -322,36 +425,10 @@ def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, clie
     by default the study's name; batches are also matched by their arguments). Every
     ``run_<study>`` function passes its ``**runtime`` keywords here.
     """
-    from streamlsq.runtime.client import dask_client
-
-    if resume and checkpoint is None:
-        raise InputError("--resume needs --checkpoint DIR")
-    fingerprint = dict(fingerprint or {"study": name})
-    digest = fingerprint_digest(fingerprint)
-    if resume:
-        done = published_study(out, name, digest)
-        if done is not None:  # killed between publication and clean-up: finish that
-            reclaim_leftovers(out)
-            remove_finished(EntryCheckpoint(checkpoint, fingerprint, kind=f"study-{name}",
-                                            variables=()))
-            return done
-    if checkpoint is not None:
-        check_apart(checkpoint, [out], "--checkpoint", of="output")
-    started = time.perf_counter()
-    folder = StudyFolder(out, name, run_fingerprint=digest)
-    with study_checkpoint(checkpoint, name, fingerprint, resume) as ckpt:
-        with dask_client(client, scheduler, n_workers=n_workers) as cl:
-            output = compute(cl, progress)
-            workers = n_workers_of(cl)
-        with folder:
-            for key, table in output.tables.items():
-                folder.table(key, table)
-            for key, figure in output.figures.items():
-                folder.figure(key, figure)
-            result = folder.finish(output.summary, output.params, started, workers)
-        if ckpt is not None:
-            ckpt.remove()
-    return result
+    job = StudyJob(name, compute, dict(fingerprint or {"study": name}))
+    run = Run(out, client=client, scheduler=scheduler, n_workers=n_workers, progress=progress,
+              checkpoint=checkpoint, resume=resume)
+    return run.execute(job)
 
 
 def _jsonable(v):

@@ -14,6 +14,12 @@
 The demo folder is one it creates (:class:`DemoFolder`, marked by ``demo.json``): a folder
 of the user's is refused before anything is written, and only a folder an earlier demo
 wrote is replaced (set aside while the new one is built, put back if it fails).
+
+The demo is a job of the run path (:class:`DemoJob`): the run checks the folder and opens
+the Dask client. It is not one publication: the stores in the folder are results of runs
+of their own (each published atomically where it stays), and they name one another by
+path (the model's ``input`` is the task store), so they are written in place, in the
+folder the demo builds, which is marked complete once every entry is there.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +40,15 @@ from matplotlib.figure import Figure
 from streamlsq import __version__
 from streamlsq.errors import InputError
 from streamlsq.io.outputs import OwnedTemporary, check_writable, reclaim_leftovers
+from streamlsq.jobs import Context, Job, Run
 from streamlsq.mlr.metalearn import metalearn
 from streamlsq.mlr.predict import predict
-from streamlsq.runtime.client import dask_client
+from streamlsq.options.study import DEMO
 from streamlsq.simulate.streams import simulate_stream
 from streamlsq.simulate.tasks import simulate_mlr
 from streamlsq.stream.fit import fit_stream
 
-__all__ = ["DemoFolder", "run_demo"]
+__all__ = ["DemoFolder", "DemoJob", "run_demo"]
 
 #: the multi-task model (docs/algorithms.md#meta-learning): k components in d dimensions, s = 1
 MLR_K, MLR_D = 4, 8
@@ -308,6 +317,48 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
     (errors against the truth, rows/s), ``prediction`` {estimator: {τ: MSE}} and
     ``figures`` / ``summary`` (paths).
     """
+    given = DEMO.check({"out": out, "rows": rows, "features": features, "seed": seed,
+                        "tasks": tasks})
+    rows, features, seed, tasks = (given[name] for name in ("rows", "features", "seed", "tasks"))
+    job = DemoJob(rows, features, seed, echo, tasks)
+    return Run(out, client=client, scheduler=scheduler).execute(job)
+
+
+@dataclass(eq=False)
+class DemoJob(Job):
+    """The demo (:func:`run_demo`) as a job of the run path: its folder checked before
+    the cluster starts, its work on the run's client; the folder is built in place (see
+    the module's docstring) and the report returned."""
+
+    rows: int
+    features: int
+    seed: int
+    echo: Callable
+    tasks: int
+
+    name = "demo"
+
+    def open(self, run: Run) -> list:
+        self.out = run.out
+        return []  # the demo simulates its data
+
+    def prepare(self, run: Run, inputs: list) -> None:
+        DemoFolder(run.out).check()
+
+    def compute(self, ctx: Context) -> dict:
+        with DemoFolder(self.out).building() as out:
+            return _demo(ctx.client, out, self.rows, self.features, self.seed, self.echo,
+                         self.tasks)
+
+    def annotate(self, result: dict, provenance: dict, run: dict) -> None:
+        """None: the report is no result store (each store in the folder has its own)."""
+
+    def publish(self, run: Run, result: dict, inputs: list) -> dict:
+        return result  # built in place (the module's docstring says why)
+
+
+def _demo(cl, out: Path, rows: int, features: int, seed: int, echo, tasks: int) -> dict:
+    """The demo's work on the client ``cl`` into the folder ``out`` being built."""
     started = time.perf_counter()
     lines: list[str] = []
 
@@ -315,47 +366,45 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
         echo(text)
         lines.append(text)
 
-    with DemoFolder(out).building() as out, dask_client(client, scheduler) as cl:
-        say(_cluster_line(cl))
-        data = out / "stream.zarr"
-        t = time.perf_counter()
-        simulate_stream(data, rows, features, 1, condition=10.0, seed=seed, client=cl,
-                        overwrite=True)
-        say(f"1. simulated a stream of {rows:,} rows x {features} features, y = X·w + N(0, 1) "
-            f"-> {data} ({time.perf_counter() - t:.1f} s)")
-        truth = np.asarray(zarr.open_group(str(data), mode="r")["coef_true"][:])
-        truth = truth.reshape(features, -1)
-        results = _fit_stream_store(cl, data, out, rows, features)
-        report = _stream_accuracy(results, data, truth, say)
+    say(_cluster_line(cl))
+    data = out / "stream.zarr"
+    t = time.perf_counter()
+    simulate_stream(data, rows, features, 1, condition=10.0, seed=seed, client=cl,
+                    overwrite=True)
+    say(f"1. simulated a stream of {rows:,} rows x {features} features, y = X·w + N(0, 1) "
+        f"-> {data} ({time.perf_counter() - t:.1f} s)")
+    truth = np.asarray(zarr.open_group(str(data), mode="r")["coef_true"][:])
+    truth = truth.reshape(features, -1)
+    results = _fit_stream_store(cl, data, out, rows, features)
+    report = _stream_accuracy(results, data, truth, say)
 
-        tasks_path, model_path = out / "tasks.zarr", out / "model.zarr"
-        t = time.perf_counter()
-        n_tasks, n_task_rows = _simulate_task_store(cl, tasks_path, tasks, seed)
-        say(f"3. simulated a multi-task store: {n_tasks:,} tasks ({n_task_rows:,} rows) of a "
-            f"mixture of k = {MLR_K} linear regressions in d = {MLR_D}, noise s = 1 -> "
-            f"{tasks_path} ({time.perf_counter() - t:.1f} s)")
-        t = time.perf_counter()
-        model = metalearn(tasks_path, MLR_K, out=model_path, overwrite=True, client=cl)
-        report["metalearn"] = _metalearn_accuracy(model, time.perf_counter() - t, n_task_rows,
-                                                  say)
+    tasks_path, model_path = out / "tasks.zarr", out / "model.zarr"
+    t = time.perf_counter()
+    n_tasks, n_task_rows = _simulate_task_store(cl, tasks_path, tasks, seed)
+    say(f"3. simulated a multi-task store: {n_tasks:,} tasks ({n_task_rows:,} rows) of a "
+        f"mixture of k = {MLR_K} linear regressions in d = {MLR_D}, noise s = 1 -> "
+        f"{tasks_path} ({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    model = metalearn(tasks_path, MLR_K, out=model_path, overwrite=True, client=cl)
+    report["metalearn"] = _metalearn_accuracy(model, time.perf_counter() - t, n_task_rows, say)
 
-        t = time.perf_counter()
-        pred = _predict_new_tasks(cl, out, model_path, seed)
-        report["prediction"] = {est: {tau: m for tau, e, m in pred if e == est}
-                                for est in ESTIMATORS}
-        for line in _prediction_table(report["prediction"], time.perf_counter() - t):
-            say(line)
+    t = time.perf_counter()
+    pred = _predict_new_tasks(cl, out, model_path, seed)
+    report["prediction"] = {est: {tau: m for tau, e, m in pred if e == est}
+                            for est in ESTIMATORS}
+    for line in _prediction_table(report["prediction"], time.perf_counter() - t):
+        say(line)
 
-        figures = {"stream": out / "stream.png", "metalearn": out / "metalearn.png"}
-        _stream_figure(results, truth, rows).savefig(figures["stream"], dpi=110)
-        truth_W = np.asarray(zarr.open_group(str(tasks_path), mode="r")["w_true"][:])
-        _metalearn_figure(model, truth_W, pred).savefig(figures["metalearn"], dpi=110)
-        total = time.perf_counter() - started
-        say(f"6. figures: {figures['stream']} (coefficient trajectories, error vs rows), "
-            f"{figures['metalearn']} (components found, prediction error vs τ); "
-            f"total {total:.0f} s")
-        summary = out / "summary.md"
-        summary.write_text("# streamlsq demo\n\n```\n" + "\n".join(lines) + "\n```\n")
+    figures = {"stream": out / "stream.png", "metalearn": out / "metalearn.png"}
+    _stream_figure(results, truth, rows).savefig(figures["stream"], dpi=110)
+    truth_W = np.asarray(zarr.open_group(str(tasks_path), mode="r")["w_true"][:])
+    _metalearn_figure(model, truth_W, pred).savefig(figures["metalearn"], dpi=110)
+    total = time.perf_counter() - started
+    say(f"6. figures: {figures['stream']} (coefficient trajectories, error vs rows), "
+        f"{figures['metalearn']} (components found, prediction error vs τ); "
+        f"total {total:.0f} s")
+    summary = out / "summary.md"
+    summary.write_text("# streamlsq demo\n\n```\n" + "\n".join(lines) + "\n```\n")
     report["figures"] = figures
     report["summary"] = summary
     report["seconds"] = total

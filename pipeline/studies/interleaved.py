@@ -18,7 +18,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
-from streamlsq.runtime.client import dask_client
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -73,14 +72,15 @@ def interleaved_curves(
     from streamlsq.kernels.studies.interleaved import combine_figure1_sums, figure1_curves
 
     seed = common.check_seed(seed)
-    iterations = common.check_count("--iterations", iterations, 2)
-    params = _parameters(seed, alpha, common.check_count("--steps", steps, 1), block_rows, features)
+    iterations = common.check_option("interleaved", "iterations", iterations)
+    params = _parameters(seed, alpha, common.check_option("interleaved", "steps", steps),
+                         block_rows, features)
     sizes = common.batch_sizes(iterations, BATCH_ITERATIONS)
-    with dask_client(client, scheduler) as cl:
-        sums = common.map_batches(
-            cl, _figure1_batch, [(params, seed, i, n) for i, n in enumerate(sizes)], sizes,
-            desc="interleaved", unit="iterations", progress=progress,
-        )
+    sums = common.run_batches(
+        _figure1_batch, [(params, seed, i, n) for i, n in enumerate(sizes)], sizes,
+        desc="interleaved", unit="iterations", client=client, scheduler=scheduler,
+        progress=progress,
+    )
     return params, figure1_curves(combine_figure1_sums(sums), params)
 
 
@@ -234,13 +234,12 @@ def run_interleaved(out: str | os.PathLike, quick: bool = False, seed: int = 0, 
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("interleaved", locals())
     sizes = QUICK if quick else FULL
-    iterations = sizes["iterations"] if iterations is None else iterations
-    alpha = 0.25 if alpha is None else alpha
-    steps = 6 if steps is None else steps
-    seed = common.check_seed(seed)
-    common.check_count("--iterations", iterations, 2)
-    _parameters(seed, alpha, common.check_count("--steps", steps, 1), BLOCK_ROWS, FEATURES)
+    iterations = sizes["iterations"] if iterations is None else given["iterations"]
+    alpha = 0.25 if alpha is None else given["alpha"]
+    steps = 6 if steps is None else given["steps"]
+    seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:
         params, curves = interleaved_curves(seed, iterations, alpha, steps, client=cl,

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from streamlsq.runtime.client import dask_client
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -66,12 +65,11 @@ def _map_sequence_batches(batch, seed, sequences, option, desc, client, schedule
     sequences, mapped over the Dask cluster; their results in batch order. ``option``: the
     option ``sequences`` comes from, named when it is refused."""
     seed = common.check_seed(seed)
-    sequences = common.check_count(option, sequences, 2)
+    sequences = common.check_option("irma", option[2:].replace("-", "_"), sequences)
     sizes = common.batch_sizes(sequences, BATCH_SEQUENCES)
     batches = [(seed, i, n) for i, n in enumerate(sizes)]
-    with dask_client(client, scheduler) as cl:
-        return common.map_batches(cl, batch, batches, sizes, desc=desc, unit="sequences",
-                                  progress=progress)
+    return common.run_batches(batch, batches, sizes, desc=desc, unit="sequences",
+                              client=client, scheduler=scheduler, progress=progress)
 
 
 def irma_figure1(seed: int = 0, sequences: int = 500, client=None, scheduler=None,
@@ -256,12 +254,11 @@ def run_irma(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("irma", locals())
     sizes = QUICK if quick else FULL
-    fig_sequences = sizes["fig_sequences"] if fig_sequences is None else fig_sequences
-    table_sequences = sizes["table_sequences"] if table_sequences is None else table_sequences
-    seed = common.check_seed(seed)
-    common.check_count("--fig-sequences", fig_sequences, 2)
-    common.check_count("--table-sequences", table_sequences, 2)
+    fig_sequences = given["fig_sequences"] or sizes["fig_sequences"]
+    table_sequences = given["table_sequences"] or sizes["table_sequences"]
+    seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:
         fig1 = irma_figure1(seed, fig_sequences, client=cl, progress=progress)

@@ -28,7 +28,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from streamlsq.errors import InputError
-from streamlsq.runtime.client import dask_client
 from streamlsq.studies import common
 from streamlsq.studies.common import StudyOutput, StudyResult, fmt
 
@@ -142,14 +141,13 @@ def lms_convergence_table(seed: int = 0, clouds: int = 200, epochs: int = 200,
     p05, p95 over the clouds; metrics ``distance`` ‖W − W_LS‖ and ``excess_mse``.
     """
     seed = common.check_seed(seed)
-    clouds = common.check_count("--clouds", clouds, 2)
-    epochs = common.check_count("--epochs", epochs, 1)
+    clouds = common.check_option("lms", "clouds", clouds)
+    epochs = common.check_option("lms", "epochs", epochs)
     schedules = _schedules(_check_rates(rates))
     sizes = common.batch_sizes(clouds, BATCH_CLOUDS)
-    with dask_client(client, scheduler) as cl:
-        parts = common.map_batches(
-            cl, _convergence_batch, [(seed, i, n, schedules, epochs) for i, n in enumerate(sizes)],
-            sizes, desc="lms", unit="clouds", progress=progress)
+    parts = common.run_batches(
+        _convergence_batch, [(seed, i, n, schedules, epochs) for i, n in enumerate(sizes)],
+        sizes, desc="lms", unit="clouds", client=client, scheduler=scheduler, progress=progress)
     frames = []
     for curvature in CURVATURES:
         arrays = {m: np.concatenate([p[curvature][m] for p in parts])
@@ -317,13 +315,12 @@ def run_lms(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=N
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("lms", locals())
     sizes = QUICK if quick else FULL
-    clouds = sizes["clouds"] if clouds is None else clouds
-    epochs = sizes["epochs"] if epochs is None else epochs
+    clouds = given["clouds"] or sizes["clouds"]
+    epochs = given["epochs"] or sizes["epochs"]
     rates = _check_rates(DEFAULT_RATES if rates is None else rates)
-    seed = common.check_seed(seed)
-    common.check_count("--clouds", clouds, 2)
-    common.check_count("--epochs", epochs, 1)
+    seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:
         weights, fits, data = lms_demonstration(seed, rates)

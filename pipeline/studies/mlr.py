@@ -106,8 +106,8 @@ def _grid(cl, seed, kind, configs, progress) -> pd.DataFrame:
     sizes = common.batch_sizes(len(configs), BATCH_TRIALS)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     batches = [(seed, kind, configs[a:b]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
-    parts = common.map_batches(cl, _trial_batch, batches, sizes, desc=f"mlr {kind}",
-                               unit="trials", progress=progress)
+    parts = common.run_batches(_trial_batch, batches, sizes, desc=f"mlr {kind}",
+                               unit="trials", client=cl, progress=progress)
     return pd.DataFrame([row for part in parts for row in part])
 
 
@@ -417,10 +417,11 @@ def run_mlr(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=N
     ``runtime``: ``scheduler``, ``n_workers`` and ``progress`` of
     :func:`~streamlsq.studies.common.run_study_into`.
     """
+    given = common.check_options("mlr", locals())
     sizes = dict(QUICK if quick else FULL)
     if replicates is not None:
-        sizes["replicates"] = common.check_count("--replicates", replicates, 1)
-    seed = common.check_seed(seed)
+        sizes["replicates"] = given["replicates"]
+    seed = given["seed"]
     reps = range(sizes["replicates"])
     out = Path(out)
     sub_cfg = [(nt, t, r) for nt in sizes["subspace_nt"] for t in sizes["subspace_t"]

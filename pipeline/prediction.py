@@ -1,0 +1,167 @@
+"""One prediction for every result: :func:`predict` applies a stream fit to new rows
+(:func:`~streamlsq.stream.apply.predict_stream`) or a meta-learned model to the tasks of a
+multi-task store (:func:`streamlsq.mlr.predict.predict`), whichever the result is.
+
+What a result is, its ``method`` attribute says (:func:`applies_to_rows`): a registered
+recursion made a stream fit; ``metalearn``, ``pooled`` and ``em`` made models of tasks. The
+command ``streamlsq predict MODEL DATA`` asks the same question here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Unpack
+
+import xarray as xr
+
+from streamlsq.errors import InputError
+from streamlsq.io.results import open_result
+from streamlsq.io.tasks import CHUNK_TASKS
+from streamlsq.jobs import RunOptions
+from streamlsq.mlr.predict import predict as predict_tasks
+from streamlsq.options.fit import PREDICT_STREAM
+from streamlsq.options.mlr import PREDICT
+from streamlsq.stream.apply import is_stream_fit, predict_stream
+
+__all__ = ["applies_to_rows", "predict"]
+
+#: the options of applying a stream fit, with their defaults (as declared)
+ROW_OPTIONS = PREDICT_STREAM.without("group").defaults()
+#: the options of predicting tasks under a meta-learned model, with their defaults
+TASK_OPTIONS = PREDICT.without("group").defaults()
+
+
+def _result_attrs(result, storage_options: dict | None) -> dict:
+    """The attributes of a result: a Dataset's, or a store's, opened and checked
+    (:func:`~streamlsq.io.results.open_result`: an incomplete store is refused)."""
+    if isinstance(result, xr.Dataset):
+        return dict(result.attrs)
+    return dict(open_result(result, storage_options=storage_options).attrs)
+
+
+def applies_to_rows(result, storage_options: dict | None = None) -> bool:
+    """Whether ``result`` (a result store: path, URL or zarr store object; or a Dataset) is a
+    stream fit, applied to rows, rather than a meta-learned model, applied to tasks: its
+    ``method`` attribute names a registered recursion.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> from streamlsq.prediction import applies_to_rows
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> rows = streamlsq.simulate_stream(f"{tmp.name}/rows.zarr", n_rows=1_000, n_features=2)
+    >>> applies_to_rows(streamlsq.fit_stream(rows, "rls"))
+    True
+    >>> tmp.cleanup()
+    """
+    return is_stream_fit(_result_attrs(result, storage_options))
+
+
+def _changed(value, default) -> bool:
+    return value is not None if default is None else bool(value != default)
+
+
+def predict(
+    model_or_fit: Any,
+    data: Any,
+    *,
+    out: str | os.PathLike | None = None,
+    estimator: str = "bayes",
+    holdout: int = 0,
+    yhat: bool = False,
+    new_rows: str | os.PathLike | None = None,
+    chunk_tasks: int = CHUNK_TASKS,
+    group: str | None = None,
+    x=None,
+    y=None,
+    sample_dim: str | None = None,
+    step: int | None = None,
+    intervals: bool = False,
+    alpha: float | None = None,
+    **run: Unpack[RunOptions],
+) -> xr.Dataset:
+    """Apply any result to new data: a stream fit to rows, a meta-learned model to tasks.
+
+    What ``model_or_fit`` is decides (its ``method`` attribute, :func:`applies_to_rows`):
+
+    - a **stream fit** (``fit_stream``, ``fit_interleaved``, ``streamlsq fit``; a result
+      store or its Dataset) is applied to the rows of ``data`` (a stream store, a Dataset or
+      a table) as :func:`streamlsq.predict_stream` applies it: ``yhat (sample, target)`` and,
+      where ``data`` has the targets, ``residual (sample, target)``;
+    - a **meta-learned model** (``metalearn``, ``fit_pooled``, ``fit_em``: a model store)
+      estimates every task of the multi-task store ``data``
+      (:func:`streamlsq.mlr.predict.predict`): ``coef (task, feature)``,
+      ``posterior (task, cluster)``, …
+
+    Parameters
+    ----------
+    model_or_fit
+        A result store (path, fsspec URL, zarr store object), or a stream fit's Dataset.
+    data
+        The new rows (a stream fit) or the new tasks (a model).
+    out : str or os.PathLike or None
+        The result store to write, chunk by chunk (None: in memory).
+    group : str or None
+        The group of ``data`` that holds the rows or the tasks.
+    estimator, holdout, yhat, new_rows, chunk_tasks
+        A model only: as for :func:`streamlsq.mlr.predict.predict`.
+    x, y, sample_dim, step, intervals, alpha
+        A stream fit only: as for :func:`streamlsq.predict_stream`.
+    **run
+        The options of the run (:class:`streamlsq.jobs.RunOptions`); ``storage_options``
+        reach every store named by URL, the result's included.
+
+    Returns
+    -------
+    xarray.Dataset
+        The prediction (the published store, opened, with ``out``).
+
+    Raises
+    ------
+    InputError
+        An option of the other kind of result (``holdout=`` with a stream fit,
+        ``intervals=`` with a model), or whatever the prediction refuses.
+
+    Examples
+    --------
+    >>> import tempfile, streamlsq
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> rows = streamlsq.simulate_stream(f"{tmp.name}/rows.zarr", n_rows=2_000, n_features=3)
+    >>> fit = streamlsq.fit_stream(rows, "kf4lls", out=f"{tmp.name}/fit.zarr")
+    >>> pred = streamlsq.predict(f"{tmp.name}/fit.zarr", rows)  # a stream fit: rows
+    >>> pred.yhat.dims, pred.attrs["model_method"]
+    (('sample', 'target'), 'kf4lls')
+    >>> tasks = streamlsq.simulate_mlr(f"{tmp.name}/tasks.zarr", k=2, d=4, n_light=4_000,
+    ...                                t_light=4, n_heavy=100, t_heavy=60, n_light2=1_000,
+    ...                                t_light2=10, seed=1)
+    >>> model = streamlsq.metalearn(tasks, 2, out=f"{tmp.name}/model.zarr")
+    >>> pred = streamlsq.predict(f"{tmp.name}/model.zarr", tasks, holdout=2)  # a model: tasks
+    >>> pred.coef.dims, pred.attrs["model_method"]
+    (('task', 'feature'), 'metalearn')
+    >>> try:
+    ...     streamlsq.predict(f"{tmp.name}/fit.zarr", rows, holdout=2)
+    ... except streamlsq.InputError as exc:
+    ...     print(exc)
+    /.../fit.zarr is a stream fit (method 'kf4lls'): holdout= applies to a meta-learned
+    model's tasks, not to rows
+    >>> tmp.cleanup()
+    """
+    given = {name: value for name, value in locals().items()
+             if name in ROW_OPTIONS or name in TASK_OPTIONS}
+    for declared in (PREDICT_STREAM, PREDICT):  # every value checked before any input opens
+        declared.check({name: given[name] for name in declared.names if name in given})
+    attrs = _result_attrs(model_or_fit, run.get("storage_options"))
+    to_rows = is_stream_fit(attrs)
+    own, other = (ROW_OPTIONS, TASK_OPTIONS) if to_rows else (TASK_OPTIONS, ROW_OPTIONS)
+    wrong = [f"{name}=" for name, default in other.items() if _changed(given[name], default)]
+    if wrong:
+        shown = "the fit" if isinstance(model_or_fit, xr.Dataset) else str(model_or_fit)
+        kind, applies = (("a stream fit", "a meta-learned model's tasks, not to rows") if to_rows
+                         else ("a meta-learned model", "a stream fit's rows, not to tasks"))
+        raise InputError(f"{shown} is {kind} (method {attrs.get('method')!r}): "
+                         f"{', '.join(wrong)} appl{'ies' if len(wrong) == 1 else 'y'} to "
+                         f"{applies}")
+    options = {name: given[name] for name in own}
+    if to_rows:
+        return predict_stream(model_or_fit, data, out=out, group=group, **options, **run)
+    return predict_tasks(model_or_fit, data, out=out, group=group, **options, **run)

@@ -17,6 +17,7 @@ from streamlsq.cli.options import DeclaredOption
 from streamlsq.errors import InputError
 from streamlsq.options import Param
 from streamlsq.options.fit import (
+    ALPHA_GIVEN_OR_ESTIMATED,
     CONVERT,
     COV_TYPES,
     FIT,
@@ -247,3 +248,15 @@ def test_the_covariance_types_are_those_of_the_statistics():
 
     assert inference.COV_TYPES == COV_TYPES
     assert ROBUST.param("cov_type").choices == COV_TYPES[1:]
+
+
+@pytest.mark.parametrize("argv", [[], ["--alpha", "0.3", "--estimate-alpha", "means"]],
+                         ids=["neither", "both"])
+def test_interleaved_takes_alpha_or_its_estimate_before_anything_starts(tmp_path, no_cluster,
+                                                                        argv):
+    stores = [str(tmp_path / f"{role}.zarr") for role in "ab"]
+    result = CliRunner().invoke(main, ["fit", "interleaved", *stores, "--out",
+                                       str(tmp_path / "out.zarr"), "--test", "c.zarr", *argv])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [f"streamlsq: error: {ALPHA_GIVEN_OR_ESTIMATED}"]
+    assert list(tmp_path.iterdir()) == [] and no_cluster == []

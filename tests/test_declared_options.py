@@ -232,14 +232,18 @@ def test_the_statistics_alpha_and_interleaveds_mixing_weight_are_told_apart():
     ({"fit_intercept": "yes"}, "fit_intercept must be True or False or None, got 'yes'"),
     ({"formula": "y ~ a", "x": "a"}, "--formula names the features and the targets: leave "
                                      "out --x"),
+    ({"solver": "svd"}, "kf4lls: solver must be 'qr' or 'normal', got 'svd'"),
+    ({"forgetting": 1.5, "method": "rls"}, "rls: forgetting factor must be in (0, 1], got 1.5"),
+    ({"rate": -1.0, "method": "lms"}, "lms: rate must be"),
 ])
 def test_fit_stream_refuses_a_bad_option_before_it_opens_the_store(tmp_path, options,
                                                                    message):
     from streamlsq.stream.fit import fit_stream
 
     # the store does not exist: the refusal is the option's, not the store's
+    options = dict(options)
     with pytest.raises(InputError) as info:
-        fit_stream(tmp_path / "missing.zarr", "kf4lls", **options)
+        fit_stream(tmp_path / "missing.zarr", options.pop("method", "kf4lls"), **options)
     assert message in str(info.value)
 
 

@@ -186,7 +186,7 @@ def _fit_interleaved_options():
     ("streamlsq.stream.fit:fit_stream", lambda: FIT),
     ("streamlsq.stream.apply:predict_stream", lambda: PREDICT_STREAM),
     ("streamlsq.stream.robust:robust_covariance", lambda: ROBUST),
-    ("streamlsq.stream.convert:convert", lambda: CONVERT),
+    ("streamlsq.conversion:convert", lambda: CONVERT),
     ("streamlsq.stream.interleaved:fit_interleaved", _fit_interleaved_options),
 ], ids=lambda v: v.split(":")[-1] if isinstance(v, str) else "")
 def test_the_functions_keywords_are_the_declarations(function, declared):

@@ -24,7 +24,7 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.stream import StreamSource
+from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Run, RunOptions
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.kernels.recursions.interleaved import (

@@ -2,8 +2,8 @@
 package, a package's ``__init__`` being one module like any other.
 
 import-linter's ``acyclic_siblings`` contract finds cycles between the children of each
-package (``streamlsq.io`` ↔ ``streamlsq.stream``, ``io.stream`` ↔ ``io.tables``), but not
-a cycle through a package's own ``__init__`` (``streamlsq`` → ``streamlsq.io.stream`` →
+package (``streamlsq.io`` ↔ ``streamlsq.stream``, ``io.sources`` ↔ ``io.tables``), but not
+a cycle through a package's own ``__init__`` (``streamlsq`` → ``streamlsq.io.sources`` →
 ``streamlsq``): the package is no sibling of its children. This contract takes every
 module of the graph as one node and refuses any strongly connected set of two or more.
 grimp's graph holds every import of a module, those inside functions included

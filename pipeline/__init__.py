@@ -41,8 +41,8 @@ def _version() -> str:
 _PUBLIC = {
     "InputError": "streamlsq.errors",
     "dask_client": "streamlsq.runtime.client",
-    "StreamSource": "streamlsq.io.stream",
-    "open_stream": "streamlsq.io.stream",
+    "StreamSource": "streamlsq.io.sources",
+    "open_stream": "streamlsq.io.sources",
     "TaskSource": "streamlsq.io.tasks",
     "open_tasks": "streamlsq.io.tasks",
     "open_dataset": "streamlsq.io.stores",
@@ -51,7 +51,7 @@ _PUBLIC = {
     "make_method": "streamlsq.stream.methods",
     "fit_stream": "streamlsq.stream.fit",
     "predict_stream": "streamlsq.stream.apply",
-    "convert": "streamlsq.stream.convert",
+    "convert": "streamlsq.conversion",
     "fit_interleaved": "streamlsq.stream.interleaved",
     "stability": "streamlsq.stream.stability",
     "plot_fit": "streamlsq.stream.stability",
@@ -136,6 +136,7 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
+    from streamlsq.conversion import convert
     from streamlsq.errors import InputError
     from streamlsq.estimators import (
         IncrementalBFGSRegressor,
@@ -149,8 +150,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
         regressor_for,
     )
     from streamlsq.io.results import open_result
+    from streamlsq.io.sources import StreamSource, open_stream
     from streamlsq.io.stores import open_dataset
-    from streamlsq.io.stream import StreamSource, open_stream
     from streamlsq.io.tasks import TaskSource, open_tasks
     from streamlsq.mlr.em import fit_em
     from streamlsq.mlr.examples import example_tasks, tasks_from_frame
@@ -160,7 +161,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.simulate.streams import simulate_interleaved, simulate_irma, simulate_stream
     from streamlsq.simulate.tasks import simulate_mlr
     from streamlsq.stream.apply import predict_stream
-    from streamlsq.stream.convert import convert
     from streamlsq.stream.fit import fit_stream
     from streamlsq.stream.interleaved import fit_interleaved
     from streamlsq.stream.methods import RECURSIONS, make_method

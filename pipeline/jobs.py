@@ -331,7 +331,7 @@ class Run:
         ``kind`` names the opener, which gets ``data`` and the other arguments as they are:
 
         - ``"stream"``: rows of a stream store or a table
-          (:func:`~streamlsq.io.stream.open_stream`);
+          (:func:`~streamlsq.io.sources.open_stream`);
         - ``"tasks"``: a multi-task store (:func:`~streamlsq.io.tasks.open_tasks`);
         - ``"result"``: a published result (:func:`~streamlsq.io.results.open_result`);
         - ``"table"``: a table itself, not yet read as rows
@@ -348,7 +348,7 @@ class Run:
         >>> tmp.cleanup()
         """
         if kind == "stream":
-            from streamlsq.io.stream import open_stream as opener
+            from streamlsq.io.sources import open_stream as opener
         elif kind == "tasks":
             from streamlsq.io.tasks import open_tasks as opener
         elif kind == "result":

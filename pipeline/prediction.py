@@ -15,9 +15,8 @@ from typing import Any, Unpack
 import xarray as xr
 
 from streamlsq.errors import InputError
-from streamlsq.io.results import open_result
 from streamlsq.io.tasks import CHUNK_TASKS
-from streamlsq.jobs import RunOptions
+from streamlsq.jobs import Run, RunOptions
 from streamlsq.mlr.predict import predict as predict_tasks
 from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.options.mlr import PREDICT
@@ -36,7 +35,7 @@ def _result_attrs(result, storage_options: dict | None) -> dict:
     (:func:`~streamlsq.io.results.open_result`: an incomplete store is refused)."""
     if isinstance(result, xr.Dataset):
         return dict(result.attrs)
-    return dict(open_result(result, storage_options=storage_options).attrs)
+    return dict(Run(storage_options=storage_options).open_input("result", result).attrs)
 
 
 def applies_to_rows(result, storage_options: dict | None = None) -> bool:

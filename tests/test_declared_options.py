@@ -17,6 +17,7 @@ from streamlsq.cli.options import DeclaredOption
 from streamlsq.errors import InputError
 from streamlsq.options import Param
 from streamlsq.options.fit import (
+    ALPHA_GIVEN_OR_ESTIMATED,
     CONVERT,
     COV_TYPES,
     FIT,
@@ -185,7 +186,7 @@ def _fit_interleaved_options():
     ("streamlsq.stream.fit:fit_stream", lambda: FIT),
     ("streamlsq.stream.apply:predict_stream", lambda: PREDICT_STREAM),
     ("streamlsq.stream.robust:robust_covariance", lambda: ROBUST),
-    ("streamlsq.stream.convert:convert", lambda: CONVERT),
+    ("streamlsq.conversion:convert", lambda: CONVERT),
     ("streamlsq.stream.interleaved:fit_interleaved", _fit_interleaved_options),
 ], ids=lambda v: v.split(":")[-1] if isinstance(v, str) else "")
 def test_the_functions_keywords_are_the_declarations(function, declared):
@@ -231,14 +232,18 @@ def test_the_statistics_alpha_and_interleaveds_mixing_weight_are_told_apart():
     ({"fit_intercept": "yes"}, "fit_intercept must be True or False or None, got 'yes'"),
     ({"formula": "y ~ a", "x": "a"}, "--formula names the features and the targets: leave "
                                      "out --x"),
+    ({"solver": "svd"}, "kf4lls: solver must be 'qr' or 'normal', got 'svd'"),
+    ({"forgetting": 1.5, "method": "rls"}, "rls: forgetting factor must be in (0, 1], got 1.5"),
+    ({"rate": -1.0, "method": "lms"}, "lms: rate must be"),
 ])
 def test_fit_stream_refuses_a_bad_option_before_it_opens_the_store(tmp_path, options,
                                                                    message):
     from streamlsq.stream.fit import fit_stream
 
     # the store does not exist: the refusal is the option's, not the store's
+    options = dict(options)
     with pytest.raises(InputError) as info:
-        fit_stream(tmp_path / "missing.zarr", "kf4lls", **options)
+        fit_stream(tmp_path / "missing.zarr", options.pop("method", "kf4lls"), **options)
     assert message in str(info.value)
 
 
@@ -247,3 +252,15 @@ def test_the_covariance_types_are_those_of_the_statistics():
 
     assert inference.COV_TYPES == COV_TYPES
     assert ROBUST.param("cov_type").choices == COV_TYPES[1:]
+
+
+@pytest.mark.parametrize("argv", [[], ["--alpha", "0.3", "--estimate-alpha", "means"]],
+                         ids=["neither", "both"])
+def test_interleaved_takes_alpha_or_its_estimate_before_anything_starts(tmp_path, no_cluster,
+                                                                        argv):
+    stores = [str(tmp_path / f"{role}.zarr") for role in "ab"]
+    result = CliRunner().invoke(main, ["fit", "interleaved", *stores, "--out",
+                                       str(tmp_path / "out.zarr"), "--test", "c.zarr", *argv])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [f"streamlsq: error: {ALPHA_GIVEN_OR_ESTIMATED}"]
+    assert list(tmp_path.iterdir()) == [] and no_cluster == []

@@ -22,8 +22,8 @@ import xarray as xr
 from streamlsq import fit_stream, robust_covariance, simulate_stream
 from streamlsq.io.formulas import DesignInput, DesignRows
 from streamlsq.io.parts import OpenedInput, RowsReader
+from streamlsq.io.sources import DatasetInput, DatasetRows, StoreInput, _open_input
 from streamlsq.io.stores import StoreRows
-from streamlsq.io.stream import DatasetInput, DatasetRows, StoreInput, _open_input
 from streamlsq.io.tables import TableInput, TableRows
 from streamlsq.kernels.recursions.contract import Recursion
 from streamlsq.kernels.recursions.registry import RECURSIONS

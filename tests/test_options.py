@@ -94,8 +94,7 @@ def test_the_command_line_converts_units_and_leaves_out_what_was_not_given():
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--engine", "fast"], "--engine: engine must be 'sequential' or 'scan', got 'fast'"),
-    (["--block-size", "x"], "--block-size: block_size must be a positive integer or None, "
-                            "got 'x'"),
+    (["--block-size", "x"], "--block-size: block_size must be a positive integer, got 'x'"),
     (["--segment-size", "nan"], "--segment-size must be a number of MB, got 'nan'"),
     (["--cov-type", "cluster"], "--cov-type cluster needs --groups"),
 ])
@@ -114,3 +113,24 @@ def test_an_integer_option_is_a_positive_integer_or_refused(value):
     except InputError:
         return
     assert checked is None or (type(checked) is int and checked > 0)
+
+
+RATES = Param("rates", None, "Step sizes.", type=float, gt=0, sequence=True, optional=True)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (0.5, (0.5,)), ([0.1, 2], (0.1, 2.0)), ((3,), (3.0,)), (None, None)])
+def test_a_sequence_of_numbers_is_a_tuple_of_them(value, expected):
+    assert RATES.check(value) == expected
+
+
+@pytest.mark.parametrize("value", [[], [0.1, 0], [0.1, float("nan")], "0.1", [True], [[1]]])
+def test_a_sequence_refuses_what_one_of_its_numbers_would(value):
+    with pytest.raises(ValueError, match="rates must be"):
+        RATES.check(value)
+
+
+def test_a_sequence_on_the_command_line_is_separated_by_commas():
+    assert RATES.check(RATES.from_command_line("0.001,0.01")) == (0.001, 0.01)
+    with pytest.raises(ValueError, match="got 'a,b'"):
+        RATES.check(RATES.from_command_line("a,b"))

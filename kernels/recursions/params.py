@@ -99,7 +99,9 @@ class Param:
     each); ``hidden`` keeps an option out of ``--help``; ``command_line=False`` keeps a
     parameter off the command line (a Python object, such as a client). ``canonical``
     turns the other spellings of a value into the one declared before it is checked
-    (``np.float32`` and ``"f4"`` into ``"float32"``).
+    (``np.float32`` and ``"f4"`` into ``"float32"``). ``sequence`` declares a value of one
+    or more numbers, each of ``type`` and within the interval (a tuple; on the command line,
+    separated by commas: ``--rates 0.001,0.01``).
 
     Examples
     --------
@@ -139,6 +141,7 @@ class Param:
     hidden: bool = False
     command_line: bool = True
     canonical: Callable[[Any], Any] | None = None
+    sequence: bool = False
 
     def replace(self, **changes) -> Param:
         """A copy with other fields (e.g. another default and help for another recursion)."""
@@ -209,6 +212,8 @@ class Param:
             if self.optional:
                 return None
             raise self.error(value)
+        if self.sequence:
+            return self._check_sequence(value)
         if self.nargs > 1:
             return self._check_numbers(value)
         if self.choices is not None and isinstance(value, str):
@@ -234,6 +239,17 @@ class Param:
         if self.type is object or isinstance(value, self.type):
             return value
         return None
+
+    def _check_sequence(self, value) -> tuple:
+        """One or more numbers (a number alone is one) as a tuple, each checked."""
+        values = (value,) if _number(value) is not None else value
+        try:
+            numbers = [self._check_scalar(v) for v in values]
+        except TypeError:  # not a number nor a sequence of them
+            raise self.error(value) from None
+        if not numbers or any(v is None for v in numbers):
+            raise self.error(value)
+        return tuple(numbers)
 
     def _inside(self, x: float) -> bool:
         return ((self.gt is None or x > self.gt) and (self.ge is None or x >= self.ge)
@@ -275,6 +291,9 @@ class Param:
             return self.parse(value)
         if self.multiple:
             return tuple(value) or None
+        if self.sequence and isinstance(value, str):
+            numbers = [_text_number(v) for v in value.split(",")]
+            return tuple(numbers) if None not in numbers else value  # check() refuses text
         if self.unit is not None and value is not None:
             number = _number(value) if not isinstance(value, str) else _text_number(value)
             if number is None or not np.isfinite(number) or abs(number * self.scale) >= 2**62:

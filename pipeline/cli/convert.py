@@ -32,7 +32,7 @@ def convert(table, out, **given):
       streamlsq convert 'flights-*.csv' --out flights.zarr --chunk-rows 100000
       streamlsq fit kf4lls flights.zarr --out fit.zarr --formula 'arr_delay ~ C(carrier)'
     """
-    from streamlsq.stream.convert import convert as run
+    from streamlsq.conversion import convert as run
 
     options = values(OPTIONS, given)  # refused before a cluster starts
     cluster = {key: options.pop(key, None) for key in CLUSTER.names}

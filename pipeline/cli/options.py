@@ -91,7 +91,7 @@ def values(options: Options, given: Mapping, *, check: bool = True) -> dict:
     for name, raw in given.items():
         if name not in options or raw is None or (raw == () and options.param(name).multiple):
             continue
-        p = options.param(name)
+        p = options.param(name).replace(optional=False)  # a value given is never None
         if p.type is bool and raw is False and p.default is False:
             continue
         try:

@@ -10,6 +10,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
+from streamlsq.io.sources import open_stream
 from streamlsq.io.stores import (
     array_names,
     dimension_names,
@@ -17,7 +18,6 @@ from streamlsq.io.stores import (
     open_group,
     unwritten_chunks,
 )
-from streamlsq.io.stream import open_stream
 from streamlsq.kernels.limits import largest_safe_magnitude
 from streamlsq.runtime.memory import fast_large_allocations
 

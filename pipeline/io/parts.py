@@ -1,13 +1,13 @@
 """The two parts every stream input is made of, as protocols: where its rows come from
 (:class:`RowsReader`) and the input opened to be read as a stream (:class:`OpenedInput`).
 
-:func:`~streamlsq.io.stream.open_stream` opens any input as an :class:`OpenedInput` — a Zarr
-store (:class:`~streamlsq.io.stream.StoreInput`), an xarray Dataset
-(:class:`~streamlsq.io.stream.DatasetInput`), a table (:class:`~streamlsq.io.tables.TableInput`)
+:func:`~streamlsq.io.sources.open_stream` opens any input as an :class:`OpenedInput` — a Zarr
+store (:class:`~streamlsq.io.sources.StoreInput`), an xarray Dataset
+(:class:`~streamlsq.io.sources.DatasetInput`), a table (:class:`~streamlsq.io.tables.TableInput`)
 or any of them read through a formula (:class:`~streamlsq.io.formulas.DesignInput`) — runs the
 same checks on the :class:`Column` of each selected variable, and keeps the
 :class:`RowsReader` the input gives (:class:`~streamlsq.io.stores.StoreRows`,
-:class:`~streamlsq.io.stream.DatasetRows`, :class:`~streamlsq.io.tables.TableRows`,
+:class:`~streamlsq.io.sources.DatasetRows`, :class:`~streamlsq.io.tables.TableRows`,
 :class:`~streamlsq.io.formulas.DesignRows`) in the source every worker reads from. Every
 implementation provides every member, each member of the same kind everywhere (a property
 is a property in every implementation), so that callers read them directly.

@@ -64,11 +64,11 @@ def given(value) -> bool:
 
 @dataclass(frozen=True)
 class Rule:
-    """A rule between options: when ``option`` is given (or equals ``value``), every option
-    of ``needs`` must be given (:attr:`GIVEN`) or equal the value stated, and no option of
-    ``excludes`` may be given. ``message`` words the refusal when the one built from the
-    declaration ("--groups goes with --cov-type cluster", "--resume needs --checkpoint")
-    is not the one wanted.
+    """A rule between options: when ``option`` is given (or equals ``value``; ``None``: when
+    it is not given), every option of ``needs`` must be given (:attr:`GIVEN`) or equal the
+    value stated, and no option of ``excludes`` may be given. ``message`` words the refusal
+    when the one built from the declaration ("--groups goes with --cov-type cluster",
+    "--resume needs --checkpoint") is not the one wanted.
     """
 
     GIVEN = _Given()

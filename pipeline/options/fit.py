@@ -153,6 +153,8 @@ INTERLEAVED = Options(
     Param("estimate_alpha", None, "Estimate alpha from the column moments of A, B and --test C "
           "instead of giving --alpha.", type=str, choices=ALPHA_ESTIMATORS, optional=True),
     rules=[Rule("alpha", excludes=("estimate_alpha",), message=ALPHA_GIVEN_OR_ESTIMATED),
+           Rule("alpha", None, needs={"estimate_alpha": Rule.GIVEN},
+                message=ALPHA_GIVEN_OR_ESTIMATED),
            Rule("estimate_alpha", needs={"test": Rule.GIVEN},
                 message="--estimate-alpha needs the test population (--test C): alpha is "
                         "estimated from the column moments of A, B and C")],

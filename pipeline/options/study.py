@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from streamlsq.options import Options, Param
-from streamlsq.options.common import SEED, comma_numbers
+from streamlsq.options.common import SEED
 from streamlsq.options.run import OUTPUT
 
 __all__ = ["DEMO", "EVERY_STUDY", "EXAMPLE", "EXAMPLE_NAMES", "STUDY", "STUDY_OPTIONS"]
@@ -53,9 +53,8 @@ STUDY_OPTIONS = {
                "20)."),
         _count("epochs", 1, "[lms] epochs of the convergence runs (default 200; quick 20)."),
         Param("rates", None, "[lms] constant step sizes (default 0.001,0.005,0.01).",
-              type=object, optional=True, parse=comma_numbers("--rates"),
-              metavar="R1,R2,...", label="--rates",
-              requirement="positive step sizes separated by commas"),
+              type=float, gt=0, sequence=True, optional=True, metavar="R1,R2,...",
+              label="--rates", requirement="positive step sizes separated by commas"),
     ),
     "bfgs": Options(
         _count("streams", 2, "[bfgs] streams per case (default 200; quick 20)."),

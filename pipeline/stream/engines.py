@@ -34,7 +34,7 @@ from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import Checkpoint
-from streamlsq.io.stream import StreamSource
+from streamlsq.io.sources import StreamSource
 from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import BadRowError, Recursion, ScanRecursion

@@ -405,7 +405,9 @@ def set_options(job: Job, declared: Options, given: dict) -> None:
 def check_fit_options(job: StreamFit) -> None:
     """``job``'s declared options checked (:meth:`Options.check`), each from the
     recursion's parameters when the recursion took it (:func:`sort_options`), else from
-    the attribute of its name; the values converted kept where they were."""
+    the attribute of its name, then the value of each parameter the recursion declares
+    (the rules between them are the recursion's constructor's, once the store's attributes
+    are known); the values converted kept where they were."""
     checked = job.options.check({n: job.params[n] if n in job.params else getattr(job, n)
                                  for n in job.options.names})
     for name, value in checked.items():
@@ -413,6 +415,14 @@ def check_fit_options(job: StreamFit) -> None:
             job.params[name] = value
         else:
             setattr(job, name, value)
+    if isinstance(job.method, str) and job.method in RECURSIONS:  # its parameters' values
+        declaration = RECURSIONS.declaration(job.method)
+        for p in declaration.params:
+            if job.params.get(p.name) is not None and p.name not in job.options:
+                try:
+                    job.params[p.name] = p.check(job.params[p.name])
+                except ValueError as exc:
+                    raise InputError(f"{declaration.name}: {exc}") from None
 
 
 def fit_checkpoint(job: StreamFit, directory, fingerprint, resume, inputs):

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 
 from streamlsq.io.formulas import DesignRows
-from streamlsq.io.stream import StreamSource
+from streamlsq.io.sources import StreamSource
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
 __all__ = ["FitInputs"]
@@ -103,7 +103,7 @@ class FitInputs:
         )
 
     def stream_options(self) -> dict:
-        """The options of :func:`~streamlsq.io.stream.open_stream` that read rows as the fit
+        """The options of :func:`~streamlsq.io.sources.open_stream` that read rows as the fit
         read them: through its formula with its levels, or its variables."""
         options = {"sample_dim": self.sample_dim, "fit_intercept": self.intercept,
                    "weights": self.weights, "groups": self.groups, "missing": self.missing}

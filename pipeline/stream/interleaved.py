@@ -24,7 +24,7 @@ import xarray as xr
 from distributed import Client
 
 from streamlsq.errors import InputError
-from streamlsq.io.stream import StreamSource
+from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Run, RunOptions
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.kernels.recursions.interleaved import (
@@ -41,7 +41,6 @@ from streamlsq.kernels.recursions.interleaved import (
 from streamlsq.options import Options
 from streamlsq.options.fit import (
     ALPHA_ESTIMATORS,
-    ALPHA_GIVEN_OR_ESTIMATED,
     INTERLEAVED,
     fit_options,
 )
@@ -258,10 +257,6 @@ class InterleavedFit(StreamFit):
     #: and α given or estimated (the mixing weight in place of the statistics' alpha)
     options: ClassVar[Options] = fit_options(InterleavedKF4LLS.params, several=True,
                                              own=INTERLEAVED)
-
-    def check(self) -> None:
-        if self.params.get("alpha") is None and self.estimate_alpha is None:
-            raise InputError(ALPHA_GIVEN_OR_ESTIMATED)  # both: a declared rule
 
     def open(self, run) -> list:
         given = self.params.get("alpha")

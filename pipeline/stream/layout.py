@@ -7,7 +7,7 @@ import numpy as np
 import xarray as xr
 
 from streamlsq.errors import InputError
-from streamlsq.io.stream import StreamSource
+from streamlsq.io.sources import StreamSource
 from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.recursions.contract import Recursion
 from streamlsq.stream.engines import Trajectory

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from streamlsq.io.stream import StreamSource
+from streamlsq.io.sources import StreamSource
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.kernels.recursions.shuffle import chunk_row_permutation, epoch_chunk_order
 

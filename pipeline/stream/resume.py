@@ -25,7 +25,7 @@ import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import EntryCheckpoint, merge_spans
-from streamlsq.io.stream import StreamSource
+from streamlsq.io.sources import StreamSource
 from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.plans import StreamPlan
 

@@ -30,7 +30,7 @@ from typing import Any, Unpack
 import xarray as xr
 
 from streamlsq.errors import InputError
-from streamlsq.io.stream import StreamSource
+from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Job, Pass, Run, RunOptions
 from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion

@@ -58,16 +58,6 @@ def _schedules(rates: Sequence[float]):
     return out
 
 
-def _check_rates(rates) -> tuple[float, ...]:
-    try:
-        rates = tuple(float(r) for r in rates)
-    except (TypeError, ValueError):
-        raise InputError(f"--rates must be numbers, got {rates!r}") from None
-    if not rates or not all(np.isfinite(r) and r > 0 for r in rates):
-        raise InputError(f"--rates must be positive step sizes, got {list(rates)}")
-    return rates
-
-
 def lms_demonstration(seed: int = 0, rates: Sequence[float] = DEFAULT_RATES,
                       epochs: int = max(DEMO_EPOCHS)):
     """The paper's demonstration on one cloud per curvature (computed here, it is tiny).
@@ -87,7 +77,7 @@ def lms_demonstration(seed: int = 0, rates: Sequence[float] = DEFAULT_RATES,
     )
 
     seed = common.check_seed(seed)
-    rates = _check_rates(rates)
+    rates = common.check_option("lms", "rates", rates)
     weights, fits, clouds = [], [], {}
     for curvature in CURVATURES:
         # the same generator state for both clouds: they share x and the noise
@@ -143,7 +133,7 @@ def lms_convergence_table(seed: int = 0, clouds: int = 200, epochs: int = 200,
     seed = common.check_seed(seed)
     clouds = common.check_option("lms", "clouds", clouds)
     epochs = common.check_option("lms", "epochs", epochs)
-    schedules = _schedules(_check_rates(rates))
+    schedules = _schedules(common.check_option("lms", "rates", rates))
     sizes = common.batch_sizes(clouds, BATCH_CLOUDS)
     parts = common.run_batches(
         _convergence_batch, [(seed, i, n, schedules, epochs) for i, n in enumerate(sizes)],
@@ -319,7 +309,7 @@ def run_lms(out: str | os.PathLike, quick: bool = False, seed: int = 0, client=N
     sizes = QUICK if quick else FULL
     clouds = given["clouds"] or sizes["clouds"]
     epochs = given["epochs"] or sizes["epochs"]
-    rates = _check_rates(DEFAULT_RATES if rates is None else rates)
+    rates = common.check_option("lms", "rates", DEFAULT_RATES if rates is None else rates)
     seed = given["seed"]
 
     def compute(cl, progress) -> StudyOutput:

@@ -542,7 +542,11 @@ class _PausedWatch(threading.Thread):
         if any(now - t >= stable for t in self._seen.values()):
             self._alive_at = now
             return False
-        return now - self._alive_at >= self.no_workers
+        # A worker first seen at this poll gets one chance to prove itself stable: on a
+        # loaded machine the first poll can come later than the timeout itself, and a
+        # worker that was running all along must not count as none.
+        fresh = any(t == now for t in self._seen.values())
+        return now - self._alive_at >= self.no_workers + (stable if fresh else 0.0)
 
     def run(self):
         since = None

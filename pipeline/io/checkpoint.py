@@ -598,6 +598,10 @@ def _row_variables(src) -> set[str]:
 
 
 def _has_array(src, name: str) -> bool:
+    """Whether ``src`` has stamps of ``name``'s chunks: a store's array, or a table's
+    column (its parts' stamps)."""
+    if getattr(getattr(src, "rows", None), "from_table", False):
+        return True
     try:
         src.array(name)
     except Exception:

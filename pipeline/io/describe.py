@@ -30,8 +30,14 @@ __all__ = ["check_values", "describe", "store_kind"]
 DATA_VARIABLES = {"X", "y", "task_ptr"}
 
 
+#: the kind of a table written as a store by ``streamlsq convert`` (data, not a result)
+CONVERTED = "converted table"
+
+
 def store_kind(g: zarr.Group) -> str:
     names = set(g.array_keys())
+    if g.attrs.get("method") == "convert":  # provenance attributes, like a result's
+        return CONVERTED
     if "method" in g.attrs:
         return "result"
     if "task_ptr" in names:
@@ -52,7 +58,8 @@ def describe(path: str) -> str:
     for name in sorted(names):
         a = get_array(g, str(path), name)
         # zarr does not store chunks equal to the fill value: only input data must be whole
-        gaps = unwritten_chunks(a).count if name in DATA_VARIABLES and kind != "result" else 0
+        gaps = unwritten_chunks(a).count if name in DATA_VARIABLES and \
+            kind not in ("result", CONVERTED) else 0
         missing = f", {gaps} chunks MISSING" if gaps else ""
         lines.append(
             f"  {name:<14} {str(dimension_names(a)):<28} {str(a.shape):<18} {str(a.dtype):<8} "
@@ -70,9 +77,11 @@ def describe(path: str) -> str:
             f"target(s), {len(src.chunk_edges()) - 1} chunks of {src.chunk_rows} rows, "
             f"block size {src.block_size}"
         )
-    elif kind == "result":
+    elif kind in ("result", CONVERTED):
         state = "complete" if g.attrs.get("complete") is True else "INCOMPLETE (interrupted run)"
-        lines.append(f"  result of {g.attrs.get('method')}: {state}")
+        what = f"table {g.attrs.get('input')} converted" if kind == CONVERTED else \
+            f"result of {g.attrs.get('method')}"
+        lines.append(f"  {what}: {state}")
     return "\n".join(lines)
 
 

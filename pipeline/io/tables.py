@@ -18,8 +18,10 @@ is, and a prediction's output chunks one to one with the tasks that write them.
 
 What identifies the rows read (``--resume``): the files' sizes and modification stamps (an
 object's ETag) and, for Parquet, each row group's rows and bytes, in the input's token; a
-DataFrame's token is a hash of its values. ``--continue-from`` is refused in one line: a table
-that grew is written as a store (``streamlsq convert``) to be continued.
+DataFrame's token is a hash of its values. A checkpoint also stamps each part with a hash of
+its local file's bytes (:meth:`TableRows.chunk_stamps`), so a file replaced by one of the
+same size and time is refused when committed work read it. ``--continue-from`` is refused in
+one line: a table that grew is written as a store (``streamlsq convert``) to be continued.
 """
 
 from __future__ import annotations
@@ -208,11 +210,28 @@ class TableRows:
 
     def chunk_stamps(self, names) -> dict:
         """(first row, end row, stamp) of each part, the same for every column: the stamp of
-        its file(s) and, for a row group, its rows and bytes; none for a DataFrame."""
+        its file(s) and, for a row group, its rows and bytes, then the hash of the bytes of
+        its local file(s) (:func:`content_digest`; a file replaced by one of the same size
+        and time, ``rsync -t``, is told apart); none for a DataFrame. A checkpoint stamps
+        its inputs with these when it starts and compares them when it resumes: each local
+        file of the table is read once then."""
         if not self.stamps:
             return {}
-        entries = [(int(a), int(b), s) for a, b, s in zip(self.edges[:-1], self.edges[1:],
-                                                            self.stamps, strict=True)]
+        digests: dict[str, str] = {}
+
+        def content(file: str) -> str:
+            if file not in digests:
+                digests[file] = content_digest(file)
+            return digests[file]
+
+        if self.kind == "parquet":
+            contents = [content(file) for file, _group in self.parts]
+        else:  # a CSV file's byte ranges: the hash of every file of the table
+            whole = ",".join(content(file) for file, _ in _list_files(
+                self.path, self.storage_options, CSV_SUFFIXES))
+            contents = [whole] * len(self.parts)
+        entries = [(int(a), int(b), f"{s}:{c}") for a, b, s, c in zip(
+            self.edges[:-1], self.edges[1:], self.stamps, contents, strict=True)]
         return {name: entries for name in names}
 
     def read_variable(self, name: str) -> np.ndarray | None:
@@ -352,6 +371,19 @@ def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
     rows = TableRows("parquet", tuple(parts), _edges(sizes), text, text, token,
                      _virtual_chunk(sizes), storage_options=options, stamps=tuple(stamps))
     return rows, dtypes
+
+
+def content_digest(file: str) -> str:
+    """A hash of the bytes of the local ``file`` (SHA-256, read once in blocks); ``""`` for
+    an object of an object store, whose stamp is already its ETag (the store's hash of its
+    content); ``"unreadable"`` if it cannot be read (it differs from any stamp taken)."""
+    if is_url(file):
+        return ""
+    try:
+        with open(file, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()[:24]
+    except OSError:
+        return "unreadable"
 
 
 def _digest(parts) -> str:

@@ -22,6 +22,7 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
 from streamlsq.io.sources import StreamSource
+from streamlsq.io.stores import DROP_REMEDY
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.inference.prediction import PREDICTION_COLUMNS, prediction_intervals
 from streamlsq.kernels.recursions.registry import RECURSIONS
@@ -38,13 +39,29 @@ def is_stream_fit(attrs: dict) -> bool:
     return str(attrs.get("method", "")) in RECURSIONS.stream_methods()
 
 
+#: what a refused NaN in the new rows advises: a prediction has no ``--missing``
+PREDICT_REMEDY = ("remove or impute the missing values, or leave their rows out of DATA: "
+                  "predict gives every row a prediction (it has no --missing)")
+
+
+def _read_new_rows(read, a: int, b: int) -> np.ndarray:
+    """``read(a, b)`` (the new rows' features or targets); a refused NaN advises what
+    predict offers, not a fit's ``--missing drop``."""
+    try:
+        return read(a, b)
+    except InputError as exc:
+        if DROP_REMEDY not in str(exc):
+            raise
+        raise InputError(str(exc).replace(DROP_REMEDY, PREDICT_REMEDY)) from None
+
+
 def _apply_chunk(source: StreamSource, a: int, b: int, W: np.ndarray, store,
                  intervals: dict | None = None):
-    X = source.read_features(a, b)
+    X = _read_new_rows(source.read_features, a, b)
     out = {"yhat": X @ W}
     sums = {"sse": np.zeros(W.shape[1]), "rows": 0}
     if source.y_vars:
-        out["residual"] = source.read_targets(a, b) - out["yhat"]
+        out["residual"] = _read_new_rows(source.read_targets, a, b) - out["yhat"]
         sums = {"sse": (out["residual"]**2).sum(axis=0), "rows": b - a}
     if intervals is not None:  # statsmodels' summary frame: the mean is yhat
         frame = prediction_intervals(X, W, **intervals)

@@ -237,7 +237,7 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
     for name in ("nobs", "df_model", "df_resid", "rsquared", "rsquared_adj", "fvalue",
                  "f_pvalue", "llf", "aic", "bic", "scale", "ssr"):
         if name in ds:
-            value = ds[name].sel(target=label).item()
+            value = ds[name].sel(target=label).values.item()  # a lazy array too
             out[name] = int(value) if name == "nobs" else float(value)
     out.update({"rows_dropped": int(a.get("rows_dropped", 0)),
                 "cov_type": a.get("cov_type", "nonrobust"),
@@ -288,7 +288,7 @@ def wald_test(result, constraints, q=None, *, target=None) -> WaldTest:
         R = np.atleast_2d(np.asarray(constraints, np.float64))
         q = np.zeros(R.shape[0]) if q is None else np.asarray(q, np.float64)
     df_denom = float(ds.attrs.get("df_resid_inference",
-                                  ds.df_resid.sel(target=label).item()))
+                                  ds.df_resid.sel(target=label).values.item()))
     try:
         return wald_f_test(ds.coef.isel(step=-1).sel(target=label).values,
                            ds.cov_params.sel(target=label).values, R, q, df_denom)

@@ -333,18 +333,39 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
-def check_design_size(n_columns: int, formula: str, label: str) -> None:
-    """Refuse a design of ``n_columns`` columns whose fit's p x p state (float64, the
-    intercept's column included) would exceed the dask config
+def check_design_size(n_columns: int, formula: str, label: str, least: bool = False) -> None:
+    """Refuse a design of ``n_columns`` columns (``least``: at least so many) whose fit's
+    p x p state (float64, the intercept's column included) would exceed the dask config
     ``streamlsq.design-state-bytes``: before the design is built or a state allocated."""
     limit = _state_limit()
     need = 8 * (n_columns + 1) ** 2
     if need > limit:
-        raise InputError(f"{label}: the formula {formula!r} makes {n_columns} columns: a "
+        many = "at least " if least else ""
+        raise InputError(f"{label}: the formula {formula!r} makes {many}{n_columns} columns: a "
                          f"fit's {n_columns + 1} x {n_columns + 1} state would need "
                          f"{_gib(need)}, above the limit of {_gib(limit)} (dask config "
                          "streamlsq.design-state-bytes, DASK_STREAMLSQ__DESIGN_STATE_BYTES); "
                          "fewer levels or terms, or raise the limit")
+
+
+def least_columns(formula: str, levels: dict) -> int:
+    """The fewest columns formulaic can make of ``formula``'s right-hand side given the
+    ``levels`` of its categorical columns, counted without building anything: per term
+    (the intercept left out) the product over its factors of a categorical column's levels
+    less the reference level, 1 for a number (formulaic makes each factor's full or
+    reduced coding, so this is exact for treatment coding beside an intercept)."""
+    total = 0
+    for term in parse(formula).rhs:
+        if str(term) == "1":
+            continue
+        width = 1
+        for factor in term.factors:
+            read: set = set()
+            _factor_columns(factor, read, set())
+            for name in sorted(read & set(levels)):
+                width *= max(len(levels[name]) - 1, 1)
+        total += width
+    return total
 
 
 @dataclass(frozen=True)
@@ -481,6 +502,8 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
             raise InputError(f"{label}: column '{missing[0]}' is a category the fit's design "
                              "does not know")
         levels = {n: tuple(levels[n]) for n in categorical}
+    check_design_size(least_columns(formula, {n: levels[n] for n in categorical
+                                              if n in rhs_vars}), formula, label, least=True)
     draft = Design(formula, tuple((n, tuple(levels[n])) for n in categorical), (), (), False,
                    rhs_vars, lhs_vars, (), None)
     # the specs are built on a few rows: the levels are the categories' own, every transform

@@ -237,13 +237,19 @@ def _factor_columns(factor, columns: set, categorical: set) -> None:
     _walk(code, columns, categorical, aliases)
 
 
-@lru_cache(maxsize=64)
 def check_formula(formula: str) -> FormulaColumns:
     """The columns ``formula`` reads, once its every factor is checked to be a column, a
     number, arithmetic, ``I()``, ``C(column)`` or a declared transform (:data:`TRANSFORMS`):
     anything else is refused in one line naming it, and nothing of the formula is evaluated
     (formulaic's parser splits it into terms and factors, Python's ``ast`` parses a factor's
     expression, neither runs it)."""
+    if not isinstance(formula, str):
+        raise InputError(f"formula must be 'response ~ terms', got {formula!r}")
+    return _checked(formula)
+
+
+@lru_cache(maxsize=64)
+def _checked(formula: str) -> FormulaColumns:
     parsed = parse(formula)
     sides = {}
     for side in ("rhs", "lhs"):

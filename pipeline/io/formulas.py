@@ -2,31 +2,33 @@
 (``arr_delay ~ dep_delay + C(carrier) + np.log(distance) + hour:origin``), with formulaic
 (``docs/tables.md#formulas``).
 
-A formula is evaluated chunk by chunk, so its design matrix must be the same in every chunk:
-the levels of every categorical column are found before the fit by one parallel pass over the
-rows (or read from a pandas category), formulaic's ``ModelSpec`` is built once from the first
-rows with those levels, and every chunk is encoded by that spec. Rows with a missing value in
-any column the formula reads reach the engines as rows of NaN, where ``missing=`` refuses them
-(naming the row) or drops them, as for any input. A level the spec has not seen (new rows
-given to a fit's prediction) is refused in one line naming the level and the column.
+A formula is evaluated chunk by chunk, so its design matrix must be the same in every chunk: the
+levels of every categorical column are found before the fit by one parallel pass over the rows
+(or read from a pandas category), formulaic's ``ModelSpec`` is built once from the first few
+rows with those levels (:data:`SPEC_ROWS`; a design too wide for a fit's state is refused
+before, :func:`check_design_size`), and every chunk is encoded by that spec. Rows with a missing
+value in any column the formula reads reach the engines as rows of NaN, where ``missing=``
+refuses them (naming the row) or drops them, as for any input. A level the spec has not seen
+(new rows given to a fit's prediction) is refused in one line naming the level and the column.
 
-The formula's intercept is the fit's: its ``Intercept`` column is left out of the design and
-the fit prepends its own constant column (``fit_intercept``), so that the statistics know the
-model has one. A result keeps the formula, the levels and the contrast coding of each factor
-(``formula``, ``formula_levels``, ``formula_contrasts``, in the record of what a fit read:
-``streamlsq.stream.fit_inputs``): the result alone rebuilds the design.
+The formula's intercept is the fit's: its ``Intercept`` column is left out of the design and the
+fit prepends its own constant column (``fit_intercept``), so that the statistics know the model
+has one; it is labelled ``Intercept``, as formulaic labels it. A result keeps the formula, the
+levels and the contrast coding of each factor (``formula``, ``formula_levels``,
+``formula_contrasts``, in the record of what a fit read: ``streamlsq.stream.fit_inputs``): the
+result alone rebuilds the design.
 
-Stateful transforms whose state depends on the rows they see (``center``, ``scale``, splines
-and polynomials) would differ from chunk to chunk: they are refused.
+Stateful transforms whose state depends on the rows they see (``center``, ``scale``, splines and
+polynomials) would differ from chunk to chunk: they are refused.
 
-A formula is data, never code (``docs/tables.md#formulas``): formulaic's parser splits it into
-terms and factors, and every factor is checked (:func:`check_formula`) before anything is
-evaluated or opened — a column name, a number, an ``I()`` of arithmetic on columns and
-numbers, a ``C()`` of a column, and the transforms declared once in :data:`TRANSFORMS`; any
-other name, attribute, subscript, call, lambda or string is refused in one line naming it.
-The design is then built by formulaic's materializer in a namespace holding only those
-transforms (:func:`namespace`). A formula a result keeps is checked the same way when the
-result is read (``open_result``, ``predict``, ``info --check``).
+A formula is data, never code (``docs/tables.md#formula-grammar``): formulaic's parser splits it
+into terms and factors, and every factor is checked (:func:`check_formula`) before anything is
+evaluated or opened — a column name, a number, an ``I()`` of arithmetic on columns and numbers,
+a ``C()`` of a column, and the transforms declared once in :data:`TRANSFORMS`; any other name,
+attribute, subscript, call, lambda or string is refused in one line naming it. The design is
+then built by formulaic's materializer in a namespace holding only those transforms
+(:func:`namespace`). A formula a result keeps is checked the same way when the result is read
+(``open_result``, ``predict``, ``info --check``).
 """
 
 from __future__ import annotations

@@ -197,6 +197,9 @@ def test_the_intercept_alone_fits_as_statsmodels(engine, client):
     assert list(ds.feature.values) == ["Intercept"]
     np.testing.assert_allclose(ds.coef.values[-1, 0, 0], ols.params["Intercept"], rtol=1e-12)
     np.testing.assert_allclose(ds.bse.values[0, 0], ols.bse["Intercept"], rtol=1e-9)
+    for rows in (frame, frame[["x1"]]):  # new rows with and without the response
+        pred = predict_stream(ds, rows, client=client, progress=False)
+        np.testing.assert_allclose(pred.yhat.values[:, 0], ols.predict(frame), rtol=1e-12)
     with pytest.raises(InputError, match=r"'y ~ 0' makes no column \(no term and no intercept"):
         fit_stream(frame, formula="y ~ 0", client=client, progress=False)
 

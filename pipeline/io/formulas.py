@@ -688,15 +688,21 @@ class DesignInput:
                 raise InputError(f"{self.label}: column '{name}' of the formula "
                                  f"{self.formula!r} is missing (found: {self.found or 'none'})")
         per_row = [n for n in names if n not in (DESIGN, RESPONSE)]
-        raw = self.inner.columns(tuple(dict.fromkeys((*used, *per_row))), dim)
+        # the column that counts the rows: the formula's first, else (the intercept alone,
+        # y ~ 1, on new rows without y) any of the input's
+        counter = used[:1] or tuple(sorted(self.inner.members, key=str))[:1]
+        if not counter:
+            raise InputError(f"{self.label}: holds no column to count the rows of the formula "
+                             f"{self.formula!r}")
+        raw = self.inner.columns(tuple(dict.fromkeys((*used, *counter, *per_row))), dim)
         for name in used:
             if raw[name].dims[:1] != (dim,) or len(raw[name].shape) != 1:
                 raise InputError(f"{self.label}: column '{name}' of the formula has dims "
                                  f"{raw[name].dims}, expected ('{dim}',): one value per row")
         read = self.inner.as_read({n: raw[n] for n in used}, labels=used)
         kinds = {n: np.dtype(c.dtype).kind in "iufb" for n, c in read.items()}
-        n = raw[used[0]].n_rows if used else 0
-        self.chunk = self.inner.chunk_rows(used[0], n, max(len(used), 1))
+        n = raw[counter[0]].n_rows
+        self.chunk = self.inner.chunk_rows(counter[0], n, max(len(used), 1))
         self.inner_rows = self.inner.rows(self.chunk)
         categories = {name: self.inner.categories(name) for name in used}
         self.design = build_design(self.formula, self.inner_rows, self.label, n, self.chunk,

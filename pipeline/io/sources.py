@@ -584,7 +584,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
             raise InputError(f"{table.label}: variable '{name}' has dims "
                              f"{columns[name].dims}, expected ('{dim}',): one value per row")
     columns = table.as_read(columns, labels=(groups,) if groups else ())
-    n, width, n_targets, y_is_vector = _column_counts(table.label, columns, x_vars, y_vars)
+    n, width, n_targets, y_is_vector = _column_counts(table.label, columns, x_vars, y_vars,
+                                                      formula is not None and fit_intercept)
     table.check_complete()
     labels = ColumnLabels(
         _labels(x_vars, columns, table),
@@ -666,11 +667,12 @@ def _labels(names, columns: dict[str, Column], table: OpenedInput) -> tuple:
     return tuple(out)
 
 
-def _column_counts(label: str, columns: dict[str, Column], x_vars, y_vars
-                   ) -> tuple[int, int, int, bool]:
+def _column_counts(label: str, columns: dict[str, Column], x_vars, y_vars,
+                   intercept_alone: bool = False) -> tuple[int, int, int, bool]:
     """Rows, feature columns and target columns of the variables ``columns`` (1-D: one
     column, 2-D: its other axis), and whether y is one 1-D variable; refuses variables of
-    different lengths and a stream without rows or features."""
+    different lengths and a stream without rows or features (but for a formula's intercept
+    alone, ``intercept_alone``: ``y ~ 1``)."""
     first = columns[x_vars[0]]
     n = first.n_rows
     for name, column in columns.items():
@@ -681,7 +683,7 @@ def _column_counts(label: str, columns: dict[str, Column], x_vars, y_vars
     def width(names) -> int:
         return int(sum(columns[v].width for v in names))
 
-    if n == 0 or width(x_vars) == 0:
+    if n == 0 or (width(x_vars) == 0 and not intercept_alone):
         raise InputError(f"{label}: variable '{x_vars[0]}' is empty (shape {first.shape})")
     if y_vars and width(y_vars) == 0:
         raise InputError(f"{label}: variable '{y_vars[0]}' has no target column (shape "

@@ -29,6 +29,7 @@ from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.runtime.progress import track_futures
 from streamlsq.stream.fit_inputs import FitInputs
+from streamlsq.stream.layout import intercept_label
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["StreamPrediction", "is_stream_fit", "predict_stream"]
@@ -132,10 +133,11 @@ class FitCoefficients:
     method: str
     labels: list[str]
     target: np.ndarray
+    formula: str | None = None
 
     @property
     def intercept(self) -> bool:
-        return bool(self.labels) and self.labels[0] == "intercept"
+        return bool(self.labels) and self.labels[0] == intercept_label(self.formula)
 
 
 def fit_coefficients(fit: xr.Dataset, step: int | None, shown: str) -> FitCoefficients:
@@ -154,7 +156,8 @@ def fit_coefficients(fit: xr.Dataset, step: int | None, shown: str) -> FitCoeffi
     return FitCoefficients(
         W=np.asarray(coef.transpose("feature", "target").values, dtype=np.float64),
         step=int(coef.step), method=attrs["method"],
-        labels=[str(v) for v in fit.feature.values], target=fit.target.values)
+        labels=[str(v) for v in fit.feature.values], target=fit.target.values,
+        formula=attrs.get("formula") or None)
 
 
 def prediction_uncertainty(fit: xr.Dataset, step: int, alpha: float | None,

@@ -415,6 +415,8 @@ def check_fit_options(job: StreamFit) -> None:
             job.params[name] = value
         else:
             setattr(job, name, value)
+    if job.formula is not None:  # a formula is data: checked before anything is opened
+        check_formula_intercept(job.method, job.formula)
     if isinstance(job.method, str) and job.method in RECURSIONS:  # its parameters' values
         declaration = RECURSIONS.declaration(job.method)
         for p in declaration.params:
@@ -512,6 +514,27 @@ def unchanged_result(previous: xr.Dataset, continue_from) -> xr.Dataset:
     return ds
 
 
+#: why a recursion whose intercept is part of its model takes no intercept of the data's
+NO_INTERCEPT = {"basis": "the constant function is one of its basis functions",
+                "centred": "its blocks are centred"}
+
+
+def check_formula_intercept(method, formula: str) -> None:
+    """Check ``formula`` (:func:`~streamlsq.io.formulas.check_formula`: any name, call or
+    attribute outside the declared transforms refused, nothing evaluated), and refuse an
+    intercept in it for a recursion whose model has its own (IRMA's basis, interleaved
+    KF4LLS' centred blocks), naming the formula."""
+    from streamlsq.io.formulas import check_formula, formula_intercept
+
+    check_formula(formula)
+    cls = type(method) if isinstance(method, Recursion) else RECURSIONS.get(method)
+    if cls is not None and cls.intercept_kind in NO_INTERCEPT and \
+            formula_intercept(formula, None):
+        raise InputError(f"{cls.name}: the formula {formula!r} has an intercept (formulas "
+                         f"have one unless '- 1' removes it), but "
+                         f"{NO_INTERCEPT[cls.intercept_kind]}: write '- 1' in the formula")
+
+
 def intercept_options(method, fit_intercept, params: dict) -> tuple[bool, dict]:
     """(whether the reading path prepends a constant column, the recursion's parameters)
     for ``fit_intercept``, as the recursion declares it (``intercept_kind``): the column
@@ -523,9 +546,7 @@ def intercept_options(method, fit_intercept, params: dict) -> tuple[bool, dict]:
     kind = cls.intercept_kind
     if kind in ("basis", "centred"):
         if fit_intercept:
-            why = ("the constant function is one of its basis functions" if kind == "basis"
-                   else "its blocks are centred")
-            raise InputError(f"{cls.name}: --intercept does not apply: {why}")
+            raise InputError(f"{cls.name}: --intercept does not apply: {NO_INTERCEPT[kind]}")
         return False, params
     flag = cls.default_intercept if fit_intercept is None else bool(fit_intercept)
     if kind == "kernel":

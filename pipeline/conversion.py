@@ -3,8 +3,10 @@ fastest repeated fits: one 1-D variable per column along ``row``, chunked, the d
 
 Numbers are stored as float64 (a missing value as NaN, which xarray and streamlsq read as
 missing); strings as Zarr strings (a missing one as the empty string, as xarray writes it),
-with their sorted levels in the variable's ``categories`` attribute, so that a formula reads
-them without a pass. One Dask task reads the rows of one chunk of the store (from the parts
+with their sorted levels (a pandas category's in its order) in the variable's ``categories``
+attribute and the rows they were found over in ``categories_rows``, so that a formula reads
+them without a pass until the store grows. Every chunk is written, also one of missing
+values alone (zarr would leave it out, and the store would read as incomplete). One Dask task reads the rows of one chunk of the store (from the parts
 of the table it overlaps) and writes them: the table never passes through the client.
 """
 

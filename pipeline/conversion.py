@@ -6,8 +6,9 @@ missing); strings as Zarr strings (a missing one as the empty string, as xarray 
 with their sorted levels (a pandas category's in its order) in the variable's ``categories``
 attribute and the rows they were found over in ``categories_rows``, so that a formula reads
 them without a pass until the store grows. Every chunk is written, also one of missing
-values alone (zarr would leave it out, and the store would read as incomplete). One Dask task reads the rows of one chunk of the store (from the parts
-of the table it overlaps) and writes them: the table never passes through the client.
+values alone (zarr would leave it out, and the store would read as incomplete). One Dask
+task reads the rows of one chunk of the store (from the parts of the table it overlaps) and
+writes them: the table never passes through the client.
 """
 
 from __future__ import annotations

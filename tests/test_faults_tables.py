@@ -267,3 +267,15 @@ def test_group_labels_of_mixed_types_are_named(client):
     ds = fit_stream(frame.assign(g=frame.g.astype(str)), x="x", y="y", groups="g",
                     cov_type="cluster", client=client, progress=False)
     assert np.isfinite(ds.bse.values).all()
+
+
+def test_frames_of_no_rows_or_duplicate_names_are_refused(client):
+    frame = _frame(30)
+    with pytest.raises(InputError) as err:
+        fit_stream(frame.iloc[:0], formula="y ~ x", client=client)
+    assert str(err.value) == "pandas DataFrame: the table has no rows (columns: y, x, k)"
+    twice = pd.concat([frame[["y", "x"]], frame[["x"]]], axis=1)
+    with pytest.raises(InputError) as err:
+        fit_stream(twice, x="x", y="y", client=client)
+    assert str(err.value) == ("pandas DataFrame: the column name 'x' appears 2 times; the "
+                              "columns of a table need distinct names")

@@ -628,20 +628,28 @@ class TableInput:
 
 
 def open_table(data, storage_options: dict | None = None) -> TableInput:
-    """A table (see :func:`is_table`) opened and its parts counted."""
+    """A table (see :func:`is_table`) opened and its parts counted; refused when it has no
+    rows."""
     kind = _frame_kind(data)
     if kind == "polars":
         data, kind = data.to_pandas(), "pandas"
-    if kind == "pandas":
+    if kind in ("pandas", "dask"):
+        shown = f"{kind} DataFrame"
         if not data.columns.map(lambda c: isinstance(c, str)).all():
-            raise InputError("pandas DataFrame: name its columns with strings")
+            raise InputError(f"{shown}: name its columns with strings")
+        if data.columns.duplicated().any():
+            twice = str(data.columns[data.columns.duplicated()][0])
+            raise InputError(f"{shown}: the column name {twice!r} appears "
+                             f"{list(data.columns).count(twice)} times; the columns of a table "
+                             "need distinct names")
+    if kind == "pandas":
         rows = _pandas_rows(data, "pandas DataFrame")
-        return TableInput(rows, dict(rows.frame.dtypes), rows.shown)
+        return _with_rows(TableInput(rows, dict(rows.frame.dtypes), rows.shown))
     if kind == "dask":
         from dask.base import tokenize
 
         rows = _dask_rows(data, "dask DataFrame", "dask DataFrame", tokenize(data), None)
-        return TableInput(rows, dict(data.dtypes), rows.shown)
+        return _with_rows(TableInput(rows, dict(data.dtypes), rows.shown))
     text = os.fspath(data)
     if not is_url(text) and not any(c in text for c in "*?[") and not os.path.exists(text):
         raise InputError(f"{text}: no such file or folder")
@@ -650,7 +658,13 @@ def open_table(data, storage_options: dict | None = None) -> TableInput:
     else:
         rows = _csv_rows(text, storage_options)
         dtypes = dict(rows.frame.dtypes)
-    if rows.edges[-1] == 0:
-        raise InputError(f"{text}: the table has no rows (columns: "
-                         f"{', '.join(map(str, dtypes)) or 'none'})")
-    return TableInput(rows, dtypes, text)
+    return _with_rows(TableInput(rows, dtypes, text))
+
+
+def _with_rows(table: TableInput) -> TableInput:
+    """The table, refused when it has no rows (a CSV file of a header alone: a store of no
+    rows, or a fit of nothing, would follow)."""
+    if table.n == 0:
+        raise InputError(f"{table.label}: the table has no rows (columns: "
+                         f"{', '.join(map(str, table.dtypes)) or 'none'})")
+    return table

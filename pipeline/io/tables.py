@@ -463,7 +463,7 @@ def _reason(exc: BaseException) -> str:
         return (f"UnicodeDecodeError: byte 0x{exc.object[exc.start]:02x} is not UTF-8; "
                 "streamlsq reads text files as UTF-8: convert the file (e.g. iconv -f "
                 "latin1 -t utf-8)")
-    text = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else ""
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
     if isinstance(exc, EOFError) or "end-of-stream" in text or "truncated" in text.lower():
         return (f"{type(exc).__name__}: {text}; the compressed file is truncated or corrupt: "
                 "restore it")
@@ -477,8 +477,7 @@ def _not_numbers(frame, expected: dict) -> tuple[str, int, object] | None:
 
     first = None
     for name, dtype in expected.items():
-        if name not in frame or not (pd.api.types.is_numeric_dtype(dtype)
-                                     or pd.api.types.is_bool_dtype(dtype)):
+        if name not in frame or getattr(dtype, "kind", "O") not in "iuf":
             continue
         column = frame[name]
         bad = np.flatnonzero((pd.to_numeric(column, errors="coerce").isna()
@@ -528,6 +527,8 @@ def _csv_diagnosis(files: list, sep: str, options: dict | None, expected: dict, 
         return None
 
     return diagnose
+
+
 def _pandas_rows(frame, shown: str) -> TableRows:
     from dask.base import tokenize
 

@@ -43,7 +43,16 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     _print_summary(store)
     if plot is not None:
         _plot_result(store, plot, target)
-    if check and store_kind(open_group(store, None)) in ("result", CONVERTED):
+    kind = store_kind(open_group(store, None)) if check else None
+    if kind == CONVERTED:
+        from streamlsq.io.describe import check_table
+
+        with _client(scheduler, n_workers, memory_limit, data=store) as client:
+            n, missing = check_table(store, client)
+        gaps = ", ".join(f"{k} {v}" for k, v in missing.items()) or "none"
+        click.echo(f"checked: every chunk of every column written and readable in {n} rows; "
+                   f"missing values: {gaps}")
+    elif kind == "result":
         from streamlsq.io.results import open_result
 
         open_result(store, lazy=False)  # every chunk read and checked

@@ -330,7 +330,24 @@ class StreamSource(StoreSource):
                 raise InputError(f"{self.label}: variable '{self.groups}' chunk {chunk} has no "
                                  f"label at row {row}; give every row a group, or drop the "
                                  "rows without one (--missing drop)")
+        if labels.dtype.kind == "O":
+            self._check_label_kinds(labels, start)
         return labels
+
+    def _check_label_kinds(self, labels: np.ndarray, start: int) -> None:
+        """Labels of Python objects (a pandas column of object dtype) must all be strings:
+        a number among them is refused naming its row (the groups are sorted and merged by
+        label, and a number does not compare with a string; as text, 1 and '1' would become
+        one group unseen)."""
+        for i, v in enumerate(labels.ravel()):
+            if v is None or isinstance(v, str) or (isinstance(v, float) and v != v):
+                continue
+            row = start + i
+            chunk = row // self.rows.rows_per_chunk(self.groups)
+            raise InputError(f"{self.label}: variable '{self.groups}' chunk {chunk} has the "
+                             f"group label {v!r} of type {type(v).__name__} at row {row} among "
+                             "labels of Python objects; the labels of one variable are all "
+                             "numbers or all strings: convert them (e.g. .astype(str))")
 
 
 def _names(value, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -411,8 +428,24 @@ class StoreInput:
     def categories(self, name: str) -> tuple | None:
         """The levels of a column of strings that a store declares (``streamlsq convert``
         writes them in its ``categories`` attribute), else None."""
-        levels = self.arrays[name].attrs.get("categories") if name in self.arrays else None
-        return None if levels is None else tuple(levels)
+        if name not in self.arrays:
+            return None
+        arr = self.arrays[name]
+        return declared_levels(arr.attrs, arr.shape[0])
+
+
+def declared_levels(attrs, n_rows: int) -> tuple | None:
+    """The levels a variable's ``categories`` attribute declares, else None. When the
+    attribute says over how many rows they were found (``categories_rows``, as ``streamlsq
+    convert`` writes it) and the variable has grown since, the levels are stale (the rows
+    appended may hold new ones): None, so that a pass over the rows finds them."""
+    levels = attrs.get("categories")
+    if levels is None:
+        return None
+    counted = attrs.get("categories_rows")
+    if counted is not None and int(counted) != int(n_rows):
+        return None
+    return tuple(levels)
 
 
 class DatasetInput:
@@ -484,8 +517,7 @@ class DatasetInput:
 
     def categories(self, name: str) -> tuple | None:
         """The levels a variable declares (its ``categories`` attribute), else None."""
-        levels = self.ds[name].attrs.get("categories")
-        return None if levels is None else tuple(levels)
+        return declared_levels(self.ds[name].attrs, self.ds[name].shape[0])
 
 
 def _open_input(data, group: str | None, storage_options: dict | None) -> OpenedInput:

@@ -30,7 +30,7 @@ from streamlsq.stream.engines import (
     run_sequential,
     subnormal_coefficients_error,
 )
-from streamlsq.stream.guards import has_subnormal
+from streamlsq.stream.guards import has_subnormal, rank_phrase
 from streamlsq.stream.layout import check_trajectory, trajectory_dataset
 from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_from_store
 from streamlsq.stream.plans import StreamPlan, plan_fit
@@ -575,8 +575,7 @@ def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion) -> None
             where = f"variable 'X' chunk 0: the first block (rows 0-{plan.n_rows - 1}) leaves"
         else:
             where = f"variable 'X': its {plan.n_rows} rows (all {plan.n_blocks} blocks) leave"
-        rank = (f"numerical rank {exc.rank} of {exc.size}" if exc.rank is not None
-                else str(exc))
+        rank = rank_phrase(exc, rec, plan.sources[0], plan.n_rows)
         raise InputError(f"{plan.label}: {where} the normal matrix singular ({rank}): the rows "
                          f"never identify the coefficients; {never_identified_remedy(rec)}"
                          ) from None

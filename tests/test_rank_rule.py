@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 import xarray as xr
+import zarr
 
 from streamlsq import fit_stream
 from streamlsq.kernels import KF4LLS, SingularMatrixError, block_edges
@@ -172,3 +173,62 @@ def test_an_aliased_column_is_never_published(tmp_path, cli, engine, solver, col
     assert named in line, line
     assert "numerical rank 2 of 3" in line
     assert not out.exists() and leftovers(out) == []
+
+
+# -- statistics of too few rows or of rows the fit passes through -------------------------
+
+
+def _weighted_store(path, X, Y, w, chunk=5):
+    write_stream(path, X, Y, chunk)
+    g = zarr.open_group(str(path), mode="r+")
+    g.create_array("w", shape=w.shape, chunks=(chunk,), dtype="f8", dimension_names=["sample"],
+                   config={"write_empty_chunks": True})[...] = w
+    return path
+
+
+@pytest.mark.parametrize("engine", ["sequential", "scan"])
+def test_too_few_rows_are_named_as_such(tmp_path, cli, engine):
+    rng = np.random.default_rng(4)
+    X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
+    zero = _weighted_store(tmp_path / "zero.zarr", X, Y, np.zeros(20))
+    one_left, none_left = X.copy(), X.copy()
+    one_left[1:, 0] = np.nan
+    none_left[:, 1] = np.nan
+    cases = [
+        (zero, ["--weights", "w"], "variable 'X': no rows with positive weight: the rows "
+         "never identify the coefficients"),
+        (write_stream(tmp_path / "one.zarr", one_left, Y, 5), ["--missing", "drop"],
+         "variable 'X': only 1 row left after dropping missing values for 2 coefficients: "
+         "the rows never identify the coefficients"),
+        (write_stream(tmp_path / "none.zarr", none_left, Y, 5), ["--missing", "drop"],
+         "variable 'X': no rows with positive weight after dropping missing values: the "
+         "rows never identify the coefficients"),
+    ]
+    for data, options, message in cases:
+        out = tmp_path / "out.zarr"
+        line = one_line(cli("fit", "kf4lls", data, "--engine", engine, "--out", out, *options))
+        assert line.endswith(f"{data}: {message}"), line
+        assert "--ridge" not in line and "collinear" not in line
+        assert not out.exists() and leftovers(out) == []
+
+
+@pytest.mark.parametrize("cov_type", ["HC2", "HC3"])
+def test_hc2_hc3_refuse_a_row_of_leverage_one_naming_it(tmp_path, cli, cov_type):
+    """A row the fit passes through (the only one with a nonzero third column; or every
+    row when there are as many as coefficients): its residual is 0 and 1 − h is 0, so
+    HC2/HC3 are 0/0 there. statsmodels returns the quotient of the two rounding errors
+    (a number that changes with the BLAS); the refusal names the row."""
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.standard_normal((20, 2)), np.zeros(20)])
+    X[7, 2] = 1.0
+    lever = write_stream(tmp_path / "lever.zarr", X, rng.standard_normal((20, 1)), 5)
+    square = write_stream(tmp_path / "square.zarr", rng.standard_normal((3, 3)),
+                          rng.standard_normal((3, 1)), 3)
+    for data, where in ((lever, "variable 'X' chunk 1 row 7 has leverage 1"),
+                        (square, "variable 'X' chunk 0 row 0 has leverage 1")):
+        out = tmp_path / "out.zarr"
+        line = one_line(cli("fit", "kf4lls", data, "--cov-type", cov_type, "--out", out))
+        assert f"{data}: {where}" in line, line
+        assert (f"so its residual is 0 and {cov_type} divides it by 1 − h = 0 (a quotient of "
+                "rounding errors); use --cov-type HC0 or HC1, or leave the row out") in line
+        assert not out.exists() and leftovers(out) == []

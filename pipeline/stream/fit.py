@@ -496,7 +496,8 @@ def fit_trajectory(job: StreamFit, ctx: Context) -> Trajectory:
         traj = run_sequential(*args, ctx.checkpoint, ctx.progress, job.segment_bytes,
                               initial_state=initial)
     check_trajectory(traj, plan)
-    check_identified(traj, plan, rec, dropping=job.missing == "drop")
+    check_identified(traj, plan, rec, weighted=job.weights is not None,
+                     dropping=job.missing == "drop")
     if has_subnormal(traj.coefs):
         raise subnormal_coefficients_error(ctx.client, plan, traj, job.dtype)
     return traj
@@ -566,15 +567,15 @@ def check_layout(sources, rec: Recursion, dtype) -> None:
 
 
 def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion,
-                     dropping: bool = False) -> None:
+                     weighted: bool = False, dropping: bool = False) -> None:
     """Refuse a fit whose rows never identify the coefficients (all of them leave the
-    normal matrix singular), naming the rank and the remedy; or, when weights or dropped
-    rows (``dropping``: ``--missing drop``) leave fewer rows of positive weight than
-    coefficients, saying so."""
+    normal matrix singular), naming the rank and the remedy; or, when row weights
+    (``weighted``) or dropped rows (``dropping``: ``--missing drop``) leave fewer rows of
+    positive weight than coefficients, saying so."""
     try:
         rec.check_identified(traj.state)
     except SingularMatrixError as exc:
-        few = too_few_rows(traj.state, exc.size, dropping)
+        few = too_few_rows(traj.state, exc.size, dropping) if weighted or dropping else None
         if few is not None:
             raise InputError(f"{plan.label}: variable 'X': {few}: the rows never identify "
                              "the coefficients") from None

@@ -35,7 +35,8 @@ _PUBLIC = {
     "normalized_cov_params": "factor",
     "prediction_intervals": "prediction",
     "cluster_meat": "robust", "cluster_score_sums": "robust", "combine_meats": "robust",
-    "hc_meat": "robust", "merge_score_sums": "robust", "robust_statistics": "robust",
+    "hc_meat": "robust", "LeverageOneError": "robust", "merge_score_sums": "robust",
+    "robust_statistics": "robust",
     "sandwich": "robust",
     "WaldTest": "wald", "wald_test": "wald",
 }
@@ -69,6 +70,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     )
     from streamlsq.kernels.inference.prediction import prediction_intervals
     from streamlsq.kernels.inference.robust import (
+        LeverageOneError,
         cluster_meat,
         cluster_score_sums,
         combine_meats,

@@ -41,8 +41,30 @@ from streamlsq.kernels.inference.classical import (
 from streamlsq.kernels.inference.factor import RegressionFactor, constant_in_span
 from streamlsq.kernels.inference.wald import wald_test
 
-__all__ = ["cluster_meat", "cluster_score_sums", "combine_meats", "hc_meat",
-           "merge_score_sums", "robust_statistics", "sandwich"]
+__all__ = ["LeverageOneError", "cluster_meat", "cluster_score_sums", "combine_meats",
+           "hc_meat", "merge_score_sums", "robust_statistics", "sandwich"]
+
+#: a leverage within this of 1 is 1 to rounding (its computed residual and 1 − h are
+#: then both rounding errors, and HC2/HC3 divide the one by the other)
+LEVERAGE_ONE = float(np.sqrt(np.finfo(np.float64).eps))
+
+
+class LeverageOneError(ValueError):
+    """HC2/HC3 of rows one of which has leverage 1 (``row``: its offset in the rows
+    given; ``leverage``: h as computed). The fit passes through such a row: its residual
+    is 0 and HC2/HC3 scale it by 1/(1 − h), 0/0. statsmodels returns the quotient of two
+    rounding errors there; we refuse, naming the row."""
+
+    def __init__(self, row: int, leverage: float, cov_type: str):
+        self.reason = (
+            f"has leverage 1 (h = {leverage:.17g}): the fit passes through it, so its "
+            f"residual is 0 and {cov_type} divides it by 1 − h = 0 (a quotient of rounding "
+            "errors); use --cov-type HC0 or HC1, or leave the row out")
+        super().__init__(f"row {row} {self.reason}")
+        self.row, self.leverage, self.cov_type = int(row), float(leverage), cov_type
+
+    def __reduce__(self):
+        return (type(self), (self.row, self.leverage, self.cov_type))
 
 
 def _whitened(X, Y, coef, weights):
@@ -78,7 +100,9 @@ SLICE_ROWS = 16_384
 
 def hc_meat(X, Y, coef, R, cov_type: str, weights=None) -> dict:
     """The meat Σ ẽᵢ²·aᵢ·x̃ᵢx̃ᵢᵀ of a chunk of rows (aᵢ = 1, 1/(1−hᵢ) or 1/(1−hᵢ)²) per
-    target, (k, k, K), and the chunk's rows of positive weight (``nobs``).
+    target, (k, k, K), and the chunk's rows of positive weight (``nobs``). A row of
+    leverage 1 (to :data:`LEVERAGE_ONE`) under HC2/HC3 raises :class:`LeverageOneError`
+    (as many rows as coefficients: every row).
 
     Examples
     --------
@@ -99,6 +123,9 @@ def hc_meat(X, Y, coef, R, cov_type: str, weights=None) -> dict:
         factor = 1.0
         if T is not None:
             h = _leverages(T, Xw)
+            one = np.flatnonzero(1.0 - h <= LEVERAGE_ONE)
+            if one.size:  # (a row of weight 0 has leverage 0)
+                raise LeverageOneError(a + int(one[0]), float(h[one[0]]), cov_type)
             factor = 1.0 / (1.0 - h) if cov_type == "HC2" else 1.0 / (1.0 - h) ** 2
         for t in range(K):
             meat[:, :, t] += (Xw * (Ew[:, t] ** 2 * factor)[:, None]).T @ Xw

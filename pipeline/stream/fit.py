@@ -30,7 +30,7 @@ from streamlsq.stream.engines import (
     run_sequential,
     subnormal_coefficients_error,
 )
-from streamlsq.stream.guards import has_subnormal
+from streamlsq.stream.guards import has_subnormal, rank_phrase
 from streamlsq.stream.layout import check_trajectory, trajectory_dataset
 from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_from_store
 from streamlsq.stream.plans import StreamPlan, plan_fit
@@ -498,7 +498,8 @@ def fit_trajectory(job: StreamFit, ctx: Context) -> Trajectory:
         traj = run_sequential(*args, ctx.checkpoint, ctx.progress, job.segment_bytes,
                               initial_state=initial)
     check_trajectory(traj, plan)
-    check_identified(traj, plan, rec)
+    check_identified(traj, plan, rec, weighted=job.weights is not None,
+                     dropping=job.missing == "drop")
     if has_subnormal(traj.coefs):
         raise subnormal_coefficients_error(ctx.client, plan, traj, job.dtype)
     return traj
@@ -586,21 +587,46 @@ def check_layout(sources, rec: Recursion, dtype) -> None:
         raise InputError(f"{first.label}: {exc}") from None
 
 
-def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion) -> None:
+def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion,
+                     weighted: bool = False, dropping: bool = False) -> None:
     """Refuse a fit whose rows never identify the coefficients (all of them leave the
-    normal matrix singular), naming the rank and the remedy."""
+    normal matrix singular), naming the rank and the remedy; or, when row weights
+    (``weighted``) or dropped rows (``dropping``: ``--missing drop``) leave fewer rows of
+    positive weight than coefficients, saying so."""
     try:
         rec.check_identified(traj.state)
     except SingularMatrixError as exc:
+        few = too_few_rows(traj.state, exc.size, dropping) if weighted or dropping else None
+        if few is not None:
+            raise InputError(f"{plan.label}: variable 'X': {few}: the rows never identify "
+                             "the coefficients") from None
         if plan.n_blocks == 1:
             where = f"variable 'X' chunk 0: the first block (rows 0-{plan.n_rows - 1}) leaves"
         else:
             where = f"variable 'X': its {plan.n_rows} rows (all {plan.n_blocks} blocks) leave"
-        rank = (f"numerical rank {exc.rank} of {exc.size}" if exc.rank is not None
-                else str(exc))
+        rank = rank_phrase(exc, rec, plan.sources[0], plan.n_rows)
         raise InputError(f"{plan.label}: {where} the normal matrix singular ({rank}): the rows "
                          f"never identify the coefficients; {never_identified_remedy(rec)}"
                          ) from None
+
+
+def too_few_rows(state: dict, n_coef: int | None, dropping: bool) -> str | None:
+    """"no rows with positive weight" or "only N rows left after dropping missing values
+    for K coefficients" when the state's count of rows of positive weight (``nobs``, kept
+    by a least-squares fit) is below the coefficients; None otherwise."""
+    if "nobs" not in state or n_coef is None:
+        return None
+    nobs = int(np.asarray(state["nobs"]))
+    if nobs >= n_coef:
+        return None
+    if nobs == 0:
+        return "no rows with positive weight" + (" after dropping missing values"
+                                                 if dropping else "")
+    rows = "row" if nobs == 1 else "rows"
+    if dropping:
+        return (f"only {nobs} {rows} left after dropping missing values for {n_coef} "
+                "coefficients")
+    return f"only {nobs} {rows} with positive weight for {n_coef} coefficients"
 
 
 def never_identified_remedy(rec: Recursion) -> str:

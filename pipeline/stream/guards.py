@@ -18,6 +18,7 @@ import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.kernels.limits import largest_safe_magnitude, state_is_finite
+from streamlsq.kernels.linalg import SingularMatrixError, aliased_phrase
 
 __all__ = [
     "NonFiniteSolve",
@@ -28,6 +29,7 @@ __all__ = [
     "nonfinite_error",
     "overflow_error",
     "overflow_in_rows",
+    "rank_phrase",
     "remedy",
     "subnormal_in_buffer",
     "subnormal_in_rows",
@@ -47,6 +49,24 @@ class NonFiniteSolve(InputError):
 
     def __reduce__(self):  # keep the step on the way back from a worker
         return (type(self), (self.label, self.step))
+
+
+def rank_phrase(exc: SingularMatrixError, rec, source, rows: int | None = None) -> str:
+    """"numerical rank r of k" of a refused design and, when its rows are enough and
+    weigh alike (no forgetting factor), which columns are aliased, by their labels
+    ("column 'one' is aliased with 'intercept'"; the rule of
+    :func:`~streamlsq.kernels.linalg.column_rank`)."""
+    if exc.rank is None:
+        return str(exc)
+    text = f"numerical rank {exc.rank} of {exc.size}"
+    forgetting = rec.get_params().get("forgetting", 1.0)
+    if exc.aliased and forgetting == 1.0 and (rows is None or rows >= exc.size):
+        # the labels of the result's coefficients (layout imports the engines, which
+        # import this module)
+        from streamlsq.stream.layout import coef_labels
+
+        text += ": " + aliased_phrase(exc.aliased, list(coef_labels(rec, source, exc.size)))
+    return text
 
 
 def largest_value(X: np.ndarray, Y: np.ndarray) -> tuple[str, int, float]:

@@ -64,7 +64,13 @@ def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type:
             labels = source.read_labels(start, stop)
             part = inference.cluster_score_sums(X, Y, coef, labels, w)
         else:
-            part = inference.hc_meat(X, Y, coef, R, cov_type, w)
+            try:
+                part = inference.hc_meat(X, Y, coef, R, cov_type, w)
+            except inference.LeverageOneError as exc:
+                row = start + exc.row
+                raise InputError(f"{source.label}: variable 'X' chunk "
+                                 f"{row // source.chunk_rows} row {row} {exc.reason}"
+                                 ) from None
         del X, Y, w
     return stop - start, part
 

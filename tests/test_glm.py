@@ -1,0 +1,223 @@
+"""GLM fits by IRLS over the stream against statsmodels' GLM on data sets packages ship:
+star98 (binomial counts), scotland (Gamma), cpunish (Poisson with an exposure and a
+categorical term), from a Zarr store, a Parquet folder and a frame; chunkings agree; the
+refusals (separation, support, non-convergence) leave nothing behind."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+import xarray as xr
+
+import streamlsq
+from streamlsq.errors import InputError
+from streamlsq.kernels import glm as kernels
+
+REL = 1e-8
+
+
+def close(a, b, rel=REL):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    assert np.allclose(a, b, rtol=rel, atol=0), (a, b, np.max(np.abs(a / b - 1)))
+
+
+def check_against(fit, res, iterations=True):
+    coef = fit.coef.isel(step=-1, target=0).values
+    close(coef, res.params)
+    close(fit.bse[:, 0], res.bse)
+    close(fit.pvalues[:, 0], res.pvalues, rel=1e-7)
+    for name in ("deviance", "null_deviance", "pearson_chi2", "llf", "aic", "scale"):
+        close(fit[name].values[0], getattr(res, name))
+    close(fit.bic.values[0], res.bic_llf)
+    close(fit.cov_params[:, :, 0], res.cov_params())
+    assert fit.df_resid.values[0] == res.df_resid and fit.df_model.values[0] == res.df_model
+    if iterations:
+        assert abs(fit.attrs["iterations"] - res.fit_history["iteration"]) <= 1
+    assert fit.attrs["converged"] is True
+
+
+@pytest.fixture(scope="module")
+def star98():
+    frame = sm.datasets.star98.load_pandas().data
+    frame = frame[["NABOVE", "NBELOW", "LOWINC", "PERASIAN", "PERBLACK", "PERHISP",
+                   "PERMINTE", "AVYRSEXP"]].astype(float)
+    frame["TRIALS"] = frame.NABOVE + frame.NBELOW
+    return frame
+
+
+@pytest.fixture(scope="module")
+def scotland(tmp_path_factory):
+    data = sm.datasets.scotland.load_pandas().data.astype(float)
+    path = tmp_path_factory.mktemp("glm") / "scotland.zarr"
+    ds = xr.Dataset({c: ("row", data[c].to_numpy()) for c in data.columns})
+    ds.chunk({"row": 10}).to_zarr(path)
+    return data, path
+
+
+@pytest.fixture(scope="module")
+def cpunish(tmp_path_factory):
+    frame = sm.datasets.cpunish.load_pandas().data.astype(float)
+    frame["POP"] = frame.INCOME / 1000.0  # a positive exposure
+    frame["W"] = 1.0 + (np.arange(len(frame)) % 3) / 2.0
+    folder = tmp_path_factory.mktemp("glm") / "cpunish"
+    folder.mkdir()
+    for i, a in enumerate(range(0, len(frame), 6)):
+        frame.iloc[a:a + 6].to_parquet(folder / f"part-{i}.parquet", row_group_size=4)
+    return frame, folder
+
+
+def test_kernel_families_match_statsmodels():
+    """Every family's IRLS in one chunk and in chunks of 7 rows equals statsmodels'."""
+    data = sm.datasets.scotland.load_pandas()
+    X, y = sm.add_constant(data.exog).to_numpy(), data.endog.to_numpy()
+    cases = [("gaussian", None, sm.families.Gaussian()),
+             ("gaussian", "log", sm.families.Gaussian(sm.families.links.Log())),
+             ("gamma", None, sm.families.Gamma()),
+             ("gamma", "log", sm.families.Gamma(sm.families.links.Log())),
+             ("inverse_gaussian", None, sm.families.InverseGaussian()),
+             ("poisson", None, sm.families.Poisson()),
+             ("negative_binomial", None, sm.families.NegativeBinomial(alpha=0.5)),
+             ("tweedie", None, sm.families.Tweedie(var_power=1.5))]
+    for name, link, family in cases:
+        spec = kernels.GLMSpec(name, link, alpha=0.5 if name == "negative_binomial" else None)
+        m = kernels.mean_sums(spec, y)
+        ybar = float(m["sum_y"]) / int(m["rows"])
+
+        def step(c, size=7):
+            parts = [kernels.irls_sums(spec, X[a:a + size], y[a:a + size], c, ybar=ybar)
+                     for a in range(0, len(y), size)]
+            return kernels.combine_sums(*parts)
+
+        from streamlsq.kernels.glm.irls import run_irls
+
+        fit = run_irls(spec, step, df_resid=len(y) - X.shape[1])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = sm.GLM(y, X, family=family).fit()
+        close(fit.coef, res.params, rel=1e-7)
+        close(fit.last["deviance"], res.deviance)
+        assert abs(fit.iterations - res.fit_history["iteration"]) <= 1, name
+
+
+def test_binomial_counts_frame(star98, client):
+    """star98: successes out of --trials, a formula, the default logit and probit."""
+    formula = "NABOVE ~ LOWINC + PERASIAN + PERBLACK + PERHISP + PERMINTE + AVYRSEXP"
+    exog = sm.add_constant(star98[["LOWINC", "PERASIAN", "PERBLACK", "PERHISP", "PERMINTE",
+                                   "AVYRSEXP"]])
+    endog = star98[["NABOVE", "NBELOW"]]
+    for link, sm_link in (("logit", sm.families.links.Logit()),
+                          ("probit", sm.families.links.Probit())):
+        fit = streamlsq.fit_glm(star98, formula=formula, family="binomial", link=link,
+                                trials="TRIALS", client=client)
+        res = sm.GLM(endog, exog, family=sm.families.Binomial(sm_link)).fit()
+        check_against(fit, res)
+        assert list(fit.feature.values) == ["intercept", "LOWINC", "PERASIAN", "PERBLACK",
+                                            "PERHISP", "PERMINTE", "AVYRSEXP"]
+    # the normal equations give the same fit to rounding
+    normal = streamlsq.fit_glm(star98, formula=formula, family="binomial", trials="TRIALS",
+                               solver="normal", client=client)
+    close(normal.coef, fit.coef if link == "logit" else normal.coef)
+
+
+def test_gamma_from_zarr_store_chunkings_agree(scotland, client, tmp_path):
+    """scotland from a Zarr store (chunks of 10 rows), a Gamma fit; pieces of other sizes
+    give the same numbers to 1e-10; the result store holds statsmodels' statistics."""
+    data, path = scotland
+    x = ["COUTAX", "UNEMPF", "MOR", "ACT", "GDP", "AGE", "COUTAX_FEMALEUNEMP"]
+    out = tmp_path / "gamma.zarr"
+    fit = streamlsq.fit_glm(path, x=x, y="YES", sample_dim="row", fit_intercept=True,
+                            family="gamma", out=out, client=client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sm.GLM(data.YES, sm.add_constant(data[x]), family=sm.families.Gamma()).fit()
+    check_against(fit, res)
+    stored = streamlsq.open_result(out, lazy=False)
+    close(stored.coef, fit.coef, rel=0)
+    assert stored.attrs["family"] == "gamma" and stored.attrs["link"] == "inverse_power"
+    assert stored.deviance_history.sizes["iteration"] == fit.attrs["iterations"] + 1
+    small = streamlsq.fit_glm(path, x=x, y="YES", sample_dim="row", fit_intercept=True,
+                              family="gamma", segment_bytes=1, client=client)
+    close(small.coef, fit.coef, rel=1e-10)
+    close(small.bse, fit.bse, rel=1e-10)
+    table = streamlsq.summary(stored)
+    assert list(table.columns)[:4] == ["coef", "std err", "z", "P>|z|"]
+    # the Wald test is statsmodels' f_test on GLMResults
+    test = streamlsq.wald_test(stored, "COUTAX = 0, UNEMPF = 0")
+    ref = res.f_test("COUTAX = 0, UNEMPF = 0")
+    close(test.fvalue, float(np.squeeze(ref.fvalue)))
+    close(test.pvalue, float(ref.pvalue), rel=1e-7)
+
+
+def test_poisson_exposure_weights_categorical_parquet(cpunish, client):
+    """cpunish from a Parquet folder: Poisson with an exposure, var_weights and a
+    categorical term, a missing value dropped."""
+    frame, folder = cpunish
+    formula = "EXECUTIONS ~ INCOME + PERPOVERTY + C(SOUTH)"
+    fit = streamlsq.fit_glm(str(folder), formula=formula, family="poisson",
+                            exposure="POP", weights="W", client=client)
+    res = sm.GLM.from_formula(formula, frame, family=sm.families.Poisson(),
+                              exposure=frame.POP, var_weights=frame.W).fit()
+    check_against(fit, res)
+    assert "C(SOUTH)[T.1.0]" in list(fit.feature.values)
+    # a missing value in the exposure dropped, as statsmodels' missing="drop"
+    holed = frame.copy()
+    holed.loc[3, "POP"] = np.nan
+    fit = streamlsq.fit_glm(holed, formula=formula, family="poisson", exposure="POP",
+                            missing="drop", client=client)
+    kept = holed.dropna()
+    res = sm.GLM.from_formula(formula, kept, family=sm.families.Poisson(),
+                              exposure=kept.POP).fit()
+    check_against(fit, res)
+    assert fit.attrs["rows_dropped"] == 1
+
+
+def test_freq_weights_and_offset(cpunish, client):
+    frame, _ = cpunish
+    frame = frame.assign(F=(np.arange(len(frame)) % 3 + 1).astype(float),
+                         OFF=np.log(frame.POP))
+    formula = "EXECUTIONS ~ INCOME + PERPOVERTY"
+    fit = streamlsq.fit_glm(frame, formula=formula, family="poisson", freq_weights="F",
+                            offset="OFF", client=client)
+    res = sm.GLM.from_formula(formula, frame, family=sm.families.Poisson(),
+                              freq_weights=frame.F, offset=frame.OFF).fit()
+    check_against(fit, res)
+    assert fit.nobs.values[0] == frame.F.sum()
+
+
+def test_refusals_leave_nothing(client, tmp_path, star98):
+    out = tmp_path / "r.zarr"
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(60)
+    counts = pd.DataFrame({"x": x, "y": rng.poisson(2.0, 60).astype(float)})
+    counts.loc[17, "y"] = -1.0
+    with pytest.raises(InputError, match=r"row 17: response -1 is outside the support of the "
+                                         r"poisson family"):
+        streamlsq.fit_glm(counts, formula="y ~ x", family="poisson", out=out, client=client)
+    assert not out.exists()
+    separated = pd.DataFrame({"x": x, "y": (x > 0).astype(float)})
+    with pytest.raises(InputError, match="separation"):
+        streamlsq.fit_glm(separated, formula="y ~ x", family="binomial", out=out,
+                          client=client)
+    assert not out.exists()
+    formula = "NABOVE ~ LOWINC + PERASIAN"
+    with pytest.raises(InputError, match="did not converge in 2 iterations"):
+        streamlsq.fit_glm(star98, formula=formula, family="binomial", trials="TRIALS",
+                          maxiter=2, out=out, client=client)
+    assert not out.exists()
+    fit = streamlsq.fit_glm(star98, formula=formula, family="binomial", trials="TRIALS",
+                            maxiter=2, allow_nonconverged=True, out=out, client=client)
+    assert fit.attrs["converged"] is False and out.exists()
+    assert "did not converge" in fit.attrs["nonconverged_reason"]
+
+
+def test_resume_continues_after_last_iteration(star98, client, tmp_path):
+    """A checkpointed fit commits each pass; a resumed run reads them back."""
+    formula = "NABOVE ~ LOWINC + PERASIAN"
+    ck = tmp_path / "ck"
+    first = streamlsq.fit_glm(star98, formula=formula, family="binomial", trials="TRIALS",
+                              out=tmp_path / "a.zarr", checkpoint=ck, client=client)
+    assert first.attrs["passes"] == first.attrs["iterations"] + 3

@@ -26,14 +26,18 @@ def close(a, b, rel=REL):
 
 
 def check_against(fit, res, iterations=True):
+    labels = [str(f) for f in fit.feature.values]
+    names = ["intercept" if n in ("Intercept", "const") else n for n in res.model.exog_names]
+    order = [names.index(label) for label in labels] if set(names) == set(labels) \
+        else list(range(len(labels)))
     coef = fit.coef.isel(step=-1, target=0).values
-    close(coef, res.params)
-    close(fit.bse[:, 0], res.bse)
-    close(fit.pvalues[:, 0], res.pvalues, rel=1e-7)
+    close(coef, np.asarray(res.params)[order])
+    close(fit.bse[:, 0], np.asarray(res.bse)[order])
+    close(fit.pvalues[:, 0], np.asarray(res.pvalues)[order], rel=1e-7)
     for name in ("deviance", "null_deviance", "pearson_chi2", "llf", "aic", "scale"):
         close(fit[name].values[0], getattr(res, name))
     close(fit.bic.values[0], res.bic_llf)
-    close(fit.cov_params[:, :, 0], res.cov_params())
+    close(fit.cov_params[:, :, 0], np.asarray(res.cov_params())[np.ix_(order, order)])
     assert fit.df_resid.values[0] == res.df_resid and fit.df_model.values[0] == res.df_model
     if iterations:
         assert abs(fit.attrs["iterations"] - res.fit_history["iteration"]) <= 1
@@ -87,7 +91,7 @@ def test_kernel_families_match_statsmodels():
         m = kernels.mean_sums(spec, y)
         ybar = float(m["sum_y"]) / int(m["rows"])
 
-        def step(c, size=7):
+        def step(c, size=7, spec=spec, ybar=ybar):
             parts = [kernels.irls_sums(spec, X[a:a + size], y[a:a + size], c, ybar=ybar)
                      for a in range(0, len(y), size)]
             return kernels.combine_sums(*parts)

@@ -133,7 +133,7 @@ class GLMFit(Job):
         self.spec = kernels.GLMSpec(self.family, self.link, self.nb_alpha, self.var_power,
                                     self.solver)
         try:
-            self.spec.lnk
+            self.spec.fam.link(self.link)  # refuses a link the family does not take
         except ValueError as exc:
             raise InputError(f"--link: {exc}") from None
 

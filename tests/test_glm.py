@@ -225,3 +225,25 @@ def test_resume_continues_after_last_iteration(star98, client, tmp_path):
     first = streamlsq.fit_glm(star98, formula=formula, family="binomial", trials="TRIALS",
                               out=tmp_path / "a.zarr", checkpoint=ck, client=client)
     assert first.attrs["passes"] == first.attrs["iterations"] + 3
+
+
+def test_cli_refusal_one_line(cli, tmp_path):
+    """``streamlsq fit glm`` on a negative count: exit code 2, one line naming the row and
+    the remedy, no output left."""
+    from conftest import one_line
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"x": rng.standard_normal(40), "y": rng.poisson(2.0, 40)
+                          .astype(float)})
+    frame.loc[5, "y"] = -2.0
+    frame.to_parquet(tmp_path / "counts.parquet")
+    out = tmp_path / "fit.zarr"
+    result = cli("fit", "glm", tmp_path / "counts.parquet", "--out", out, "--family",
+                 "poisson", "--formula", "y ~ x")
+    line = one_line(result)
+    assert "row 5: response -2 is outside the support of the poisson family" in line
+    assert "drop the row" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.parquet"]
+    done = cli("fit", "glm", tmp_path / "counts.parquet", "--out", out, "--family",
+               "poisson", "--formula", "y ~ x", "--missing", "drop")
+    assert done.exit_code == 2  # -2 is not missing: still refused

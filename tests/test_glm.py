@@ -247,3 +247,25 @@ def test_cli_refusal_one_line(cli, tmp_path):
     done = cli("fit", "glm", tmp_path / "counts.parquet", "--out", out, "--family",
                "poisson", "--formula", "y ~ x", "--missing", "drop")
     assert done.exit_code == 2  # -2 is not missing: still refused
+
+
+def test_robust_and_cluster_covariances(cpunish, client):
+    """HC0 (statsmodels' GLM gives the same for HC1–HC3) and the cluster-robust
+    covariance (CRV1) from one more pass; the Wald test takes G − 1 denominator degrees of
+    freedom as statsmodels' f_test."""
+    frame, folder = cpunish
+    frame = frame.assign(G=(np.arange(len(frame)) % 4).astype(float))
+    formula = "EXECUTIONS ~ INCOME + PERPOVERTY"
+    for cov_type, kw, cov_kwds in (("HC1", {}, None),
+                                   ("cluster", {"groups": "G"}, {"groups": frame.G})):
+        fit = streamlsq.fit_glm(frame, formula=formula, family="poisson", cov_type=cov_type,
+                                segment_bytes=1, client=client, **kw)
+        res = sm.GLM.from_formula(formula, frame, family=sm.families.Poisson()).fit(
+            cov_type=cov_type, cov_kwds=cov_kwds)
+        check_against(fit, res)
+        assert fit.attrs["cov_type"] == cov_type
+    assert fit.attrs["n_groups"] == 4
+    test = streamlsq.wald_test(fit, "INCOME = 0, PERPOVERTY = 0")
+    ref = res.f_test("INCOME = 0, PERPOVERTY = 0")
+    close(test.fvalue, float(np.squeeze(ref.fvalue)))
+    assert test.df_denom == ref.df_denom == 3

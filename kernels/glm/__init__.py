@@ -13,16 +13,21 @@ from streamlsq.kernels.glm.families import FAMILIES, FAMILY_NAMES, Family, famil
 from streamlsq.kernels.glm.irls import (
     GLMSpec,
     RowError,
+    combine_robust,
     combine_sums,
     final_sums,
     glm_statistics,
     irls_sums,
     mean_sums,
     predict_link,
+    robust_cov,
+    robust_sums,
+    run_irls,
     solve_step,
 )
 from streamlsq.kernels.glm.links import LINKS, Link
 
 __all__ = ["FAMILIES", "FAMILY_NAMES", "Family", "GLMSpec", "LINKS", "Link", "RowError",
            "combine_sums", "family", "final_sums", "glm_statistics", "irls_sums",
-           "mean_sums", "predict_link", "solve_step"]
+           "mean_sums", "predict_link", "robust_cov", "robust_sums", "run_irls",
+           "solve_step", "combine_robust"]

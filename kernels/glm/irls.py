@@ -34,8 +34,9 @@ from streamlsq.kernels.inference.factor import normalized_cov_params
 from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
 from streamlsq.kernels.tallqr import rows_factor
 
-__all__ = ["GLMSpec", "RowError", "combine_sums", "glm_statistics", "irls_sums", "mean_sums",
-           "solve_step", "final_sums", "predict_link", "SOLVERS"]
+__all__ = ["GLMSpec", "IRLSResult", "RowError", "SOLVERS", "combine_robust", "combine_sums",
+           "final_sums", "glm_statistics", "irls_sums", "mean_sums", "predict_link",
+           "robust_cov", "robust_sums", "run_irls", "solve_step"]
 
 #: how a chunk summarises its weighted least-squares problem
 SOLVERS = ("qr", "normal")
@@ -237,12 +238,13 @@ def solve_step(spec: GLMSpec, sums: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def glm_statistics(coef, normalized_cov, scale: float, *, df_model: float,
                    df_resid: float, wnobs: float, llf: float | None,
-                   alpha: float = 0.05) -> dict:
+                   alpha: float = 0.05, cov=None) -> dict:
     """The inference of a GLM fit as statsmodels' ``GLMResults`` (``use_t=False``): bse
     √(diag(φ·(XᵀWX)⁻¹)), z statistics, two-sided normal p-values and intervals,
     ``cov_params``; ``aic`` = −2ℓ + 2(df_model + 1) and ``bic`` = −2ℓ + (df_model + 1)·log
-    (nobs) (statsmodels' ``bic_llf``, nobs = Σ f) when ℓ is defined."""
-    cov = np.asarray(normalized_cov) * scale
+    (nobs) (statsmodels' ``bic_llf``, nobs = Σ f) when ℓ is defined. ``cov``: a robust
+    covariance (:func:`robust_cov`) in place of φ·(XᵀWX)⁻¹."""
+    cov = np.asarray(normalized_cov) * scale if cov is None else np.asarray(cov)
     bse = np.sqrt(np.diag(cov))
     tvalues = np.asarray(coef) / bse
     q = normal_ppf(1 - alpha / 2)
@@ -328,3 +330,73 @@ def run_irls(spec: GLMSpec, step, *, df_resid: float, tol: float = 1e-8,
         coef, ncov = solve_step(spec, sums)
         iterations += 1
     return IRLSResult(coef, ncov, deviances, iterations, converged, sums)
+
+
+def robust_sums(spec: GLMSpec, X, y, coef, scale: float, *, cov_type: str, labels=None,
+                offset=None, var_weights=None, freq_weights=None, trials=None,
+                keep=None) -> dict:
+    """One chunk's part of a GLM's sandwich covariance at the final coefficients, as
+    statsmodels' ``cov_white_simple`` and ``cov_cluster`` build it from ``GLM.score_obs``
+    and ``GLM.hessian``: the bread's ``hessian`` Σ x xᵀ·iw·n/(g'(μ)² V(μ))/φ (the
+    expected information, equal to the observed one for a canonical link) and the meat:
+    ``meat`` Σ uuᵀ of the scores u = x·iw·n (y − μ)/(V(μ) g'(μ) φ) divided by √f (HC0), or
+    for ``cov_type="cluster"`` the scores summed by group (``labels`` and ``sums``), which
+    :func:`merge_score_sums` merges across chunks."""
+    from streamlsq.kernels.inference.robust import cluster_score_sums
+
+    fam, link = spec.fam, spec.lnk
+    X = np.asarray(X, np.float64)
+    y = proportion(y, trials)
+    m = X.shape[0]
+    o, v, f, n, k = _prior(m, offset, var_weights, freq_weights, trials, keep)
+    ys = np.where(k, y, 0.5 if fam.name == "binomial" else 1.0)
+    mu = link.inverse(X @ np.asarray(coef, np.float64) + o)
+    iw = np.where(k, f * v * n, 0.0)
+    d, var = link.deriv(mu), fam.variance(mu)
+    info = iw / (d ** 2 * var) / scale
+    score = np.where(k, iw * (ys - mu) / (var * d) / scale, 0.0)
+    out = {"hessian": X.T @ (X * info[:, None]), "rows": np.int64(k.sum())}
+    if cov_type == "cluster":
+        part = cluster_score_sums(X[k], score[k, None], np.zeros((X.shape[1], 1)),
+                                  np.asarray(labels)[k])
+        out.update(part)
+    else:
+        u = X * (score / np.sqrt(np.where(k, f, 1.0)))[:, None]
+        out["meat"] = u.T @ u
+    return out
+
+
+def combine_robust(*parts: dict) -> dict:
+    """Chunks' :func:`robust_sums` combined: the bread and HC meat added, clusters' score
+    sums merged by label."""
+    from streamlsq.kernels.inference.robust import merge_score_sums
+
+    out = {"hessian": sum(p["hessian"] for p in parts), "rows": sum(p["rows"] for p in parts)}
+    if "labels" in parts[0]:
+        out.update(merge_score_sums(*[{"labels": p["labels"], "sums": p["sums"]}
+                                      for p in parts]))
+    else:
+        out["meat"] = sum(p["meat"] for p in parts)
+    return out
+
+
+def robust_cov(state: dict, n_params: int) -> tuple[np.ndarray, int | None]:
+    """(the sandwich covariance H⁻¹ M H⁻¹, the number of groups or None) from the combined
+    :func:`robust_sums`: HC0 as statsmodels' GLM gives it for every ``HC*`` type (its GLM
+    results have no small-sample corrections of their own), or cluster-robust with the
+    correction G/(G − 1)·(N − 1)/(N − k) (statsmodels' ``cov_cluster``, CRV1; N the rows
+    kept)."""
+    H = np.asarray(state["hessian"], np.float64)
+    Hinv = spd_solve(H, np.eye(H.shape[0]))
+    if "sums" in state:
+        sums = np.asarray(state["sums"])[:, :, 0]
+        meat = sums.T @ sums
+        groups = int(sums.shape[0])
+    else:
+        meat, groups = np.asarray(state["meat"]), None
+    cov = Hinv @ meat @ Hinv
+    cov = 0.5 * (cov + cov.T)
+    if groups is not None:
+        rows = int(state["rows"])
+        cov *= groups / (groups - 1.0) * (rows - 1.0) / (rows - n_params)
+    return cov, groups

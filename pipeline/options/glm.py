@@ -20,7 +20,7 @@ from __future__ import annotations
 from streamlsq.options import Options, Param, Rule
 from streamlsq.options.fit import FIT
 
-__all__ = ["FAMILY_NAMES", "GLM", "GLM_COV_TYPES", "LINK_NAMES", "SOLVERS"]
+__all__ = ["FAMILY_NAMES", "GLM", "LINK_NAMES", "SOLVERS"]
 
 #: the families (the kernels' ``streamlsq.kernels.glm.FAMILY_NAMES``; a test holds them equal)
 FAMILY_NAMES = ("gaussian", "binomial", "poisson", "gamma", "inverse_gaussian",
@@ -30,15 +30,13 @@ LINK_NAMES = ("logit", "probit", "cloglog", "log", "identity", "sqrt", "inverse_
               "inverse_squared")
 #: how each weighted least-squares step is summarised
 SOLVERS = ("qr", "normal")
-#: the covariances of a GLM fit computed here
-GLM_COV_TYPES = ("nonrobust",)
 
 _PER_ROW = dict(type=str, optional=True, metavar="VAR")
 
 #: every option of a GLM fit besides the data and the run's options
 GLM = Options(
     FIT.without("continue_from", "engine", "block_size", "first_block_size", "record_every",
-                "epochs", "shuffle", "seed", "dtype", "cov_type", "groups"),
+                "epochs", "shuffle", "seed", "dtype"),
     Param("family", "gaussian", "The family of the response.", type=str,
           choices=FAMILY_NAMES),
     Param("link", None, "The link (default: the family's, as statsmodels').", type=str,
@@ -55,8 +53,6 @@ GLM = Options(
           "linear predictor (log links).", **_PER_ROW),
     Param("trials", None, "Binomial trials, a variable of DATA: the response is then the "
           "number of successes out of it.", **_PER_ROW),
-    Param("cov_type", "nonrobust", "Covariance of the coefficients.", type=str,
-          choices=GLM_COV_TYPES),
     Param("tol", 1e-8, "Convergence: the change of the (scaled) deviance between iterations "
           "(statsmodels' tol).", gt=0),
     Param("maxiter", 100, "Iterations at most (each one pass over the rows).", type=int,

@@ -52,7 +52,8 @@ def fit_glm(data, *, out=None, family: str = "gaussian", link: str | None = None
             weights: str | None = None, freq_weights: str | None = None,
             offset: str | None = None, exposure: str | None = None,
             trials: str | None = None, missing: str = "raise", alpha: float | None = None,
-            cov_type: str = "nonrobust", nb_alpha: float | None = None,
+            cov_type: str | None = None, groups: str | None = None,
+            nb_alpha: float | None = None,
             var_power: float | None = None, tol: float = 1e-8, maxiter: int = 100,
             solver: str = "qr", allow_nonconverged: bool = False,
             segment_bytes: int | None = None, **run) -> xr.Dataset:
@@ -77,6 +78,10 @@ def fit_glm(data, *, out=None, family: str = "gaussian", link: str | None = None
         A binomial response counted out of this variable's number of trials.
     alpha : float or None
         Confidence intervals of 1 − ``alpha`` coverage (default 0.05).
+    cov_type, groups : str or None
+        The covariance of the coefficients: ``nonrobust`` (default), ``HC0``–``HC3`` (the
+        sandwich of statsmodels' GLM, which gives HC0 for each of them), or ``cluster``
+        with the rows' group labels ``groups`` (CRV1): one more pass over the rows.
     tol, maxiter : float, int
         Convergence as statsmodels' (the change of the scaled deviance), at most
         ``maxiter`` iterations.
@@ -147,8 +152,8 @@ class GLMFit(Job):
     def open(self, run: Run) -> list:
         self.source = run.open_input(
             "stream", self.data, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
-            fit_intercept=self.intercept(), weights=self.weights, missing=self.missing,
-            formula=self.formula)
+            fit_intercept=self.intercept(), weights=self.weights, groups=self.groups,
+            missing=self.missing, formula=self.formula)
         if self.source.n_targets != 1:
             raise InputError(f"{self.source.label}: a GLM has one response, got "
                              f"{self.source.n_targets} target columns")
@@ -192,6 +197,7 @@ class GLMLoop:
 
     job: GLMFit
     ctx: Context
+    n_groups: int | None = None
 
     def run(self, kind: str, name: str, **kw) -> dict:
         return self.ctx.run_pass(GLMPass(self.job.source, self.job.aux, self.job.aux_names,
@@ -242,10 +248,22 @@ class GLMLoop:
             llf_scale = float(last["rss"]) / wnobs  # statsmodels' concentrated likelihood
         final = self.run("final", "glm-final", coef=fit.coef, scale=llf_scale, **null_kw)
         llf = final.get("llf")
+        cov, self.n_groups = None, None
+        if job.cov_type not in (None, "nonrobust"):
+            robust = self.run("robust", f"glm-robust-{job.cov_type}", coef=fit.coef,
+                              scale=scale, cov_type=job.cov_type)
+            cov = robust["cov"]
+            if job.cov_type == "cluster":
+                self.n_groups = int(robust["n_groups"])
+                if self.n_groups < 2:
+                    raise InputError(f"{job.source.label}: variable '{job.groups}' holds "
+                                     f"{self.n_groups} group(s): a cluster-robust covariance "
+                                     "needs at least 2")
         stats = kernels.glm_statistics(fit.coef, fit.normalized_cov, scale,
                                        df_model=df_model, df_resid=df_resid, wnobs=wnobs,
                                        llf=None if llf is None else float(llf),
-                                       alpha=0.05 if job.alpha is None else job.alpha)
+                                       alpha=0.05 if job.alpha is None else job.alpha,
+                                       cov=cov)
         values = {"nobs": wnobs, "df_model": df_model, "df_resid": df_resid,
                   "deviance": float(last["deviance"]),
                   "null_deviance": float(final["null_deviance"]),
@@ -298,7 +316,7 @@ class GLMLoop:
             "model": "glm", "family": job.family, "link": job.spec.lnk.name,
             "iterations": int(fit.iterations), "converged": bool(problem is None),
             "tol": float(job.tol), "maxiter": int(job.maxiter), "solver": job.solver,
-            "cov_type": job.cov_type, "use_t": False,
+            "cov_type": job.cov_type or "nonrobust", "use_t": False,
             "conf_int_alpha": 0.05 if job.alpha is None else float(job.alpha),
             "k_constant": int(source.intercept), "rows_dropped": source.n_rows - rows,
             "n_rows": source.n_rows, "bic_definition": "bic_llf: -2 llf + (df_model + 1) "
@@ -310,6 +328,9 @@ class GLMLoop:
             ds.attrs["var_power"] = float(job.var_power)
         if problem is not None:
             ds.attrs["nonconverged_reason"] = problem
+        if self.n_groups is not None:
+            ds.attrs.update({"groups_variable": job.groups, "n_groups": self.n_groups,
+                             "df_resid_inference": self.n_groups - 1})
         return ds
 
     #: short phrases about a result for the command line's one-line summary
@@ -365,6 +386,11 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
         elif kind == "irls":
             design = np.ones((stop - start, 1)) if kw["null"] else X
             out = kernels.irls_sums(spec, design, y, kw["coef"], ybar=kw["ybar"], **prior)
+        elif kind == "robust":
+            labels = (source.read_labels(start, stop) if kw["cov_type"] == "cluster"
+                      else None)
+            out = kernels.robust_sums(spec, X, y, kw["coef"], kw["scale"],
+                                      cov_type=kw["cov_type"], labels=labels, **prior)
         else:
             extra_kw = {k: kw[k] for k in ("null_coef", "null_mean") if k in kw}
             out = kernels.final_sums(spec, X, y, kw["coef"], kw["scale"], **extra_kw, **prior)
@@ -419,8 +445,13 @@ class GLMPass(Pass):
                    for i, (K0, K1) in enumerate(pieces)]
         wait_progress(ctx.client, futures, [plan.edge(K1) - plan.edge(K0) for K0, K1 in pieces],
                       self.label, unit="rows", enabled=ctx.progress)
-        root = tree_reduce(ctx.client, futures, kernels.combine_sums, leaf=_part,
-                           name=f"{self.label}-combine-{tag}").result()
+        robust = self.kind == "robust"
+        root = tree_reduce(ctx.client, futures,
+                           kernels.combine_robust if robust else kernels.combine_sums,
+                           leaf=_part, name=f"{self.label}-combine-{tag}").result()
+        if robust:  # the labels stay on the workers' side: the state is numbers only
+            cov, groups = kernels.robust_cov(root, source.n_features)
+            return {"cov": cov, "n_groups": -1 if groups is None else groups}
         return {k: np.asarray(v) for k, v in root.items()}
 
 

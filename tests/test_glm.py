@@ -269,3 +269,25 @@ def test_robust_and_cluster_covariances(cpunish, client):
     ref = res.f_test("INCOME = 0, PERPOVERTY = 0")
     close(test.fvalue, float(np.squeeze(ref.fvalue)))
     assert test.df_denom == ref.df_denom == 3
+
+
+def test_predict_with_intervals_equals_get_prediction(cpunish, client, tmp_path):
+    """streamlsq.predict of a GLM fit (with an exposure) on new rows: the mean and the
+    linear predictor with their delta-method intervals, as statsmodels' get_prediction."""
+    frame, folder = cpunish
+    formula = "EXECUTIONS ~ INCOME + PERPOVERTY + C(SOUTH)"
+    streamlsq.fit_glm(str(folder), formula=formula, family="poisson", exposure="POP",
+                      out=tmp_path / "fit.zarr", client=client)
+    res = sm.GLM.from_formula(formula, frame, family=sm.families.Poisson(),
+                              exposure=frame.POP).fit()
+    pred = streamlsq.predict(tmp_path / "fit.zarr", str(folder), intervals=True, alpha=0.1,
+                             out=tmp_path / "pred.zarr", client=client)
+    frame_ref = res.get_prediction(frame, exposure=frame.POP).summary_frame(alpha=0.1)
+    close(pred.yhat[:, 0], frame_ref["mean"])
+    for name in ("mean_se", "mean_ci_lower", "mean_ci_upper"):
+        close(pred[name][:, 0], frame_ref[name])
+    linear = res.get_prediction(frame, exposure=frame.POP, which="linear")
+    close(pred.linpred[:, 0], linear.predicted)
+    close(pred.linpred_se[:, 0], linear.se)
+    close(pred.linpred_ci_lower[:, 0], linear.conf_int(alpha=0.1)[:, 0])
+    assert pred.attrs["model_method"] == "glm"

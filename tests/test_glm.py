@@ -291,3 +291,25 @@ def test_predict_with_intervals_equals_get_prediction(cpunish, client, tmp_path)
     close(pred.linpred_se[:, 0], linear.se)
     close(pred.linpred_ci_lower[:, 0], linear.conf_int(alpha=0.1)[:, 0])
     assert pred.attrs["model_method"] == "glm"
+
+
+def test_declarations_name_the_kernels_families_and_links():
+    from streamlsq.options.glm import FAMILY_NAMES, LINK_NAMES
+
+    assert FAMILY_NAMES == kernels.FAMILY_NAMES
+    assert set(LINK_NAMES) == set(kernels.LINKS)
+    for name in FAMILY_NAMES:
+        assert set(kernels.family(name).links) <= set(LINK_NAMES)
+
+
+def test_nonfinite_working_weights_name_the_row():
+    """A mean of 0 under the identity link of the Poisson family (V(0) = 0): the working
+    weight is infinite; the kernel names the row, the pipeline the store and the remedy."""
+    spec = kernels.GLMSpec("poisson", "identity")
+    X = np.ones((3, 1))
+    with pytest.raises(kernels.RowError, match="row 0: its working weight or response is "
+                                               "not finite") as info:
+        kernels.irls_sums(spec, X, np.array([1.0, 2.0, 0.0]), np.zeros(1))
+    assert info.value.kind == "weights"
+    with pytest.raises(ValueError, match="the gamma family takes the links"):
+        kernels.family("gamma").link("logit")

@@ -12,7 +12,7 @@ Examples
 Traceback (most recent call last):
 ...
 streamlsq.errors.InputError: family must be one of 'gaussian', 'binomial', 'poisson', \
-'gamma', 'inverse_gaussian', 'negative_binomial' or 'tweedie', got 'logistic'
+'gamma', 'inverse_gaussian', 'negative_binomial', 'tweedie', got 'logistic'
 """
 
 from __future__ import annotations

@@ -313,3 +313,10 @@ def test_nonfinite_working_weights_name_the_row():
     assert info.value.kind == "weights"
     with pytest.raises(ValueError, match="the gamma family takes the links"):
         kernels.family("gamma").link("logit")
+
+
+def test_robust_covariance_of_a_noncanonical_link_is_refused():
+    frame = pd.DataFrame({"x": np.arange(10.0), "y": np.arange(10.0) % 3})
+    with pytest.raises(InputError, match="canonical link only .* use --link log"):
+        streamlsq.fit_glm(frame, formula="y ~ x", family="poisson", link="sqrt",
+                          cov_type="HC0")

@@ -65,6 +65,7 @@ def write_targets(client, path, seed=0) -> None:
         if name not in g:
             g.create_array(name, shape=(source.n_rows,), chunks=(source.chunk_rows,),
                            dtype="float64", dimension_names=["sample"])
+    zarr.consolidate_metadata(str(path))  # the store's metadata is consolidated: add them
     edges = source.chunk_edges()
     futures = [client.submit(_targets_of_chunk, path, int(a), int(b), seed, pure=False)
                for a, b in zip(edges[:-1], edges[1:], strict=True)]

@@ -315,8 +315,17 @@ def test_nonfinite_working_weights_name_the_row():
         kernels.family("gamma").link("logit")
 
 
-def test_robust_covariance_of_a_noncanonical_link_is_refused():
-    frame = pd.DataFrame({"x": np.arange(10.0), "y": np.arange(10.0) % 3})
-    with pytest.raises(InputError, match="canonical link only .* use --link log"):
-        streamlsq.fit_glm(frame, formula="y ~ x", family="poisson", link="sqrt",
-                          cov_type="HC0")
+def test_robust_covariance_of_noncanonical_links(star98, client):
+    """The bread of a non-canonical link is the observed information, as statsmodels'
+    GLM.hessian: binomial counts with the probit link, HC0 and clustered."""
+    formula = "NABOVE ~ LOWINC + PERASIAN + PERBLACK"
+    frame = star98.assign(G=(np.arange(len(star98)) % 7).astype(float))
+    exog = sm.add_constant(frame[["LOWINC", "PERASIAN", "PERBLACK"]])
+    family = sm.families.Binomial(sm.families.links.Probit())
+    for cov_type, kw, cov_kwds in (("HC0", {}, None),
+                                   ("cluster", {"groups": "G"}, {"groups": frame.G})):
+        fit = streamlsq.fit_glm(frame, formula=formula, family="binomial", link="probit",
+                                trials="TRIALS", cov_type=cov_type, client=client, **kw)
+        res = sm.GLM(frame[["NABOVE", "NBELOW"]], exog, family=family).fit(
+            cov_type=cov_type, cov_kwds=cov_kwds)
+        check_against(fit, res)

@@ -72,6 +72,20 @@ class Family:
                              f"{', '.join(self.links)}, got {name!r}")
         return LINKS[name]
 
+    def variance_deriv(self, mu):
+        """V'(μ), as statsmodels' variance functions differentiate it (the observed
+        information of a non-canonical link)."""
+        mu = np.asarray(mu, np.float64)
+        if self.name == "gaussian":
+            return np.zeros_like(mu)
+        if self.name == "binomial":
+            return 1 - 2 * _unit(mu)
+        if self.name == "negative_binomial":
+            return 1 + 2 * self.parameter * _positive(mu)
+        power = {"poisson": 1.0, "gamma": 2.0, "inverse_gaussian": 3.0}.get(self.name,
+                                                                           self.parameter)
+        return np.where(mu < 0, -1.0, 1.0) * power * np.fabs(mu) ** (power - 1)
+
     def weights(self, mu, link: Link):
         """The IRLS weight of a row of prior weight 1: 1 / (g'(μ)² V(μ))."""
         return 1.0 / (link.deriv(mu) ** 2 * self.variance(mu))

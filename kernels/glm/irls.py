@@ -337,8 +337,9 @@ def robust_sums(spec: GLMSpec, X, y, coef, scale: float, *, cov_type: str, label
                 keep=None) -> dict:
     """One chunk's part of a GLM's sandwich covariance at the final coefficients, as
     statsmodels' ``cov_white_simple`` and ``cov_cluster`` build it from ``GLM.score_obs``
-    and ``GLM.hessian``: the bread's ``hessian`` Σ x xᵀ·iw·n/(g'(μ)² V(μ))/φ (the
-    expected information, equal to the observed one for a canonical link) and the meat:
+    and ``GLM.hessian``: the bread's ``hessian`` Σ x xᵀ·h, the observed information
+    h = iw·n/(g'(μ)² V(μ)) · (1 + (y − μ)(V g'' + V' g')/(g' V)) / φ (statsmodels'
+    ``hessian_factor(observed=True)``; the expected one for a canonical link) and the meat:
     ``meat`` Σ uuᵀ of the scores u = x·iw·n (y − μ)/(V(μ) g'(μ) φ) divided by √f (HC0), or
     for ``cov_type="cluster"`` the scores summed by group (``labels`` and ``sums``), which
     :func:`merge_score_sums` merges across chunks."""
@@ -353,7 +354,8 @@ def robust_sums(spec: GLMSpec, X, y, coef, scale: float, *, cov_type: str, label
     mu = link.inverse(X @ np.asarray(coef, np.float64) + o)
     iw = np.where(k, f * v * n, 0.0)
     d, var = link.deriv(mu), fam.variance(mu)
-    info = iw / (d ** 2 * var) / scale
+    observed = (ys - mu) / (d * var) * (var * link.deriv2(mu) + fam.variance_deriv(mu) * d)
+    info = np.where(k, iw / (d ** 2 * var) * (1 + observed) / scale, 0.0)
     score = np.where(k, iw * (ys - mu) / (var * d) / scale, 0.0)
     out = {"hessian": X.T @ (X * info[:, None]), "rows": np.int64(k.sum())}
     if cov_type == "cluster":

@@ -141,13 +141,7 @@ class GLMFit(Job):
             self.spec.fam.link(self.link)  # refuses a link the family does not take
         except ValueError as exc:
             raise InputError(f"--link: {exc}") from None
-        canonical = self.spec.fam.canonical
-        if self.cov_type not in (None, "nonrobust") and self.spec.lnk.name != canonical:
-            link = f"--link {canonical}" if canonical else "--cov-type nonrobust"
-            raise InputError(f"--cov-type {self.cov_type}: a GLM's robust covariance is "
-                             f"computed for the family's canonical link only (the "
-                             f"{self.spec.fam.name} family with the {self.spec.lnk.name} "
-                             f"link is not); use {link}")
+
 
     def intercept(self) -> bool:
         if self.formula is None:

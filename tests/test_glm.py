@@ -218,13 +218,37 @@ def test_refusals_leave_nothing(client, tmp_path, star98):
     assert "did not converge" in fit.attrs["nonconverged_reason"]
 
 
-def test_resume_continues_after_last_iteration(star98, client, tmp_path):
-    """A checkpointed fit commits each pass; a resumed run reads them back."""
+def test_resume_continues_after_last_iteration(star98, client, tmp_path, monkeypatch):
+    """A checkpointed fit commits each pass; killed after its fourth pass, the resumed run
+    takes the first four from the checkpoint, runs only the rest, and gives the same fit."""
+    from streamlsq.stream.glm import GLMPass
+
     formula = "NABOVE ~ LOWINC + PERASIAN"
-    ck = tmp_path / "ck"
-    first = streamlsq.fit_glm(star98, formula=formula, family="binomial", trials="TRIALS",
-                              out=tmp_path / "a.zarr", checkpoint=ck, client=client)
-    assert first.attrs["passes"] == first.attrs["iterations"] + 3
+    options = dict(formula=formula, family="binomial", trials="TRIALS", client=client)
+    whole = streamlsq.fit_glm(star98, **options)
+    assert whole.attrs["passes"] == whole.attrs["iterations"] + 3
+    computed = []
+    original = GLMPass.compute
+
+    def dies_after_four(self, ctx):
+        if len(computed) == 4:
+            raise KeyboardInterrupt("killed")
+        computed.append(self.label)
+        return original(self, ctx)
+
+    monkeypatch.setattr(GLMPass, "compute", dies_after_four)
+    ck, out = tmp_path / "ck", tmp_path / "fit.zarr"
+    with pytest.raises(KeyboardInterrupt):
+        streamlsq.fit_glm(star98, out=out, checkpoint=ck, **options)
+    assert computed == ["glm-mean", "glm-irls-0", "glm-irls-1", "glm-irls-2"] and not out.exists()
+    computed.clear()
+    monkeypatch.setattr(GLMPass, "compute", lambda self, ctx: (computed.append(self.label),
+                                                               original(self, ctx))[1])
+    resumed = streamlsq.fit_glm(star98, out=out, checkpoint=ck, resume=True, **options)
+    assert computed[0] == "glm-irls-3" and len(computed) == whole.attrs["passes"] - 4
+    close(resumed.coef, whole.coef, rel=0)
+    close(resumed.deviance_history, whole.deviance_history, rel=0)
+
 
 
 def test_cli_refusal_one_line(cli, tmp_path):

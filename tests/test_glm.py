@@ -353,3 +353,21 @@ def test_robust_covariance_of_noncanonical_links(star98, client):
         res = sm.GLM(frame[["NABOVE", "NBELOW"]], exog, family=family).fit(
             cov_type=cov_type, cov_kwds=cov_kwds)
         check_against(fit, res)
+
+
+def test_worker_counts_agree(scotland, client):
+    """The session's two worker processes and a cluster of one threaded worker give the
+    same fit (pieces and the tree of combines depend on the chunks, not on the workers)."""
+    from distributed import Client, LocalCluster
+
+    data, path = scotland
+    x = ["COUTAX", "UNEMPF", "MOR"]
+    options = dict(x=x, y="YES", sample_dim="row", fit_intercept=True, family="gamma",
+                   link="log", segment_bytes=1)
+    two = streamlsq.fit_glm(path, client=client, **options)
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as single:
+        one = streamlsq.fit_glm(path, client=single, **options)
+    close(one.coef, two.coef, rel=1e-10)
+    close(one.bse, two.bse, rel=1e-10)
+    close(one.llf, two.llf, rel=1e-10)

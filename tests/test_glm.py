@@ -149,6 +149,11 @@ def test_gamma_from_zarr_store_chunkings_agree(scotland, client, tmp_path):
     close(small.bse, fit.bse, rel=1e-10)
     table = streamlsq.summary(stored)
     assert list(table.columns)[:4] == ["coef", "std err", "z", "P>|z|"]
+    assert table.attrs["model"]["family"] == "gamma"
+    from streamlsq.stream.statistics import summary_text
+
+    text = summary_text(stored)
+    assert "Model Family:" in text and "inverse_power" in text and "Converged:" in text
     # the Wald test is statsmodels' f_test on GLMResults
     test = streamlsq.wald_test(stored, "COUTAX = 0, UNEMPF = 0")
     ref = res.f_test("COUTAX = 0, UNEMPF = 0")

@@ -376,3 +376,15 @@ def test_worker_counts_agree(scotland, client):
     close(one.coef, two.coef, rel=1e-10)
     close(one.bse, two.bse, rel=1e-10)
     close(one.llf, two.llf, rel=1e-10)
+
+
+def test_fit_glm_keywords_are_the_declared_options():
+    import inspect
+
+    from streamlsq.options.glm import GLM
+
+    params = inspect.signature(streamlsq.fit_glm).parameters
+    keywords = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n != "out"]
+    assert sorted(keywords) == sorted(GLM.names)
+    for name in GLM.names:
+        assert params[name].default == GLM.param(name).default, name

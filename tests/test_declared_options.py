@@ -43,6 +43,8 @@ NO_BAD_VALUE = {
     "--group", "--x", "--y", "--sample-dim", "--continue-from", "--weights", "--groups",
     "--formula", "--checkpoint", "--scheduler", "--memory-limit", "--test", "--columns",
     "--out", "--new-rows",
+    # fit glm: a switch, and per-row variables named as free text
+    "--allow-nonconverged", "--offset", "--exposure", "--freq-weights", "--trials",
 }
 
 

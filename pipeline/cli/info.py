@@ -75,7 +75,7 @@ def _print_summary(store):
         return
     from streamlsq.stream.apply import is_stream_fit
 
-    if not is_stream_fit(attrs):
+    if not is_stream_fit(attrs) and attrs.get("model") != "glm":
         return
     from streamlsq.stream.statistics import summary_text
 

@@ -245,6 +245,11 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
     for key in ("identified_from_row", "n_groups", "undefined_statistics"):
         if key in a:
             out[key] = a[key]
+    if a.get("model") == "glm":  # a generalised linear model's own (statsmodels' GLM summary)
+        out.update({"family": a["family"], "link": a["link"],
+                    "iterations": int(a["iterations"]), "converged": bool(a["converged"])})
+        for name in ("deviance", "null_deviance", "pearson_chi2"):
+            out[name] = float(ds[name].sel(target=label).item())
     return out
 
 

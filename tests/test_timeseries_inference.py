@@ -1,0 +1,203 @@
+"""Time-series covariances through the pipeline, against statsmodels on real data sets that
+packages ship: HAC (Newey–West, several lags, a halo longer than a chunk) on statsmodels'
+quarterly macrodata; hac-groupsum (Driscoll–Kraay) and two-way clusters on its grunfeld
+panel (firms as strings, years as integers); from stores in small chunks and from Parquet
+files in small row groups, on both engines, the same numbers whatever the chunking."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+import xarray as xr
+
+from streamlsq import fit_stream, robust_covariance
+from streamlsq.kernels import inference
+from streamlsq.stream.statistics import summary_text
+
+RTOL = 1e-9
+SAME = 1e-12
+
+
+def _store(path, frame: pd.DataFrame, chunk_rows: int):
+    ds = xr.Dataset({c: ("row", frame[c].to_numpy()) for c in frame.columns})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.chunk({"row": chunk_rows}).to_zarr(path, mode="w", zarr_format=3,
+                                              consolidated=False)
+    return str(path)
+
+
+def _parquet(path, frame: pd.DataFrame, row_group: int):
+    frame.to_parquet(path, row_group_size=row_group, index=False)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def macro(tmp_path_factory):
+    """statsmodels' macrodata (203 quarters): inflation on unemployment and the T-bill rate,
+    as stores of 7 and 50 rows a chunk and a Parquet file of 16-row row groups."""
+    d = sm.datasets.macrodata.load_pandas().data[["infl", "unemp", "tbilrate"]]
+    root = tmp_path_factory.mktemp("macro")
+    inputs = [_store(root / "m7.zarr", d, 7), _store(root / "m50.zarr", d, 50),
+              _parquet(root / "m.parquet", d, 16)]
+    return d, inputs
+
+
+@pytest.fixture(scope="module")
+def panel(tmp_path_factory):
+    """statsmodels' grunfeld (11 firms × 20 years, stacked by firm): invest on value and
+    capital; firms as strings, years as integers."""
+    d = sm.datasets.grunfeld.load_pandas().data
+    frame = pd.DataFrame({"invest": d.invest, "value": d.value, "capital": d.capital,
+                          "firm": d.firm.to_numpy().astype(str),
+                          "year": d.year.to_numpy().astype(np.int64)})
+    root = tmp_path_factory.mktemp("panel")
+    inputs = [_store(root / "g9.zarr", frame, 9), _store(root / "g64.zarr", frame, 64),
+              _parquet(root / "g.parquet", frame, 25)]
+    return frame, inputs
+
+
+MACRO = dict(x=["unemp", "tbilrate"], y="infl", sample_dim="row", fit_intercept=True)
+PANEL = dict(x=["value", "capital"], y="invest", sample_dim="row", fit_intercept=True)
+COMPARED = ("bse", "tvalues", "pvalues", "conf_int_lower", "conf_int_upper")
+
+
+def _like(ds, ref, rtol=RTOL):
+    np.testing.assert_allclose(ds.coef.values[-1, :, 0], ref.params, rtol=rtol)
+    np.testing.assert_allclose(ds.cov_params.values[:, :, 0], ref.cov_params(), rtol=rtol)
+    for name in ("bse", "tvalues", "pvalues"):
+        np.testing.assert_allclose(ds[name].values[:, 0], getattr(ref, name), rtol=rtol,
+                                   err_msg=name)
+    ci = ref.conf_int(0.05)
+    np.testing.assert_allclose(ds.conf_int_lower.values[:, 0], ci[:, 0], rtol=rtol)
+    np.testing.assert_allclose(ds.conf_int_upper.values[:, 0], ci[:, 1], rtol=rtol)
+    np.testing.assert_allclose(ds.fvalue.values[0], ref.fvalue, rtol=rtol)
+    np.testing.assert_allclose(ds.f_pvalue.values[0], ref.f_pvalue, rtol=rtol)
+    assert ds.attrs["use_t"] == ref.use_t is False
+
+
+def _runs(inputs):
+    """Both engines on the store of small chunks, one each on the others (the engines give
+    the same numbers: the covariance pass is the same)."""
+    return [(inputs[0], "sequential"), (inputs[0], "scan"), (inputs[1], "scan"),
+            (inputs[2], "sequential")]
+
+
+def _same(a, b):
+    for name in COMPARED:
+        np.testing.assert_allclose(a[name].values, b[name].values, rtol=SAME, err_msg=name)
+
+
+@pytest.mark.parametrize("maxlags,correction", [(4, None), (12, True), (60, False)])
+def test_hac_equals_statsmodels_from_stores_and_parquet_on_both_engines(
+        macro, client, maxlags, correction):
+    """Lags 12 and 60 reach across several 7-row chunks (the halo spans chunks)."""
+    d, inputs = macro
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    kwds = {"maxlags": maxlags}
+    if correction is not None:
+        kwds["use_correction"] = correction
+    ref = sm.OLS(d.infl.to_numpy(), X).fit(cov_type="HAC", cov_kwds=kwds)
+    _ = ref.fvalue
+    fits = []
+    for data, engine in _runs(inputs):
+        ds = fit_stream(data, "kf4lls", engine=engine, block_size=11, client=client,
+                        cov_type="HAC", maxlags=maxlags, use_correction=correction,
+                        segment_bytes=64, **MACRO)
+        _like(ds, ref)
+        fits.append(ds)
+    for ds in fits[1:]:
+        _same(ds, fits[0])
+    assert ds.attrs["cov_type"] == "HAC" and ds.attrs["maxlags"] == maxlags
+    assert f"bartlett kernel, {maxlags} lags" in ds.attrs["cov_description"]
+
+
+def test_hac_uniform_kernel_and_a_published_fit(macro, client):
+    d, inputs = macro
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    ref = sm.OLS(d.infl.to_numpy(), X).fit(cov_type="HAC", cov_kwds={
+        "maxlags": 3, "kernel": "uniform"})
+    _ = ref.fvalue
+    fit = fit_stream(inputs[0], "kf4lls", client=client, **MACRO)
+    ds = robust_covariance(fit, inputs[0], cov_type="HAC", maxlags=3, kernel="uniform",
+                           client=client)
+    _like(ds, ref)
+    assert "uniform kernel, 3 lags" in summary_text(ds)
+
+
+def _panel_reference(frame, cov_type, **kwds):
+    X = sm.add_constant(frame[["value", "capital"]].to_numpy())
+    ref = sm.OLS(frame.invest.to_numpy(), X).fit(cov_type=cov_type, cov_kwds=kwds)
+    _ = ref.fvalue
+    return ref
+
+
+@pytest.mark.parametrize("maxlags", [0, 2, 5])
+def test_driscoll_kraay_equals_statsmodels_hac_groupsum(panel, client, maxlags):
+    frame, inputs = panel
+    codes = np.unique(frame.year, return_inverse=True)[1]  # statsmodels: periods 0..T-1
+    ref = _panel_reference(frame, "hac-groupsum", time=codes, maxlags=maxlags)
+    fits = []
+    for data, engine in _runs(inputs):
+        ds = fit_stream(data, "kf4lls", engine=engine, block_size=7, client=client,
+                        cov_type="hac-groupsum", time="year", maxlags=maxlags,
+                        segment_bytes=64, **PANEL)
+        _like(ds, ref)
+        assert ds.attrs["df_resid_inference"] == ref.df_resid_inference == 10
+        fits.append(ds)
+    for ds in fits[1:]:
+        _same(ds, fits[0])
+    assert "periods of 'year'" in ds.attrs["cov_description"]
+
+
+def test_two_way_clusters_equal_statsmodels_on_string_and_integer_labels(panel, client):
+    frame, inputs = panel
+    firm = np.unique(frame.firm, return_inverse=True)[1]
+    ref = _panel_reference(frame, "cluster", groups=np.column_stack([firm, frame.year]))
+    fits = []
+    for data, engine in _runs(inputs):
+        ds = fit_stream(data, "kf4lls", engine=engine, block_size=7, client=client,
+                        cov_type="cluster", groups="firm,year", segment_bytes=64, **PANEL)
+        _like(ds, ref)
+        assert ds.attrs["df_resid_inference"] == ref.df_resid_inference == 10
+        assert list(ds.attrs["n_groups"]) == [11, 20]
+        fits.append(ds)
+    for ds in fits[1:]:
+        _same(ds, fits[0])
+    assert "two-way: 'firm', 'year'" in summary_text(ds)
+
+
+def test_two_way_is_the_sum_of_one_way_covariances_less_the_intersection(panel, client):
+    """V_A + V_B − V_{A∩B} from the pipeline's one-way covariances of the same fit, the
+    intersection given as a variable of its own."""
+    frame, inputs = panel
+    both = frame.assign(pair=frame.firm + "/" + frame.year.astype(str))
+    data = xr.Dataset({c: ("row", both[c].to_numpy()) for c in both.columns})
+    fit = fit_stream(data, "kf4lls", client=client, **PANEL)
+    cov = {g: robust_covariance(fit, data, cov_type="cluster", groups=g, client=client)
+           .cov_params.values for g in ("firm", "year", "pair", "firm,year")}
+    np.testing.assert_allclose(cov["firm,year"], cov["firm"] + cov["year"] - cov["pair"],
+                               rtol=1e-10)
+
+
+def test_the_halo_kernel_is_independent_of_the_cut():
+    rng = np.random.default_rng(3)
+    X, Y = rng.standard_normal((100, 3)), rng.standard_normal((100, 2))
+    coef = rng.standard_normal((3, 2))
+    whole = inference.hac_meat(X, Y, coef, 30)["meat"]
+    for cut in (1, 10, 29, 30, 31, 99):  # a halo shorter than the lags at the start
+        halo = min(30, cut)
+        parts = (inference.hac_meat(X[:cut], Y[:cut], coef, 30)["meat"]
+                 + inference.hac_meat(X[cut - halo:], Y[cut - halo:], coef, 30,
+                                      halo=halo)["meat"])
+        np.testing.assert_allclose(parts, whole, rtol=1e-12, atol=1e-12)
+    from statsmodels.stats.sandwich_covariance import S_hac_simple
+    scores = X * (Y[:, 1] - X @ coef[:, 1])[:, None]
+    np.testing.assert_allclose(whole[:, :, 1], S_hac_simple(scores, nlags=30), rtol=1e-12)
+    white = inference.hac_meat(X, Y, coef, 0)["meat"]  # no lag: White's HC0 meat
+    np.testing.assert_allclose(white, inference.hc_meat(X, Y, coef, np.eye(3), "HC0")["meat"],
+                               rtol=1e-12)

@@ -201,3 +201,68 @@ def test_the_halo_kernel_is_independent_of_the_cut():
     white = inference.hac_meat(X, Y, coef, 0)["meat"]  # no lag: White's HC0 meat
     np.testing.assert_allclose(white, inference.hc_meat(X, Y, coef, np.eye(3), "HC0")["meat"],
                                rtol=1e-12)
+
+
+# -- rolling windows ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("window,step", [(12, 1), (40, 3), (203, 1)])
+def test_rolling_windows_equal_rolling_ols_on_macrodata(window, step):
+    """Windows shorter than, equal to and (the whole series) longer than a chunk of the
+    stores above; every recorded window as statsmodels' RollingOLS gives it."""
+    from statsmodels.regression.rolling import RollingOLS
+
+    from streamlsq.kernels.inference.rolling import rolling_fit
+
+    d = sm.datasets.macrodata.load_pandas().data
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    y = d.infl.to_numpy()
+    fit = rolling_fit(X, y, window, step=step, constant=0)
+    ref = RollingOLS(y, X, window=window).fit()
+    rows = fit["ends"] - 1
+    assert rows[0] == window - 1 and np.all(np.diff(rows) == step)
+    for name in ("params", "bse", "tvalues"):
+        np.testing.assert_allclose(fit[name][:, :, 0], np.asarray(getattr(ref, name))[rows],
+                                   rtol=RTOL, err_msg=name)
+    for name in ("rsquared", "rsquared_adj", "ssr", "nobs", "llf", "aic", "bic"):
+        np.testing.assert_allclose(fit[name][:, 0], np.asarray(getattr(ref, name))[rows],
+                                   rtol=RTOL, err_msg=name)
+
+
+def test_rolling_windows_keep_the_digits_rolling_ols_loses():
+    """A polynomial design of κ ≈ 1e10: each window's coefficients within 1e3·ε·κ of a
+    batch lstsq of its rows and of 50-digit references, where RollingOLS (rolling XᵀX,
+    added and subtracted) loses about κ² worth."""
+    import mpmath
+    from statsmodels.regression.rolling import RollingOLS
+
+    from streamlsq.kernels.inference.rolling import rolling_fit
+
+    rng = np.random.default_rng(7)
+    n, window = 400, 60
+    t = np.linspace(0.0, 1.0, n)
+    X = np.column_stack([t ** j for j in range(7)])
+    y = X @ rng.standard_normal(7) + 1e-3 * rng.standard_normal(n)
+    fit = rolling_fit(X, y, window, step=20)
+    kappa = np.array([np.linalg.cond(X[e - window:e]) for e in fit["ends"]])
+    assert 1e10 < kappa.max() < 1e11
+    eps = np.finfo(float).eps
+    ours, theirs = [], []
+    ref = RollingOLS(y, X, window=window).fit()
+    for i, e in enumerate(fit["ends"]):
+        batch = np.linalg.lstsq(X[e - window:e], y[e - window:e], rcond=None)[0]
+        err = np.abs(fit["params"][i, :, 0] - batch).max() / np.abs(batch).max()
+        assert err <= 1e3 * eps * kappa[i], (e, err, kappa[i])
+    bound = 1e3 * eps * kappa.max()
+    mpmath.mp.dps = 50
+    for e in fit["ends"][[0, len(fit["ends"]) // 2, -1]]:
+        A = mpmath.matrix(X[e - window:e].tolist())
+        b = mpmath.matrix(y[e - window:e].tolist())
+        exact = np.array(mpmath.lu_solve(A.T * A, A.T * b).tolist(), float).ravel()
+        i = int(np.flatnonzero(fit["ends"] == e)[0])
+        scale = np.abs(exact).max()
+        ours.append(np.abs(fit["params"][i, :, 0] - exact).max() / scale)
+        theirs.append(np.abs(np.asarray(ref.params)[e - 1] - exact).max() / scale)
+    assert max(ours) <= bound
+    # RollingOLS' rolling sums keep fewer digits: at least 100 times the error here
+    assert max(theirs) > 100 * max(ours), (ours, theirs)

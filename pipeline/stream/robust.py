@@ -96,8 +96,10 @@ def _group_sums(scores, labels) -> dict:
 def _pair_labels(a, b) -> np.ndarray:
     """One label per row for the intersection of two groupings: the two labels as text,
     the first preceded by its length (so that no two pairs give the same text)."""
-    a, b = np.asarray(a).astype(str), np.asarray(b).astype(str)
-    return np.char.add(np.char.add(np.char.add(np.char.str_len(a).astype(str), ":"), a), b)
+    text = np.dtypes.StringDType()  # numbers, fixed-width and variable-width strings alike
+    a, b = np.asarray(a).astype(text), np.asarray(b).astype(text)
+    join = np.strings.add
+    return join(join(join(np.strings.str_len(a).astype(text), ":"), a), b)
 
 
 def _grouped_scores(source: StreamSource, start: int, stop: int, coef, cov_type: str) -> dict:

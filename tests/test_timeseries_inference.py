@@ -266,3 +266,44 @@ def test_rolling_windows_keep_the_digits_rolling_ols_loses():
     assert max(ours) <= bound
     # RollingOLS' rolling sums keep fewer digits: at least 100 times the error here
     assert max(theirs) > 100 * max(ours), (ours, theirs)
+
+
+@pytest.mark.parametrize("window", [5, 7, 30])
+def test_rolling_windows_through_the_pipeline_equal_rolling_ols(macro, client, window):
+    """Windows shorter than, equal to and longer than the 7-row chunks, read from the store
+    and from Parquet, on both engines; each recorded window (every 4 rows) as RollingOLS
+    gives it, and the windows cut into several groups (tasks) give the same numbers."""
+    from statsmodels.regression.rolling import RollingOLS
+
+    import streamlsq.stream.rolling as rolling
+
+    d, inputs = macro
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    ref = RollingOLS(d.infl.to_numpy(), X, window=window).fit()
+    rows = np.arange(window - 1, len(d), 4)
+    fits = []
+    for data, engine in ((inputs[0], "sequential"), (inputs[0], "scan"),
+                         (inputs[2], "sequential")):
+        ds = fit_stream(data, "kf4lls", engine=engine, client=client, window=window,
+                        window_step=4, **MACRO)
+        np.testing.assert_array_equal(ds.window_end.values, rows)
+        for name in ("params", "bse", "tvalues"):
+            np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, :, 0],
+                                       np.asarray(getattr(ref, name))[rows], rtol=RTOL,
+                                       err_msg=name)
+        for name in ("rsquared", "rsquared_adj", "ssr", "llf", "aic", "bic"):
+            np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, 0],
+                                       np.asarray(getattr(ref, name))[rows], rtol=RTOL,
+                                       err_msg=name)
+        assert (ds.rolling_nobs.values == window).all()
+        fits.append(ds)
+    small = pytest.MonkeyPatch()
+    small.setattr(rolling, "WINDOWS_PER_TASK", 3)
+    try:
+        grouped = fit_stream(inputs[1], "kf4lls", client=client, window=window,
+                             window_step=4, **MACRO)
+    finally:
+        small.undo()
+    for ds in (*fits[1:], grouped):
+        np.testing.assert_allclose(ds.rolling_params.values, fits[0].rolling_params.values,
+                                   rtol=SAME)

@@ -96,13 +96,14 @@ def window_ends(n_rows: int, window: int, min_nobs: int, step: int = 1,
 
 def rolling_fit(X, Y, window: int, *, min_nobs: int | None = None, step: int = 1,
                 expanding: bool = False, weights=None, constant: int | None = None,
-                alpha: float = 0.05) -> dict:
+                alpha: float = 0.05, ends=None) -> dict:
     """Least squares over every recorded window of ``window`` rows of (X, Y): ``ends`` (the
     exclusive row ends of the windows) and the statistics of :data:`ROLLING_STATISTICS`
     per window, ``params``/``bse``/``tvalues`` (m, k, K), the others (m, K); a window whose
     rows do not identify the coefficients (fewer than ``min_nobs`` rows of positive weight,
     default k, or a singular factor) gets NaN, as in ``RollingOLS``. ``weights``: precision
-    weights of the rows (as WLS); ``constant`` the index of the intercept column if known.
+    weights of the rows (as WLS); ``constant`` the index of the intercept column if known;
+    ``ends`` the windows' ends (exclusive, sorted) instead of every ``step`` rows.
 
     Examples
     --------
@@ -121,7 +122,9 @@ def rolling_fit(X, Y, window: int, *, min_nobs: int | None = None, step: int = 1
     w = np.ones(n) if weights is None else np.asarray(weights, np.float64)
     root = np.sqrt(w)[:, None]
     M = np.hstack([X * root, Y * root])
-    ends = window_ends(n, int(window), min_nobs, int(step), expanding)
+    if ends is None:
+        ends = window_ends(n, int(window), min_nobs, int(step), expanding)
+    ends = np.asarray(ends, np.int64)
     starts = np.maximum(ends - int(window), 0)
     # the windows' moments from prefix sums of exact integers (counts) and of the rows'
     # sums (only the test of an implicit constant and the llf's Σ log w read them)

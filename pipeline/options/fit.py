@@ -154,10 +154,20 @@ FIT = Options(
           "state); HC0-HC3 and cluster take one more pass over the rows.", type=str,
           optional=True, choices=COV_TYPES),
     _GROUPS, _TIME, _MAXLAGS, _KERNEL, _USE_CORRECTION,
+    Param("window", None, "Also fit every window of N rows (exact at each: QR factors merged, "
+          "none downdated) and store the statistics of RollingOLS as rolling_* along "
+          "'window'. Least squares only.", type=int, gt=0, optional=True, metavar="N"),
+    Param("window_step", 1, "With --window: record a window every N rows.", type=int, gt=0,
+          flag="--window-step", metavar="N"),
+    Param("min_nobs", None, "With --window: the rows of positive weight a window needs "
+          "(default: the number of coefficients).", type=int, gt=0, optional=True,
+          metavar="N"),
     Param("formula", None, "Build the features and targets from the columns of DATA by a "
           "formula ('y ~ a + C(k) + np.log(b) + a:k'; formulaic's syntax) instead of "
           "--x/--y; its intercept is the fit's.", type=str, optional=True, metavar="FORMULA"),
     rules=[*_CLUSTER_RULES, *_HAC_RULES,
+           Rule("min_nobs", needs={"window": Rule.GIVEN},
+                message="--min-nobs N goes with --window N"),
            Rule("formula", excludes=("x", "y"),
                 message="--formula names the features and the targets: leave out --x and "
                         "--y (x=, y=)")],
@@ -168,7 +178,7 @@ FIT = Options(
 SEVERAL_STORES = FIT.without(
     "group", "x", "y", "sample_dim", "fit_intercept", "continue_from", "first_block_size",
     "epochs", "shuffle", "seed", "weights", "missing", "alpha", "cov_type", "groups", "time",
-    "maxlags", "kernel", "use_correction", "formula")
+    "maxlags", "kernel", "use_correction", "window", "window_step", "min_nobs", "formula")
 
 #: the options of interleaved KF4LLS' own job besides those of a fit of several stores and
 #: the recursion's parameters; its ``alpha`` (the recursion's mixing weight, given or

@@ -48,6 +48,7 @@ from streamlsq.stream.stability import add_stability
 from streamlsq.stream.statistics import (
     add_statistics,
     checked_alpha,
+    constant_index,
     statistics_note,
     unavailable,
 )
@@ -87,6 +88,9 @@ def fit_stream(
     maxlags: int | None = None,
     kernel: str = "bartlett",
     use_correction: bool | None = None,
+    window: int | None = None,
+    window_step: int = 1,
+    min_nobs: int | None = None,
     formula: str | None = None,
     **options,
 ) -> xr.Dataset:
@@ -191,6 +195,10 @@ def fit_stream(
         The time labels of ``cov_type="hac-groupsum"`` (a variable of ``data``); the lags
         of a HAC covariance (rows, or periods), their weights (``"bartlett"`` or
         ``"uniform"``) and its small-sample factor (default: statsmodels').
+    window, window_step, min_nobs
+        Also fit every window of ``window`` rows ending every ``window_step`` rows (with at
+        least ``min_nobs`` rows of positive weight), exactly, and store statsmodels'
+        ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least squares).
     formula : str or None
         Build the features and targets from the columns of ``data`` by a formula
         (``"arr_delay ~ dep_delay + C(carrier) + np.log(distance)"``, formulaic's syntax)
@@ -377,6 +385,11 @@ class StreamFit(Job):
             ds = ctx.run_pass(RobustPass(ds, self.sources[0], rec, self.cov_type, alpha,
                                          self.segment_bytes, self.maxlags, self.kernel,
                                          self.use_correction))
+        if self.window is not None and "statistics_unavailable" not in ds.attrs:
+            from streamlsq.stream.rolling import RollingPass
+
+            ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, self.window_step,
+                                          self.min_nobs, constant_index(ds), alpha))
         return ds
 
     def intercept(self) -> bool | None:
@@ -470,8 +483,8 @@ def check_recursion(job: StreamFit, rec: Recursion) -> None:
         raise InputError(f"{rec.name}: --diagnostics does not go with {weighting[0]}: the "
                          "recursive residuals are those of rows of equal weight")
     why = unavailable(rec, job.epochs)
-    given = [o for o, value in (("--alpha", job.alpha), ("--cov-type", job.cov_type))
-             if value is not None]
+    given = [o for o, value in (("--alpha", job.alpha), ("--cov-type", job.cov_type),
+                                ("--window", job.window)) if value is not None]
     if given and why is not None:
         raise InputError(f"{rec.name}: {given[0]} does not apply: no statistics, as {why}")
 

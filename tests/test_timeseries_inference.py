@@ -307,3 +307,37 @@ def test_rolling_windows_through_the_pipeline_equal_rolling_ols(macro, client, w
     for ds in (*fits[1:], grouped):
         np.testing.assert_allclose(ds.rolling_params.values, fits[0].rolling_params.values,
                                    rtol=SAME)
+
+
+TS_REFUSALS = [
+    (("--cov-type", "HAC"), "--cov-type HAC needs the number of lags: --maxlags L"),
+    (("--cov-type", "hac-groupsum", "--maxlags", "2"),
+     "--cov-type hac-groupsum needs the rows' time labels and the number of lags: --time VAR "
+     "--maxlags L"),
+    (("--time", "t"), "--time VAR goes with --cov-type hac-groupsum"),
+    (("--min-nobs", "3"), "--min-nobs N goes with --window N"),
+    (("--window", "5", "--forgetting", "0.99"),
+     "--window does not apply: no statistics, as a forgetting factor below 1 (0.99) weighs "
+     "the rows unequally"),
+    (("--cov-type", "hac-groupsum", "--time", "one", "--maxlags", "1"),
+     "variable 'one' holds 1 period(s): hac-groupsum needs at least 2"),
+    (("--cov-type", "cluster", "--groups", "t,one"),
+     "variable 'one' holds 1 group(s): a cluster-robust covariance needs at least 2"),
+]
+
+
+@pytest.mark.parametrize("args, message", TS_REFUSALS, ids=[" ".join(a) for a, _ in TS_REFUSALS])
+def test_time_series_options_are_refused_in_one_line(tmp_path, cli, args, message):
+    from conftest import one_line
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.standard_normal(30), "y": rng.standard_normal(30),
+                          "t": np.arange(30) % 6, "one": np.full(30, 7, np.int64)})
+    data = _store(tmp_path / "d.zarr", frame, 10)
+    out = tmp_path / "out.zarr"
+    method = "rls" if "--forgetting" in args else "kf4lls"
+    line = one_line(cli("fit", method, data, "--x", "a", "--y", "y", "--sample-dim", "row",
+                        "--intercept", *args, "--out", out))
+    assert message in line
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.zarr"]

@@ -30,9 +30,6 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import scipy.linalg as sla
 
-from streamlsq.kernels.inference.classical import classical_statistics
-from streamlsq.kernels.inference.factor import RegressionFactor
-
 __all__ = ["ROLLING_STATISTICS", "rolling_fit", "sliding_factors", "window_ends"]
 
 #: the statistics of each window: statsmodels' ``RollingRegressionResults`` names
@@ -85,6 +82,62 @@ def sliding_factors(M: np.ndarray, starts: Sequence[int], ends: Sequence[int]
         yield _factor(np.vstack([front[int(s)], back]), p) if s < mid else back
 
 
+def _constant_column(X: np.ndarray, w: np.ndarray) -> int | None:
+    """The index of a column constant (and not zero) on the rows of positive weight, or
+    None: whether the windows' R² is centred, as statsmodels' ``k_constant`` decides."""
+    rows = X[w > 0]
+    if not len(rows):
+        return None
+    same = (rows == rows[:1]).all(axis=0) & (rows[0] != 0)
+    return int(np.flatnonzero(same)[0]) if same.any() else None
+
+
+def _window_statistics(factors: np.ndarray, k: int, nobs: np.ndarray,
+                       sum_log_w: np.ndarray, constant: int | None, min_nobs: int) -> dict:
+    """The statistics of :data:`ROLLING_STATISTICS` of m windows from their factors
+    (m, p, p) of [W^½X W^½Y] (the formulas of :func:`~.classical.classical_statistics`,
+    batched): NaN for a window of fewer than ``min_nobs`` rows or whose factor is
+    singular to working precision."""
+    m, p, _ = factors.shape
+    K = p - k
+    Rx, z, S = factors[:, :k, :k], factors[:, :k, k:], factors[:, k:, k:]
+    diag = np.abs(np.diagonal(Rx, axis1=1, axis2=2))
+    ok = ((nobs >= min_nobs) & (nobs > k)
+          & (diag.min(axis=1, initial=np.inf) > k * np.finfo(float).eps * diag.max(
+              axis=1, initial=0.0)))
+    Rs = np.where(ok[:, None, None], Rx, np.eye(k))  # a singular window: solved with I, dropped
+    # triangular systems solved by LU (batched): partial pivoting takes no pivot on an
+    # upper-triangular matrix (zeros below a nonzero diagonal), so it is back substitution
+    coef = np.linalg.solve(Rs, z)
+    T = np.linalg.solve(Rs, np.broadcast_to(np.eye(k), Rs.shape))  # R⁻¹: (RᵀR)⁻¹ = R⁻¹R⁻ᵀ
+    normalized = np.einsum("mij,mij->mi", T, T)
+    n = nobs.astype(np.float64)[:, None]
+    ssr = np.einsum("mij,mij->mj", S, S)
+    k_c = 0 if constant is None else 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = ssr / (n - k)
+        bse = np.sqrt(scale[:, None, :] * normalized[:, :, None])
+        tvalues = coef / bse
+        total = np.einsum("mij,mij->mj", z, z)
+        if constant is None:
+            ess = total
+        elif constant == 0:  # u = r₀₀e₁: the rotation has taken the mean out already
+            ess = np.einsum("mij,mij->mj", z[:, 1:], z[:, 1:])
+        else:  # z less its part along the constant's direction u = R[:, c]
+            u = Rs[:, :, constant]
+            ess = total - np.einsum("mi,mij->mj", u, z) ** 2 / np.einsum("mi,mi->m", u,
+                                                                              u)[:, None]
+        rsquared = ess / (ess + ssr)
+        rsquared_adj = 1.0 - (n - k_c) / (n - k) * (1.0 - rsquared)
+        llf = -n / 2.0 * (np.log(2.0 * np.pi) + np.log(ssr / n) + 1.0) + sum_log_w[:, None] / 2
+    out = {"params": coef, "bse": bse, "tvalues": tvalues, "rsquared": rsquared,
+           "rsquared_adj": rsquared_adj, "ssr": ssr, "nobs": np.repeat(n, K, axis=1),
+           "llf": llf, "aic": -2.0 * llf + 2.0 * k, "bic": -2.0 * llf + np.log(n) * k}
+    for values in out.values():
+        values[~ok] = np.nan
+    return out
+
+
 def window_ends(n_rows: int, window: int, min_nobs: int, step: int = 1,
                 expanding: bool = False) -> np.ndarray:
     """The ends (exclusive) of the recorded windows: every ``step`` rows from the first
@@ -96,7 +149,7 @@ def window_ends(n_rows: int, window: int, min_nobs: int, step: int = 1,
 
 def rolling_fit(X, Y, window: int, *, min_nobs: int | None = None, step: int = 1,
                 expanding: bool = False, weights=None, constant: int | None = None,
-                alpha: float = 0.05, ends=None) -> dict:
+                ends=None) -> dict:
     """Least squares over every recorded window of ``window`` rows of (X, Y): ``ends`` (the
     exclusive row ends of the windows) and the statistics of :data:`ROLLING_STATISTICS`
     per window, ``params``/``bse``/``tvalues`` (m, k, K), the others (m, K); a window whose
@@ -126,36 +179,16 @@ def rolling_fit(X, Y, window: int, *, min_nobs: int | None = None, step: int = 1
         ends = window_ends(n, int(window), min_nobs, int(step), expanding)
     ends = np.asarray(ends, np.int64)
     starts = np.maximum(ends - int(window), 0)
-    # the windows' moments from prefix sums of exact integers (counts) and of the rows'
-    # sums (only the test of an implicit constant and the llf's Σ log w read them)
+    # the windows' counts from prefix sums of integers (exact), and Σ log w of the llf
     positive = w > 0
     count = np.concatenate([[0], np.cumsum(positive)])
-    sum_w = np.concatenate([[0.0], np.cumsum(w)])
     sum_log_w = np.concatenate([[0.0], np.cumsum(np.where(positive, np.log(np.where(
         positive, w, 1.0)), 0.0))])
-    sum_x = np.vstack([np.zeros(k), np.cumsum(X * w[:, None], axis=0)])
-    out = {name: np.full((len(ends), k, K), np.nan) for name in ("params", "bse", "tvalues")}
-    out.update({name: np.full((len(ends), K), np.nan)
-                for name in ROLLING_STATISTICS[3:]})
-    for i, (R, s, e) in enumerate(zip(sliding_factors(M, starts, ends), starts, ends,
-                                      strict=True)):
-        nobs = int(count[e] - count[s])
-        Rx = R[:k, :k]
-        diag = np.abs(np.diag(Rx))
-        if nobs < min_nobs or nobs <= k or diag.min() <= k * np.finfo(float).eps * diag.max():
-            continue
-        z = R[:k, k:]
-        S = R[k:, k:]
-        coef = sla.solve_triangular(Rx, z, check_finite=False)
-        fac = RegressionFactor(R=Rx, z=z, ssr=np.einsum("ij,ij->j", S, S), coef=coef,
-                               nobs=nobs, sum_weights=float(sum_w[e] - sum_w[s]),
-                               sum_log_weights=float(sum_log_w[e] - sum_log_w[s]),
-                               feature_sums=sum_x[e] - sum_x[s])
-        stats = classical_statistics(fac, alpha, constant)
-        out["params"][i] = coef
-        for name in ("bse", "tvalues"):
-            out[name][i] = stats[name]
-        for name in ROLLING_STATISTICS[3:]:
-            out[name][i] = stats[name]
+    m = len(ends)
+    factors = np.stack(list(sliding_factors(M, starts, ends))) if m else np.zeros((0, k + K,
+                                                                                  k + K))
+    out = _window_statistics(factors, k, count[ends] - count[starts],
+                             sum_log_w[ends] - sum_log_w[starts],
+                             _constant_column(X, w) if constant is None else constant, min_nobs)
     out["ends"] = ends
     return out

@@ -389,7 +389,7 @@ class StreamFit(Job):
             from streamlsq.stream.rolling import RollingPass
 
             ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, self.window_step,
-                                          self.min_nobs, constant_index(ds), alpha))
+                                          self.min_nobs, constant_index(ds)))
         return ds
 
     def intercept(self) -> bool | None:

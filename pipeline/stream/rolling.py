@@ -55,14 +55,13 @@ def window_groups(ends: np.ndarray, window: int) -> list[tuple[int, int]]:
 
 
 def rolling_group(source: StreamSource, ends: np.ndarray, window: int, min_nobs: int,
-                  expanding: bool, constant, alpha: float) -> dict:
+                  constant) -> dict:
     """Dask task: the windows ending at ``ends`` fitted from the rows they cover."""
     first = max(0, int(ends[0]) - window)
     X, Y, w = source.read_weighted(first, int(ends[-1]))
     # the group's window ends counted from the first row read
     fit = rolling_kernels.rolling_fit(X, Y, window, min_nobs=min_nobs, weights=w,
-                                      constant=constant, alpha=alpha,
-                                      ends=np.asarray(ends) - first, expanding=expanding)
+                                      constant=constant, ends=np.asarray(ends) - first)
     fit["ends"] = np.asarray(ends)
     return fit
 
@@ -73,7 +72,8 @@ class RollingPass(Pass):
     every ``window_step`` rows (the first ending at row ``window``; ``min_nobs`` rows of
     positive weight at least, default the number of coefficients), and adds the windows'
     statistics to the ``fit`` (the module's docstring). ``constant``: the intercept's
-    column, if the fit has one; ``alpha`` the level of the statistics."""
+    column, if the fit has one (else a column constant on all the rows, as statsmodels'
+    ``k_constant``)."""
 
     fit: xr.Dataset
     source: StreamSource
@@ -81,7 +81,6 @@ class RollingPass(Pass):
     window_step: int = 1
     min_nobs: int | None = None
     constant: int | None = None
-    alpha: float = 0.05
 
     name = "rolling"
 
@@ -96,8 +95,7 @@ class RollingPass(Pass):
         tag = uuid.uuid4().hex[:8]
         groups = window_groups(ends, self.window)
         futures = [ctx.client.submit(rolling_group, source, ends[i:j], self.window, min_nobs,
-                                     False, self.constant, self.alpha,
-                                     key=f"rolling-{tag}-{n}", pure=False)
+                                     self.constant, key=f"rolling-{tag}-{n}", pure=False)
                    for n, (i, j) in enumerate(groups)]
         wait_progress(ctx.client, futures, [j - i for i, j in groups], "rolling windows",
                       unit="windows", enabled=ctx.progress)

@@ -341,3 +341,27 @@ def test_time_series_options_are_refused_in_one_line(tmp_path, cli, args, messag
     assert message in line
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.zarr"]
+
+
+def test_the_command_line_fits_hac_and_windows_and_the_summary_and_plot_say_so(
+        macro, cli, tmp_path):
+    from streamlsq.stream.stability import plot_fit
+
+    d, inputs = macro
+    out = tmp_path / "fit.zarr"
+    ok = cli("fit", "kf4lls", inputs[0], "--x", "unemp,tbilrate", "--y", "infl",
+             "--sample-dim", "row", "--intercept", "--cov-type", "HAC", "--maxlags", "4",
+             "--use-correction", "--window", "40", "--window-step", "10", "--out", out)
+    assert ok.exit_code == 0, ok.output
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    ref = sm.OLS(d.infl.to_numpy(), X).fit(cov_type="HAC", cov_kwds={
+        "maxlags": 4, "use_correction": True})
+    info = cli("info", out, "--plot", tmp_path / "fit.png")
+    assert info.exit_code == 0, info.output
+    assert "HAC (bartlett kernel, 4 lags, with small-sample correction)" in info.output
+    ds = xr.open_zarr(out)
+    np.testing.assert_allclose(ds.bse.values[:, 0], ref.bse, rtol=RTOL)
+    assert ds.window_end.values.tolist() == list(range(39, len(d), 10))
+    assert (tmp_path / "fit.png").stat().st_size > 10_000
+    fig = plot_fit(ds)
+    assert fig.axes[-1].get_title() == "windows of 40 rows (target 0, 95% bands)"

@@ -327,7 +327,7 @@ class RobustPass(Pass):
         ds = with_statistics(self.fit.copy(), stats)
         if cluster:
             ds.attrs["groups_variable"] = source.groups
-        if self.cov_type != "cluster" or self.grouped:
+        if self.cov_type in ("HAC", "hac-groupsum") or self.grouped:
             ds.attrs["cov_description"] = self.description()
         if self.cov_type in ("HAC", "hac-groupsum"):
             ds.attrs.update(maxlags=int(self.maxlags), kernel=self.kernel)

@@ -208,15 +208,24 @@ def sandwich(R: np.ndarray, meat: np.ndarray) -> np.ndarray:
     return out
 
 
-def robust_statistics(fac: RegressionFactor, meat: np.ndarray, cov_type: str,
+def robust_statistics(fac: RegressionFactor, meat: np.ndarray | None, cov_type: str,
                       n_groups: int | None = None, alpha: float = 0.05,
-                      constant: int | None = None) -> dict:
+                      constant: int | None = None, *, use_correction: bool | None = None,
+                      n_panels: int | None = None, two_way: list | None = None) -> dict:
     """The statistics of :func:`~.classical.classical_statistics` with the robust
     covariance ``cov_type`` from the summed ``meat`` (and, for clusters, the number of
     groups): ``cov_params``, ``bse``, ``tvalues``, ``pvalues``, the interval (normal
     quantiles, ``use_t`` False) and the Wald ``fvalue``/``f_pvalue`` of the slopes, as
     statsmodels' ``OLS(...).fit(cov_type=...)`` reports them; the rest (R², SSR, llf, …)
-    as for the nonrobust covariance."""
+    as for the nonrobust covariance.
+
+    ``HAC`` (the meat of :func:`~.timeseries.hac_meat`) is scaled by n/(n − k) when
+    ``use_correction`` (statsmodels' default: not); ``hac-groupsum`` (the meat of
+    :func:`~.timeseries.series_hac_meat` over ``n_groups`` periods) by
+    T/(T − 1)·(n − 1)/(n − k) unless ``use_correction`` is False, its Wald test with
+    ``n_panels`` − 1 denominator degrees of freedom (statsmodels counts the panels as the
+    runs of increasing time labels); a two-way ``cluster`` takes ``two_way``, the terms
+    (meat, G, sign) of :func:`~.timeseries.two_way_terms`, instead of ``meat``."""
     if cov_type not in COV_TYPES[1:]:
         raise ValueError(f"cov_type must be one of {', '.join(COV_TYPES[1:])}, got "
                          f"{cov_type!r}")
@@ -225,14 +234,28 @@ def robust_statistics(fac: RegressionFactor, meat: np.ndarray, cov_type: str,
     n = np.float64(fac.nobs)
     correction = 1.0
     df_denom = n - k
-    if cov_type == "HC1":
+    if cov_type == "HC1" or (cov_type == "HAC" and use_correction):
         correction = n / (n - k)
+    elif cov_type == "hac-groupsum":
+        if use_correction is not False:
+            correction = n_groups / (n_groups - 1.0) * (n - 1.0) / (n - k)
+        df_denom = n_panels - 1.0
+        out["df_resid_inference"] = df_denom
+        out["n_groups"] = int(n_panels)
+    elif cov_type == "cluster" and two_way is not None:
+        df_denom = min(g for _, g, _ in two_way[:2]) - 1.0
+        out["df_resid_inference"] = df_denom
+        out["n_groups"] = [int(g) for _, g, _ in two_way[:2]]
     elif cov_type == "cluster":
         correction = n_groups / (n_groups - 1.0) * (n - 1.0) / (n - k)
         df_denom = n_groups - 1.0
         out["df_resid_inference"] = df_denom
         out["n_groups"] = int(n_groups)
-    cov = correction * sandwich(fac.R, meat)
+    if two_way is not None:
+        cov = sum(sign * g / (g - 1.0) * (n - 1.0) / (n - k) * sandwich(fac.R, m)
+                  for m, g, sign in two_way)
+    else:
+        cov = correction * sandwich(fac.R, meat)
     with np.errstate(divide="ignore", invalid="ignore"):
         bse = np.sqrt(np.diagonal(cov, axis1=0, axis2=1).T)
         tvalues = fac.coef / bse

@@ -310,7 +310,8 @@ class StreamSource(StoreSource):
         if w is not None:
             dropped |= np.isnan(w)
         if self.groups is not None:
-            dropped |= missing_labels(self.read_labels(start, stop))
+            for labels in self.read_label_columns(start, stop):
+                dropped |= missing_labels(labels)
         if dropped.any():  # new arrays: the rows read may be a view of the user's data
             w = np.where(dropped, 0.0, 1.0 if w is None else w)
             X = np.where(dropped[:, None], X.dtype.type(0), X)
@@ -320,21 +321,31 @@ class StreamSource(StoreSource):
     def read_labels(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the group labels (integers, numbers or strings, as
         decoded); a missing label (NaN, or an empty string) is refused naming its row
-        unless ``missing="drop"`` (its row is then dropped: :meth:`read_weighted`)."""
-        labels = np.asarray(self.rows.read(self.groups, start, stop))
-        if self.missing != "drop":
-            gone = missing_labels(labels)
-            if gone.any():
-                row = start + int(np.flatnonzero(gone)[0])
-                chunk = row // self.rows.rows_per_chunk(self.groups)
-                raise InputError(f"{self.label}: variable '{self.groups}' chunk {chunk} has no "
-                                 f"label at row {row}; give every row a group, or drop the "
-                                 "rows without one (--missing drop)")
-        if labels.dtype.kind == "O":
-            self._check_label_kinds(labels, start)
-        return labels
+        unless ``missing="drop"`` (its row is then dropped: :meth:`read_weighted`); those of
+        the first group variable when there are two (:meth:`read_label_columns` reads
+        each)."""
+        return self.read_label_columns(start, stop)[0]
 
-    def _check_label_kinds(self, labels: np.ndarray, start: int) -> None:
+    def read_label_columns(self, start: int, stop: int) -> tuple[np.ndarray, ...]:
+        """Rows ``start:stop`` of each group variable (``groups``, comma-separated), as
+        :meth:`read_labels` checks them."""
+        out = []
+        for name in _group_names(self.groups):
+            labels = np.asarray(self.rows.read(name, start, stop))
+            if self.missing != "drop":
+                gone = missing_labels(labels)
+                if gone.any():
+                    row = start + int(np.flatnonzero(gone)[0])
+                    chunk = row // self.rows.rows_per_chunk(name)
+                    raise InputError(f"{self.label}: variable '{name}' chunk {chunk} has no "
+                                     f"label at row {row}; give every row a group, or drop "
+                                     "the rows without one (--missing drop)")
+            if labels.dtype.kind == "O":
+                self._check_label_kinds(labels, start, name)
+            out.append(labels)
+        return tuple(out)
+
+    def _check_label_kinds(self, labels: np.ndarray, start: int, name: str) -> None:
         """Labels of Python objects (a pandas column of object dtype) must all be strings:
         a number among them is refused naming its row (the groups are sorted and merged by
         label, and a number does not compare with a string; as text, 1 and '1' would become
@@ -343,8 +354,8 @@ class StreamSource(StoreSource):
             if v is None or isinstance(v, str) or (isinstance(v, float) and v != v):
                 continue
             row = start + i
-            chunk = row // self.rows.rows_per_chunk(self.groups)
-            raise InputError(f"{self.label}: variable '{self.groups}' chunk {chunk} has the "
+            chunk = row // self.rows.rows_per_chunk(name)
+            raise InputError(f"{self.label}: variable '{name}' chunk {chunk} has the "
                              f"group label {v!r} of type {type(v).__name__} at row {row} among "
                              "labels of Python objects; the labels of one variable are all "
                              "numbers or all strings: convert them (e.g. .astype(str))")
@@ -600,7 +611,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     if not targets:
         y_vars = _present(y_vars, table.members)
     names = (*x_vars, *y_vars)
-    per_row = tuple(v for v in (weights, groups) if v is not None)
+    group_vars = _group_names(groups)
+    per_row = tuple(v for v in (weights, *group_vars) if v is not None)
     strict = table.sample_first and x is None and y is None and sample_dim is None and targets
     _require(table, names + per_row, strict)
     dim = sample_dim or table.default_sample_dim(names)
@@ -615,7 +627,7 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
         if len(columns[name].shape) != 1:
             raise InputError(f"{table.label}: variable '{name}' has dims "
                              f"{columns[name].dims}, expected ('{dim}',): one value per row")
-    columns = table.as_read(columns, labels=(groups,) if groups else ())
+    columns = table.as_read(columns, labels=group_vars)
     n, width, n_targets, y_is_vector = _column_counts(table.label, columns, x_vars, y_vars,
                                                       formula is not None and fit_intercept)
     table.check_complete()
@@ -635,6 +647,13 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
         block_size=int(table.attrs.get("block_size", chunk_rows)),
         attrs=table.attrs,
     )
+
+
+def _group_names(groups: str | None) -> tuple[str, ...]:
+    """The group variables of ``groups``: none, one, or two comma-separated (two-way)."""
+    if groups is None:
+        return ()
+    return tuple(name.strip() for name in str(groups).split(",") if name.strip())
 
 
 def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:

@@ -48,6 +48,7 @@ from streamlsq.stream.stability import add_stability
 from streamlsq.stream.statistics import (
     add_statistics,
     checked_alpha,
+    constant_index,
     statistics_note,
     unavailable,
 )
@@ -83,6 +84,13 @@ def fit_stream(
     alpha: float | None = None,
     cov_type: str | None = None,
     groups: str | None = None,
+    time: str | None = None,
+    maxlags: int | None = None,
+    kernel: str = "bartlett",
+    use_correction: bool | None = None,
+    window: int | None = None,
+    window_step: int = 1,
+    min_nobs: int | None = None,
     formula: str | None = None,
     **options,
 ) -> xr.Dataset:
@@ -174,14 +182,23 @@ def fit_stream(
         least-squares fits (KF4LLS; RLS with ``forgetting=1`` and ``ridge=0``); for a
         recursion that declares a parameter ``alpha`` (interleaved KF4LLS's mixing
         weight), that parameter.
-    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster"} or None
+    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum"} or None
         The covariance of the coefficients (default ``"nonrobust"``, from the final
         state). A robust one needs the final coefficients: one more pass over all rows,
         a parallel chunked reduction (``docs/inference.md``); ``"cluster"`` needs
-        ``groups``.
+        ``groups``, ``"HAC"`` (Newey–West) ``maxlags``, ``"hac-groupsum"``
+        (Driscoll–Kraay) ``time`` and ``maxlags``.
     groups : str or None
         A variable of ``data`` holding the rows' group labels (integers or strings) for
-        ``cov_type="cluster"``.
+        ``cov_type="cluster"``, or two comma-separated (``"firm,year"``: two-way).
+    time, maxlags, kernel, use_correction
+        The time labels of ``cov_type="hac-groupsum"`` (a variable of ``data``); the lags
+        of a HAC covariance (rows, or periods), their weights (``"bartlett"`` or
+        ``"uniform"``) and its small-sample factor (default: statsmodels').
+    window, window_step, min_nobs
+        Also fit every window of ``window`` rows ending every ``window_step`` rows (with at
+        least ``min_nobs`` rows of positive weight), exactly, and store statsmodels'
+        ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least squares).
     formula : str or None
         Build the features and targets from the columns of ``data`` by a formula
         (``"arr_delay ~ dep_delay + C(carrier) + np.log(distance)"``, formulaic's syntax)
@@ -317,7 +334,8 @@ class StreamFit(Job):
         stores = list(self.data) if many else [self.data]
         return [run.open_input("stream", d, self.group, x=self.x, y=self.y,
                                sample_dim=self.sample_dim, fit_intercept=fit_intercept,
-                               weights=self.weights, groups=self.groups, missing=self.missing,
+                               weights=self.weights, missing=self.missing,
+                               groups=self.groups if self.time is None else self.time,
                                formula=self.formula)
                 for d in stores]
 
@@ -365,7 +383,13 @@ class StreamFit(Job):
             from streamlsq.stream.robust import RobustPass
 
             ds = ctx.run_pass(RobustPass(ds, self.sources[0], rec, self.cov_type, alpha,
-                                         self.segment_bytes))
+                                         self.segment_bytes, self.maxlags, self.kernel,
+                                         self.use_correction))
+        if self.window is not None and "statistics_unavailable" not in ds.attrs:
+            from streamlsq.stream.rolling import RollingPass
+
+            ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, self.window_step,
+                                          self.min_nobs, constant_index(ds)))
         return ds
 
     def intercept(self) -> bool | None:
@@ -461,8 +485,8 @@ def check_recursion(job: StreamFit, rec: Recursion) -> None:
         raise InputError(f"{rec.name}: --diagnostics does not go with {weighting[0]}: the "
                          "recursive residuals are those of rows of equal weight")
     why = unavailable(rec, job.epochs)
-    given = [o for o, value in (("--alpha", job.alpha), ("--cov-type", job.cov_type))
-             if value is not None]
+    given = [o for o, value in (("--alpha", job.alpha), ("--cov-type", job.cov_type),
+                                ("--window", job.window)) if value is not None]
     if given and why is not None:
         raise InputError(f"{rec.name}: {given[0]} does not apply: no statistics, as {why}")
 

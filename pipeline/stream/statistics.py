@@ -51,7 +51,7 @@ RECURSIVE_BANDS = ("recursive_bse", "recursive_conf_int_lower", "recursive_conf_
 #: the attributes the statistics set (removed when they are computed again)
 STATISTICS_ATTRS = ("cov_type", "use_t", "conf_int_alpha", "k_constant", "rows_dropped",
                     "n_groups", "df_resid_inference", "undefined_statistics",
-                    "statistics_unavailable")
+                    "statistics_unavailable", "cov_description", "maxlags", "kernel")
 _DIMS = {"coef": "feature", "coef2": "feature2", "target": "target"}
 
 
@@ -240,7 +240,7 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
             value = ds[name].sel(target=label).values.item()  # a lazy array too
             out[name] = int(value) if name == "nobs" else float(value)
     out.update({"rows_dropped": int(a.get("rows_dropped", 0)),
-                "cov_type": a.get("cov_type", "nonrobust"),
+                "cov_type": a.get("cov_description", a.get("cov_type", "nonrobust")),
                 "digits_trusted": a.get("digits_trusted")})
     for key in ("identified_from_row", "n_groups", "undefined_statistics"):
         if key in a:

@@ -175,16 +175,16 @@ def main() -> None:
           f"{' '.join(f'{x:.2f}' for x in load_before)}, after "
           f"{' '.join(f'{x:.2f}' for x in load_after)}; median (min-max)\n")
     columns = sorted({c for r in runs.values() for c in r}, key=lambda c: (c.startswith("w"), c))
-    print(f"{'setting':<36}" + "".join(f"{c:>30}" for c in columns))
+    print(f"{'setting':<36}" + "".join(f"{c:>34}" for c in columns))
     for name, r in runs.items():
         cells = []
         for c in columns:
             v = r.get(c)
             if not v:
-                cells.append(f"{'-':>30}")
+                cells.append(f"{'-':>34}")
                 continue
             fmt = ".0f" if c.startswith("w") else ".3g"
-            cells.append(f"{f'{statistics.median(v):{fmt}} ({min(v):{fmt}}-{max(v):{fmt}})':>30}")
+            cells.append(f"{f'{statistics.median(v):{fmt}} ({min(v):{fmt}}-{max(v):{fmt}})':>34}")
         print(f"{name:<36}" + "".join(cells))
     with open(args.json, "w") as f:
         json.dump({"store": str(args.store), "rows": n, "workers": args.workers,

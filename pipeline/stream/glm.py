@@ -14,7 +14,6 @@ definitions (``docs/glm.md``).
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -40,9 +39,7 @@ __all__ = ["GLMFit", "GLMPass", "fit_glm"]
 
 #: the per-row variables besides the features, the response and the variance weights
 AUX = ("offset", "exposure", "freq_weights", "trials")
-#: the statistics of a GLM fit, by their dimensions (statsmodels' GLMResults names)
-PER_TARGET = ("nobs", "df_model", "df_resid", "deviance", "null_deviance", "pearson_chi2",
-              "scale", "llf", "aic", "bic")
+#: the statistics of a GLM fit given per coefficient (statsmodels' GLMResults names)
 PER_COEF = ("bse", "tvalues", "pvalues", "conf_int_lower", "conf_int_upper")
 
 
@@ -455,7 +452,3 @@ class GLMPass(Pass):
             return {"cov": cov, "n_groups": -1 if groups is None else groups}
         return {k: np.asarray(v) for k, v in root.items()}
 
-
-def glm_summary_params(ds: xr.Dataset) -> dict:
-    """The parameters a GLM result records (its ``parameters`` attribute)."""
-    return json.loads(ds.attrs.get("parameters", "{}"))

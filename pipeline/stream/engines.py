@@ -46,6 +46,7 @@ from streamlsq.stream.guards import (
     overflow_error,
     overflow_in_rows,
     rank_phrase,
+    source_labels,
     subnormal_in_rows,
 )
 from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
@@ -139,7 +140,7 @@ def _singular_block_error(span, part, method, state, X, Y, edges, k, buf_start, 
     sec = part.section
     src = span.sources[sec.source]
     step = part.step_base + k + j + 1
-    rank = rank_phrase(exc, method, src,
+    rank = rank_phrase(exc, method, source_labels(src, exc.size or 0),
                        int(state.get("rows", 0)) + int(edges[j + 1] - edges[j]))
     which = "the first block" if step == 1 else f"block {step}"
     row = sec.storage_row(src, buf_start + int(edges[j]))
@@ -432,9 +433,11 @@ def finish_states(method, infos, steps, label, remedy, source=None):
                 out.append(method.finish(info))
         except SingularMatrixError as exc:
             which = "the first block" if step == 1 else f"step {step}"
+            rank = rank_phrase(exc, method, source_labels(source, exc.size or 0),
+                               int(info.get("rows", 0)))
             raise InputError(
-                f"{label}: variable 'X': {which} leaves the normal matrix singular "
-                f"({rank_phrase(exc, method, source, int(info.get('rows', 0)))}); {remedy}"
+                f"{label}: variable 'X': {which} leaves the normal matrix singular ({rank}); "
+                f"{remedy}"
             ) from None
         except ValueError as exc:
             raise InputError(f"{label}: variable 'X': the solve at step {step} failed ({exc}); "

@@ -31,7 +31,7 @@ from streamlsq.stream.engines import (
     subnormal_coefficients_error,
 )
 from streamlsq.stream.guards import has_subnormal, rank_phrase
-from streamlsq.stream.layout import check_trajectory, trajectory_dataset
+from streamlsq.stream.layout import check_trajectory, coef_labels, trajectory_dataset
 from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_from_store
 from streamlsq.stream.plans import StreamPlan, plan_fit
 from streamlsq.stream.resume import (
@@ -628,7 +628,8 @@ def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion,
             where = f"variable 'X' chunk 0: the first block (rows 0-{plan.n_rows - 1}) leaves"
         else:
             where = f"variable 'X': its {plan.n_rows} rows (all {plan.n_blocks} blocks) leave"
-        rank = rank_phrase(exc, rec, plan.sources[0], plan.n_rows)
+        labels = list(coef_labels(rec, plan.sources[0], exc.size)) if exc.size else None
+        rank = rank_phrase(exc, rec, labels, plan.n_rows)
         raise InputError(f"{plan.label}: {where} the normal matrix singular ({rank}): the rows "
                          f"never identify the coefficients; {never_identified_remedy(rec)}"
                          ) from None

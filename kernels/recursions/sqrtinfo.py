@@ -176,17 +176,6 @@ def _rcond(R: np.ndarray) -> float:
     return float(rcond)
 
 
-def factor_rank(R: np.ndarray) -> int:
-    """Numerical rank of triangular R from its singular values (numpy's tolerance)."""
-    if R.shape[0] == 0:
-        return 0
-    s = np.linalg.svd(np.asarray(R, np.float64), compute_uv=False)
-    if not np.isfinite(s).all():
-        return 0
-    tol = max(R.shape) * np.finfo(R.dtype).eps * max(s.max(), np.finfo(R.dtype).tiny)
-    return int((s > tol).sum())
-
-
 def factor_condition(R: np.ndarray) -> float:
     """κ₂(R) = σ_max/σ_min (the condition number of the weighted rows R stands for;
     inf when R is singular)."""

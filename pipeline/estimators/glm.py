@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from streamlsq.errors import InputError
 from streamlsq.kernels import glm as kernels
 from streamlsq.kernels.glm.irls import run_irls
 
 __all__ = ["GLMRegressor"]
+
+#: the families whose response is a count or a positive amount (scikit-learn's
+#: ``positive_only`` target tag)
+POSITIVE_FAMILIES = frozenset({"poisson", "gamma", "inverse_gaussian", "negative_binomial",
+                               "tweedie"})
 
 
 class GLMRegressor(RegressorMixin, BaseEstimator):
@@ -40,15 +46,35 @@ class GLMRegressor(RegressorMixin, BaseEstimator):
         self.nb_alpha, self.var_power = nb_alpha, var_power
         self.tol, self.maxiter, self.solver = tol, maxiter, solver
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        # a count or a positive amount: scikit-learn's checks then give such responses
+        tags.target_tags.positive_only = self.family in POSITIVE_FAMILIES
+        return tags
+
     def _design(self, X):
-        X = np.asarray(X, np.float64)
-        X = X[:, None] if X.ndim == 1 else X
         return np.column_stack([np.ones(len(X)), X]) if self.fit_intercept else X
 
     def fit(self, X, y, sample_weight=None):
+        """Fit by IRLS on the rows of (X, y), each weighted by ``sample_weight``
+        (statsmodels' ``var_weights``; 0 leaves the row out); returns self."""
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, name)  # a failed fit leaves the estimator unfitted
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        if X.shape[0] < 2:
+            raise ValueError(f"{type(self).__name__}: 1 sample cannot fit a GLM; give at "
+                             "least as many rows as coefficients, and one more for the scale")
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
+            if not (sample_weight > 0).any():
+                raise ValueError(f"{type(self).__name__}: every sample weight is zero: no row "
+                                 "is left to fit")
         spec = kernels.GLMSpec(self.family, self.link, self.nb_alpha, self.var_power,
                                self.solver)
-        Z, y = self._design(X), np.asarray(y, np.float64).ravel()
+        Z = self._design(X)
         try:
             mean = kernels.mean_sums(spec, y, var_weights=sample_weight)
         except kernels.RowError as exc:
@@ -58,6 +84,10 @@ class GLMRegressor(RegressorMixin, BaseEstimator):
         fit = run_irls(spec, lambda c: kernels.irls_sums(spec, Z, y, c, ybar=ybar,
                                                          var_weights=sample_weight),
                        df_resid=df_resid, tol=self.tol, maxiter=self.maxiter)
+        if spec.fam.scale_estimated and df_resid <= 0:
+            raise ValueError(f"{type(self).__name__}: {int(mean['rows'])} rows for "
+                             f"{Z.shape[1]} coefficients leave no degree of freedom to "
+                             f"estimate the {self.family} family's scale")
         scale = float(fit.last["x2"]) / df_resid if spec.fam.scale_estimated else 1.0
         self.spec_ = spec
         params = np.asarray(fit.coef)
@@ -71,4 +101,7 @@ class GLMRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
+        """The fitted mean g⁻¹(Xβ) of each row of X."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
         return kernels.predict_link(self.spec_, self._design(X), self.params_, None)["mean"]

@@ -230,5 +230,24 @@ def test_hc2_hc3_refuse_a_row_of_leverage_one_naming_it(tmp_path, cli, cov_type)
         line = one_line(cli("fit", "kf4lls", data, "--cov-type", cov_type, "--out", out))
         assert f"{data}: {where}" in line, line
         assert (f"so its residual is 0 and {cov_type} divides it by 1 − h = 0 (a quotient of "
-                "rounding errors); use --cov-type HC0 or HC1, or leave the row out") in line
+                "rounding errors); leave the row out, or use --cov-type nonrobust") in line
         assert not out.exists() and leftovers(out) == []
+
+
+@pytest.mark.parametrize("cov_type", ["HC0", "HC1"])
+def test_hc0_hc1_refuse_the_f_test_of_a_row_of_leverage_one(tmp_path, cli, cov_type):
+    """The row that alone identifies the third coefficient has residual 0: HC0/HC1 put
+    nothing (a rounding error squared) in that coefficient's direction, and the robust
+    covariance of the slopes is singular, so their joint F test has no value: refused in
+    one line (it was an unexpected error, exit 1), nothing written."""
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.standard_normal((20, 2)), np.zeros(20)])
+    X[7, 2] = 1.0
+    lever = write_stream(tmp_path / "lever.zarr", X, rng.standard_normal((20, 1)), 5)
+    out = tmp_path / "out.zarr"
+    line = one_line(cli("fit", "kf4lls", lever, "--cov-type", cov_type, "--out", out))
+    assert line.endswith(f"{lever}: --cov-type {cov_type}: the robust covariance is singular "
+                         "in the slopes: a coefficient that a single row (of leverage 1) or a "
+                         "single group alone identifies has no robust standard error; leave "
+                         "that row (or group) out, or use --cov-type nonrobust"), line
+    assert not out.exists() and leftovers(out) == []

@@ -36,7 +36,8 @@ _PUBLIC = {
     "normalized_cov_params": "factor",
     "prediction_intervals": "prediction",
     "cluster_meat": "robust", "cluster_score_sums": "robust", "combine_meats": "robust",
-    "hc_meat": "robust", "LeverageOneError": "robust", "merge_score_sums": "robust",
+    "hc_meat": "robust", "LeverageOneError": "robust",
+    "SingularCovarianceError": "robust", "merge_score_sums": "robust",
     "robust_statistics": "robust",
     "sandwich": "robust",
     "HAC_KERNELS": "timeseries", "hac_meat": "timeseries", "kernel_weights": "timeseries",
@@ -74,6 +75,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.kernels.inference.prediction import prediction_intervals
     from streamlsq.kernels.inference.robust import (
         LeverageOneError,
+        SingularCovarianceError,
         cluster_meat,
         cluster_score_sums,
         combine_meats,

@@ -41,8 +41,8 @@ from streamlsq.kernels.inference.classical import (
 from streamlsq.kernels.inference.factor import RegressionFactor, constant_in_span
 from streamlsq.kernels.inference.wald import wald_test
 
-__all__ = ["LeverageOneError", "cluster_meat", "cluster_score_sums", "combine_meats",
-           "hc_meat", "merge_score_sums", "robust_statistics", "sandwich"]
+__all__ = ["LeverageOneError", "SingularCovarianceError", "cluster_meat", "cluster_score_sums",
+           "combine_meats", "hc_meat", "merge_score_sums", "robust_statistics", "sandwich"]
 
 #: a leverage within this of 1 is 1 to rounding (its computed residual and 1 − h are
 #: then both rounding errors, and HC2/HC3 divide the one by the other)
@@ -59,7 +59,7 @@ class LeverageOneError(ValueError):
         self.reason = (
             f"has leverage 1 (h = {leverage:.17g}): the fit passes through it, so its "
             f"residual is 0 and {cov_type} divides it by 1 − h = 0 (a quotient of rounding "
-            "errors); use --cov-type HC0 or HC1, or leave the row out")
+            "errors); leave the row out, or use --cov-type nonrobust")
         super().__init__(f"row {row} {self.reason}")
         self.row, self.leverage, self.cov_type = int(row), float(leverage), cov_type
 
@@ -96,6 +96,12 @@ def _leverages(T: np.ndarray, Xw: np.ndarray) -> np.ndarray:
 #: the robust pass needs little more memory than its read (with whole 24 MB pieces they
 #: took 450 MB workers to their limit)
 SLICE_ROWS = 16_384
+
+
+class SingularCovarianceError(ValueError):
+    """A robust covariance singular in the slopes, so their joint Wald F test has no
+    value: a coefficient that one row alone identifies (leverage 1: its residual is 0, so
+    the meat has nothing in its direction), or one group alone under clustering."""
 
 
 def hc_meat(X, Y, coef, R, cov_type: str, weights=None) -> dict:
@@ -277,6 +283,12 @@ def _slopes_wald(fac, cov, df_denom, constant) -> tuple[np.ndarray, np.ndarray]:
     if (span.k_constant and span.index is None) or not keep:
         return np.full(K, np.nan), np.full(K, np.nan)
     restriction = np.eye(k)[keep]
-    tests = [wald_test(fac.coef[:, t], cov[:, :, t], restriction, np.zeros(len(keep)),
-                       df_denom) for t in range(K)]
+    try:
+        tests = [wald_test(fac.coef[:, t], cov[:, :, t], restriction, np.zeros(len(keep)),
+                           df_denom) for t in range(K)]
+    except ValueError:  # R V Rᵀ singular: wald_test's only refusal once the shapes agree
+        raise SingularCovarianceError(
+            "the robust covariance is singular in the slopes: a coefficient that a single "
+            "row (of leverage 1) or a single group alone identifies has no robust standard "
+            "error") from None
     return (np.array([w.fvalue for w in tests]), np.array([w.pvalue for w in tests]))

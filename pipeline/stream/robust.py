@@ -326,10 +326,14 @@ class RobustPass(Pass):
             two_way, meat = inference.two_way_terms(meat, n_groups), None
         elif self.cov_type == "hac-groupsum":
             panels = int(n_groups[1])
-        stats = inference.robust_statistics(
-            fac, meat, self.cov_type, int(n_groups[0]) if cluster or panels else None,
-            self.alpha, constant_index(self.fit), use_correction=self.use_correction,
-            n_panels=panels, two_way=two_way)
+        try:
+            stats = inference.robust_statistics(
+                fac, meat, self.cov_type, int(n_groups[0]) if cluster or panels else None,
+                self.alpha, constant_index(self.fit), use_correction=self.use_correction,
+                n_panels=panels, two_way=two_way)
+        except inference.SingularCovarianceError as exc:
+            raise InputError(f"{source.label}: --cov-type {self.cov_type}: {exc}; leave that "
+                             "row (or group) out, or use --cov-type nonrobust") from None
         ds = with_statistics(self.fit.copy(), stats)
         if cluster:
             ds.attrs["groups_variable"] = source.groups

@@ -83,6 +83,17 @@ def _prior(m, offset, var_weights, freq_weights, trials, keep):
     return o, v, f, n, k
 
 
+def _rows(spec: GLMSpec, X, y, offset, var_weights, freq_weights, trials, keep):
+    """The chunk's rows as the sums take them: X (float64), the response as a proportion,
+    the priors (offset, variance and frequency weights, trials, rows kept) of
+    :func:`_prior`, and ``ys``: the response with a harmless value in dropped rows."""
+    X = np.asarray(X, np.float64)
+    y = proportion(y, trials)
+    o, v, f, n, k = _prior(X.shape[0], offset, var_weights, freq_weights, trials, keep)
+    ys = np.where(k, y, 0.5 if spec.fam.name == "binomial" else 1.0)
+    return X, y, (o, v, f, n, k), ys
+
+
 def _check_support(fam: Family, y, n, keep) -> None:
     bad = keep & ~fam.in_support(y)
     if bad.any():
@@ -133,12 +144,10 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
     ``rss`` (Σ iw (y − μ)²), ``max_resid`` (max |y − μ|, perfect prediction) and
     ``boundary`` (rows fitted numerically 0 or 1 by a binomial fit)."""
     fam, link = spec.fam, spec.lnk
-    X = np.asarray(X, np.float64)
-    y = proportion(y, trials)
+    X, y, (o, v, f, n, k), ys = _rows(spec, X, y, offset, var_weights, freq_weights, trials,
+                                      keep)
     m, p = X.shape
-    o, v, f, n, k = _prior(m, offset, var_weights, freq_weights, trials, keep)
-    _check_support(fam, np.where(k, y, 0.5 if fam.name == "binomial" else 1.0), n, k)
-    ys = np.where(k, y, 0.5 if fam.name == "binomial" else 1.0)  # dropped rows: harmless
+    _check_support(fam, ys, n, k)
     if coef is None:
         mu = fam.start(ys, ybar)
         eta = link.link(mu)
@@ -183,11 +192,9 @@ def final_sums(spec: GLMSpec, X, y, coef, scale: float, *, null_coef=None, null_
     and the null model's deviance ``null_deviance`` at its mean: the constant
     ``null_mean`` (no offset) or g⁻¹(``null_coef`` + o)."""
     fam, link = spec.fam, spec.lnk
-    X = np.asarray(X, np.float64)
-    y = proportion(y, trials)
+    X, y, (o, v, f, n, k), ys = _rows(spec, X, y, offset, var_weights, freq_weights, trials,
+                                      keep)
     m = X.shape[0]
-    o, v, f, n, k = _prior(m, offset, var_weights, freq_weights, trials, keep)
-    ys = np.where(k, y, 0.5 if fam.name == "binomial" else 1.0)
     mu = link.inverse(X @ np.asarray(coef, np.float64) + o)
     null = (np.full(m, null_mean) if null_coef is None
             else link.inverse(float(null_coef) + o))
@@ -346,11 +353,8 @@ def robust_sums(spec: GLMSpec, X, y, coef, scale: float, *, cov_type: str, label
     from streamlsq.kernels.inference.robust import cluster_score_sums
 
     fam, link = spec.fam, spec.lnk
-    X = np.asarray(X, np.float64)
-    y = proportion(y, trials)
-    m = X.shape[0]
-    o, v, f, n, k = _prior(m, offset, var_weights, freq_weights, trials, keep)
-    ys = np.where(k, y, 0.5 if fam.name == "binomial" else 1.0)
+    X, y, (o, v, f, n, k), ys = _rows(spec, X, y, offset, var_weights, freq_weights, trials,
+                                      keep)
     mu = link.inverse(X @ np.asarray(coef, np.float64) + o)
     iw = np.where(k, f * v * n, 0.0)
     d, var = link.deriv(mu), fam.variance(mu)

@@ -18,7 +18,7 @@ streamlsq.errors.InputError: family must be one of 'gaussian', 'binomial', 'pois
 from __future__ import annotations
 
 from streamlsq.options import Options, Param, Rule
-from streamlsq.options.fit import FIT
+from streamlsq.options.fit import COV_TYPES, FIT
 
 __all__ = ["FAMILY_NAMES", "GLM", "LINK_NAMES", "SOLVERS"]
 
@@ -31,12 +31,18 @@ LINK_NAMES = ("logit", "probit", "cloglog", "log", "identity", "sqrt", "inverse_
 #: how each weighted least-squares step is summarised
 SOLVERS = ("qr", "normal")
 
+#: the covariances of a GLM fit (no HAC: those are least squares')
+GLM_COV_TYPES = tuple(c for c in COV_TYPES if c not in ("HAC", "hac-groupsum"))
+
 _PER_ROW = dict(type=str, optional=True, metavar="VAR")
 
 #: every option of a GLM fit besides the data and the run's options
 GLM = Options(
+    # the time-series covariances and the rolling windows are least squares' only
     FIT.without("continue_from", "engine", "block_size", "first_block_size", "record_every",
-                "epochs", "shuffle", "seed", "dtype"),
+                "epochs", "shuffle", "seed", "dtype", "time", "maxlags", "kernel",
+                "use_correction", "window", "window_step", "min_nobs")
+    .replace("cov_type", choices=GLM_COV_TYPES),
     Param("family", "gaussian", "The family of the response.", type=str,
           choices=FAMILY_NAMES),
     Param("link", None, "The link (default: the family's, as statsmodels').", type=str,

@@ -19,6 +19,7 @@ _.multi_output
 _.single_output
 _.allow_nan
 _.sparse
+_.positive_only  # the target tag GLMRegressor sets for counts and amounts
 _.partial_fit
 _.coef_
 _.intercept_

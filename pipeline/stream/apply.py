@@ -221,6 +221,18 @@ def prediction_columns(source: StreamSource, intervals: bool) -> list[str]:
             + (list(PREDICTION_COLUMNS) if intervals else []))
 
 
+def predict_chunks(ctx: Context, source, name: str, task) -> list:
+    """Each chunk of ``source`` predicted by one task, ``task(a, b)`` giving the function
+    and its arguments for rows a:b (keys ``name-TAG-i``), with the progress bar; the
+    tasks' results in the chunks' order."""
+    edges = source.chunk_edges()
+    tag = uuid.uuid4().hex[:8]
+    futures = [ctx.client.submit(*task(a, b), key=f"{name}-{tag}-{i}", pure=False)
+               for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
+                                              strict=True))]
+    return track_futures(ctx.client, futures, source.n_rows, "predict", enabled=ctx.progress)
+
+
 @dataclass(eq=False)
 class StreamPrediction(Job):
     """A stream fit applied to new rows: reads the fit's coefficients and the rows, computes
@@ -287,15 +299,10 @@ class StreamPrediction(Job):
         dims, columns = [source.sample_dim, "target"], prediction_columns(source, self.intervals)
         if ctx.store is not None:
             create_prediction_arrays(ctx.store, source, columns, coef.target, dims)
-        edges = source.chunk_edges()
-        tag = uuid.uuid4().hex[:8]
         W = ctx.client.scatter(coef.W, broadcast=True)
-        futures = [ctx.client.submit(_apply_chunk, source, a, b, W, ctx.store, self.uncertainty,
-                                     key=f"predict-stream-{tag}-{i}", pure=False)
-                   for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
-                                                  strict=True))]
-        parts = track_futures(ctx.client, futures, source.n_rows, "predict",
-                              enabled=ctx.progress)
+        parts = predict_chunks(ctx, source, "predict-stream",
+                               lambda a, b: (_apply_chunk, source, a, b, W, ctx.store,
+                                             self.uncertainty))
         ds = xr.Dataset(coords={"target": coef.target})
         if ctx.store is None:
             for name in columns:

@@ -9,7 +9,6 @@ offset or exposure the fit had is read from the new rows' variable of the same n
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,8 +20,7 @@ from streamlsq.io.location import locate
 from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Run
 from streamlsq.kernels import glm as kernels
-from streamlsq.runtime.progress import track_futures
-from streamlsq.stream.apply import StreamPrediction, create_prediction_arrays
+from streamlsq.stream.apply import StreamPrediction, create_prediction_arrays, predict_chunks
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["GLMPrediction", "INTERVAL_COLUMNS", "is_glm_fit", "predict_glm"]
@@ -130,15 +128,10 @@ class GLMPrediction(StreamPrediction):
         columns = ["yhat", "linpred"] + (list(INTERVAL_COLUMNS) if self.intervals else [])
         if ctx.store is not None:
             create_prediction_arrays(ctx.store, source, columns, self.target, dims)
-        edges = source.chunk_edges()
-        tag = uuid.uuid4().hex[:8]
-        futures = [ctx.client.submit(_glm_chunk, source, self.aux, self.aux_names, a, b,
-                                     self.spec, self.params, self.cov, self.alpha or 0.05,
-                                     ctx.store, key=f"predict-glm-{tag}-{i}", pure=False)
-                   for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
-                                                  strict=True))]
-        parts = track_futures(ctx.client, futures, source.n_rows, "predict",
-                              enabled=ctx.progress)
+        parts = predict_chunks(ctx, source, "predict-glm",
+                               lambda a, b: (_glm_chunk, source, self.aux, self.aux_names, a,
+                                             b, self.spec, self.params, self.cov,
+                                             self.alpha or 0.05, ctx.store))
         ds = xr.Dataset(coords={"target": self.target})
         if ctx.store is None:
             for name in columns:

@@ -278,6 +278,26 @@ def test_cli_refusal_one_line(cli, tmp_path):
     assert done.exit_code == 2  # -2 is not missing: still refused
 
 
+
+def test_two_group_variables_are_refused_not_read_as_one(cli, tmp_path):
+    """--groups A,B (two-way clusters, least squares' only) is refused in one line before
+    anything is read: a GLM's cluster covariance once read the first variable alone."""
+    from conftest import one_line
+
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"x": rng.standard_normal(40), "y": rng.poisson(2.0, 40)
+                          .astype(float), "a": rng.integers(0, 4, 40),
+                          "b": rng.integers(0, 3, 40)})
+    frame.to_parquet(tmp_path / "counts.parquet")
+    out = tmp_path / "fit.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "counts.parquet", "--out", out, "--family",
+                        "poisson", "--formula", "y ~ x", "--cov-type", "cluster",
+                        "--groups", "a,b"))
+    assert line.endswith("--groups a,b: a GLM's cluster-robust covariance takes one group "
+                         "variable (two-way clusters are least squares' only)"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.parquet"]
+
+
 def test_robust_and_cluster_covariances(cpunish, client):
     """HC0 (statsmodels' GLM gives the same for HC1–HC3) and the cluster-robust
     covariance (CRV1) from one more pass; the Wald test takes G − 1 denominator degrees of

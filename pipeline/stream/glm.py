@@ -138,7 +138,9 @@ class GLMFit(Job):
             self.spec.fam.link(self.link)  # refuses a link the family does not take
         except ValueError as exc:
             raise InputError(f"--link: {exc}") from None
-
+        if self.groups is not None and "," in self.groups:
+            raise InputError(f"--groups {self.groups}: a GLM's cluster-robust covariance takes "
+                             "one group variable (two-way clusters are least squares' only)")
 
     def intercept(self) -> bool:
         if self.formula is None:

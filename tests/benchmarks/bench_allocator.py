@@ -62,11 +62,11 @@ n, c = X.shape[0], X.chunks[0]
 with block():
     for a in range(0, n, c):  # warm: imports, the page cache
         X[a:a + c]; y[a:a + c]
-t, cpu = time.perf_counter(), time.process_time()
+t = time.perf_counter()
 with block():
     for a in range(0, n, c):
         X[a:a + c]; y[a:a + c]
-print(n / (time.perf_counter() - t), n / (time.process_time() - cpu))
+print(n / (time.perf_counter() - t))
 """
 
 _MALLOC = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
@@ -80,14 +80,12 @@ def _environ(variables: dict) -> dict:
     return env
 
 
-def decode_rate(store: Path, variables: dict, reading_block: bool) -> tuple[float, float]:
+def decode_rate(store: Path, variables: dict, reading_block: bool) -> float:
     """Rows/s of one plain process decoding every chunk in order, started with
-    ``variables``: per second of wall time, and per CPU second of the process (which the
-    machine's load changes far less)."""
+    ``variables``."""
     out = subprocess.run([sys.executable, "-c", _LOOP, str(store), "1" if reading_block else "0"],
                          env=_environ(variables), capture_output=True, text=True, check=True)
-    wall, cpu = out.stdout.split()[-2:]
-    return float(wall), float(cpu)
+    return float(out.stdout.split()[-1])
 
 
 def _rss():
@@ -154,17 +152,15 @@ def main() -> None:
               flush=True)
         for name, variables in settings.items():
             r = runs[name]
-            for label, block in (("plain loop", False), ("reading block", True)):
-                wall, cpu = decode_rate(args.store, variables, block)
-                r.setdefault(f"decode, {label}", []).append(wall)
-                r.setdefault(f"decode, {label}, per CPU s", []).append(cpu)
+            r.setdefault("decode, plain loop", []).append(decode_rate(args.store, variables, False))
+            r.setdefault("decode, reading block", []).append(
+                decode_rate(args.store, variables, True))
             if name in clusters:
                 client = clusters[name][1]
                 r.setdefault("fit scan qr", []).append(fit(client, "qr"))
                 r.setdefault("fit scan normal", []).append(fit(client, "normal"))
                 r.setdefault("worker RSS MB after", []).extend(
                     v / 1e6 for v in client.run(_rss).values())
-            print(name, {k: f"{v[-1]:.3g}" for k, v in r.items()}, flush=True)
     load_after = os.getloadavg()
     for _, client, _ in clusters.values():
         cluster = client.cluster

@@ -1,19 +1,14 @@
 #!/usr/bin/env python
-"""Tables out of core: time and peak worker memory of a fit of a Parquet file and of a CSV
-file, against the same rows converted to a stream store (``streamlsq.convert``), and how
-many times each part of a table was read.
+"""Tables out of core: time and peak worker memory of a fit of a Parquet file, against the
+same rows converted to a stream store (``streamlsq.convert``).
 
 Writes a Parquet file of ``--gb`` gigabytes of float64 (``--features`` columns and a target,
 row groups of ``--row-group`` rows, unequal when ``--ragged``: then the virtual chunks of the
 reader straddle row groups), converts it to Zarr, and on one LocalCluster whose workers are
 limited to ``--memory-limit`` each fits both with KF4LLS on both engines, printing for each
 run the seconds, rows/s and the peak RSS of the largest single worker (psutil, every 0.05 s).
-Finishing at all with a limit below the file's size shows the bound. ``--csv`` writes the
-same rows as a CSV file too (read in byte ranges of 64 MB). ``reads per part``: the reads of
-a table's parts by the workers (a CSV byte range parsed, a Parquet row group decoded) over
-its parts, each run counted on its own: 1.0 when each part is read once for all the fit's
-columns (a scan piece that starts inside a part shares it with the piece before: a little
-above 1). Writes JSON. Not part of the test suite:
+Finishing at all with a limit below the file's size shows the bound. Writes JSON. Not part of
+the test suite:
 
     python tests/benchmarks/bench_tables.py --gb 1 --memory-limit 600MB --dir /tmp
     python tests/benchmarks/bench_tables.py --gb 1 --ragged
@@ -54,28 +49,6 @@ def write_parquet(path: Path, rows: int, features: int, group_rows: int, ragged:
     return names
 
 
-def _count_part_reads() -> None:
-    """In a worker: count the parts of tables read (TableRows._read_part), from now on."""
-    from streamlsq.io.tables import TableRows
-
-    if not hasattr(TableRows, "_bench_reads"):
-        read = TableRows._read_part
-
-        def counted(self, i, names):
-            TableRows._bench_reads += 1
-            return read(self, i, names)
-
-        TableRows._read_part = counted
-    TableRows._bench_reads = 0
-
-
-def _part_reads() -> int:
-    from streamlsq.io.tables import TableRows, forget_parts
-
-    forget_parts()  # the next run reads its parts anew
-    return getattr(TableRows, "_bench_reads", 0)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gb", type=float, default=1.0, help="gigabytes of float64 in the table")
@@ -85,7 +58,6 @@ def main() -> None:
     p.add_argument("--ragged", action="store_true", help="row groups of unequal rows")
     p.add_argument("--memory-limit", default="600MB")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--csv", action="store_true", help="also a CSV file of the same rows")
     p.add_argument("--json", type=Path, default=Path("bench_tables.json"))
     args = p.parse_args()
     rows = int(args.gb * 1e9 / 8 / (args.features + 1))
@@ -97,34 +69,15 @@ def main() -> None:
                       memory_limit=args.memory_limit, dashboard_address=":0",
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         convert(str(table), store, client=client, overwrite=True, progress=False)
-        inputs = [("parquet", str(table))]
-        if args.csv:
-            import pyarrow.csv
-            import pyarrow.parquet as pq
-
-            csv = args.dir / "bench-table.csv"
-            with pyarrow.csv.CSVWriter(csv, pq.read_schema(table)) as writer:
-                for batch in pq.ParquetFile(table).iter_batches():
-                    writer.write_batch(batch)
-            inputs.append(("csv", str(csv)))
-        for kind, data in [*inputs, ("zarr", str(store))]:
-            parts = None
-            if kind != "zarr":
-                from streamlsq.io.tables import open_table
-
-                parts = len(open_table(data).table_rows.parts)
+        for kind, data in (("parquet", str(table)), ("zarr", str(store))):
             for engine in ("sequential", "scan"):
-                client.run(_count_part_reads)
                 with WorkerPeak(client) as peak:
                     start = time.perf_counter()
                     fit_stream(data, engine=engine, x=names, y="y", sample_dim="row",
                                client=client, block_size=args.row_group, progress=False)
                     seconds = time.perf_counter() - start
-                reads = sum(client.run(_part_reads).values())
                 run = {"input": kind, "engine": engine, "rows": rows, "seconds": seconds,
-                       "rows_per_second": rows / seconds, "peak_worker_mb": peak.peak / 1e6,
-                       "parts": parts, "part_reads": reads if parts else None,
-                       "reads_per_part": reads / parts if parts else None}
+                       "rows_per_second": rows / seconds, "peak_worker_mb": peak.peak / 1e6}
                 print(json.dumps(run))
                 runs.append(run)
     args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},

@@ -178,37 +178,6 @@ def test_parquet_blocks_are_read_as_equal_virtual_chunks(inputs, flights):
     np.testing.assert_array_equal(X[:, 0], flights[0].dep_delay.to_numpy()[119_990:120_010])
 
 
-@pytest.mark.parametrize("kind", ["csv", "dask", "parquet", "parquet, large parts"])
-def test_a_part_is_read_once_for_every_column_of_the_fit(inputs, flights, kind, monkeypatch):
-    """A CSV byte range is parsed, a dask partition computed and a Parquet row group decoded
-    once for all the columns a fit reads (features, targets, weights), not once per column;
-    a row group larger than the part budget is read one column at a time."""
-    from streamlsq.io import tables
-    from streamlsq.io.tables import TableRows, forget_parts
-
-    large = kind.endswith("large parts")
-    if large:  # 25,000 rows x 4 columns of float64 do not fit in 100 kB
-        monkeypatch.setattr(tables, "KEPT_BYTES", 100_000)
-        kind = "parquet"
-
-    reads = []
-    read_part = TableRows._read_part
-    monkeypatch.setattr(TableRows, "_read_part",
-                        lambda self, i, names: reads.append(i) or read_part(self, i, names))
-    forget_parts()
-    source = open_stream(inputs[kind], x=["dep_delay", "distance"], y="arr_delay",
-                         weights="hour", missing="drop")
-    reads.clear()
-    X, Y, w = source.read_weighted(0, 1_000, check=False)
-    # one read of the first part for all four columns; or one per column
-    assert reads == ([0] * 4 if large else [0]), reads
-    kept = w > 0  # rows dropped for a missing value read as zeros of weight 0
-    expected = flights[0][["dep_delay", "distance"]].to_numpy()[:1_000]
-    np.testing.assert_array_equal(X[kept], expected[kept])
-    np.testing.assert_array_equal(w[kept], flights[0].hour.to_numpy()[:1_000][kept])
-    forget_parts()
-
-
 def test_the_command_line_converts_fits_and_predicts(inputs, reference, cli, tmp_path):
     import xarray as xr
 

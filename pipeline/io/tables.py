@@ -31,7 +31,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -117,10 +117,6 @@ class TableRows:
     frame: object = field(default=None, compare=False, hash=False, repr=False)
     storage_options: dict | None = field(default=None, compare=False, hash=False)
     stamps: tuple = ()
-    #: every column the fit reads (features, targets, weights, groups, a formula's): a part
-    #: of a CSV file or a dask DataFrame is read once for all of them, not parsed or
-    #: computed again for each column (:meth:`read_part`)
-    columns: tuple = ()
 
     group = None
 
@@ -148,10 +144,6 @@ class TableRows:
     def read_part(self, i: int, names: tuple):
         """Part ``i``'s columns ``names`` as a pandas DataFrame, kept for the next reads (the
         next chunk often starts in the same part)."""
-        if names and set(names) <= set(self.columns) and self._whole_part_fits(i):
-            # a CSV byte range is parsed, a dask partition computed, a row group decoded:
-            # once for every column the fit reads, not once per column
-            names = self.columns
         key = (self.token, self.path, i, names)
         with _kept_lock:
             if key in _kept:
@@ -164,18 +156,6 @@ class TableRows:
                     int(f.memory_usage(deep=False).sum()) for f in _kept.values()) > KEPT_BYTES):
                 _kept.popitem(last=False)
         return frame
-
-    def _whole_part_fits(self, i: int) -> bool:
-        """Whether part ``i`` may be read for every column of the fit at once. A CSV byte
-        range or a dask partition is parsed or computed whole whatever the columns asked
-        for: always. A Parquet row group is columnar: at once when its columns of the fit,
-        as float64, are at most :func:`part_budget` bytes (a row group of every column held
-        at once, and copied on its way to the chunks, paused workers of 600 MB:
-        tests/test_table_memory.py); else one column at a time, at no extra cost."""
-        if self.kind != "parquet":
-            return True
-        rows = self.edges[i + 1] - self.edges[i]
-        return rows * len(self.columns) * 8 <= part_budget()
 
     def _read_part(self, i: int, names: list):
         kind = self.kind
@@ -218,8 +198,7 @@ class TableRows:
             if len(part) != b - a:
                 raise InputError(f"{self.label}: part {i} has {len(part)} rows where it had "
                                  f"{b - a} when the table was opened: it changed since")
-            # only the columns asked for: a kept part holds every column the fit reads
-            parts.append(part.iloc[max(start, a) - a:min(stop, b) - a][list(names)])
+            parts.append(part.iloc[max(start, a) - a:min(stop, b) - a])
             i += 1
         out = parts[0] if len(parts) == 1 else pd.concat(parts)
         return out.reset_index(drop=True)
@@ -257,20 +236,6 @@ class TableRows:
 
     def read_variable(self, name: str) -> np.ndarray | None:
         return None
-
-
-def part_budget() -> int:
-    """Bytes of one Parquet part read for all the fit's columns at once: a 32nd of the
-    memory limit of the Dask worker running this (a task reads at most a 16th of it, and
-    up to three parts are in flight in a task's reading threads), else
-    :data:`KEPT_BYTES`."""
-    try:
-        from distributed import get_worker
-
-        limit = getattr(get_worker().memory_manager, "memory_limit", None)
-    except (ImportError, ValueError, AttributeError):
-        limit = None
-    return int(limit) // 32 if limit else KEPT_BYTES
 
 
 def forget_parts() -> None:
@@ -637,7 +602,6 @@ class TableInput:
 
     def __init__(self, rows: TableRows, dtypes: dict, label: str):
         self.table_rows, self.dtypes, self.label = rows, dtypes, label
-        self.read_columns: dict[str, None] = {}  # the columns as_read was given, in order
         self.members = set(map(str, dtypes))
         self.found = sorted(self.members)
         self.attrs: dict = {}
@@ -654,7 +618,6 @@ class TableInput:
         ``labels`` (group labels, or a formula's categories)."""
         import pandas as pd
 
-        self.read_columns.update(dict.fromkeys(columns))
         out = {}
         for name, column in columns.items():
             dtype = column.dtype
@@ -679,7 +642,7 @@ class TableInput:
         return self.table_rows.chunk_rows
 
     def rows(self, chunk_rows: int) -> TableRows:
-        return replace(self.table_rows, columns=tuple(self.read_columns))
+        return self.table_rows
 
     def categories(self, name: str) -> tuple | None:
         """The levels a column declares itself (a pandas category), else None."""

@@ -19,12 +19,18 @@ _.multi_output
 _.single_output
 _.allow_nan
 _.sparse
+_.positive_only  # the target tag GLMRegressor sets for counts and amounts
 _.partial_fit
 _.coef_
 _.intercept_
 _.n_skipped_
 _.ridge_used_
 _.cov_params_  # the least-squares estimators' statistics, statsmodels' names
+_.bse_  # GLMRegressor's fitted statistics, statsmodels' names
+_.deviance_
+_.scale_
+_.converged_
+_.n_iter_
 _.from_rows  # RegressionFactor of rows in memory: the tests' and users' reference
 # dataclass fields read by callers
 df_num  # WaldTest: statsmodels' name of the F test's numerator degrees of freedom

@@ -50,6 +50,7 @@ _PUBLIC = {
     "RECURSIONS": "streamlsq.stream.methods",
     "make_method": "streamlsq.stream.methods",
     "fit_stream": "streamlsq.stream.fit",
+    "fit_glm": "streamlsq.stream.glm",
     "predict_stream": "streamlsq.stream.apply",
     "convert": "streamlsq.conversion",
     "fit_interleaved": "streamlsq.stream.interleaved",
@@ -78,6 +79,7 @@ _NAMES = [
     "dask_client",
     "example_tasks",
     "fit_em",
+    "fit_glm",
     "fit_interleaved",
     "fit_pooled",
     "fit_stream",
@@ -162,6 +164,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from streamlsq.simulate.tasks import simulate_mlr
     from streamlsq.stream.apply import predict_stream
     from streamlsq.stream.fit import fit_stream
+    from streamlsq.stream.glm import fit_glm
     from streamlsq.stream.interleaved import fit_interleaved
     from streamlsq.stream.methods import RECURSIONS, make_method
     from streamlsq.stream.robust import robust_covariance

@@ -3,9 +3,12 @@ fastest repeated fits: one 1-D variable per column along ``row``, chunked, the d
 
 Numbers are stored as float64 (a missing value as NaN, which xarray and streamlsq read as
 missing); strings as Zarr strings (a missing one as the empty string, as xarray writes it),
-with their sorted levels in the variable's ``categories`` attribute, so that a formula reads
-them without a pass. One Dask task reads the rows of one chunk of the store (from the parts
-of the table it overlaps) and writes them: the table never passes through the client.
+with their sorted levels (a pandas category's in its order) in the variable's ``categories``
+attribute and the rows they were found over in ``categories_rows``, so that a formula reads
+them without a pass until the store grows. Every chunk is written, also one of missing
+values alone (zarr would leave it out, and the store would read as incomplete). One Dask
+task reads the rows of one chunk of the store (from the parts of the table it overlaps) and
+writes them: the table never passes through the client.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ def _write_chunk(rows, names: tuple, strings: frozenset, a: int, b: int, store) 
     frame = read_frame(rows, names, a, b)
     g = zarr.open_group(store, mode="r+")
     for name in names:
+        # every chunk written, also one of missing values alone (equal to the fill value),
+        # or the store would read as incomplete (zarr's write_empty_chunks=False)
+        array = g[name].with_config({"write_empty_chunks": True})
         column = frame[name]
         if name in strings:  # a missing string as xarray writes it: ""
             values = np.asarray(["" if missing else str(v) for v, missing
@@ -68,9 +74,31 @@ def _write_chunk(rows, names: tuple, strings: frozenset, a: int, b: int, store) 
                                         strict=True)], dtype=object)
         else:
             values = np.asarray(column.to_numpy(), dtype=np.float64)
-        g[name][a:b] = values
+        array[a:b] = values
     forget_parts()
     return b - a
+
+
+#: the longest name of a variable in bytes: a folder's name on common filesystems
+LONGEST_NAME = 255
+
+
+def _unstorable(name: str) -> str | None:
+    """Why a column's name cannot name an array of a Zarr v3 group (a node's name is a path
+    segment: not empty, not ``.`` or ``..``, without ``/``, not starting with ``__``, which
+    Zarr reserves; nor ``zarr.json``, the group's own file, nor longer than a file's name),
+    else None."""
+    if name in ("", ".", ".."):
+        return "an empty, '.' or '..' name is not a path segment"
+    if "/" in name:
+        return "a '/' would nest it in a group of its own"
+    if name.startswith("__"):
+        return "names starting with '__' are reserved by Zarr"
+    if name == "zarr.json":
+        return "it is the name of the group's own metadata file"
+    if len(name.encode()) > LONGEST_NAME:
+        return f"{len(name.encode())} bytes, above the {LONGEST_NAME} of a file's name"
+    return None
 
 
 @dataclass(eq=False)
@@ -96,6 +124,11 @@ class TableConversion(Job):
             if name not in table.members:
                 raise InputError(f"{table.label}: column '{name}' is missing (found: "
                                  f"{table.found})")
+            why = _unstorable(name)
+            if why:
+                raise InputError(f"{table.label}: column {name[:60]!r}"
+                                 f"{'…' if len(name) > 60 else ''} cannot be a variable of a "
+                                 f"Zarr store ({why}); rename it, or leave it out (--columns)")
         read = table.as_read(table.columns(names, ROW_DIM), labels=tuple(names))
         self.names = tuple(names)
         self.strings = frozenset(n for n, c in read.items() if np.dtype(c.dtype).kind == "O")
@@ -125,9 +158,11 @@ class TableConversion(Job):
                                  dtype=str if text else "float64",
                                  fill_value="" if text else np.nan,
                                  compressors=compressors(None, 8) if not text else "auto",
-                                 dimension_names=[ROW_DIM])
-            if text:
-                arr.attrs["categories"] = [str(v) for v in self.levels[name]]
+                                 dimension_names=[ROW_DIM],
+                                 config={"write_empty_chunks": True})
+            if text:  # the levels of these rows: a store grown since must not trust them
+                arr.attrs.update({"categories": [str(v) for v in self.levels[name]],
+                                  "categories_rows": int(self.n)})
         tag = uuid.uuid4().hex[:8]
         spans = [(a, min(a + self.chunk, self.n)) for a in range(0, self.n, self.chunk)]
         futures = [ctx.client.submit(_write_chunk, self.rows, self.names, self.strings, a, b,

@@ -21,8 +21,9 @@ from streamlsq.mlr.predict import predict as predict_tasks
 from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.options.mlr import PREDICT
 from streamlsq.stream.apply import is_stream_fit, predict_stream
+from streamlsq.stream.glm_predict import is_glm_fit, predict_glm
 
-__all__ = ["applies_to_rows", "predict"]
+__all__ = ["applies_to_rows", "predict", "predict_rows"]
 
 #: the options of applying a stream fit, with their defaults (as declared)
 ROW_OPTIONS = PREDICT_STREAM.without("group").defaults()
@@ -53,7 +54,8 @@ def applies_to_rows(result, storage_options: dict | None = None) -> bool:
     True
     >>> tmp.cleanup()
     """
-    return is_stream_fit(_result_attrs(result, storage_options))
+    attrs = _result_attrs(result, storage_options)
+    return is_stream_fit(attrs) or is_glm_fit(attrs)
 
 
 def _changed(value, default) -> bool:
@@ -150,7 +152,7 @@ def predict(
     for declared in (PREDICT_STREAM, PREDICT):  # every value checked before any input opens
         declared.check({name: given[name] for name in declared.names if name in given})
     attrs = _result_attrs(model_or_fit, run.get("storage_options"))
-    to_rows = is_stream_fit(attrs)
+    to_rows = is_stream_fit(attrs) or is_glm_fit(attrs)
     own, other = (ROW_OPTIONS, TASK_OPTIONS) if to_rows else (TASK_OPTIONS, ROW_OPTIONS)
     wrong = [f"{name}=" for name, default in other.items() if _changed(given[name], default)]
     if wrong:
@@ -162,5 +164,14 @@ def predict(
                          f"{applies}")
     options = {name: given[name] for name in own}
     if to_rows:
-        return predict_stream(model_or_fit, data, out=out, group=group, **options, **run)
+        apply = predict_glm if is_glm_fit(attrs) else predict_stream
+        return apply(model_or_fit, data, out=out, group=group, **options, **run)
     return predict_tasks(model_or_fit, data, out=out, group=group, **options, **run)
+
+
+def predict_rows(result, data, **options) -> xr.Dataset:
+    """A fit applied to rows, whichever it is: a stream fit (:func:`predict_stream`) or a GLM
+    (:func:`~streamlsq.stream.glm_predict.predict_glm`); ``options`` as theirs."""
+    apply = predict_glm if is_glm_fit(_result_attrs(result, options.get("storage_options"))) \
+        else predict_stream
+    return apply(result, data, **options)

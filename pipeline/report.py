@@ -69,6 +69,12 @@ def summary_lines(frame, title: str) -> str:
         for left, right in zip(_LEFT, _RIGHT, strict=True):
             lines.append(f"{_cell(left, model):<39}{_cell(right, model):>39}")
     lines += ["=" * width, frame.to_string(float_format=lambda v: f"{v:.4g}"), "=" * width]
+    if "family" in model:  # a generalised linear model: the rows of statsmodels' GLM summary
+        glm = ((("Model Family:", "family", "{}"), ("Link Function:", "link", "{}")),
+               (("Deviance:", "deviance", "{:.5g}"), ("Pearson chi2:", "pearson_chi2", "{:.3g}")),
+               (("No. Iterations:", "iterations", "{}"), ("Converged:", "converged", "{}")))
+        lines[2:2] = [f"{_cell(left, model):<39}{_cell(right, model):>39}"
+                      for left, right in glm]
     if model.get("undefined_statistics"):
         lines.append(f"undefined for these data: {', '.join(model['undefined_statistics'])}")
     if "identified_from_row" in model:

@@ -38,11 +38,13 @@ NOTHING_TO_DECLARE = {"demo", "example", "info"}
 NO_BAD_VALUE = {
     # switches
     "--intercept", "--shuffle", "--resume", "--overwrite", "--intervals", "--diagnostics",
-    "--balanced", "--normalized", "--quick", "--whiten", "--yhat",
+    "--balanced", "--normalized", "--quick", "--whiten", "--yhat", "--use-correction",
     # free text
     "--group", "--x", "--y", "--sample-dim", "--continue-from", "--weights", "--groups",
     "--formula", "--checkpoint", "--scheduler", "--memory-limit", "--test", "--columns",
-    "--out", "--new-rows",
+    "--out", "--new-rows", "--time",
+    # fit glm: a switch, and per-row variables named as free text
+    "--allow-nonconverged", "--offset", "--exposure", "--freq-weights", "--trials",
 }
 
 

@@ -107,3 +107,50 @@ def test_store_bytes_come_from_the_metadata(tmp_path):
     assert _stores_bytes(str(tmp_path / "s.zarr")) == 1000 * 4 * 8 + 1000 * 4
     assert _stores_bytes([str(tmp_path / "s.zarr") + "#a", None]) == 1000 * 4 * 8 + 1000 * 4
     assert _stores_bytes(str(tmp_path / "missing.zarr")) is None
+
+
+_ALLOCATOR = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "OMP_NUM_THREADS",
+              "PYTHONHASHSEED")
+
+
+def _environ_of_the_worker() -> dict:
+    import os
+
+    return {k: os.environ.get(k) for k in _ALLOCATOR}
+
+
+def test_an_embedded_cluster_of_processes_leaves_the_environment_as_it_found_it(monkeypatch):
+    """distributed's nanny writes its pre-spawn variables (MALLOC_TRIM_THRESHOLD_,
+    OMP_NUM_THREADS, PYTHONHASHSEED...) into the starting process's os.environ, at the
+    start and at each worker restart; every process spawned later would inherit them.
+    The embedded cluster's workers get them; this process keeps its own."""
+    import os
+
+    import streamlsq.runtime.client as runtime_client
+
+    monkeypatch.setattr(runtime_client, "_default_client", lambda: None)
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    for name in _ALLOCATOR:
+        monkeypatch.delenv(name, raising=False)
+    before = dict(os.environ)
+    with dask_client(n_workers=1) as client:
+        assert dict(os.environ) == before  # while the cluster runs, too
+        (seen,) = client.run(_environ_of_the_worker).values()
+        client.restart()  # the nanny writes its variables again
+        (again,) = client.run(_environ_of_the_worker).values()
+    assert dict(os.environ) == before
+    expected = {k: str(v) for k, v in runtime_client.WORKER_MALLOC.items()}
+    assert {k: seen[k] for k in expected} == expected == {k: again[k] for k in expected}
+    assert seen["OMP_NUM_THREADS"] == "1"
+
+
+def test_a_users_allocator_setting_reaches_the_embedded_workers(monkeypatch):
+    import streamlsq.runtime.client as runtime_client
+
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1234567")
+    assert "MALLOC_MMAP_THRESHOLD_" not in runtime_client.embedded_worker_environ()
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 999}):
+        monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
+        environ = runtime_client.embedded_worker_environ()
+        assert environ["MALLOC_TRIM_THRESHOLD_"] == 999
+        assert "MALLOC_MMAP_THRESHOLD_" not in environ

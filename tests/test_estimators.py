@@ -30,6 +30,7 @@ from streamlsq import (
     LMSRegressor,
     RLSRegressor,
 )
+from streamlsq.estimators.glm import GLMRegressor
 from streamlsq.kernels import (
     IRMA,
     KF4LLS,
@@ -126,6 +127,7 @@ WEIGHT_EQUIVALENCE = "check_sample_weight_equivalence_on_dense_data"
 LEAST_SQUARES_EXPECTED_FAILED = {
     "KF4LLSRegressor": {WEIGHT_EQUIVALENCE: "15 rows do not identify 30 coefficients"},
     "RLSRegressor": {WEIGHT_EQUIVALENCE: "30 coefficients from 15 rows, forgetting per row"},
+    "GLMRegressor": {WEIGHT_EQUIVALENCE: "15 rows do not identify 31 coefficients"},
 }
 
 
@@ -170,6 +172,11 @@ CHECKED_ESTIMATORS = [
         IRMARegressor(domain=(-100.0, 100.0)),
         IRMAGradientDescentRegressor(domain=(-100.0, 100.0)),
         IRMARLSRegressor(domain=(-100.0, 100.0)),
+        # IRLS: a gaussian, a count and a positive amount's family (the checks' responses
+        # follow the positive_only tag)
+        GLMRegressor(),
+        GLMRegressor(family="poisson"),
+        GLMRegressor(family="gamma", link="log"),
 ]
 
 
@@ -223,6 +230,8 @@ def test_the_weight_equivalence_check_fails_for_its_reason(estimator):
             if isinstance(estimator, KF4LLSRegressor) and not isinstance(estimator,
                                                                         RLSRegressor):
                 assert "singular" in str(info.value)
+            if isinstance(estimator, GLMRegressor):  # the rank rule refuses the design
+                assert "collinear (rank 9 of 31)" in str(info.value)
 
 
 def test_tags():

@@ -4,7 +4,8 @@ missing chunk files, sharded arrays with inner chunks never written, broken task
 out-of-range options, files and links where a command writes beside its output, and damaged
 results, and every one must be refused with exit code 2, one line on stderr naming the store
 (or the option, the file, the result's variable), no output and the input left as it
-was."""
+was. Tables with category columns, chunks of missing values alone and odd column names are
+converted and fitted as the table itself is, or refused so."""
 
 from __future__ import annotations
 
@@ -395,3 +396,87 @@ def test_every_damaged_result_is_refused_when_read(client, fitted, pick, how, wh
                               scheduler=client.scheduler.address))
         assert f"{fit}: variable '{name}'" in line, line
         assert snapshot(tmp) == before
+
+
+# -- tables: category columns, chunks of missing values alone, odd column names ------------
+
+#: column names a table may have: those convert stores, and those no Zarr array can take
+STORABLE_NAMES = ["extra", "a b", "é", "1x", "x.y", "Z"]
+UNSTORABLE_NAMES = ["..", "", ".", "a/b", "zarr.json", "__x", "c" * 256]
+
+
+@st.composite
+def odd_table(draw):
+    """(frame, rows of a Parquet row group, an extra column's name): a table whose ``k`` is a
+    pandas category (levels in an order of their own, some never used by a row group) and
+    whose ``w`` is missing nowhere, everywhere, in a whole row group or at random rows."""
+    import pandas as pd
+
+    n = draw(st.integers(24, 120))
+    group = draw(st.integers(4, n))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    levels = draw(st.permutations(["p", "q", "r", "s"]))[:draw(st.integers(2, 4))]
+    k = pd.Categorical(rng.choice(levels, n), categories=levels)
+    x, w = rng.standard_normal(n), rng.standard_normal(n)
+    missing = draw(st.sampled_from(["none", "all", "row group", "rows"]))
+    if missing == "all":
+        w[:] = np.nan
+    elif missing == "row group":
+        first = draw(st.integers(0, (n - 1) // group)) * group
+        w[first:first + group] = np.nan
+    elif missing == "rows":
+        w[rng.random(n) < 0.2] = np.nan
+    y = 1.0 + x - 0.5 * np.nan_to_num(w) + 0.1 * rng.standard_normal(n)
+    name = draw(st.sampled_from(STORABLE_NAMES + UNSTORABLE_NAMES))
+    frame = pd.DataFrame({"y": y, "x": x, "w": w, "k": k, name: rng.standard_normal(n)})
+    return frame, group, name
+
+
+@settings(max_examples=8, deadline=None, derandomize=False,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=odd_table())
+def test_every_table_converts_checks_and_fits_as_itself_or_is_refused(client, case):
+    """convert either refuses the table in one line naming its column, leaving nothing, or
+    writes a store that info --check passes and that fits (--missing drop, a formula with
+    the category) to the coefficients of the table itself, or is refused as the table is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streamlsq import fit_stream
+    from streamlsq.errors import InputError
+
+    frame, group, name = case
+    with tempfile.TemporaryDirectory() as tmp:
+        table = Path(tmp) / "t.parquet"
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), table,
+                       row_group_size=group)
+        out = Path(tmp) / "t.zarr"
+        before = snapshot(tmp)
+        result = invoke("convert", table, "--out", out, scheduler=client.scheduler.address)
+        if name in UNSTORABLE_NAMES:
+            line = refusal(result)
+            assert f"{table}: column {name[:60]!r}" in line, line
+            assert "cannot be a variable of a Zarr store" in line, line
+            assert snapshot(tmp) == before and not out.exists() and leftovers(out) == []
+            return
+        assert result.exit_code == 0, result.output
+        assert zarr.open_group(str(out), mode="r")["k"].attrs["categories"] == list(
+            frame.k.cat.categories)
+        result = invoke("info", out, "--check", scheduler=client.scheduler.address)
+        assert result.exit_code == 0, result.output
+        gaps = int(frame.w.isna().sum())
+        assert (f"w {gaps}" in result.output) == bool(gaps), result.output
+        outcomes = []
+        for data in (table, out):
+            try:
+                ds = fit_stream(str(data), formula="y ~ x + w + C(k)", missing="drop",
+                                ridge=1e-8, client=client, progress=False)
+                outcomes.append((list(ds.feature.values), ds.coef.values))
+            except InputError as exc:
+                assert len(str(exc).splitlines()) == 1
+                outcomes.append(None)
+        if outcomes[0] is None or outcomes[1] is None:
+            assert outcomes[0] is outcomes[1] is None, outcomes
+        else:
+            assert outcomes[0][0] == outcomes[1][0]
+            np.testing.assert_allclose(outcomes[1][1], outcomes[0][1], rtol=1e-10, atol=1e-12)

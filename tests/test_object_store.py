@@ -381,6 +381,11 @@ def _convert(at, out, run):
     return streamlsq.convert(at("table.parquet"), out("table.zarr"), **run)
 
 
+def _fit_table(at, out, run):
+    # the levels of k are found by a pass of the workers over the row groups
+    return streamlsq.fit_stream(at("table.parquet"), formula="y ~ a + b + C(k)", **run)
+
+
 #: every job that reads stores: name → job(at: input name → location, out: output name →
 #: location, run: the run's options) → its result (streamlsq.predict opens the result to
 #: tell a fit from a model: "predict-tasks" and "predict-any-fit")
@@ -396,6 +401,7 @@ JOBS = {
     "predict_stream": _predict_stream,
     "predict-any-fit": _predict_any_fit,
     "convert": _convert,
+    "fit-table": _fit_table,
 }
 
 #: attributes that are results (not provenance, which names the inputs)

@@ -11,6 +11,7 @@ the rows; the robust covariances need one more pass, as per-chunk sums that add 
 - :mod:`.classical`: standard errors, t tests, intervals, R², F, log-likelihood, AIC,
   BIC (:func:`classical_statistics`) and the recursive confidence bands
 - :mod:`.robust`: HC0–HC3 and cluster-robust sandwich covariances from chunked sums
+- :mod:`.timeseries`: HAC (Newey–West), Driscoll–Kraay and two-way cluster meats
 - :mod:`.prediction`: the mean and the observation intervals of predictions
 - :mod:`.wald`: F tests of linear restrictions Rψ = q
 
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 #: the covariance types: statsmodels' names (the declarations of the options hold the same
 #: tuple, streamlsq.options.fit.COV_TYPES; a test holds them equal)
-COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum")
 
 #: public name -> module that defines it (imported on first use)
 _PUBLIC = {
@@ -35,8 +36,12 @@ _PUBLIC = {
     "normalized_cov_params": "factor",
     "prediction_intervals": "prediction",
     "cluster_meat": "robust", "cluster_score_sums": "robust", "combine_meats": "robust",
-    "hc_meat": "robust", "merge_score_sums": "robust", "robust_statistics": "robust",
+    "hc_meat": "robust", "LeverageOneError": "robust",
+    "SingularCovarianceError": "robust", "merge_score_sums": "robust",
+    "robust_statistics": "robust",
     "sandwich": "robust",
+    "HAC_KERNELS": "timeseries", "hac_meat": "timeseries", "kernel_weights": "timeseries",
+    "row_scores": "timeseries", "series_hac_meat": "timeseries", "two_way_terms": "timeseries",
     "WaldTest": "wald", "wald_test": "wald",
 }
 
@@ -69,6 +74,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     )
     from streamlsq.kernels.inference.prediction import prediction_intervals
     from streamlsq.kernels.inference.robust import (
+        LeverageOneError,
+        SingularCovarianceError,
         cluster_meat,
         cluster_score_sums,
         combine_meats,
@@ -76,5 +83,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
         merge_score_sums,
         robust_statistics,
         sandwich,
+    )
+    from streamlsq.kernels.inference.timeseries import (
+        HAC_KERNELS,
+        hac_meat,
+        kernel_weights,
+        row_scores,
+        series_hac_meat,
+        two_way_terms,
     )
     from streamlsq.kernels.inference.wald import WaldTest, wald_test

@@ -41,8 +41,30 @@ from streamlsq.kernels.inference.classical import (
 from streamlsq.kernels.inference.factor import RegressionFactor, constant_in_span
 from streamlsq.kernels.inference.wald import wald_test
 
-__all__ = ["cluster_meat", "cluster_score_sums", "combine_meats", "hc_meat",
-           "merge_score_sums", "robust_statistics", "sandwich"]
+__all__ = ["LeverageOneError", "SingularCovarianceError", "cluster_meat", "cluster_score_sums",
+           "combine_meats", "hc_meat", "merge_score_sums", "robust_statistics", "sandwich"]
+
+#: a leverage within this of 1 is 1 to rounding (its computed residual and 1 − h are
+#: then both rounding errors, and HC2/HC3 divide the one by the other)
+LEVERAGE_ONE = float(np.sqrt(np.finfo(np.float64).eps))
+
+
+class LeverageOneError(ValueError):
+    """HC2/HC3 of rows one of which has leverage 1 (``row``: its offset in the rows
+    given; ``leverage``: h as computed). The fit passes through such a row: its residual
+    is 0 and HC2/HC3 scale it by 1/(1 − h), 0/0. statsmodels returns the quotient of two
+    rounding errors there; we refuse, naming the row."""
+
+    def __init__(self, row: int, leverage: float, cov_type: str):
+        self.reason = (
+            f"has leverage 1 (h = {leverage:.17g}): the fit passes through it, so its "
+            f"residual is 0 and {cov_type} divides it by 1 − h = 0 (a quotient of rounding "
+            "errors); leave the row out, or use --cov-type nonrobust")
+        super().__init__(f"row {row} {self.reason}")
+        self.row, self.leverage, self.cov_type = int(row), float(leverage), cov_type
+
+    def __reduce__(self):
+        return (type(self), (self.row, self.leverage, self.cov_type))
 
 
 def _whitened(X, Y, coef, weights):
@@ -76,9 +98,17 @@ def _leverages(T: np.ndarray, Xw: np.ndarray) -> np.ndarray:
 SLICE_ROWS = 16_384
 
 
+class SingularCovarianceError(ValueError):
+    """A robust covariance singular in the slopes, so their joint Wald F test has no
+    value: a coefficient that one row alone identifies (leverage 1: its residual is 0, so
+    the meat has nothing in its direction), or one group alone under clustering."""
+
+
 def hc_meat(X, Y, coef, R, cov_type: str, weights=None) -> dict:
     """The meat Σ ẽᵢ²·aᵢ·x̃ᵢx̃ᵢᵀ of a chunk of rows (aᵢ = 1, 1/(1−hᵢ) or 1/(1−hᵢ)²) per
-    target, (k, k, K), and the chunk's rows of positive weight (``nobs``).
+    target, (k, k, K), and the chunk's rows of positive weight (``nobs``). A row of
+    leverage 1 (to :data:`LEVERAGE_ONE`) under HC2/HC3 raises :class:`LeverageOneError`
+    (as many rows as coefficients: every row).
 
     Examples
     --------
@@ -99,6 +129,9 @@ def hc_meat(X, Y, coef, R, cov_type: str, weights=None) -> dict:
         factor = 1.0
         if T is not None:
             h = _leverages(T, Xw)
+            one = np.flatnonzero(1.0 - h <= LEVERAGE_ONE)
+            if one.size:  # (a row of weight 0 has leverage 0)
+                raise LeverageOneError(a + int(one[0]), float(h[one[0]]), cov_type)
             factor = 1.0 / (1.0 - h) if cov_type == "HC2" else 1.0 / (1.0 - h) ** 2
         for t in range(K):
             meat[:, :, t] += (Xw * (Ew[:, t] ** 2 * factor)[:, None]).T @ Xw
@@ -181,15 +214,24 @@ def sandwich(R: np.ndarray, meat: np.ndarray) -> np.ndarray:
     return out
 
 
-def robust_statistics(fac: RegressionFactor, meat: np.ndarray, cov_type: str,
+def robust_statistics(fac: RegressionFactor, meat: np.ndarray | None, cov_type: str,
                       n_groups: int | None = None, alpha: float = 0.05,
-                      constant: int | None = None) -> dict:
+                      constant: int | None = None, *, use_correction: bool | None = None,
+                      n_panels: int | None = None, two_way: list | None = None) -> dict:
     """The statistics of :func:`~.classical.classical_statistics` with the robust
     covariance ``cov_type`` from the summed ``meat`` (and, for clusters, the number of
     groups): ``cov_params``, ``bse``, ``tvalues``, ``pvalues``, the interval (normal
     quantiles, ``use_t`` False) and the Wald ``fvalue``/``f_pvalue`` of the slopes, as
     statsmodels' ``OLS(...).fit(cov_type=...)`` reports them; the rest (R², SSR, llf, …)
-    as for the nonrobust covariance."""
+    as for the nonrobust covariance.
+
+    ``HAC`` (the meat of :func:`~.timeseries.hac_meat`) is scaled by n/(n − k) when
+    ``use_correction`` (statsmodels' default: not); ``hac-groupsum`` (the meat of
+    :func:`~.timeseries.series_hac_meat` over ``n_groups`` periods) by
+    T/(T − 1)·(n − 1)/(n − k) unless ``use_correction`` is False, its Wald test with
+    ``n_panels`` − 1 denominator degrees of freedom (statsmodels counts the panels as the
+    runs of increasing time labels); a two-way ``cluster`` takes ``two_way``, the terms
+    (meat, G, sign) of :func:`~.timeseries.two_way_terms`, instead of ``meat``."""
     if cov_type not in COV_TYPES[1:]:
         raise ValueError(f"cov_type must be one of {', '.join(COV_TYPES[1:])}, got "
                          f"{cov_type!r}")
@@ -198,14 +240,28 @@ def robust_statistics(fac: RegressionFactor, meat: np.ndarray, cov_type: str,
     n = np.float64(fac.nobs)
     correction = 1.0
     df_denom = n - k
-    if cov_type == "HC1":
+    if cov_type == "HC1" or (cov_type == "HAC" and use_correction):
         correction = n / (n - k)
+    elif cov_type == "hac-groupsum":
+        if use_correction is not False:
+            correction = n_groups / (n_groups - 1.0) * (n - 1.0) / (n - k)
+        df_denom = n_panels - 1.0
+        out["df_resid_inference"] = df_denom
+        out["n_groups"] = int(n_panels)
+    elif cov_type == "cluster" and two_way is not None:
+        df_denom = min(g for _, g, _ in two_way[:2]) - 1.0
+        out["df_resid_inference"] = df_denom
+        out["n_groups"] = [int(g) for _, g, _ in two_way[:2]]
     elif cov_type == "cluster":
         correction = n_groups / (n_groups - 1.0) * (n - 1.0) / (n - k)
         df_denom = n_groups - 1.0
         out["df_resid_inference"] = df_denom
         out["n_groups"] = int(n_groups)
-    cov = correction * sandwich(fac.R, meat)
+    if two_way is not None:
+        cov = sum(sign * g / (g - 1.0) * (n - 1.0) / (n - k) * sandwich(fac.R, m)
+                  for m, g, sign in two_way)
+    else:
+        cov = correction * sandwich(fac.R, meat)
     with np.errstate(divide="ignore", invalid="ignore"):
         bse = np.sqrt(np.diagonal(cov, axis1=0, axis2=1).T)
         tvalues = fac.coef / bse
@@ -227,6 +283,12 @@ def _slopes_wald(fac, cov, df_denom, constant) -> tuple[np.ndarray, np.ndarray]:
     if (span.k_constant and span.index is None) or not keep:
         return np.full(K, np.nan), np.full(K, np.nan)
     restriction = np.eye(k)[keep]
-    tests = [wald_test(fac.coef[:, t], cov[:, :, t], restriction, np.zeros(len(keep)),
-                       df_denom) for t in range(K)]
+    try:
+        tests = [wald_test(fac.coef[:, t], cov[:, :, t], restriction, np.zeros(len(keep)),
+                           df_denom) for t in range(K)]
+    except ValueError:  # R V Rᵀ singular: wald_test's only refusal once the shapes agree
+        raise SingularCovarianceError(
+            "the robust covariance is singular in the slopes: a coefficient that a single "
+            "row (of leverage 1) or a single group alone identifies has no robust standard "
+            "error") from None
     return (np.array([w.fvalue for w in tests]), np.array([w.pvalue for w in tests]))

@@ -30,11 +30,18 @@ their form (:class:`FormRecursion`).
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import scipy.linalg as sla
 
-from streamlsq.kernels.linalg import SingularMatrixError, spd_solve, symmetrize
+from streamlsq.kernels.linalg import (
+    SingularMatrixError,
+    column_rank,
+    rank_tolerance,
+    spd_solve,
+    symmetrize,
+)
 from streamlsq.kernels.recursions.contract import (
     ScanRecursion,
     State,
@@ -108,6 +115,31 @@ def kf4lls_update(
     return H_new, psi + spd_solve(H_new, innovation)
 
 
+def gram_factor(H: np.ndarray) -> np.ndarray:
+    """A square F with FᵀF = H for symmetric positive semi-definite H (its eigenvalues
+    below 0, rounding, taken as 0): what :func:`~streamlsq.kernels.linalg.column_rank`
+    reads the normal equations' rank from."""
+    w, V = np.linalg.eigh(symmetrize(np.asarray(H, np.float64)))
+    return np.sqrt(np.clip(w, 0.0, None))[:, None] * V.T
+
+
+def normal_rank_error(exc: SingularMatrixError, H: np.ndarray, rows) -> SingularMatrixError:
+    """The refusal of a singular normal matrix H of ``rows`` rows, with the rank rule of
+    :func:`~streamlsq.kernels.linalg.column_rank` on its column-equilibrated factor: the
+    aliased columns when the equilibrated H is singular to working precision (its
+    eigenvalues are known to √(m·k)·ε relative, so the design's singular values to the
+    square root of that: the tolerance is √τ), else ``exc`` itself (a design the normal
+    equations cannot solve, which the QR solver may)."""
+    rows = int(rows) if rows is not None else H.shape[0]
+    found = column_rank(gram_factor(H), rows,
+                        tolerance=math.sqrt(rank_tolerance(rows, H.shape[0], H.dtype)))
+    if found.rank == found.size:
+        return exc
+    return SingularMatrixError(
+        f"normal matrix of order {found.size} has column-equilibrated numerical rank "
+        f"{found.rank}", rank=found.rank, size=found.size, aliased=found.aliased)
+
+
 class NormalEquationsLS:
     """KF4LLS / RLS on the normal equations: the ``solver="normal"`` form of
     :class:`KF4LLS` (the other one is
@@ -167,14 +199,14 @@ class NormalEquationsLS:
         return digits_trusted(kappa, self.error_power, dtype)
 
     # -- identification and statistics ------------------------------------------
-    def _coef(self, H: np.ndarray, xy: np.ndarray) -> np.ndarray:
+    def _coef(self, H: np.ndarray, xy: np.ndarray, rows=None) -> np.ndarray:
         """ψ = H⁻¹xy; with ``identify``, 0 while H is singular (not refused)."""
-        if not self.identify:
-            return spd_solve(H, xy)
         try:
             return spd_solve(H, xy)
-        except SingularMatrixError:
-            return np.zeros_like(xy)
+        except SingularMatrixError as exc:
+            if self.identify:
+                return np.zeros_like(xy)
+            raise normal_rank_error(exc, H, rows) from None
 
     def identified(self, state: State) -> bool:
         """Whether the rows seen identify the coefficients (always, unless ``identify``)."""
@@ -187,9 +219,12 @@ class NormalEquationsLS:
         return True
 
     def check_identified(self, state: State) -> None:
-        """Refuse (:class:`SingularMatrixError`, with the numerical rank) a state whose H is
-        singular to working precision."""
-        spd_solve(state["H"], np.zeros(state["H"].shape[0], state["H"].dtype))
+        """Refuse (:class:`SingularMatrixError`, with the numerical rank and the aliased
+        columns) a state whose H is singular to working precision."""
+        try:
+            spd_solve(state["H"], np.zeros(state["H"].shape[0], state["H"].dtype))
+        except SingularMatrixError as exc:
+            raise normal_rank_error(exc, state["H"], state["rows"]) from None
 
     def regression(self, state: State):
         """The least-squares problem of the state in factored form
@@ -223,14 +258,19 @@ class NormalEquationsLS:
             G, b, sums = block_sums(X, Y, weights, totals=True)
             new = {"H": state["H"] + G, "xy": state["xy"] + b,
                    "yy": state["yy"] + target_squares(Y, weights)}
-            new["psi"] = self._coef(new["H"], new["xy"])
+            new["psi"] = self._coef(new["H"], new["xy"], state["rows"] + X.shape[0])
             new.update(add_moments(state, {**moments_of_weights(weights, X.shape[0]),
                                            "feature_sums": sums}))
         else:
             if weights is not None:  # each row scaled by √w
                 root = np.sqrt(np.asarray(weights, np.float64)).astype(X.dtype)[:, None]
                 X, Y = X * root, Y * root
-            H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
+            try:
+                H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
+            except SingularMatrixError as exc:
+                G = block_sums(X, X[:, :0])[0]
+                raise normal_rank_error(exc, self.forgetting * state["H"] + G,
+                                        state["rows"] + X.shape[0]) from None
             new = {"H": H, "psi": psi}
         new["rows"] = np.int64(state["rows"] + X.shape[0])
         new["blocks"] = np.int64(state["blocks"] + 1)
@@ -330,7 +370,7 @@ class NormalEquationsLS:
         """The independent solve ψ = H⁻¹h at one step (information form → state)."""
         state = {
             "H": info["H"],
-            "psi": self._coef(info["H"], info["h"]),
+            "psi": self._coef(info["H"], info["h"], info["rows"]),
             "rows": info["rows"],
             "blocks": info["blocks"],
         }

@@ -37,9 +37,11 @@ Three ways to apply it:
   two stacked triangles, [√(g^m)·A_prefix; A_interval] (the TSQR merge of Demmel,
   Grigori, Hoemmen & Langou, 2012) — :func:`merge_factors`.
 
-A factor whose reciprocal condition number (LAPACK ``trcon``) is below n·ε is refused
-with :class:`~streamlsq.kernels.linalg.SingularMatrixError`: the data (as rounded), not
-the method, are then rank deficient.
+A factor whose column-equilibrated rank is below its order is refused with
+:class:`~streamlsq.kernels.linalg.SingularMatrixError` naming the aliased columns
+(:func:`~streamlsq.kernels.linalg.column_rank`, the one rank rule of every solver and
+engine): the data (as rounded), not the method, are then rank deficient. Columns that
+only differ in scale are not.
 """
 
 from __future__ import annotations
@@ -51,7 +53,12 @@ import numba
 import numpy as np
 import scipy.linalg as sla
 
-from streamlsq.kernels.linalg import SingularMatrixError
+from streamlsq.kernels.linalg import (
+    SingularMatrixError,
+    check_column_rank,
+    column_rank,
+    rank_tolerance,
+)
 from streamlsq.kernels.recursions.contract import StepRecord, cut_intervals, fold_blocks
 from streamlsq.kernels.recursions.moments import (
     MOMENT_DIMS,
@@ -169,17 +176,6 @@ def _rcond(R: np.ndarray) -> float:
     return float(rcond)
 
 
-def factor_rank(R: np.ndarray) -> int:
-    """Numerical rank of triangular R from its singular values (numpy's tolerance)."""
-    if R.shape[0] == 0:
-        return 0
-    s = np.linalg.svd(np.asarray(R, np.float64), compute_uv=False)
-    if not np.isfinite(s).all():
-        return 0
-    tol = max(R.shape) * np.finfo(R.dtype).eps * max(s.max(), np.finfo(R.dtype).tiny)
-    return int((s > tol).sum())
-
-
 def factor_condition(R: np.ndarray) -> float:
     """κ₂(R) = σ_max/σ_min (the condition number of the weighted rows R stands for;
     inf when R is singular)."""
@@ -189,27 +185,35 @@ def factor_condition(R: np.ndarray) -> float:
     return float(s[0] / s[-1]) if s[-1] > 0 else math.inf
 
 
-def check_factor(R: np.ndarray) -> None:
-    """Refuse (:class:`SingularMatrixError`, with the numerical rank) a triangular factor
-    whose reciprocal condition number (LAPACK ``trcon``) is below n·ε."""
+def check_factor(R: np.ndarray, rows: int | None = None) -> None:
+    """Refuse (:class:`SingularMatrixError`, with the numerical rank and the aliased
+    columns) a triangular factor of ``rows`` rows (default: its order) whose
+    column-equilibrated rank is below its order: the rule of
+    :func:`~streamlsq.kernels.linalg.column_rank`, the same for every solver and engine."""
     n = R.shape[0]
-    rcond = _rcond(R)
-    if n and rcond < n * np.finfo(R.dtype).eps:
-        raise SingularMatrixError(
-            f"triangular factor of order {n} is singular to working precision "
-            f"(reciprocal condition number {rcond:.2e})", rank=factor_rank(R), size=n)
+    if n:
+        check_column_rank(R, n if rows is None else int(rows), what="triangular factor")
 
 
-def solve_factor(R: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """ψ = R⁻¹z by back substitution, refusing R whose rcond is below n·ε.
+def factor_identified(R: np.ndarray, rows: int | None = None) -> bool:
+    """Whether :func:`check_factor` accepts R."""
+    n = R.shape[0]
+    return n == 0 or column_rank(R, n if rows is None else int(rows)).rank == n
 
-    Raises :class:`SingularMatrixError` (with the numerical rank) for a factor that is
-    singular to working precision.
+
+def solve_factor(R: np.ndarray, z: np.ndarray, rows: int | None = None) -> np.ndarray:
+    """ψ = R⁻¹z by back substitution, refusing R whose column-equilibrated rank is below
+    its order (:func:`check_factor`).
+
+    Raises :class:`SingularMatrixError` (with the numerical rank and the aliased columns)
+    for a factor that is singular to working precision. A factor that is only badly
+    scaled (columns in different units) is solved: back substitution is exact to ε·κ of
+    the equilibrated factor in the scaled coefficients.
     """
     n = R.shape[0]
     if n == 0:
         return np.zeros_like(z)
-    check_factor(R)
+    check_factor(R, rows)
     # LAPACK trtrs, not a compiled loop: the block path of a worker then never loads
     # Numba's code generator (about 50 MB of resident memory per worker)
     return sla.solve_triangular(R, z, lower=False, check_finite=False)
@@ -344,6 +348,21 @@ def _inverse_diagonal(W, n, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _equilibrated_diagonal(W, n):  # pragma: no cover - compiled
+    """min_j |r_jj|/‖R[:, j]‖ for the compact form W of R = D^½U (‖R[:, j]‖² =
+    Σ_{i≤j} d_i·U_ij²): the smallest diagonal entry of the column-equilibrated factor, an
+    upper bound of its σ_min/σ_max (0 when a column is zero)."""
+    lo = 1.0
+    for j in range(n):
+        norm2 = W[j, j]
+        for i in range(j):
+            norm2 += W[i, i] * W[i, j] * W[i, j]
+        r = np.sqrt(W[j, j] / norm2) if norm2 > 0.0 else 0.0
+        lo = min(lo, r)
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _givens_kernel(W, X, Y, starts, stops, g, n, rows_before, count_from, diagnostics, rr,
                    rr_count, rec_coef, rec_rr, rec_count, rec_ratio, final_coef, weights, mom,
                    rec_var):  # pragma: no cover - compiled
@@ -407,12 +426,7 @@ def _givens_kernel(W, X, Y, starts, stops, g, n, rows_before, count_from, diagno
             r += 1
         if j_rec < stops.shape[0] - 1:
             _unit_back_substitute(W, n, rec_coef[j_rec])
-            lo = np.inf
-            hi = 0.0
-            for i in range(n):
-                lo = min(lo, W[i, i])
-                hi = max(hi, W[i, i])
-            rec_ratio[j_rec] = np.sqrt(lo / hi) if hi > 0.0 else 0.0
+            rec_ratio[j_rec] = _equilibrated_diagonal(W, n)
             if rec_var.shape[0] > 0:
                 _inverse_diagonal(W, n, rec_var[j_rec])
             if diagnostics:
@@ -425,10 +439,11 @@ def _givens_kernel(W, X, Y, starts, stops, g, n, rows_before, count_from, diagno
 
 class GivensFold(NamedTuple):
     """What :func:`givens_fold` returns: the new compact factor ``W``; the recorded global
-    ``steps``, ψ at each (``coefs``), the ratio min/max of diag R there (``ratios``, a
-    lower bound of 1/κ(R)); the recursive residual diagnostics (``diag``, or None); ψ after
-    the last row (``psi``); the moments after it (``moments``: nobs, Σw, Σlog w, Σw·x, or
-    None) and diag((RᵀR)⁻¹) at each recorded step (``variances``, or None)."""
+    ``steps``, ψ at each (``coefs``), the smallest diagonal entry of the
+    column-equilibrated R there (``ratios``, an upper bound of its 1/κ); the recursive
+    residual diagnostics (``diag``, or None); ψ after the last row (``psi``); the
+    moments after it (``moments``: nobs, Σw, Σlog w, Σw·x, or None) and diag((RᵀR)⁻¹) at
+    each recorded step (``variances``, or None)."""
 
     W: np.ndarray
     steps: np.ndarray
@@ -742,26 +757,25 @@ class SqrtInfoLS:
         a form that refuses a singular factor has none to report)."""
         if not self.identify:
             return True
-        R = state["R"]
-        return R.shape[0] == 0 or _rcond(R) >= R.shape[0] * np.finfo(R.dtype).eps
+        return factor_identified(state["R"], state.get("rows"))
 
     def check_identified(self, state: dict) -> None:
         """Refuse (:class:`SingularMatrixError`, with the numerical rank) a state whose
         factor is singular to working precision."""
-        check_factor(state["R"])
+        check_factor(state["R"], state["rows"])
 
-    def _coef(self, R: np.ndarray, z: np.ndarray) -> np.ndarray:
+    def _coef(self, R: np.ndarray, z: np.ndarray, rows: int) -> np.ndarray:
         """ψ = R⁻¹z; with ``identify``, 0 while R is singular (not refused)."""
-        if self.identify and not self.identified({"R": R}):
+        if self.identify and not self.identified({"R": R, "rows": rows}):
             return np.zeros_like(z)
-        return solve_factor(R, z)
+        return solve_factor(R, z, rows)
 
-    def _kernel_coef(self, R: np.ndarray, psi: np.ndarray) -> np.ndarray:
+    def _kernel_coef(self, R: np.ndarray, psi: np.ndarray, rows: int) -> np.ndarray:
         """The compiled kernel's ψ after its last row, checked: refused when R is singular,
         or with ``identify`` 0 while it is."""
         if self.identify:
-            return psi if self.identified({"R": R}) else np.zeros_like(psi)
-        check_factor(R)
+            return psi if self.identified({"R": R, "rows": rows}) else np.zeros_like(psi)
+        check_factor(R, rows)
         return psi
 
     def regression(self, state: dict):
@@ -818,7 +832,7 @@ class SqrtInfoLS:
             if res.diag is not None:
                 new.update({_DIAG_KEYS[k]: v for k, v in res.diag["final"].items()})
             new.update(self._split(from_compact(res.W), n, res.W))
-            new["psi"] = self._kernel_coef(new["R"], res.psi)
+            new["psi"] = self._kernel_coef(new["R"], res.psi, int(state["rows"]) + X.shape[0])
             new.update(res.moments or {})
         else:
             A = self.factor(state)
@@ -827,7 +841,7 @@ class SqrtInfoLS:
                           math.sqrt(self.forgetting),
                           weights=None if weights is None else np.sqrt(weights), sums=sums)
             new.update(self._split(A, n))
-            new["psi"] = self._coef(new["R"], new["z"])
+            new["psi"] = self._coef(new["R"], new["z"], int(state["rows"]) + X.shape[0])
             if self.statistics:
                 new.update(add_moments(state, {**moments_of_weights(weights, X.shape[0]),
                                                "feature_sums": sums}))
@@ -885,15 +899,21 @@ class SqrtInfoLS:
             record.record_every, record.rows_before + a, self._diag_in(state),
             self._count_from(n), weights=None if weights is None else weights[a:b],
             moments=self._moments(state), variance=self.statistics)
-        tiny = n * np.finfo(res.W.dtype).eps
-        bad = (res.ratios < tiny) | ~np.isfinite(res.coefs).all(axis=(1, 2))
+        # the rows seen at each recorded step set its tolerance (the rule of column_rank;
+        # the equilibrated diagonal bounds σ_min/σ_max from above, so a step below it is
+        # refused as column_rank refuses it)
+        seen = (int(state["rows"]) - a
+                + edges[np.asarray(res.steps, np.int64) - record.first_step + 1])
+        tolerance = np.array([rank_tolerance(m, n, res.W.dtype) for m in seen])
+        bad = (res.ratios < tolerance) | ~np.isfinite(res.coefs).all(axis=(1, 2))
         if bad.any() and not self.identify:
             step = int(res.steps[np.argmax(bad)])
             raise SingularMatrixError(
                 f"triangular factor of order {n} is singular to working precision at "
                 f"step {step}", rank=None, size=n)
         new = self._split(from_compact(res.W), n, res.W)
-        new["psi"] = self._kernel_coef(new["R"], res.psi)  # as the recorded steps' ψ
+        new["psi"] = self._kernel_coef(new["R"], res.psi,  # as the recorded steps' ψ
+                                       int(state["rows"]) + (b - a))
         new["rows"] = np.int64(state["rows"] + (b - a))
         new["blocks"] = np.int64(state["blocks"] + k - j)
         if res.diag is not None:
@@ -990,7 +1010,7 @@ class SqrtInfoLS:
         """ψ = R⁻¹z at one step (a triangular solve)."""
         state = {"R": info["R"], "z": info["z"], "S": info["S"],
                  "W": to_compact(self.factor(info)),
-                 "psi": self._coef(info["R"], info["z"]),
+                 "psi": self._coef(info["R"], info["z"], int(info["rows"])),
                  "rows": info["rows"], "blocks": info["blocks"]}
         if self.statistics:
             state.update({k: info[k] for k in MOMENT_DIMS})

@@ -145,7 +145,7 @@ def _generic_help(declaration) -> str:
 
 #: the subcommands of ``fit`` written in modules of their own: name -> (module, attribute),
 #: imported when asked for
-FIT_COMMANDS = {"em": ("streamlsq.cli.fit_em", "em")}
+FIT_COMMANDS = {"em": ("streamlsq.cli.fit_em", "em"), "glm": ("streamlsq.cli.fit_glm", "glm")}
 #: other names of recursions' commands (``fit interleaved`` is ``fit interleaved-kf4lls``)
 ALIASES = {"interleaved": "interleaved-kf4lls"}
 

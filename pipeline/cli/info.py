@@ -25,7 +25,7 @@ __all__ = ["info"]
 @_scheduler_options
 @_friendly_errors
 def info(store, check, plot, target, scheduler, n_workers, memory_limit):
-    """Describe STORE (stream, multi-task or result store) and validate it.
+    """Describe STORE (stream, multi-task, converted table or result store) and validate it.
 
     \b
     Examples:
@@ -36,14 +36,23 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     # the cluster's options checked before the store is read
     values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
                      "memory_limit": memory_limit})
-    from streamlsq.io.describe import check_values, describe, store_kind
+    from streamlsq.io.describe import CONVERTED, check_values, describe, store_kind
     from streamlsq.io.stores import open_group
 
     click.echo(describe(store))
     _print_summary(store)
     if plot is not None:
         _plot_result(store, plot, target)
-    if check and store_kind(open_group(store, None)) == "result":
+    kind = store_kind(open_group(store, None)) if check else None
+    if kind == CONVERTED:
+        from streamlsq.io.describe import check_table
+
+        with _client(scheduler, n_workers, memory_limit, data=store) as client:
+            n, missing = check_table(store, client)
+        gaps = ", ".join(f"{k} {v}" for k, v in missing.items()) or "none"
+        click.echo(f"checked: every chunk of every column written and readable in {n} rows; "
+                   f"missing values: {gaps}")
+    elif kind == "result":
         from streamlsq.io.results import open_result
 
         open_result(store, lazy=False)  # every chunk read and checked
@@ -66,7 +75,7 @@ def _print_summary(store):
         return
     from streamlsq.stream.apply import is_stream_fit
 
-    if not is_stream_fit(attrs):
+    if not is_stream_fit(attrs) and attrs.get("model") != "glm":
         return
     from streamlsq.stream.statistics import summary_text
 

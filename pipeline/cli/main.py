@@ -27,7 +27,8 @@ COMMANDS = {
     "fit": ("streamlsq.cli.fit", "fit",
             "Fit a recursive estimator to stream stores, block after block, in order."),
     "info": ("streamlsq.cli.info", "info",
-             "Describe STORE (stream, multi-task or result store) and validate it."),
+             "Describe STORE (stream, multi-task, converted table or result store) and "
+             "validate it."),
     "metalearn": ("streamlsq.cli.metalearn", "metalearn", "Meta-learn a mixture of K linear "
                   "regressions (Algorithm 1) from the task store DATA."),
     "predict": ("streamlsq.cli.predict", "predict",

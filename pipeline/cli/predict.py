@@ -55,13 +55,12 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
     stream = values(PREDICT_STREAM, {"x": x, "y": y, "sample_dim": sample_dim, "step": step,
                                      "intervals": intervals, "alpha": alpha})
     from streamlsq.mlr.predict import predict as run
-    from streamlsq.prediction import applies_to_rows
-    from streamlsq.stream.apply import predict_stream
+    from streamlsq.prediction import applies_to_rows, predict_rows
 
     if applies_to_rows(model):
         with _client(scheduler, n_workers, memory_limit) as client:
-            ds = predict_stream(model, tasks, out=out, overwrite=overwrite, client=client,
-                                **stream)
+            ds = predict_rows(model, tasks, out=out, overwrite=overwrite, client=client,
+                              **stream)
         line = (f"wrote {out}: yhat for {ds.sizes[ds.yhat.dims[0]]} rows of {tasks} from the "
                 f"{ds.attrs['model_method']} fit {model} (step {ds.attrs['model_step']})")
         if intervals:

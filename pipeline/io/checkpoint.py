@@ -12,10 +12,18 @@ A checkpoint folder holds:
 and, for a sequential fit (:class:`Checkpoint`), ``state-000041.npz`` (the recursion state after
 segment ``next - 1``) and ``segment-000042.npz`` (recorded steps of segment 42); for every other
 run (:class:`EntryCheckpoint`: scan pieces, metalearn steps, EM iterations, study batches),
-``entry-NAME.pkl``, one file per committed piece of work. Any run may also commit *steps*,
+``entry-NAME.npz``, one file per committed piece of work. Any run may also commit *steps*,
 the passes its job runs once its first result is known (``streamlsq.jobs.Context.run_pass``:
-a robust covariance's pass, an iteration): ``step-NNN-NAME.npz``, arrays of numbers only
-(read without pickle), listed under ``steps`` in ``progress.json``.
+a robust covariance's pass, an iteration): ``step-NNN-NAME.npz``, arrays of numbers only,
+listed under ``steps`` in ``progress.json``.
+
+Every file of a checkpoint is data whose reading runs no code: JSON, or ``.npz`` read with
+``allow_pickle=False``. An entry's value (numbers, strings, None, arrays of numbers or
+strings, and lists, tuples and dicts of these: :func:`encode_data`) is one ``.npz``: its
+arrays, and its structure as JSON in the array ``structure``. A folder holding anything
+else where a checkpoint file belongs (a pickle such as an earlier version's
+``entry-NAME.pkl``, an array of Python objects) is refused on ``--resume`` before anything
+is read or run, the folder left as it was found.
 
 Every file is written to a temporary name and renamed, so a kill at any moment leaves either
 the previous or the new commit, never a torn one. Rules (``docs/faults.md``):
@@ -26,7 +34,8 @@ the previous or the new commit, never a torn one. Rules (``docs/faults.md``):
 - resuming checks the fingerprint (inputs with their metadata version, method, parameters,
   plan, ...) and that no chunk of the inputs that committed work read has changed since
   (a chunk repaired after a read error was never committed, so the run continues);
-- a corrupt checkpoint is refused in one line, never a traceback.
+- a corrupt checkpoint is refused in one line, never a traceback; so is a checkpoint file
+  that is not data (:meth:`CheckpointFolder.check_files`).
 """
 
 from __future__ import annotations
@@ -35,7 +44,6 @@ import contextlib
 import hashlib
 import json
 import os
-import pickle
 import re
 import shutil
 import zipfile
@@ -47,19 +55,25 @@ from streamlsq.errors import InputError, OutputError
 from streamlsq.io.locks import FileLock
 from streamlsq.io.outputs import check_apart
 
-__all__ = ["Checkpoint", "CheckpointFolder", "EntryCheckpoint", "fingerprint_digest"]
+__all__ = ["Checkpoint", "CheckpointFolder", "EntryCheckpoint", "data_digest", "decode_data",
+           "encode_data", "fingerprint_digest"]
 
 MARKER = "streamlsq-checkpoint.json"
 LOCK = "lock"
 #: the files streamlsq writes into a checkpoint folder (the only ones it ever removes)
 OWN_FILES = re.compile(r"^(streamlsq-checkpoint\.json|lock|progress\.json|inputs\.json"
-                       r"|state-\d+\.npz|segment-\d+\.npz|entry-[\w.-]+\.pkl|step-[\w.-]+\.npz)"
+                       r"|state-\d+\.npz|segment-\d+\.npz|entry-[\w.-]+\.(?:npz|pkl)|step-[\w.-]+\.npz)"
                        r"(\.tmp.*)?$")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     with _replacing(path, ".tmp") as tmp, open(tmp, "wb") as f:
         f.write(data)
+
+
+#: files of an earlier version's checkpoint that held pickles: never loaded (a pickle can run
+#: any code), only removed by a run that starts afresh
+PICKLED = re.compile(r"^entry-[\w.-]+\.pkl$")
 
 
 def _atomic_savez(path: Path, **arrays) -> None:
@@ -102,6 +116,146 @@ def fingerprint_digest(fingerprint: dict) -> str:
                           ).hexdigest()[:24]
 
 
+# -- data without code: what an entry holds, and the digest of a study batch's arguments ------
+
+#: the kinds of array a checkpoint holds: booleans, integers, floats, complex numbers, bytes
+#: and text (never Python objects, which only pickle can read)
+_ARRAY_KINDS = "biufcSU"
+
+
+def encode_data(value, arrays: list[np.ndarray]):
+    """``value`` as a JSON structure, its arrays appended to ``arrays`` (and named there by
+    position): numbers, strings, None, NumPy arrays of :data:`_ARRAY_KINDS` and NumPy
+    scalars, and lists, tuples and dicts of these. Anything else is a TypeError (a job that
+    commits something that is not data is a defect of the job, not of its input).
+
+    Containers and arrays are tagged objects (``{"list": [...]}``, ``{"tuple": [...]}``,
+    ``{"dict": [[key, value], ...]}`` keeping the keys' types, ``{"array": i}``,
+    ``{"scalar": i}`` for a NumPy scalar, kept as a 0-d array with its dtype), so
+    :func:`decode_data` gives back values of the same types and the same bits.
+
+    Examples
+    --------
+    >>> arrays = []
+    >>> encode_data({"n": 3, "w": (np.zeros(2), None)}, arrays)
+    {'dict': [['n', 3], ['w', {'tuple': [{'array': 0}, None]}]]}
+    >>> decode_data(_, arrays)
+    {'n': 3, 'w': (array([0., 0.]), None)}
+    """
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int | float) and type(value) in (int, float):
+        return value
+    if isinstance(value, np.ndarray | np.generic):
+        a = np.asarray(value)
+        if a.dtype.kind not in _ARRAY_KINDS:
+            raise TypeError(f"a checkpoint holds arrays of numbers or text, not {a.dtype}")
+        arrays.append(a)
+        return {"scalar" if isinstance(value, np.generic) else "array": len(arrays) - 1}
+    if isinstance(value, list | tuple):
+        kind = "list" if type(value) is list else "tuple" if type(value) is tuple else None
+        if kind is not None:
+            return {kind: [encode_data(v, arrays) for v in value]}
+    if type(value) is dict:
+        return {"dict": [[encode_data(k, arrays), encode_data(v, arrays)]
+                         for k, v in value.items()]}
+    raise TypeError(f"a checkpoint holds data (numbers, text, arrays, lists, tuples, dicts), "
+                    f"not {type(value).__module__}.{type(value).__qualname__}")
+
+
+def decode_data(node, arrays):
+    """The value :func:`encode_data` encoded as ``node`` with ``arrays`` (a ValueError for
+    anything it cannot have written)."""
+    if node is None or isinstance(node, bool | int | float | str):
+        return node
+    if isinstance(node, dict) and len(node) == 1:
+        (tag, inner), = node.items()
+        if tag in ("list", "tuple") and isinstance(inner, list):
+            items = [decode_data(v, arrays) for v in inner]
+            return items if tag == "list" else tuple(items)
+        if tag == "dict" and isinstance(inner, list) and all(
+                isinstance(kv, list) and len(kv) == 2 for kv in inner):
+            return {_hashable(decode_data(k, arrays)): decode_data(v, arrays) for k, v in inner}
+        if tag in ("array", "scalar") and type(inner) is int and 0 <= inner < len(arrays):
+            a = arrays[inner]
+            return a[()] if tag == "scalar" else a
+    raise ValueError(f"not an encoded value: {json.dumps(node)[:60]}")
+
+
+def _hashable(key):
+    if isinstance(key, list | dict | np.ndarray):
+        raise ValueError("a dict key that is not hashable")
+    return key
+
+
+def data_digest(value) -> str:
+    """A stable hash of ``value`` (no pickle: the same value gives the same digest in any
+    process and Python version): the JSON of :func:`encode_data` with each array replaced by
+    its dtype, shape and bytes' hash; a dataclass by its class and fields, an object with
+    ``get_params`` (a recursion) by its class and parameters, a function by its name. Used
+    to name a study's batches by their arguments.
+
+    Examples
+    --------
+    >>> data_digest((1, np.arange(3))) == data_digest((1, np.arange(3)))
+    True
+    >>> data_digest((1, np.arange(3))) == data_digest((1, np.arange(3.0)))
+    False
+    """
+    return hashlib.sha256(json.dumps(_describe(value), sort_keys=True, allow_nan=True)
+                          .encode()).hexdigest()
+
+
+def _describe(value):
+    """``value`` as JSON-able data for :func:`data_digest`."""
+    import dataclasses
+
+    if value is None or isinstance(value, bool | str) or type(value) in (int, float):
+        return value if not isinstance(value, float) else {"float": value.hex()}
+    if isinstance(value, np.ndarray | np.generic):
+        a = np.ascontiguousarray(value)
+        if a.dtype.hasobject:
+            return {"objects": [_describe(v) for v in a.ravel().tolist()],
+                    "shape": list(a.shape)}
+        return {"array": a.dtype.str, "shape": list(a.shape),
+                "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
+    if isinstance(value, list | tuple):
+        return {type(value).__name__: [_describe(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[_describe(k), _describe(v)] for k, v in value.items()]}
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"dataclass": kind, "fields": {f.name: _describe(getattr(value, f.name))
+                                              for f in dataclasses.fields(value)}}
+    if callable(getattr(value, "get_params", None)):
+        return {"object": kind, "params": _describe(dict(value.get_params()))}
+    if callable(value) and hasattr(value, "__qualname__"):
+        return {"function": f"{getattr(value, '__module__', '')}.{value.__qualname__}"}
+    raise TypeError(f"no stable digest of a {kind}")
+
+
+def _npz_headers(path: Path) -> dict[str, np.dtype]:
+    """The dtype of every array of the ``.npz`` file ``path``, read from the arrays' headers
+    alone (no data, no pickle): OSError, ValueError or BadZipFile if it is not an ``.npz``
+    of ``.npy`` arrays."""
+    out = {}
+    with zipfile.ZipFile(path) as z:
+        for name in z.namelist():
+            if not name.endswith(".npy"):
+                raise ValueError(f"{name} is not an array")
+            with z.open(name) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    _shape, _order, dtype = np.lib.format.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    _shape, _order, dtype = np.lib.format.read_array_header_2_0(f)
+                else:
+                    raise ValueError(f"{name}: array format {version} is not one streamlsq "
+                                     "writes")
+            out[name[:-4]] = dtype
+    return out
+
+
 class CheckpointFolder:
     """The folder, its marker and lock, the fingerprint and the input stamps of one run.
 
@@ -137,6 +291,8 @@ class CheckpointFolder:
         if d.exists() and not d.is_dir():
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
         self._check_not_foreign()
+        if self.resume and d.is_dir():
+            self.check_files()  # before the lock: a refused folder is left as it was found
         created = self._take()
         self._opened = True
         try:
@@ -172,6 +328,33 @@ class CheckpointFolder:
                 f"{d}: not a streamlsq checkpoint (it holds {', '.join(foreign[:3])}"
                 f"{', ...' if len(foreign) > 3 else ''}); streamlsq uses only a new or "
                 "empty folder for --checkpoint: choose another")
+
+    def check_files(self) -> None:
+        """Refuse, before anything is read, a folder holding a file where a checkpoint file
+        belongs that is not data: a pickle (an earlier version's ``entry-NAME.pkl``; a
+        pickle can run any code, so it is never loaded), an ``.npz`` holding an array of
+        Python objects (likewise) or one that is no ``.npz`` of arrays (corrupt). Only the
+        arrays' headers are read. One line naming the file; the folder is left as it was."""
+        for path in sorted(self.directory.iterdir()):
+            name = path.name
+            if PICKLED.match(name):
+                raise InputError(
+                    f"{path}: a pickle (an earlier version's checkpoint entry), which "
+                    "streamlsq never loads: it could run code; rerun without --resume to "
+                    "start afresh (this removes it)")
+            if not (OWN_FILES.match(name) and name.endswith(".npz") and ".tmp" not in name
+                    and path.is_file()):
+                continue
+            try:
+                dtypes = _npz_headers(path)
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+                raise self.corrupt(path, exc) from None
+            objects = sorted(k for k, dtype in dtypes.items() if dtype.hasobject)
+            if objects:
+                raise InputError(
+                    f"{path}: holds an array of Python objects ('{objects[0]}'), which only "
+                    "pickle reads and streamlsq never loads: it could run code; a checkpoint "
+                    "holds numbers and text only: rerun without --resume to start afresh")
 
     def _take(self) -> bool:
         """Create the folder if need be (and mark it at once: a folder streamlsq created is
@@ -415,6 +598,10 @@ def _row_variables(src) -> set[str]:
 
 
 def _has_array(src, name: str) -> bool:
+    """Whether ``src`` has stamps of ``name``'s chunks: a store's array, or a table's
+    column (its parts' stamps)."""
+    if getattr(getattr(src, "rows", None), "from_table", False):
+        return True
     try:
         src.array(name)
     except Exception:
@@ -480,7 +667,7 @@ class Checkpoint(CheckpointFolder):
 
     def _load_npz(self, path: Path) -> dict:
         try:
-            with np.load(path) as z:
+            with np.load(path, allow_pickle=False) as z:
                 return {k: z[k] for k in z.files}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise self.corrupt(path, exc) from None
@@ -515,7 +702,7 @@ class EntryCheckpoint(CheckpointFolder):
     """Committed pieces of work of a run, by name, in any order: a scan fit's piece
     summaries, a metalearn's steps, an EM run's last iteration, a study's batches.
 
-    :meth:`save` writes the value (pickled: the folder is streamlsq's, locked and marked)
+    :meth:`save` writes the value (data only: :func:`encode_data`) as ``entry-NAME.npz``
     and then commits its name, with the input spans it read, in ``progress.json``.
     """
 
@@ -550,19 +737,26 @@ class EntryCheckpoint(CheckpointFolder):
         self.open()
         if name not in self.entries:
             raise KeyError(name)
-        path = self.directory / f"entry-{name}.pkl"
+        path = self.directory / f"entry-{name}.npz"
         try:
-            with open(path, "rb") as f:
-                return pickle.load(f)
-        except Exception as exc:  # a truncated or foreign pickle: say which file
+            with np.load(path, allow_pickle=False) as z:
+                files = {k: z[k] for k in z.files}
+            structure = json.loads(files.pop("structure").tobytes().decode())
+            arrays = [files.pop(f"a{i}") for i in range(len(files))]
+            return decode_data(structure, arrays)
+        except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError,
+                zipfile.BadZipFile) as exc:  # truncated, tampered with: say which file
             raise self.corrupt(path, exc) from None
 
     def save(self, name: str, value, reads=()) -> None:
-        """Commit ``value`` under ``name``; ``reads``: the (input index, first row, end row)
-        spans of the inputs it was computed from."""
+        """Commit ``value`` (data: :func:`encode_data`) under ``name``; ``reads``: the
+        (input index, first row, end row) spans of the inputs it was computed from."""
         self.open()
-        _atomic_write(self.directory / f"entry-{name}.pkl",
-                      pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        arrays: list[np.ndarray] = []
+        structure = json.dumps(encode_data(value, arrays)).encode()
+        _atomic_savez(self.directory / f"entry-{name}.npz",
+                      structure=np.frombuffer(structure, dtype=np.uint8),
+                      **{f"a{i}": a for i, a in enumerate(arrays)})
         self.entries[name] = [[int(i), int(a), int(b)] for i, a, b in reads]
         self._commit({"fingerprint": self.fingerprint, "entries": self.entries})
 
@@ -570,7 +764,7 @@ class EntryCheckpoint(CheckpointFolder):
         """Forget ``name`` (e.g. an EM iteration superseded by the next one)."""
         if self.entries.pop(name, None) is not None:
             self._commit({"fingerprint": self.fingerprint, "entries": self.entries})
-            (self.directory / f"entry-{name}.pkl").unlink(missing_ok=True)
+            (self.directory / f"entry-{name}.npz").unlink(missing_ok=True)
 
 
 # -- what a resumed run checks first (streamlsq.jobs.Run) ----------------------------------------

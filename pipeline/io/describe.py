@@ -13,9 +13,11 @@ from streamlsq.io.location import locate
 from streamlsq.io.sources import open_stream
 from streamlsq.io.stores import (
     array_names,
+    check_complete,
     dimension_names,
     get_array,
     open_group,
+    read_checked,
     unwritten_chunks,
 )
 from streamlsq.kernels.limits import largest_safe_magnitude
@@ -24,14 +26,20 @@ from streamlsq.runtime.memory import fast_large_allocations
 if TYPE_CHECKING:  # distributed is imported by --check only: `streamlsq info` starts fast
     from distributed import Client
 
-__all__ = ["check_values", "describe", "store_kind"]
+__all__ = ["check_table", "check_values", "describe", "store_kind"]
 
 #: variables of input stores whose every chunk must have been written
 DATA_VARIABLES = {"X", "y", "task_ptr"}
 
 
+#: the kind of a table written as a store by ``streamlsq convert`` (data, not a result)
+CONVERTED = "converted table"
+
+
 def store_kind(g: zarr.Group) -> str:
     names = set(g.array_keys())
+    if g.attrs.get("method") == "convert":  # provenance attributes, like a result's
+        return CONVERTED
     if "method" in g.attrs:
         return "result"
     if "task_ptr" in names:
@@ -52,7 +60,8 @@ def describe(path: str) -> str:
     for name in sorted(names):
         a = get_array(g, str(path), name)
         # zarr does not store chunks equal to the fill value: only input data must be whole
-        gaps = unwritten_chunks(a).count if name in DATA_VARIABLES and kind != "result" else 0
+        gaps = unwritten_chunks(a).count if name in DATA_VARIABLES and \
+            kind not in ("result", CONVERTED) else 0
         missing = f", {gaps} chunks MISSING" if gaps else ""
         lines.append(
             f"  {name:<14} {str(dimension_names(a)):<28} {str(a.shape):<18} {str(a.dtype):<8} "
@@ -70,6 +79,10 @@ def describe(path: str) -> str:
             f"target(s), {len(src.chunk_edges()) - 1} chunks of {src.chunk_rows} rows, "
             f"block size {src.block_size}"
         )
+    elif kind == CONVERTED:
+        state = "complete" if g.attrs.get("complete") is True else "INCOMPLETE (interrupted run)"
+        lines.append(f"  {g.attrs.get('n_rows')} rows, one variable per column along 'row'")
+        lines.append(f"  table {g.attrs.get('input')} converted: {state}")
     elif kind == "result":
         state = "complete" if g.attrs.get("complete") is True else "INCOMPLETE (interrupted run)"
         lines.append(f"  result of {g.attrs.get('method')}: {state}")
@@ -110,3 +123,41 @@ def check_values(path: str, client: Client) -> int:
         for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
     ]
     return int(np.sum(track_futures(client, futures, source.n_rows, "check")))
+
+
+def _read_column(path: str, name: str, a: int, b: int) -> int:
+    """Rows ``a:b`` of a converted table's column ``name`` read (each chunk file present and
+    decodable); returns the missing values among them (NaN, or the empty string)."""
+    g = open_group(path, None)
+    values = read_checked(path, None, name, get_array(g, path, name), a, b,
+                          remedy="convert the table again")
+    if values.dtype.kind == "f":
+        return int(np.isnan(values).sum())
+    return int(sum(1 for v in values.ravel() if v == "" or v is None))
+
+
+def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
+    """Read every chunk of every column of a table written by ``streamlsq convert`` in
+    parallel: a chunk never written or unreadable is refused naming it; missing values (NaN,
+    the empty string) are the table's own and are counted, not refused. Returns the rows and
+    the missing values of each column that has any."""
+    from streamlsq.runtime.progress import track_futures
+
+    g = open_group(path, None)
+    names = sorted(array_names(g, path))
+    n = int(g.attrs.get("n_rows", 0))
+    tag = uuid.uuid4().hex[:8]
+    futures = {}
+    for name in names:
+        arr = get_array(g, path, name)
+        check_complete(path, name, arr)
+        rows = int(arr.chunks[0]) if arr.ndim else 1
+        for i, a in enumerate(range(0, max(int(arr.shape[0]) if arr.ndim else 1, 1), rows)):
+            b = min(a + rows, int(arr.shape[0]) if arr.ndim else 1)
+            futures[(name, i)] = client.submit(_read_column, path, name, a, b,
+                                               key=f"check-{tag}-{name}-{i}")
+    counts = track_futures(client, list(futures.values()), n, "check")
+    missing: dict[str, int] = {}
+    for (name, _), count in zip(futures, counts, strict=True):
+        missing[name] = missing.get(name, 0) + int(count)
+    return n, {k: v for k, v in missing.items() if v}

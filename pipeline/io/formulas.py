@@ -2,30 +2,44 @@
 (``arr_delay ~ dep_delay + C(carrier) + np.log(distance) + hour:origin``), with formulaic
 (``docs/tables.md#formulas``).
 
-A formula is evaluated chunk by chunk, so its design matrix must be the same in every chunk:
-the levels of every categorical column are found before the fit by one parallel pass over the
-rows (or read from a pandas category), formulaic's ``ModelSpec`` is built once from the first
-rows with those levels, and every chunk is encoded by that spec. Rows with a missing value in
-any column the formula reads reach the engines as rows of NaN, where ``missing=`` refuses them
-(naming the row) or drops them, as for any input. A level the spec has not seen (new rows
-given to a fit's prediction) is refused in one line naming the level and the column.
+A formula is evaluated chunk by chunk, so its design matrix must be the same in every chunk: the
+levels of every categorical column are found before the fit by one parallel pass over the rows
+(or read from a pandas category), formulaic's ``ModelSpec`` is built once from the first few
+rows with those levels (:data:`SPEC_ROWS`; a design too wide for a fit's state is refused
+before, :func:`check_design_size`), and every chunk is encoded by that spec. Rows with a missing
+value in any column the formula reads reach the engines as rows of NaN, where ``missing=``
+refuses them (naming the row) or drops them, as for any input. A level the spec has not seen
+(new rows given to a fit's prediction) is refused in one line naming the level and the column.
 
-The formula's intercept is the fit's: its ``Intercept`` column is left out of the design and
-the fit prepends its own constant column (``fit_intercept``), so that the statistics know the
-model has one. A result keeps the formula, the levels and the contrast coding of each factor
-(``formula``, ``formula_levels``, ``formula_contrasts``, in the record of what a fit read:
-``streamlsq.stream.fit_inputs``): the result alone rebuilds the design.
+The formula's intercept is the fit's: its ``Intercept`` column is left out of the design and the
+fit prepends its own constant column (``fit_intercept``), so that the statistics know the model
+has one; it is labelled ``Intercept``, as formulaic labels it. A result keeps the formula, the
+levels and the contrast coding of each factor (``formula``, ``formula_levels``,
+``formula_contrasts``, in the record of what a fit read: ``streamlsq.stream.fit_inputs``): the
+result alone rebuilds the design.
 
-Stateful transforms whose state depends on the rows they see (``center``, ``scale``, splines
-and polynomials) would differ from chunk to chunk: they are refused.
+Stateful transforms whose state depends on the rows they see (``center``, ``scale``, splines and
+polynomials) would differ from chunk to chunk: they are refused.
+
+A formula is data, never code (``docs/tables.md#formula-grammar``): formulaic's parser splits it
+into terms and factors, and every factor is checked (:func:`check_formula`) before anything is
+evaluated or opened — a column name, a number, an ``I()`` of arithmetic on columns and numbers,
+a ``C()`` of a column, and the transforms declared once in :data:`TRANSFORMS`; any other name,
+attribute, subscript, call, lambda or string is refused in one line naming it. The design is
+then built by formulaic's materializer in a namespace holding only those transforms
+(:func:`namespace`). A formula a result keeps is checked the same way when the result is read
+(``open_result``, ``predict``, ``info --check``).
 """
 
 from __future__ import annotations
 
-import re
+import ast
+import keyword
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -33,7 +47,8 @@ from streamlsq.errors import InputError
 from streamlsq.io.parts import Column, OpenedInput, RowsReader
 from streamlsq.io.tables import read_frame
 
-__all__ = ["DESIGN", "RESPONSE", "Design", "DesignInput", "DesignRows", "formula_intercept"]
+__all__ = ["DESIGN", "RESPONSE", "TRANSFORMS", "Design", "DesignInput", "DesignRows",
+           "FormulaColumns", "check_formula", "formula_intercept"]
 
 #: the variables a formula's source reads: the design matrix X and the response y
 DESIGN, RESPONSE = "design", "response"
@@ -44,10 +59,224 @@ KEPT = 4
 _kept: OrderedDict = OrderedDict()
 _lock = threading.Lock()
 
+#: the functions of NumPy a formula may call, with their number of arguments, declared once:
+#: written ``np.NAME`` or ``numpy.NAME`` (``np.log(distance)``, ``np.power(x, 3)``); each is
+#: stateless (the same value for a row whichever rows it is computed with)
+NUMPY_TRANSFORMS = {
+    "log": 1, "log2": 1, "log10": 1, "log1p": 1, "exp": 1, "exp2": 1, "expm1": 1,
+    "sqrt": 1, "cbrt": 1, "square": 1, "power": 2, "abs": 1, "sign": 1,
+    "sin": 1, "cos": 1, "tan": 1, "arcsin": 1, "arccos": 1, "arctan": 1,
+    "sinh": 1, "cosh": 1, "tanh": 1, "arcsinh": 1, "floor": 1, "ceil": 1,
+}
+#: the names of NumPy's functions formulaic itself lets a formula write bare (``log(x)``)
+BARE_TRANSFORMS = ("log", "log2", "log10", "exp", "exp2")
+#: every transform a formula may call: the name it writes -> (NumPy's function name, number
+#: of arguments); besides them ``I(...)`` (arithmetic as written) and ``C(column)`` (a
+#: categorical term in treatment coding)
+TRANSFORMS: dict[str, tuple[str, int]] = {
+    **{f"{prefix}.{name}": (name, n) for prefix in ("np", "numpy")
+       for name, n in NUMPY_TRANSFORMS.items()},
+    **{name: (name, NUMPY_TRANSFORMS[name]) for name in BARE_TRANSFORMS},
+}
+#: formulaic's transforms whose state depends on the rows they see: refused with that reason
+ROW_DEPENDENT = ("center", "scale", "standardize", "poly", "bs", "cr", "cs", "cc", "lag",
+                 "hashed", "te")
+#: arithmetic an ``I()`` or a transform's argument may hold
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+              ast.UAdd, ast.USub, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+#: rows the formulaic specs of a design are built on
+SPEC_ROWS = 16
+
+
+@lru_cache(maxsize=1)
+def namespace() -> dict:
+    """The only names formulaic's materializer finds besides the columns: the declared
+    transforms (``np`` and ``numpy`` are namespaces of those alone), ``I`` and ``C``."""
+    from formulaic.transforms import C, identity
+
+    numpy_like = SimpleNamespace(**{name: getattr(np, name) for name in NUMPY_TRANSFORMS})
+    return {"np": numpy_like, "numpy": numpy_like, "I": identity, "C": C,
+            **{name: getattr(np, name) for name in BARE_TRANSFORMS}}
+
+
+@dataclass(frozen=True)
+class FormulaColumns:
+    """The columns a checked formula reads: on its right-hand side (``rhs``) and left-hand
+    side (``lhs``), and those of each side a ``C()`` makes categorical."""
+
+    rhs: tuple[str, ...]
+    lhs: tuple[str, ...]
+    rhs_categorical: tuple[str, ...]
+    lhs_categorical: tuple[str, ...]
+
+
+class _Refused(Exception):
+    """What a factor of a formula holds that a formula may not (its description, and True
+    when the description gives the remedy itself)."""
+
+
+def _callee(node: ast.AST) -> str | None:
+    """The dotted name a call calls (``np.log``), or None when it is not a dotted name."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _callee(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
+
+
+def _root_name(node: ast.AST) -> str:
+    """The name an expression starts from (``open`` of ``open('f').write``), else its text."""
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Name):
+            return node.id
+        else:
+            return ast.unparse(node)
+
+
+def _refuse_call(node: ast.Call) -> None:
+    name = _callee(node.func)
+    text = ast.unparse(node.func)
+    if name is None:
+        raise _Refused(f"calls '{_root_name(node.func)}' (in {text})")
+    if name.split(".")[-1] in ROW_DEPENDENT:
+        raise _Refused(f"the transform {name}() depends on the rows it sees: the design would "
+                       "differ from chunk to chunk; compute that column before the fit", True)
+    raise _Refused(f"calls '{name}', which is not a declared transform")
+
+
+def _constant(node: ast.AST) -> bool:
+    """Whether ``node`` holds numbers only (no column)."""
+    return not any(isinstance(n, ast.Name) for n in ast.walk(node))
+
+
+def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
+    """Check one node of a factor's Python expression against what a formula may hold, and
+    collect the columns it reads; nothing is evaluated."""
+    if isinstance(node, ast.Expression):
+        _walk(node.body, columns, categorical, aliases)
+    elif isinstance(node, ast.Name):
+        name = aliases.get(node.id, node.id)
+        if name.startswith("__") or name in TRANSFORMS or name in ("I", "C", "np", "numpy"):
+            raise _Refused(f"names '{name}', which is no column")
+        columns.add(name)
+    elif isinstance(node, ast.Constant):
+        if type(node.value) not in (int, float):
+            raise _Refused(f"holds the constant {node.value!r} (only numbers)")
+    elif isinstance(node, ast.BinOp | ast.UnaryOp):
+        if not isinstance(node.op, _OPERATORS):
+            raise _Refused(f"holds the operator {type(node.op).__name__} "
+                           f"(in {ast.unparse(node)})")
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Pow) and _constant(node.left) and _constant(node.right):
+                raise _Refused(f"holds the power of numbers {ast.unparse(node)}: write its "
+                               "value")
+            _walk(node.left, columns, categorical, aliases)
+            _walk(node.right, columns, categorical, aliases)
+        else:
+            _walk(node.operand, columns, categorical, aliases)
+    elif isinstance(node, ast.Compare):
+        bad = [op for op in node.ops if not isinstance(op, _OPERATORS)]
+        if bad:
+            raise _Refused(f"holds the operator {type(bad[0]).__name__} "
+                           f"(in {ast.unparse(node)})")
+        for child in (node.left, *node.comparators):
+            _walk(child, columns, categorical, aliases)
+    elif isinstance(node, ast.Call):
+        name = _callee(node.func)
+        if name not in (*TRANSFORMS, "I", "C"):
+            _refuse_call(node)
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise _Refused(f"passes {name}() keyword or starred arguments (in "
+                           f"{ast.unparse(node)})")
+        wanted = TRANSFORMS[name][1] if name in TRANSFORMS else 1
+        if len(node.args) != wanted:
+            raise _Refused(f"calls {name}() with {len(node.args)} argument(s), not {wanted}")
+        if name == "C":
+            if not isinstance(node.args[0], ast.Name):
+                raise _Refused(f"makes a category of {ast.unparse(node.args[0])}: C() takes "
+                               "a column")
+            inner: set = set()
+            _walk(node.args[0], inner, categorical, aliases)
+            columns |= inner
+            categorical |= inner
+            return
+        for arg in node.args:
+            _walk(arg, columns, categorical, aliases)
+    else:
+        kind = {ast.Attribute: "the attribute", ast.Subscript: "the subscript",
+                ast.Lambda: "a lambda", ast.NamedExpr: "an assignment"}.get(type(node))
+        what = kind or f"a {type(node).__name__}"
+        raise _Refused(f"holds {what} {ast.unparse(node)}")
+
+
+def _factor_columns(factor, columns: set, categorical: set) -> None:
+    """Check one factor of formulaic's parse and collect the columns it reads."""
+    from formulaic.utils.code import sanitize_variable_names
+
+    expr, method = str(factor.expr), factor.eval_method.value
+    if method == "literal":
+        if type(ast.literal_eval(expr)) not in (int, float):
+            raise _Refused(f"holds the constant {expr}")
+        return
+    if method == "lookup":  # a column name as written (backticks let it be any text)
+        if expr.startswith("__") and expr.endswith("__") or ".__" in expr or \
+                keyword.iskeyword(expr):
+            raise _Refused(f"names '{expr}', which is no column")
+        columns.add(expr)
+        return
+    if method != "python":
+        raise _Refused(f"holds the factor {expr} of kind {method}")
+    aliases: dict = {}
+    try:  # backticked names made Python names, text only (formulaic's own step)
+        code = ast.parse(sanitize_variable_names(expr, {}, aliases), mode="eval")
+    except SyntaxError:
+        raise _Refused(f"holds {expr}, which is not an expression of columns") from None
+    _walk(code, columns, categorical, aliases)
+
+
+def check_formula(formula: str) -> FormulaColumns:
+    """The columns ``formula`` reads, once its every factor is checked to be a column, a
+    number, arithmetic, ``I()``, ``C(column)`` or a declared transform (:data:`TRANSFORMS`):
+    anything else is refused in one line naming it, and nothing of the formula is evaluated
+    (formulaic's parser splits it into terms and factors, Python's ``ast`` parses a factor's
+    expression, neither runs it)."""
+    if not isinstance(formula, str):
+        raise InputError(f"formula must be 'response ~ terms', got {formula!r}")
+    return _checked(formula)
+
+
+@lru_cache(maxsize=64)
+def _checked(formula: str) -> FormulaColumns:
+    parsed = parse(formula)
+    sides = {}
+    for side in ("rhs", "lhs"):
+        columns: set = set()
+        categorical: set = set()
+        for term in getattr(parsed, side):
+            for factor in term.factors:
+                try:
+                    _factor_columns(factor, columns, categorical)
+                except _Refused as why:
+                    rule = "" if why.args[1:] else (
+                        "; a formula is never run as Python: it names columns, numbers, I(), "
+                        "C() and the declared transforms (np.log, np.sqrt, np.exp, "
+                        "np.power, ...: docs/tables.md#formulas)")
+                    raise InputError(f"formula {formula!r}: {why.args[0]}{rule}") from None
+        sides[side] = (tuple(sorted(columns)), tuple(sorted(categorical)))
+    return FormulaColumns(sides["rhs"][0], sides["lhs"][0], sides["rhs"][1], sides["lhs"][1])
+
 
 def parse(formula: str):
-    """The formulaic ``Formula`` of ``formula``, which must have a left-hand side."""
+    """The formulaic ``Formula`` of ``formula``, which must have a left-hand side: parsed,
+    never evaluated (formulaic's parser tokenizes it; :func:`check_formula` checks what its
+    factors hold)."""
     from formulaic import Formula
+    from formulaic.formula import SimpleFormula
 
     if not isinstance(formula, str) or "~" not in formula:
         raise InputError(f"formula must be 'response ~ terms', got {formula!r}")
@@ -56,7 +285,8 @@ def parse(formula: str):
     except Exception as exc:
         raise InputError(f"formula {formula!r} cannot be parsed ({type(exc).__name__}: "
                          f"{_first_line(exc)})") from None
-    if not hasattr(parsed, "lhs") or not hasattr(parsed, "rhs"):
+    if not isinstance(getattr(parsed, "lhs", None), SimpleFormula) or \
+            not isinstance(getattr(parsed, "rhs", None), SimpleFormula):
         raise InputError(f"formula {formula!r} must be 'response ~ terms'")
     return parsed
 
@@ -68,7 +298,9 @@ def _first_line(exc: BaseException) -> str:
 
 def formula_intercept(formula: str, fit_intercept: bool | None) -> bool:
     """Whether ``formula`` has an intercept (``1``, the default; ``- 1`` or ``0 +`` remove
-    it); refuses a ``fit_intercept`` that says otherwise."""
+    it); refuses a ``fit_intercept`` that says otherwise. The formula is checked first
+    (:func:`check_formula`)."""
+    check_formula(formula)
     has = any(str(term) == "1" for term in parse(formula).rhs)
     if fit_intercept is not None and bool(fit_intercept) != has:
         said = "has an" if has else "has no"
@@ -78,29 +310,70 @@ def formula_intercept(formula: str, fit_intercept: bool | None) -> bool:
     return has
 
 
-def _variables(side, columns) -> tuple[str, ...]:
-    """The data columns one side of a formula reads, sorted: formulaic's required variables,
-    and the input's ``columns`` named in a factor (formulaic leaves out those inside a
-    stateful transform, ``center(x)``)."""
-    found = {str(v) for v in side.required_variables
-             if getattr(v, "source", "data") in (None, "data")}
-    for term in side:
-        for factor in term.factors:
-            names = re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", str(getattr(factor, "expr", factor)))
-            found |= set(names) & set(columns)
-    return tuple(sorted(found))
+#: bytes of a fit's p x p state up to which a formula's design is built (dask config
+#: ``streamlsq.design-state-bytes``, ``docs/faults.md``)
+DESIGN_STATE_BYTES = 2**30
 
 
-def _in_categories(side, names) -> set[str]:
-    """The columns of ``names`` that a ``C(...)`` term of the formula reads (numbers made
-    categories, whose levels must be found too)."""
-    out = set()
-    for term in side:
+def _state_limit() -> int:
+    """The dask config ``streamlsq.design-state-bytes`` (a number of bytes or a size such as
+    "4GiB"), checked."""
+    import dask
+    from dask.utils import parse_bytes
+
+    from streamlsq.errors import checked
+    from streamlsq.kernels.recursions.params import Param
+
+    name = "streamlsq.design-state-bytes"
+    value = dask.config.get(name, DESIGN_STATE_BYTES)
+    if isinstance(value, str):
+        try:
+            value = parse_bytes(value)
+        except (ValueError, TypeError, KeyError):
+            pass  # refused below, as given
+    param = Param(name, DESIGN_STATE_BYTES, "Bytes of a fit's state up to which a "
+                  "formula's design is built.", gt=0,
+                  label=f"the dask config {name} (DASK_STREAMLSQ__DESIGN_STATE_BYTES)")
+    return int(checked(param, value))
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB"
+
+
+def check_design_size(n_columns: int, formula: str, label: str, least: bool = False) -> None:
+    """Refuse a design of ``n_columns`` columns (``least``: at least so many) whose fit's
+    p x p state (float64, the intercept's column included) would exceed the dask config
+    ``streamlsq.design-state-bytes``: before the design is built or a state allocated."""
+    limit = _state_limit()
+    need = 8 * (n_columns + 1) ** 2
+    if need > limit:
+        many = "at least " if least else ""
+        raise InputError(f"{label}: the formula {formula!r} makes {many}{n_columns} columns: a "
+                         f"fit's {n_columns + 1} x {n_columns + 1} state would need "
+                         f"{_gib(need)}, above the limit of {_gib(limit)} (dask config "
+                         "streamlsq.design-state-bytes, DASK_STREAMLSQ__DESIGN_STATE_BYTES); "
+                         "fewer levels or terms, or raise the limit")
+
+
+def least_columns(formula: str, levels: dict) -> int:
+    """The fewest columns formulaic can make of ``formula``'s right-hand side given the
+    ``levels`` of its categorical columns, counted without building anything: per term
+    (the intercept left out) the product over its factors of a categorical column's levels
+    less the reference level, 1 for a number (formulaic makes each factor's full or
+    reduced coding, so this is exact for treatment coding beside an intercept)."""
+    total = 0
+    for term in parse(formula).rhs:
+        if str(term) == "1":
+            continue
+        width = 1
         for factor in term.factors:
-            expr = str(getattr(factor, "expr", factor))
-            if expr.startswith("C("):
-                out |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", expr)) & set(names)
-    return out
+            read: set = set()
+            _factor_columns(factor, read, set())
+            for name in sorted(read & set(levels)):
+                width *= max(len(levels[name]) - 1, 1)
+        total += width
+    return total
 
 
 @dataclass(frozen=True)
@@ -149,9 +422,10 @@ class Design:
         rows of ``frame``, rows with a missing value in a column the formula reads as NaN."""
         names = self.rhs_variables if side == DESIGN else self.lhs_variables
         spec = self.rhs_spec if side == DESIGN else self.lhs_spec
-        frame = self.encode(frame[list(names)], label, start)
+        frame = self.encode(_columns_of(frame, names), label, start)
         try:
-            values = np.asarray(spec.get_model_matrix(frame), dtype=np.float64)
+            values = np.asarray(spec.get_model_matrix(_columns_of(frame, names),
+                                                      context=namespace()), dtype=np.float64)
         except InputError:
             raise
         except Exception as exc:
@@ -165,6 +439,13 @@ class Design:
             values = values.copy()
             values[missing] = np.nan
         return values
+
+
+def _columns_of(frame, names):
+    """The columns ``names`` of ``frame``, keeping its rows when there are none (``y ~ 1``)."""
+    import pandas as pd
+
+    return frame[list(names)] if names else pd.DataFrame(index=frame.index)
 
 
 def _shown(levels) -> str:
@@ -213,11 +494,12 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
     left-hand side; ``columns``: the input's columns."""
     from formulaic import model_matrix
 
-    parsed = parse(formula)
-    rhs_vars, lhs_vars = _variables(parsed.rhs, columns), _variables(parsed.lhs, columns)
+    parsed, names = parse(formula), check_formula(formula)
+    rhs_vars, lhs_vars = names.rhs, names.lhs
     used = tuple(sorted(set(rhs_vars) | (set(lhs_vars) if response else set())))
     categorical = sorted({n for n in used if not kinds[n]}
-                         | _in_categories(parsed.rhs, used) | _in_categories(parsed.lhs, used))
+                         | set(names.rhs_categorical)
+                         | (set(names.lhs_categorical) if response else set()))
     if levels is None:
         levels = {n: categories[n] for n in categorical if categories.get(n) is not None}
         levels.update(find_levels(rows, [n for n in categorical if n not in levels], n_rows,
@@ -228,16 +510,21 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
             raise InputError(f"{label}: column '{missing[0]}' is a category the fit's design "
                              "does not know")
         levels = {n: tuple(levels[n]) for n in categorical}
+    check_design_size(least_columns(formula, {n: levels[n] for n in categorical
+                                              if n in rhs_vars}), formula, label, least=True)
     draft = Design(formula, tuple((n, tuple(levels[n])) for n in categorical), (), (), False,
                    rhs_vars, lhs_vars, (), None)
-    first = draft.encode(read_frame(rows, used, 0, min(n_rows, chunk_rows)), label, 0)
+    # the specs are built on a few rows: the levels are the categories' own, every transform
+    # is stateless, so the spec is the same as of any rows, and the design's width is known
+    # before a chunk of it is made (check_design_size)
+    first = draft.encode(read_frame(rows, used, 0, min(n_rows, SPEC_ROWS)), label, 0)
     specs = {}
-    for side, names in (("rhs", rhs_vars), ("lhs", lhs_vars if response else None)):
-        if names is None:
+    for side, side_names in (("rhs", rhs_vars), ("lhs", lhs_vars if response else None)):
+        if side_names is None:
             continue
         try:
-            specs[side] = model_matrix(getattr(parsed, side), first[list(names)],
-                                       na_action="ignore").model_spec
+            specs[side] = model_matrix(getattr(parsed, side), _columns_of(first, side_names),
+                                       na_action="ignore", context=namespace()).model_spec
         except Exception as exc:
             raise InputError(f"{label}: the formula {formula!r} cannot be evaluated on its rows "
                              f"({type(exc).__name__}: {_first_line(exc)})") from None
@@ -246,6 +533,9 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
             raise InputError(f"{label}: the formula {formula!r} has a transform that depends "
                              f"on the rows it sees ({stateful}): the design would differ from "
                              "chunk to chunk; compute that column before the fit")
+        if side == "rhs":
+            check_design_size(sum(c != "Intercept" for c in specs[side].column_names),
+                              formula, label)
     rhs = specs["rhs"]
     columns = list(rhs.column_names)
     keep = tuple(i for i, c in enumerate(columns) if c != "Intercept")
@@ -328,6 +618,8 @@ class DesignRows:
         with _lock:
             if key in _kept:
                 return _kept[key]
+        if not self.raw(name):  # a design of the intercept alone (y ~ 1): no column
+            return np.empty((stop - start, 0))
         frame = read_frame(self.inner, self.raw(name), start, stop)
         values = self.design.matrix(frame, name, self.label, start)
         with _lock:
@@ -368,9 +660,8 @@ class DesignInput:
     def __init__(self, inner: OpenedInput, formula: str, levels: dict | None,
                  targets: bool = True):
         self.inner, self.formula, self.given_levels = inner, formula, levels
-        parsed = parse(formula)
-        self.rhs_vars = _variables(parsed.rhs, inner.members)
-        self.lhs_vars = _variables(parsed.lhs, inner.members)
+        names = check_formula(formula)
+        self.rhs_vars, self.lhs_vars = names.rhs, names.lhs
         self.label, self.attrs, self.found = inner.label, inner.attrs, inner.found
         # new rows to predict may lack the left-hand side; a fit's rows must hold it
         self.response = targets or all(n in inner.members for n in self.lhs_vars)
@@ -397,20 +688,29 @@ class DesignInput:
                 raise InputError(f"{self.label}: column '{name}' of the formula "
                                  f"{self.formula!r} is missing (found: {self.found or 'none'})")
         per_row = [n for n in names if n not in (DESIGN, RESPONSE)]
-        raw = self.inner.columns(tuple(dict.fromkeys((*used, *per_row))), dim)
+        # the column that counts the rows: the formula's first, else (the intercept alone,
+        # y ~ 1, on new rows without y) any of the input's
+        counter = used[:1] or tuple(sorted(self.inner.members, key=str))[:1]
+        if not counter:
+            raise InputError(f"{self.label}: holds no column to count the rows of the formula "
+                             f"{self.formula!r}")
+        raw = self.inner.columns(tuple(dict.fromkeys((*used, *counter, *per_row))), dim)
         for name in used:
             if raw[name].dims[:1] != (dim,) or len(raw[name].shape) != 1:
                 raise InputError(f"{self.label}: column '{name}' of the formula has dims "
                                  f"{raw[name].dims}, expected ('{dim}',): one value per row")
         read = self.inner.as_read({n: raw[n] for n in used}, labels=used)
         kinds = {n: np.dtype(c.dtype).kind in "iufb" for n, c in read.items()}
-        n = raw[used[0]].n_rows if used else 0
-        self.chunk = self.inner.chunk_rows(used[0], n, max(len(used), 1))
+        n = raw[counter[0]].n_rows
+        self.chunk = self.inner.chunk_rows(counter[0], n, max(len(used), 1))
         self.inner_rows = self.inner.rows(self.chunk)
         categories = {name: self.inner.categories(name) for name in used}
         self.design = build_design(self.formula, self.inner_rows, self.label, n, self.chunk,
                                    kinds, categories, self.given_levels, self.response,
                                    self.inner.members)
+        if not self.design.terms and not self.design.intercept:
+            raise InputError(f"{self.label}: the formula {self.formula!r} makes no column (no "
+                             "term and no intercept)")
         out = {DESIGN: Column((dim, TERM_DIM), (n, len(self.design.terms)),
                                np.dtype(np.float64))}
         if self.response:

@@ -225,10 +225,12 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
         ds = open_dataset(path, lazy=lazy)
         if ds.attrs.get("complete") is not True:
             raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
+        check_kept_formula(ds.attrs, str(path))
         return ds
     g = open_group(loc, None)
     if g.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
+    check_kept_formula(dict(g.attrs), loc.shown or loc.url)
     large = check_result(g, loc, whole=not lazy)
     ds = open_dataset(loc, lazy=lazy)
     for name in large:
@@ -236,6 +238,24 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
             ds[name] = ds[name].copy(data=_checked_lazily(loc, name, g[name],
                                                           ds[name].data.chunks))
     return ds
+
+
+def check_kept_formula(attrs: dict, label: str) -> None:
+    """Refuse a result whose attribute ``formula`` holds anything a formula may not (a name,
+    call or attribute outside the declared transforms: :func:`~streamlsq.io.formulas.
+    check_formula`), naming the result; the formula is checked, never evaluated."""
+    from streamlsq.io.formulas import check_formula
+
+    formula = attrs.get("formula")
+    if formula is None:
+        return
+    if not isinstance(formula, str):
+        raise InputError(f"{label}: its attribute formula is {type(formula).__name__}, not a "
+                         "formula's text; the result is damaged")
+    try:
+        check_formula(formula)
+    except InputError as exc:
+        raise InputError(f"{label}: its attribute formula is refused: {exc}") from None
 
 
 #: arrays of a result up to this many bytes are read and checked when the result is opened

@@ -310,7 +310,8 @@ class StreamSource(StoreSource):
         if w is not None:
             dropped |= np.isnan(w)
         if self.groups is not None:
-            dropped |= missing_labels(self.read_labels(start, stop))
+            for labels in self.read_label_columns(start, stop):
+                dropped |= missing_labels(labels)
         if dropped.any():  # new arrays: the rows read may be a view of the user's data
             w = np.where(dropped, 0.0, 1.0 if w is None else w)
             X = np.where(dropped[:, None], X.dtype.type(0), X)
@@ -320,17 +321,44 @@ class StreamSource(StoreSource):
     def read_labels(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the group labels (integers, numbers or strings, as
         decoded); a missing label (NaN, or an empty string) is refused naming its row
-        unless ``missing="drop"`` (its row is then dropped: :meth:`read_weighted`)."""
-        labels = np.asarray(self.rows.read(self.groups, start, stop))
-        if self.missing != "drop":
-            gone = missing_labels(labels)
-            if gone.any():
-                row = start + int(np.flatnonzero(gone)[0])
-                chunk = row // self.rows.rows_per_chunk(self.groups)
-                raise InputError(f"{self.label}: variable '{self.groups}' chunk {chunk} has no "
-                                 f"label at row {row}; give every row a group, or drop the "
-                                 "rows without one (--missing drop)")
-        return labels
+        unless ``missing="drop"`` (its row is then dropped: :meth:`read_weighted`); those of
+        the first group variable when there are two (:meth:`read_label_columns` reads
+        each)."""
+        return self.read_label_columns(start, stop)[0]
+
+    def read_label_columns(self, start: int, stop: int) -> tuple[np.ndarray, ...]:
+        """Rows ``start:stop`` of each group variable (``groups``, comma-separated), as
+        :meth:`read_labels` checks them."""
+        out = []
+        for name in _group_names(self.groups):
+            labels = np.asarray(self.rows.read(name, start, stop))
+            if self.missing != "drop":
+                gone = missing_labels(labels)
+                if gone.any():
+                    row = start + int(np.flatnonzero(gone)[0])
+                    chunk = row // self.rows.rows_per_chunk(name)
+                    raise InputError(f"{self.label}: variable '{name}' chunk {chunk} has no "
+                                     f"label at row {row}; give every row a group, or drop "
+                                     "the rows without one (--missing drop)")
+            if labels.dtype.kind == "O":
+                self._check_label_kinds(labels, start, name)
+            out.append(labels)
+        return tuple(out)
+
+    def _check_label_kinds(self, labels: np.ndarray, start: int, name: str) -> None:
+        """Labels of Python objects (a pandas column of object dtype) must all be strings:
+        a number among them is refused naming its row (the groups are sorted and merged by
+        label, and a number does not compare with a string; as text, 1 and '1' would become
+        one group unseen)."""
+        for i, v in enumerate(labels.ravel()):
+            if v is None or isinstance(v, str) or (isinstance(v, float) and v != v):
+                continue
+            row = start + i
+            chunk = row // self.rows.rows_per_chunk(name)
+            raise InputError(f"{self.label}: variable '{name}' chunk {chunk} has the "
+                             f"group label {v!r} of type {type(v).__name__} at row {row} among "
+                             "labels of Python objects; the labels of one variable are all "
+                             "numbers or all strings: convert them (e.g. .astype(str))")
 
 
 def _names(value, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -411,8 +439,24 @@ class StoreInput:
     def categories(self, name: str) -> tuple | None:
         """The levels of a column of strings that a store declares (``streamlsq convert``
         writes them in its ``categories`` attribute), else None."""
-        levels = self.arrays[name].attrs.get("categories") if name in self.arrays else None
-        return None if levels is None else tuple(levels)
+        if name not in self.arrays:
+            return None
+        arr = self.arrays[name]
+        return declared_levels(arr.attrs, arr.shape[0])
+
+
+def declared_levels(attrs, n_rows: int) -> tuple | None:
+    """The levels a variable's ``categories`` attribute declares, else None. When the
+    attribute says over how many rows they were found (``categories_rows``, as ``streamlsq
+    convert`` writes it) and the variable has grown since, the levels are stale (the rows
+    appended may hold new ones): None, so that a pass over the rows finds them."""
+    levels = attrs.get("categories")
+    if levels is None:
+        return None
+    counted = attrs.get("categories_rows")
+    if counted is not None and int(counted) != int(n_rows):
+        return None
+    return tuple(levels)
 
 
 class DatasetInput:
@@ -484,8 +528,7 @@ class DatasetInput:
 
     def categories(self, name: str) -> tuple | None:
         """The levels a variable declares (its ``categories`` attribute), else None."""
-        levels = self.ds[name].attrs.get("categories")
-        return None if levels is None else tuple(levels)
+        return declared_levels(self.ds[name].attrs, self.ds[name].shape[0])
 
 
 def _open_input(data, group: str | None, storage_options: dict | None) -> OpenedInput:
@@ -568,7 +611,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     if not targets:
         y_vars = _present(y_vars, table.members)
     names = (*x_vars, *y_vars)
-    per_row = tuple(v for v in (weights, groups) if v is not None)
+    group_vars = _group_names(groups)
+    per_row = tuple(v for v in (weights, *group_vars) if v is not None)
     strict = table.sample_first and x is None and y is None and sample_dim is None and targets
     _require(table, names + per_row, strict)
     dim = sample_dim or table.default_sample_dim(names)
@@ -583,8 +627,9 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
         if len(columns[name].shape) != 1:
             raise InputError(f"{table.label}: variable '{name}' has dims "
                              f"{columns[name].dims}, expected ('{dim}',): one value per row")
-    columns = table.as_read(columns, labels=(groups,) if groups else ())
-    n, width, n_targets, y_is_vector = _column_counts(table.label, columns, x_vars, y_vars)
+    columns = table.as_read(columns, labels=group_vars)
+    n, width, n_targets, y_is_vector = _column_counts(table.label, columns, x_vars, y_vars,
+                                                      formula is not None and fit_intercept)
     table.check_complete()
     labels = ColumnLabels(
         _labels(x_vars, columns, table),
@@ -602,6 +647,13 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
         block_size=int(table.attrs.get("block_size", chunk_rows)),
         attrs=table.attrs,
     )
+
+
+def _group_names(groups: str | None) -> tuple[str, ...]:
+    """The group variables of ``groups``: none, one, or two comma-separated (two-way)."""
+    if groups is None:
+        return ()
+    return tuple(name.strip() for name in str(groups).split(",") if name.strip())
 
 
 def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:
@@ -666,11 +718,12 @@ def _labels(names, columns: dict[str, Column], table: OpenedInput) -> tuple:
     return tuple(out)
 
 
-def _column_counts(label: str, columns: dict[str, Column], x_vars, y_vars
-                   ) -> tuple[int, int, int, bool]:
+def _column_counts(label: str, columns: dict[str, Column], x_vars, y_vars,
+                   intercept_alone: bool = False) -> tuple[int, int, int, bool]:
     """Rows, feature columns and target columns of the variables ``columns`` (1-D: one
     column, 2-D: its other axis), and whether y is one 1-D variable; refuses variables of
-    different lengths and a stream without rows or features."""
+    different lengths and a stream without rows or features (but for a formula's intercept
+    alone, ``intercept_alone``: ``y ~ 1``)."""
     first = columns[x_vars[0]]
     n = first.n_rows
     for name, column in columns.items():
@@ -681,7 +734,7 @@ def _column_counts(label: str, columns: dict[str, Column], x_vars, y_vars
     def width(names) -> int:
         return int(sum(columns[v].width for v in names))
 
-    if n == 0 or width(x_vars) == 0:
+    if n == 0 or (width(x_vars) == 0 and not intercept_alone):
         raise InputError(f"{label}: variable '{x_vars[0]}' is empty (shape {first.shape})")
     if y_vars and width(y_vars) == 0:
         raise InputError(f"{label}: variable '{y_vars[0]}' has no target column (shape "

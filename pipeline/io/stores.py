@@ -722,6 +722,11 @@ def nonfinite(values: np.ndarray) -> np.ndarray | None:
     return bad if bad.any() else None  # else the sum overflowed on finite values
 
 
+#: what a refused NaN advises a fit (whose ``--missing drop`` leaves its rows out); a job
+#: without ``--missing`` (a prediction) replaces it with its own advice
+DROP_REMEDY = "remove or impute non-finite values, or drop their rows (--missing drop)"
+
+
 def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int,
                       stored: np.ndarray | None = None, allow_nan: bool = False) -> None:
     """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row
@@ -743,8 +748,8 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
             f"{abs(float(stored[where])):.3g} at row {row}, beyond the range of {A.dtype}: "
             f"compute in float64 (--dtype float64) or rescale the data")
     kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
-    remedy = ("remove or impute non-finite values, or drop their rows (--missing drop)"
-              if kind == "NaN" else "remove or impute non-finite values" if not allow_nan
+    remedy = (DROP_REMEDY if kind == "NaN"
+              else "remove or impute non-finite values" if not allow_nan
               else "an infinity is not a missing value: remove or replace it")
     raise InputError(f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row "
                      f"{row}; {remedy}")

@@ -18,8 +18,10 @@ is, and a prediction's output chunks one to one with the tasks that write them.
 
 What identifies the rows read (``--resume``): the files' sizes and modification stamps (an
 object's ETag) and, for Parquet, each row group's rows and bytes, in the input's token; a
-DataFrame's token is a hash of its values. ``--continue-from`` is refused in one line: a table
-that grew is written as a store (``streamlsq convert``) to be continued.
+DataFrame's token is a hash of its values. A checkpoint also stamps each part with a hash of
+its local file's bytes (:meth:`TableRows.chunk_stamps`), so a file replaced by one of the
+same size and time is refused when committed work read it. ``--continue-from`` is refused in
+one line: a table that grew is written as a store (``streamlsq convert``) to be continued.
 """
 
 from __future__ import annotations
@@ -208,11 +210,28 @@ class TableRows:
 
     def chunk_stamps(self, names) -> dict:
         """(first row, end row, stamp) of each part, the same for every column: the stamp of
-        its file(s) and, for a row group, its rows and bytes; none for a DataFrame."""
+        its file(s) and, for a row group, its rows and bytes, then the hash of the bytes of
+        its local file(s) (:func:`content_digest`; a file replaced by one of the same size
+        and time, ``rsync -t``, is told apart); none for a DataFrame. A checkpoint stamps
+        its inputs with these when it starts and compares them when it resumes: each local
+        file of the table is read once then."""
         if not self.stamps:
             return {}
-        entries = [(int(a), int(b), s) for a, b, s in zip(self.edges[:-1], self.edges[1:],
-                                                            self.stamps, strict=True)]
+        digests: dict[str, str] = {}
+
+        def content(file: str) -> str:
+            if file not in digests:
+                digests[file] = content_digest(file)
+            return digests[file]
+
+        if self.kind == "parquet":
+            contents = [content(file) for file, _group in self.parts]
+        else:  # a CSV file's byte ranges: the hash of every file of the table
+            whole = ",".join(content(file) for file, _ in _list_files(
+                self.path, self.storage_options, CSV_SUFFIXES))
+            contents = [whole] * len(self.parts)
+        entries = [(int(a), int(b), f"{s}:{c}") for a, b, s, c in zip(
+            self.edges[:-1], self.edges[1:], self.stamps, contents, strict=True)]
         return {name: entries for name in names}
 
     def read_variable(self, name: str) -> np.ndarray | None:
@@ -334,14 +353,23 @@ def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
             raise InputError(f"{file}: not a readable Parquet file ({type(exc).__name__}: "
                              f"{exc})") from None
         meta = handle.metadata
-        schema = handle.schema_arrow
-        frame_dtypes = dict(schema.empty_table().to_pandas().dtypes)
+        frame_dtypes = _parquet_dtypes(file, handle)
         if dtypes is None:
             dtypes = frame_dtypes
         elif set(frame_dtypes) != set(dtypes):
             raise InputError(f"{file}: its columns {sorted(frame_dtypes)} are not those of "
                              f"{files[0][0]} ({sorted(dtypes)}); the files of one table share "
                              "their columns")
+        else:
+            for name, dtype in dtypes.items():
+                if _is_number(dtype) != _is_number(frame_dtypes[name]):
+                    raise InputError(
+                        f"{file}: column '{name}' holds {frame_dtypes[name]} values where "
+                        f"{files[0][0]} holds {dtype}; the files of one table hold numbers "
+                        "(or text) in the same columns: rewrite the file with the column's "
+                        "type of the others")
+            dtypes = {name: _same_categories(dtype, frame_dtypes[name])
+                      for name, dtype in dtypes.items()}
         for g in range(meta.num_row_groups):
             rg = meta.row_group(g)
             if rg.num_rows == 0:
@@ -352,6 +380,72 @@ def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
     rows = TableRows("parquet", tuple(parts), _edges(sizes), text, text, token,
                      _virtual_chunk(sizes), storage_options=options, stamps=tuple(stamps))
     return rows, dtypes
+
+
+def content_digest(file: str) -> str:
+    """A hash of the bytes of the local ``file`` (SHA-256, read once in blocks); ``""`` for
+    an object of an object store, whose stamp is already its ETag (the store's hash of its
+    content); ``"unreadable"`` if it cannot be read (it differs from any stamp taken)."""
+    if is_url(file):
+        return ""
+    try:
+        with open(file, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()[:24]
+    except OSError:
+        return "unreadable"
+
+
+def _parquet_dtypes(file: str, handle) -> dict:
+    """The pandas dtypes of a Parquet file's columns. A column of categories (Arrow
+    dictionary type) declares no levels in the schema: its dtype gets those of its first row
+    group's dictionary (pyarrow writes a pandas category's whole categories, in their order,
+    with every row group) when the file's pandas metadata counts as many, else no levels (a
+    pass over the rows finds them)."""
+    import pandas as pd
+
+    schema = handle.schema_arrow
+    names = [str(n) for n in schema.names]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"{file}: the column name {twice[0]!r} appears {names.count(twice[0])} "
+                         "times; the columns of a table need distinct names")
+    dtypes = dict(schema.empty_table().to_pandas().dtypes)
+    counted = {str(c.get("name")): (c.get("metadata") or {}).get("num_categories")
+               for c in (schema.pandas_metadata or {}).get("columns", [])}
+    first = next((g for g in range(handle.metadata.num_row_groups)
+                  if handle.metadata.row_group(g).num_rows), None)
+    for name, dtype in dtypes.items():
+        if not isinstance(dtype, pd.CategoricalDtype):
+            continue
+        dtypes[name] = pd.CategoricalDtype()
+        if first is None or counted.get(name) is None:
+            continue
+        try:
+            found = handle.read_row_group(first, columns=[name]).to_pandas()[name].dtype
+        except Exception:  # noqa: BLE001 - the rows' own read names what is wrong
+            continue
+        if isinstance(found, pd.CategoricalDtype) and len(found.categories) == counted[name]:
+            dtypes[name] = pd.CategoricalDtype(found.categories, ordered=found.ordered)
+    return dtypes
+
+
+def _is_number(dtype) -> bool:
+    """Whether a column of this pandas dtype is read as numbers (booleans too; not a
+    category, whatever its levels)."""
+    import pandas as pd
+
+    return pd.api.types.is_bool_dtype(dtype) or (
+        pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype))
+
+
+def _same_categories(dtype, other):
+    """A column's dtype over two files: a category's levels only when both files declare the
+    same (else none: a pass over the rows finds them)."""
+    import pandas as pd
+
+    if isinstance(dtype, pd.CategoricalDtype) and dtype != other:
+        return pd.CategoricalDtype()
+    return dtype
 
 
 def _digest(parts) -> str:
@@ -375,20 +469,96 @@ def _virtual_chunk(sizes) -> int:
 # -- DataFrames and CSV files -------------------------------------------------------------------
 
 
-def _dask_rows(ddf, path: str, shown: str, token: str, stamp: str | None) -> TableRows:
-    """The partitions of a dask DataFrame, their rows counted by one parallel pass."""
+def _dask_rows(ddf, path: str, shown: str, token: str, stamp: str | None,
+               diagnose=None) -> TableRows:
+    """The partitions of a dask DataFrame, their rows counted by one parallel pass
+    (``diagnose``: a CSV's failed pass explained, naming the file, column and row)."""
     import dask
 
     try:
         sizes = dask.compute(ddf.map_partitions(len))[0]
     except Exception as exc:
-        raise InputError(f"{shown}: cannot be read ({type(exc).__name__}: "
-                         f"{str(exc).strip().splitlines()[0][:200] if str(exc) else ''})"
-                         ) from None
+        found = diagnose(exc) if diagnose is not None else None
+        raise InputError(found or f"{shown}: cannot be read ({_reason(exc)})") from None
     sizes = [int(s) for s in np.asarray(sizes).ravel()]
     stamps = tuple(f"{stamp}:{i}:{n}" for i, n in enumerate(sizes)) if stamp else ()
     return TableRows("dask", tuple(range(len(sizes))), _edges(sizes), path, shown, token,
                      _virtual_chunk([s for s in sizes if s] or [1]), frame=ddf, stamps=stamps)
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a table could not be read, in a few words: the innermost cause (dask wraps a
+    reader's error in its own), with the remedy of an encoding or a truncated file."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"UnicodeDecodeError: byte 0x{exc.object[exc.start]:02x} is not UTF-8; "
+                "streamlsq reads text files as UTF-8: convert the file (e.g. iconv -f "
+                "latin1 -t utf-8)")
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    if isinstance(exc, EOFError) or "end-of-stream" in text or "truncated" in text.lower():
+        return (f"{type(exc).__name__}: {text}; the compressed file is truncated or corrupt: "
+                "restore it")
+    return f"{type(exc).__name__}: {text}"
+
+
+def _not_numbers(frame, expected: dict) -> tuple[str, int, object] | None:
+    """The first (column, position, value) of a CSV part read as text whose column was
+    inferred as numbers (``expected``: dtypes) but holds a value that is not one."""
+    import pandas as pd
+
+    first = None
+    for name, dtype in expected.items():
+        if name not in frame or getattr(dtype, "kind", "O") not in "iuf":
+            continue
+        column = frame[name]
+        bad = np.flatnonzero((pd.to_numeric(column, errors="coerce").isna()
+                              & column.notna()).to_numpy())
+        if bad.size and (first is None or bad[0] < first[1]):
+            first = (str(name), int(bad[0]), column.iloc[int(bad[0])])
+    return first
+
+
+#: the column naming each row's file when a CSV table is read again to explain an error
+PATH_COLUMN = "__streamlsq_path__"
+
+
+def _csv_bad_values(frame, expected: dict):
+    """(rows, the first value that is not a number, the file) of a CSV part read as text."""
+    path = str(frame[PATH_COLUMN].iloc[0]) if len(frame) else ""
+    return len(frame), _not_numbers(frame.drop(columns=PATH_COLUMN), expected), path
+
+
+def _csv_diagnosis(files: list, sep: str, options: dict | None, expected: dict, shown: str):
+    """A failed count of a CSV table's rows explained: dask's "Mismatched dtypes" (a column
+    inferred as numbers from the first rows holds text further down) named by file, column,
+    row and value, by one more pass reading every part as text."""
+
+    def diagnose(exc: BaseException) -> str | None:
+        if "Mismatched dtypes" not in str(exc):
+            return None
+        import dask
+        import dask.dataframe as dd
+
+        try:
+            raw = dd.read_csv(files, sep=sep, dtype=object, storage_options=options,
+                              blocksize="64MB", include_path_column=PATH_COLUMN)
+            found = dask.compute(*[dask.delayed(_csv_bad_values)(part, expected)
+                                   for part in raw.to_delayed()])
+        except Exception:  # noqa: BLE001 - the first error is the one reported
+            return None
+        before = 0
+        for n, bad, path in found:
+            if bad is not None:
+                name, at, value = bad
+                return (f"{path or shown}: column '{name}' holds the value {value!r} at row "
+                        f"{before + at} of the table, where its first rows are "
+                        f"{expected[name]} numbers; correct the value, or leave the column "
+                        "out")
+            before += n
+        return None
+
+    return diagnose
 
 
 def _pandas_rows(frame, shown: str) -> TableRows:
@@ -408,10 +578,16 @@ def _csv_rows(text: str, options: dict | None) -> TableRows:
     files = _list_files(text, options, CSV_SUFFIXES)
     token = _digest(s for _, s in files)
     sep = "\t" if text.lower().endswith(".tsv") else ","
-    # numbers as floats: a column with a missing value further down then reads as it began
-    ddf = dd.read_csv([f for f, _ in files], sep=sep, assume_missing=True,
-                      storage_options=options, blocksize="64MB")
-    return _dask_rows(ddf, text, text, token, token)
+    names = [f for f, _ in files]
+    try:
+        # numbers as floats: a column with a missing value further down then reads as it
+        # began
+        ddf = dd.read_csv(names, sep=sep, assume_missing=True, storage_options=options,
+                          blocksize="64MB")
+    except Exception as exc:
+        raise InputError(f"{text}: cannot be read as CSV ({_reason(exc)})") from None
+    return _dask_rows(ddf, text, text, token, token, diagnose=_csv_diagnosis(
+        names, sep, options, dict(ddf.dtypes), text))
 
 
 # -- the table opened as a stream -------------------------------------------------------------
@@ -474,25 +650,39 @@ class TableInput:
 
         dtype = self.dtypes.get(name)
         if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None:
+            from dask.dataframe.utils import has_known_categories
+
+            # a dask DataFrame's categories may be unknown (read lazily): found by a pass
+            if self.table_rows.kind == "dask" and not has_known_categories(
+                    self.table_rows.frame[name]):
+                return None
             return tuple(dtype.categories.tolist())
         return None
 
 
 def open_table(data, storage_options: dict | None = None) -> TableInput:
-    """A table (see :func:`is_table`) opened and its parts counted."""
+    """A table (see :func:`is_table`) opened and its parts counted; refused when it has no
+    rows."""
     kind = _frame_kind(data)
     if kind == "polars":
         data, kind = data.to_pandas(), "pandas"
-    if kind == "pandas":
+    if kind in ("pandas", "dask"):
+        shown = f"{kind} DataFrame"
         if not data.columns.map(lambda c: isinstance(c, str)).all():
-            raise InputError("pandas DataFrame: name its columns with strings")
+            raise InputError(f"{shown}: name its columns with strings")
+        if data.columns.duplicated().any():
+            twice = str(data.columns[data.columns.duplicated()][0])
+            raise InputError(f"{shown}: the column name {twice!r} appears "
+                             f"{list(data.columns).count(twice)} times; the columns of a table "
+                             "need distinct names")
+    if kind == "pandas":
         rows = _pandas_rows(data, "pandas DataFrame")
-        return TableInput(rows, dict(rows.frame.dtypes), rows.shown)
+        return _with_rows(TableInput(rows, dict(rows.frame.dtypes), rows.shown))
     if kind == "dask":
         from dask.base import tokenize
 
         rows = _dask_rows(data, "dask DataFrame", "dask DataFrame", tokenize(data), None)
-        return TableInput(rows, dict(data.dtypes), rows.shown)
+        return _with_rows(TableInput(rows, dict(data.dtypes), rows.shown))
     text = os.fspath(data)
     if not is_url(text) and not any(c in text for c in "*?[") and not os.path.exists(text):
         raise InputError(f"{text}: no such file or folder")
@@ -501,4 +691,13 @@ def open_table(data, storage_options: dict | None = None) -> TableInput:
     else:
         rows = _csv_rows(text, storage_options)
         dtypes = dict(rows.frame.dtypes)
-    return TableInput(rows, dtypes, text)
+    return _with_rows(TableInput(rows, dtypes, text))
+
+
+def _with_rows(table: TableInput) -> TableInput:
+    """The table, refused when it has no rows (a CSV file of a header alone: a store of no
+    rows, or a fit of nothing, would follow)."""
+    if table.n == 0:
+        raise InputError(f"{table.label}: the table has no rows (columns: "
+                         f"{', '.join(map(str, table.dtypes)) or 'none'})")
+    return table

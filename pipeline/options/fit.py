@@ -37,7 +37,7 @@ __all__ = ["ALPHA_ESTIMATORS", "ALPHA_GIVEN_OR_ESTIMATED", "CONF_ALPHA", "CONVER
            "PREDICT_STREAM", "ROBUST", "SEVERAL_STORES", "fit_options", "names"]
 
 #: the covariance types of a least-squares fit's coefficients: statsmodels' names
-COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum")
 #: the engines of a fit: an in-order fold, or parallel sums and a prefix scan
 ENGINES = ("sequential", "scan")
 #: the floating-point types of a fit's arithmetic
@@ -86,7 +86,34 @@ CONF_ALPHA = Param("alpha", 0.05, "Level of the confidence intervals: 1 - alpha 
 _ALPHA = CONF_ALPHA.replace(default=None, optional=True, help="Confidence intervals of "
                             "1 - ALPHA coverage (default 0.05). Least squares only.")
 _GROUPS = Param("groups", None, "Group labels of the rows (integers or strings), a variable "
-                "of DATA, for --cov-type cluster.", type=str, optional=True, metavar="VAR")
+                "of DATA, or two comma-separated (A,B: two-way), for --cov-type cluster.",
+                type=str, optional=True, metavar="VAR")
+
+_TIME = Param("time", None, "Time labels of the rows (integers or strings; sorted, they are "
+              "the periods in order), a variable of DATA, for --cov-type hac-groupsum.",
+              type=str, optional=True, metavar="VAR")
+_MAXLAGS = Param("maxlags", None, "Lags of the HAC covariances (HAC, hac-groupsum): rows, or "
+                 "periods.", type=int, ge=0, optional=True, metavar="L")
+_KERNEL = Param("kernel", "bartlett", "Weights of the lags of a HAC covariance: Bartlett's "
+                "1 - l/(L+1) (Newey-West) or uniform.", type=str, choices=("bartlett",
+                                                                           "uniform"))
+_USE_CORRECTION = Param("use_correction", None, "Small-sample factor of a HAC covariance "
+                        "(default as statsmodels: none for HAC, the cluster factor for "
+                        "hac-groupsum).", type=bool, optional=True,
+                        flag="--use-correction/--no-use-correction")
+
+#: --cov-type HAC and hac-groupsum need their lags, hac-groupsum its time labels
+_HAC_RULES = [
+    Rule("cov_type", "HAC", needs={"maxlags": Rule.GIVEN},
+         message="--cov-type HAC needs the number of lags: --maxlags L"),
+    Rule("cov_type", "hac-groupsum", needs={"maxlags": Rule.GIVEN, "time": Rule.GIVEN},
+         message="--cov-type hac-groupsum needs the rows' time labels and the number of "
+                 "lags: --time VAR --maxlags L"),
+    Rule("time", needs={"cov_type": "hac-groupsum"},
+         message="--time VAR goes with --cov-type hac-groupsum"),
+    Rule("time", excludes=("groups",),
+         message="--time VAR (hac-groupsum) does not go with --groups VAR (cluster)"),
+]
 
 #: --cov-type cluster and --groups go together
 _CLUSTER_RULES = [
@@ -126,11 +153,21 @@ FIT = Options(
     Param("cov_type", None, "Covariance of the coefficients (default nonrobust, from the final "
           "state); HC0-HC3 and cluster take one more pass over the rows.", type=str,
           optional=True, choices=COV_TYPES),
-    _GROUPS,
+    _GROUPS, _TIME, _MAXLAGS, _KERNEL, _USE_CORRECTION,
+    Param("window", None, "Also fit every window of N rows (exact at each: QR factors merged, "
+          "none downdated) and store the statistics of RollingOLS as rolling_* along "
+          "'window'. Least squares only.", type=int, gt=0, optional=True, metavar="N"),
+    Param("window_step", 1, "With --window: record a window every N rows.", type=int, gt=0,
+          flag="--window-step", metavar="N"),
+    Param("min_nobs", None, "With --window: the rows of positive weight a window needs "
+          "(default: the number of coefficients).", type=int, gt=0, optional=True,
+          metavar="N"),
     Param("formula", None, "Build the features and targets from the columns of DATA by a "
           "formula ('y ~ a + C(k) + np.log(b) + a:k'; formulaic's syntax) instead of "
           "--x/--y; its intercept is the fit's.", type=str, optional=True, metavar="FORMULA"),
-    rules=[*_CLUSTER_RULES,
+    rules=[*_CLUSTER_RULES, *_HAC_RULES,
+           Rule("min_nobs", needs={"window": Rule.GIVEN},
+                message="--min-nobs N goes with --window N"),
            Rule("formula", excludes=("x", "y"),
                 message="--formula names the features and the targets: leave out --x and "
                         "--y (x=, y=)")],
@@ -140,7 +177,8 @@ FIT = Options(
 #: recursion): no per-store options
 SEVERAL_STORES = FIT.without(
     "group", "x", "y", "sample_dim", "fit_intercept", "continue_from", "first_block_size",
-    "epochs", "shuffle", "seed", "weights", "missing", "alpha", "cov_type", "groups", "formula")
+    "epochs", "shuffle", "seed", "weights", "missing", "alpha", "cov_type", "groups", "time",
+    "maxlags", "kernel", "use_correction", "window", "window_step", "min_nobs", "formula")
 
 #: the options of interleaved KF4LLS' own job besides those of a fit of several stores and
 #: the recursion's parameters; its ``alpha`` (the recursion's mixing weight, given or
@@ -194,11 +232,12 @@ PREDICT_STREAM = Options(
 
 #: a robust covariance of a least-squares fit (:func:`streamlsq.robust_covariance`)
 ROBUST = Options(
-    Param("cov_type", "HC1", "The robust covariance: HC0-HC3, or cluster with --groups.",
-          type=str, choices=COV_TYPES[1:]),
-    _GROUPS,
+    Param("cov_type", "HC1", "The robust covariance: HC0-HC3, cluster with --groups, HAC with "
+          "--maxlags, hac-groupsum with --time and --maxlags.", type=str,
+          choices=COV_TYPES[1:]),
+    _GROUPS, _TIME, _MAXLAGS, _KERNEL, _USE_CORRECTION,
     _ALPHA.replace(help="Confidence intervals of 1 - ALPHA coverage (default 0.05)."),
-    rules=_CLUSTER_RULES,
+    rules=[*_CLUSTER_RULES, *_HAC_RULES],
 )
 
 #: a table written as a stream store (:func:`streamlsq.convert`)

@@ -75,8 +75,8 @@ from streamlsq.kernels.recursions.params import Param
 from streamlsq.runtime.memory import release_pages
 
 __all__ = ["SETTINGS", "check_address", "check_memory_limit", "check_temporary_directory",
-           "cluster_failure", "dask_client", "embedded_workers", "paused_watch",
-           "release_worker_pages", "setting", "spawn_would_rerun_caller"]
+           "cluster_failure", "dask_client", "embedded_worker_environ", "embedded_workers",
+           "paused_watch", "release_worker_pages", "setting", "spawn_would_rerun_caller"]
 
 #: seconds a run may stall on paused workers with nothing executing before it is stopped
 PAUSED_TIMEOUT = 120.0
@@ -92,6 +92,11 @@ STABLE_WORKER = 5.0
 #: bytes of input up to which the embedded cluster runs its workers as threads of this
 #: process (dask config ``streamlsq.in-process-bytes``)
 IN_PROCESS_BYTES = 2**30
+#: distributed's default ``MALLOC_TRIM_THRESHOLD_`` for worker processes
+DISTRIBUTED_TRIM_THRESHOLD = 65536
+#: glibc's allocator settings of the embedded cluster's worker processes, in place of
+#: distributed's default (measured: ``docs/performance.md#allocator``)
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": 64 * 2**20, "MALLOC_TRIM_THRESHOLD_": 128 * 2**20}
 
 
 def _setting_param(name: str, default, help: str, **bounds) -> Param:
@@ -321,18 +326,50 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, dat
             # the worker threads are the parallelism: one BLAS thread each, as distributed
             # gives worker processes (OMP/OPENBLAS/MKL_NUM_THREADS=1), not one per core each
             stack.enter_context(_one_blas_thread())
+        else:
+            # the nanny writes its pre-spawn variables into this process's os.environ
+            # (again at each worker restart); the last callback to run puts it back
+            saved = dict(os.environ)
+            stack.callback(_restore_environ, saved)
         try:
-            cluster = stack.enter_context(LocalCluster(**kwargs))
+            with dask.config.set({"distributed.nanny.pre-spawn-environ":
+                                  embedded_worker_environ()}):
+                cluster = stack.enter_context(LocalCluster(**kwargs))
         except RuntimeError as exc:  # "Cluster failed to start: ..."
             raise ClusterError(f"the embedded Dask cluster could not start ({_first_line(exc)})"
                                "; check the dask config (temporary-directory, ports) or name "
                                "a running scheduler with --scheduler") from None
+        if kind == "processes":  # the workers are up: the caller's process as it was
+            _restore_environ(saved)
         c = stack.enter_context(Client(cluster, set_as_default=False))
         try:
             yield c, True
         finally:
             if kind == "threads":  # the reads kept their pages in this very process
                 release_pages()
+
+
+def embedded_worker_environ() -> dict:
+    """The dask config ``distributed.nanny.pre-spawn-environ`` the embedded cluster's
+    worker processes start with: the config's own (one BLAS thread each, a user's values
+    kept), with glibc's allocator settings of :data:`WORKER_MALLOC` in place of
+    distributed's ``MALLOC_TRIM_THRESHOLD_=65536`` unless the user's config or
+    environment changed it (``docs/performance.md#allocator``)."""
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {})
+    if str(environ.get("MALLOC_TRIM_THRESHOLD_")) == str(DISTRIBUTED_TRIM_THRESHOLD) and \
+            not any(k in os.environ for k in WORKER_MALLOC):
+        environ.update(WORKER_MALLOC)
+    return environ
+
+
+def _restore_environ(saved: dict) -> None:
+    """Put ``os.environ`` back to ``saved``: the variables added since removed, the ones
+    changed or removed set again."""
+    for key in [k for k in os.environ if k not in saved]:
+        del os.environ[key]
+    for key, value in saved.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 @contextlib.contextmanager
@@ -542,7 +579,11 @@ class _PausedWatch(threading.Thread):
         if any(now - t >= stable for t in self._seen.values()):
             self._alive_at = now
             return False
-        return now - self._alive_at >= self.no_workers
+        # A worker first seen at this poll gets one chance to prove itself stable: on a
+        # loaded machine the first poll can come later than the timeout itself, and a
+        # worker that was running all along must not count as none.
+        fresh = any(t == now for t in self._seen.values())
+        return now - self._alive_at >= self.no_workers + (stable if fresh else 0.0)
 
     def run(self):
         since = None

@@ -116,8 +116,9 @@ def _release():
 
 
 def _default_thresholds() -> None:
-    """glibc's mmap threshold, and the trim threshold the process was started with."""
-    _LIBC.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP)
+    """The mmap and trim thresholds the process was started with (glibc's 128 KiB when
+    its environment names none)."""
+    _LIBC.mallopt(_M_MMAP_THRESHOLD, int(os.environ.get("MALLOC_MMAP_THRESHOLD_", _DEFAULT_MMAP)))
     _LIBC.mallopt(_M_TRIM_THRESHOLD, int(os.environ.get("MALLOC_TRIM_THRESHOLD_", _DEFAULT_MMAP)))
 
 

@@ -7,6 +7,8 @@ of seconds (``delay``), and show rows per second.
 from __future__ import annotations
 
 import sys
+import time
+from concurrent.futures import CancelledError
 
 from distributed import Client, as_completed
 from tqdm import tqdm  # the text bar: tqdm.auto warns in notebooks without ipywidgets
@@ -43,7 +45,33 @@ def track_futures(
                 if on_result is not None:
                     on_result(order[fut.key], res)
                 bar.update(res[0] if isinstance(res, tuple) else int(res))
-        except BaseException:
+        except BaseException as exc:
             client.cancel(futures)
+            # a task's own error (not a lost connection, a cancellation or an interrupt):
+            # the cluster is there, and the other tasks may still be running
+            if isinstance(exc, Exception) and not isinstance(
+                    exc, (OSError, TimeoutError, CancelledError)) and client.status == "running":
+                _wait_until_stopped(client, {f.key for f in futures})
             raise
     return results
+
+
+def _executing_keys(dask_worker) -> list:
+    return [ts.key for ts in dask_worker.state.executing]
+
+
+def _wait_until_stopped(client: Client, keys: set, timeout: float = 60.0) -> None:
+    """Wait (up to ``timeout`` seconds) until no worker still runs a task of ``keys``.
+
+    Cancelling a future does not stop a task that a worker is running: it runs to its end
+    and may still write into the run's partial output. The caller removes that output
+    once the error leaves, and a late write would create it again."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.run(_executing_keys)
+        except Exception:  # noqa: BLE001 - the cluster is gone: nothing runs there
+            return
+        if not any(keys & set(v) for v in running.values()):
+            return
+        time.sleep(0.05)

@@ -22,12 +22,14 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
 from streamlsq.io.sources import StreamSource
+from streamlsq.io.stores import DROP_REMEDY
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels.inference.prediction import PREDICTION_COLUMNS, prediction_intervals
 from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.runtime.progress import track_futures
 from streamlsq.stream.fit_inputs import FitInputs
+from streamlsq.stream.layout import intercept_label
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["StreamPrediction", "is_stream_fit", "predict_stream"]
@@ -38,13 +40,29 @@ def is_stream_fit(attrs: dict) -> bool:
     return str(attrs.get("method", "")) in RECURSIONS.stream_methods()
 
 
+#: what a refused NaN in the new rows advises: a prediction has no ``--missing``
+PREDICT_REMEDY = ("remove or impute the missing values, or leave their rows out of DATA: "
+                  "predict gives every row a prediction (it has no --missing)")
+
+
+def _read_new_rows(read, a: int, b: int) -> np.ndarray:
+    """``read(a, b)`` (the new rows' features or targets); a refused NaN advises what
+    predict offers, not a fit's ``--missing drop``."""
+    try:
+        return read(a, b)
+    except InputError as exc:
+        if DROP_REMEDY not in str(exc):
+            raise
+        raise InputError(str(exc).replace(DROP_REMEDY, PREDICT_REMEDY)) from None
+
+
 def _apply_chunk(source: StreamSource, a: int, b: int, W: np.ndarray, store,
                  intervals: dict | None = None):
-    X = source.read_features(a, b)
+    X = _read_new_rows(source.read_features, a, b)
     out = {"yhat": X @ W}
     sums = {"sse": np.zeros(W.shape[1]), "rows": 0}
     if source.y_vars:
-        out["residual"] = source.read_targets(a, b) - out["yhat"]
+        out["residual"] = _read_new_rows(source.read_targets, a, b) - out["yhat"]
         sums = {"sse": (out["residual"]**2).sum(axis=0), "rows": b - a}
     if intervals is not None:  # statsmodels' summary frame: the mean is yhat
         frame = prediction_intervals(X, W, **intervals)
@@ -115,10 +133,11 @@ class FitCoefficients:
     method: str
     labels: list[str]
     target: np.ndarray
+    formula: str | None = None
 
     @property
     def intercept(self) -> bool:
-        return bool(self.labels) and self.labels[0] == "intercept"
+        return bool(self.labels) and self.labels[0] == intercept_label(self.formula)
 
 
 def fit_coefficients(fit: xr.Dataset, step: int | None, shown: str) -> FitCoefficients:
@@ -137,7 +156,8 @@ def fit_coefficients(fit: xr.Dataset, step: int | None, shown: str) -> FitCoeffi
     return FitCoefficients(
         W=np.asarray(coef.transpose("feature", "target").values, dtype=np.float64),
         step=int(coef.step), method=attrs["method"],
-        labels=[str(v) for v in fit.feature.values], target=fit.target.values)
+        labels=[str(v) for v in fit.feature.values], target=fit.target.values,
+        formula=attrs.get("formula") or None)
 
 
 def prediction_uncertainty(fit: xr.Dataset, step: int, alpha: float | None,
@@ -199,6 +219,18 @@ def prediction_columns(source: StreamSource, intervals: bool) -> list[str]:
     targets, the columns of statsmodels' summary frame with intervals."""
     return (["yhat"] + (["residual"] if source.y_vars else [])
             + (list(PREDICTION_COLUMNS) if intervals else []))
+
+
+def predict_chunks(ctx: Context, source, name: str, task) -> list:
+    """Each chunk of ``source`` predicted by one task, ``task(a, b)`` giving the function
+    and its arguments for rows a:b (keys ``name-TAG-i``), with the progress bar; the
+    tasks' results in the chunks' order."""
+    edges = source.chunk_edges()
+    tag = uuid.uuid4().hex[:8]
+    futures = [ctx.client.submit(*task(a, b), key=f"{name}-{tag}-{i}", pure=False)
+               for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
+                                              strict=True))]
+    return track_futures(ctx.client, futures, source.n_rows, "predict", enabled=ctx.progress)
 
 
 @dataclass(eq=False)
@@ -267,15 +299,10 @@ class StreamPrediction(Job):
         dims, columns = [source.sample_dim, "target"], prediction_columns(source, self.intervals)
         if ctx.store is not None:
             create_prediction_arrays(ctx.store, source, columns, coef.target, dims)
-        edges = source.chunk_edges()
-        tag = uuid.uuid4().hex[:8]
         W = ctx.client.scatter(coef.W, broadcast=True)
-        futures = [ctx.client.submit(_apply_chunk, source, a, b, W, ctx.store, self.uncertainty,
-                                     key=f"predict-stream-{tag}-{i}", pure=False)
-                   for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
-                                                  strict=True))]
-        parts = track_futures(ctx.client, futures, source.n_rows, "predict",
-                              enabled=ctx.progress)
+        parts = predict_chunks(ctx, source, "predict-stream",
+                               lambda a, b: (_apply_chunk, source, a, b, W, ctx.store,
+                                             self.uncertainty))
         ds = xr.Dataset(coords={"target": coef.target})
         if ctx.store is None:
             for name in columns:

@@ -45,6 +45,8 @@ from streamlsq.stream.guards import (
     nonfinite_error,
     overflow_error,
     overflow_in_rows,
+    rank_phrase,
+    source_labels,
     subnormal_in_rows,
 )
 from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
@@ -138,7 +140,8 @@ def _singular_block_error(span, part, method, state, X, Y, edges, k, buf_start, 
     sec = part.section
     src = span.sources[sec.source]
     step = part.step_base + k + j + 1
-    rank = f"numerical rank {exc.rank} of {exc.size}" if exc.rank is not None else str(exc)
+    rank = rank_phrase(exc, method, source_labels(src, exc.size or 0),
+                       int(state.get("rows", 0)) + int(edges[j + 1] - edges[j]))
     which = "the first block" if step == 1 else f"block {step}"
     row = sec.storage_row(src, buf_start + int(edges[j]))
     if row is None:
@@ -419,9 +422,10 @@ def summarize_piece(span: BlockSpan, method, record_every, dtype):
     return span.n_rows, summaries
 
 
-def finish_states(method, infos, steps, label, remedy):
+def finish_states(method, infos, steps, label, remedy, source=None):
     """Dask task: the independent solves turning information states into states, and the
-    diagnostics of each (``state_diagnostics``)."""
+    diagnostics of each (``state_diagnostics``); ``source`` names the columns of a
+    singular one."""
     out = []
     for info, step in zip(infos, steps, strict=True):
         try:
@@ -429,9 +433,11 @@ def finish_states(method, infos, steps, label, remedy):
                 out.append(method.finish(info))
         except SingularMatrixError as exc:
             which = "the first block" if step == 1 else f"step {step}"
+            rank = rank_phrase(exc, method, source_labels(source, exc.size or 0),
+                               int(info.get("rows", 0)))
             raise InputError(
-                f"{label}: variable 'X': {which} leaves the normal matrix singular (numerical "
-                f"rank {exc.rank} of {exc.size}); {remedy}"
+                f"{label}: variable 'X': {which} leaves the normal matrix singular ({rank}); "
+                f"{remedy}"
             ) from None
         except ValueError as exc:
             raise InputError(f"{label}: variable 'X': the solve at step {step} failed ({exc}); "
@@ -522,6 +528,7 @@ def run_scan(
             [[int(ends[i]) for i in g] for g in groups],
             [plan.label] * len(groups),
             [plan.remedy] * len(groups),
+            [plan.sources[0]] * len(groups),
             key=[f"solve-{method.name}-{tag}-{j}" for j in range(len(groups))],
             pure=False,
         ))

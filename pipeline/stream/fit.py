@@ -30,8 +30,8 @@ from streamlsq.stream.engines import (
     run_sequential,
     subnormal_coefficients_error,
 )
-from streamlsq.stream.guards import has_subnormal
-from streamlsq.stream.layout import check_trajectory, trajectory_dataset
+from streamlsq.stream.guards import has_subnormal, rank_phrase
+from streamlsq.stream.layout import check_trajectory, coef_labels, trajectory_dataset
 from streamlsq.stream.methods import RECURSIONS, job_class, make_method, params_from_store
 from streamlsq.stream.plans import StreamPlan, plan_fit
 from streamlsq.stream.resume import (
@@ -48,6 +48,7 @@ from streamlsq.stream.stability import add_stability
 from streamlsq.stream.statistics import (
     add_statistics,
     checked_alpha,
+    constant_index,
     statistics_note,
     unavailable,
 )
@@ -83,6 +84,13 @@ def fit_stream(
     alpha: float | None = None,
     cov_type: str | None = None,
     groups: str | None = None,
+    time: str | None = None,
+    maxlags: int | None = None,
+    kernel: str = "bartlett",
+    use_correction: bool | None = None,
+    window: int | None = None,
+    window_step: int = 1,
+    min_nobs: int | None = None,
     formula: str | None = None,
     **options,
 ) -> xr.Dataset:
@@ -174,14 +182,23 @@ def fit_stream(
         least-squares fits (KF4LLS; RLS with ``forgetting=1`` and ``ridge=0``); for a
         recursion that declares a parameter ``alpha`` (interleaved KF4LLS's mixing
         weight), that parameter.
-    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster"} or None
+    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum"} or None
         The covariance of the coefficients (default ``"nonrobust"``, from the final
         state). A robust one needs the final coefficients: one more pass over all rows,
         a parallel chunked reduction (``docs/inference.md``); ``"cluster"`` needs
-        ``groups``.
+        ``groups``, ``"HAC"`` (Newey–West) ``maxlags``, ``"hac-groupsum"``
+        (Driscoll–Kraay) ``time`` and ``maxlags``.
     groups : str or None
         A variable of ``data`` holding the rows' group labels (integers or strings) for
-        ``cov_type="cluster"``.
+        ``cov_type="cluster"``, or two comma-separated (``"firm,year"``: two-way).
+    time, maxlags, kernel, use_correction
+        The time labels of ``cov_type="hac-groupsum"`` (a variable of ``data``); the lags
+        of a HAC covariance (rows, or periods), their weights (``"bartlett"`` or
+        ``"uniform"``) and its small-sample factor (default: statsmodels').
+    window, window_step, min_nobs
+        Also fit every window of ``window`` rows ending every ``window_step`` rows (with at
+        least ``min_nobs`` rows of positive weight), exactly, and store statsmodels'
+        ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least squares).
     formula : str or None
         Build the features and targets from the columns of ``data`` by a formula
         (``"arr_delay ~ dep_delay + C(carrier) + np.log(distance)"``, formulaic's syntax)
@@ -317,7 +334,8 @@ class StreamFit(Job):
         stores = list(self.data) if many else [self.data]
         return [run.open_input("stream", d, self.group, x=self.x, y=self.y,
                                sample_dim=self.sample_dim, fit_intercept=fit_intercept,
-                               weights=self.weights, groups=self.groups, missing=self.missing,
+                               weights=self.weights, missing=self.missing,
+                               groups=self.groups if self.time is None else self.time,
                                formula=self.formula)
                 for d in stores]
 
@@ -365,7 +383,13 @@ class StreamFit(Job):
             from streamlsq.stream.robust import RobustPass
 
             ds = ctx.run_pass(RobustPass(ds, self.sources[0], rec, self.cov_type, alpha,
-                                         self.segment_bytes))
+                                         self.segment_bytes, self.maxlags, self.kernel,
+                                         self.use_correction))
+        if self.window is not None and "statistics_unavailable" not in ds.attrs:
+            from streamlsq.stream.rolling import RollingPass
+
+            ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, self.window_step,
+                                          self.min_nobs, constant_index(ds)))
         return ds
 
     def intercept(self) -> bool | None:
@@ -415,6 +439,8 @@ def check_fit_options(job: StreamFit) -> None:
             job.params[name] = value
         else:
             setattr(job, name, value)
+    if job.formula is not None:  # a formula is data: checked before anything is opened
+        check_formula_intercept(job.method, job.formula)
     if isinstance(job.method, str) and job.method in RECURSIONS:  # its parameters' values
         declaration = RECURSIONS.declaration(job.method)
         for p in declaration.params:
@@ -459,8 +485,8 @@ def check_recursion(job: StreamFit, rec: Recursion) -> None:
         raise InputError(f"{rec.name}: --diagnostics does not go with {weighting[0]}: the "
                          "recursive residuals are those of rows of equal weight")
     why = unavailable(rec, job.epochs)
-    given = [o for o, value in (("--alpha", job.alpha), ("--cov-type", job.cov_type))
-             if value is not None]
+    given = [o for o, value in (("--alpha", job.alpha), ("--cov-type", job.cov_type),
+                                ("--window", job.window)) if value is not None]
     if given and why is not None:
         raise InputError(f"{rec.name}: {given[0]} does not apply: no statistics, as {why}")
 
@@ -496,7 +522,8 @@ def fit_trajectory(job: StreamFit, ctx: Context) -> Trajectory:
         traj = run_sequential(*args, ctx.checkpoint, ctx.progress, job.segment_bytes,
                               initial_state=initial)
     check_trajectory(traj, plan)
-    check_identified(traj, plan, rec)
+    check_identified(traj, plan, rec, weighted=job.weights is not None,
+                     dropping=job.missing == "drop")
     if has_subnormal(traj.coefs):
         raise subnormal_coefficients_error(ctx.client, plan, traj, job.dtype)
     return traj
@@ -512,6 +539,27 @@ def unchanged_result(previous: xr.Dataset, continue_from) -> xr.Dataset:
     return ds
 
 
+#: why a recursion whose intercept is part of its model takes no intercept of the data's
+NO_INTERCEPT = {"basis": "the constant function is one of its basis functions",
+                "centred": "its blocks are centred"}
+
+
+def check_formula_intercept(method, formula: str) -> None:
+    """Check ``formula`` (:func:`~streamlsq.io.formulas.check_formula`: any name, call or
+    attribute outside the declared transforms refused, nothing evaluated), and refuse an
+    intercept in it for a recursion whose model has its own (IRMA's basis, interleaved
+    KF4LLS' centred blocks), naming the formula."""
+    from streamlsq.io.formulas import check_formula, formula_intercept
+
+    check_formula(formula)
+    cls = type(method) if isinstance(method, Recursion) else RECURSIONS.get(method)
+    if cls is not None and cls.intercept_kind in NO_INTERCEPT and \
+            formula_intercept(formula, None):
+        raise InputError(f"{cls.name}: the formula {formula!r} has an intercept (formulas "
+                         f"have one unless '- 1' removes it), but "
+                         f"{NO_INTERCEPT[cls.intercept_kind]}: write '- 1' in the formula")
+
+
 def intercept_options(method, fit_intercept, params: dict) -> tuple[bool, dict]:
     """(whether the reading path prepends a constant column, the recursion's parameters)
     for ``fit_intercept``, as the recursion declares it (``intercept_kind``): the column
@@ -523,9 +571,7 @@ def intercept_options(method, fit_intercept, params: dict) -> tuple[bool, dict]:
     kind = cls.intercept_kind
     if kind in ("basis", "centred"):
         if fit_intercept:
-            why = ("the constant function is one of its basis functions" if kind == "basis"
-                   else "its blocks are centred")
-            raise InputError(f"{cls.name}: --intercept does not apply: {why}")
+            raise InputError(f"{cls.name}: --intercept does not apply: {NO_INTERCEPT[kind]}")
         return False, params
     flag = cls.default_intercept if fit_intercept is None else bool(fit_intercept)
     if kind == "kernel":
@@ -565,21 +611,47 @@ def check_layout(sources, rec: Recursion, dtype) -> None:
         raise InputError(f"{first.label}: {exc}") from None
 
 
-def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion) -> None:
+def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion,
+                     weighted: bool = False, dropping: bool = False) -> None:
     """Refuse a fit whose rows never identify the coefficients (all of them leave the
-    normal matrix singular), naming the rank and the remedy."""
+    normal matrix singular), naming the rank and the remedy; or, when row weights
+    (``weighted``) or dropped rows (``dropping``: ``--missing drop``) leave fewer rows of
+    positive weight than coefficients, saying so."""
     try:
         rec.check_identified(traj.state)
     except SingularMatrixError as exc:
+        few = too_few_rows(traj.state, exc.size, dropping) if weighted or dropping else None
+        if few is not None:
+            raise InputError(f"{plan.label}: variable 'X': {few}: the rows never identify "
+                             "the coefficients") from None
         if plan.n_blocks == 1:
             where = f"variable 'X' chunk 0: the first block (rows 0-{plan.n_rows - 1}) leaves"
         else:
             where = f"variable 'X': its {plan.n_rows} rows (all {plan.n_blocks} blocks) leave"
-        rank = (f"numerical rank {exc.rank} of {exc.size}" if exc.rank is not None
-                else str(exc))
+        labels = list(coef_labels(rec, plan.sources[0], exc.size)) if exc.size else None
+        rank = rank_phrase(exc, rec, labels, plan.n_rows)
         raise InputError(f"{plan.label}: {where} the normal matrix singular ({rank}): the rows "
                          f"never identify the coefficients; {never_identified_remedy(rec)}"
                          ) from None
+
+
+def too_few_rows(state: dict, n_coef: int | None, dropping: bool) -> str | None:
+    """"no rows with positive weight" or "only N rows left after dropping missing values
+    for K coefficients" when the state's count of rows of positive weight (``nobs``, kept
+    by a least-squares fit) is below the coefficients; None otherwise."""
+    if "nobs" not in state or n_coef is None:
+        return None
+    nobs = int(np.asarray(state["nobs"]))
+    if nobs >= n_coef:
+        return None
+    if nobs == 0:
+        return "no rows with positive weight" + (" after dropping missing values"
+                                                 if dropping else "")
+    rows = "row" if nobs == 1 else "rows"
+    if dropping:
+        return (f"only {nobs} {rows} left after dropping missing values for {n_coef} "
+                "coefficients")
+    return f"only {nobs} {rows} with positive weight for {n_coef} coefficients"
 
 
 def never_identified_remedy(rec: Recursion) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from streamlsq.io.formulas import DesignRows
+from streamlsq.io.formulas import DesignRows, check_formula
 from streamlsq.io.sources import StreamSource
 from streamlsq.kernels.recursions.registry import RECURSIONS
 
@@ -89,6 +89,9 @@ class FitInputs:
             params = json.loads(attrs.get("parameters") or "{}")
             intercept = (method is not None and method.intercept_kind == "kernel"
                          and bool(params.get("intercept", True)))
+        formula = attrs.get("formula") or None
+        if formula is not None:  # data, never code: checked before it is used
+            check_formula(formula)
         return cls(
             x_vars=tuple(json.loads(attrs.get("x_variables", '["X"]'))),
             y_vars=tuple(json.loads(attrs.get("y_variables", '["y"]'))),
@@ -97,7 +100,7 @@ class FitInputs:
             missing=attrs.get("missing") or "raise",
             weights=attrs.get("weights_variable") or None,
             groups=attrs.get("groups_variable") or None,
-            formula=attrs.get("formula") or None,
+            formula=formula,
             levels=json.loads(attrs.get("formula_levels") or "{}"),
             contrasts=json.loads(attrs.get("formula_contrasts") or "{}"),
         )

@@ -18,6 +18,7 @@ import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.kernels.limits import largest_safe_magnitude, state_is_finite
+from streamlsq.kernels.linalg import SingularMatrixError, aliased_phrase
 
 __all__ = [
     "NonFiniteSolve",
@@ -28,6 +29,8 @@ __all__ = [
     "nonfinite_error",
     "overflow_error",
     "overflow_in_rows",
+    "rank_phrase",
+    "source_labels",
     "remedy",
     "subnormal_in_buffer",
     "subnormal_in_rows",
@@ -47,6 +50,31 @@ class NonFiniteSolve(InputError):
 
     def __reduce__(self):  # keep the step on the way back from a worker
         return (type(self), (self.label, self.step))
+
+
+def rank_phrase(exc: SingularMatrixError, rec, labels, rows: int | None = None) -> str:
+    """"numerical rank r of k" of a refused design and, when its rows are enough and
+    weigh alike (no forgetting factor), which columns are aliased, by their ``labels``
+    ("column 'one' is aliased with 'intercept'"; the rule of
+    :func:`~streamlsq.kernels.linalg.column_rank`)."""
+    if exc.rank is None:
+        return str(exc)
+    text = f"numerical rank {exc.rank} of {exc.size}"
+    forgetting = rec.get_params().get("forgetting", 1.0)
+    if exc.aliased and forgetting == 1.0 and (rows is None or rows >= exc.size):
+        text += ": " + aliased_phrase(exc.aliased, labels)
+    return text
+
+
+def source_labels(source, n_coef: int) -> list | None:
+    """The labels of the columns a recursion reads from ``source`` (``intercept`` first
+    when the reading path prepends it), or None when they do not number ``n_coef``: what
+    an engine names aliased columns by (the result's own labels are
+    :func:`~streamlsq.stream.layout.coef_labels`, used by the final check)."""
+    if source is None:
+        return None
+    labels = (["intercept"] if source.intercept else []) + [str(f) for f in source.features]
+    return labels if len(labels) == n_coef else None
 
 
 def largest_value(X: np.ndarray, Y: np.ndarray) -> tuple[str, int, float]:

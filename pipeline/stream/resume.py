@@ -83,7 +83,7 @@ class ScanPieces:
             try:
                 self.pieces = [(int(a), int(b)) for a, b in folder.load("pieces")]
             except (TypeError, ValueError) as exc:
-                raise folder.corrupt("entry-pieces.pkl", exc) from None
+                raise folder.corrupt("entry-pieces.npz", exc) from None
 
     def start(self, pieces) -> dict:
         """Fix the cut into pieces; the committed results {piece index: (rows, summaries)}."""

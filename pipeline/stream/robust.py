@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Unpack
 
+import numpy as np
 import xarray as xr
 
 from streamlsq.errors import InputError
@@ -51,34 +52,110 @@ from streamlsq.stream.statistics import (
 __all__ = ["RobustCovariance", "RobustPass", "robust_covariance"]
 
 
-def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type: str):
-    """Dask task: (rows, part) of rows ``start:stop``: the meat of HC0–HC3, or the score
-    sums of the groups of a cluster-robust covariance."""
+def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type: str,
+                 maxlags: int | None = None, kernel: str = "bartlett"):
+    """Dask task: (rows, part) of rows ``start:stop``: the meat of HC0–HC3 or of HAC (whose
+    lags reach back into the ``maxlags`` rows before ``start``, read as its halo), the
+    score sums of the groups of a cluster-robust covariance (one table per grouping of a
+    two-way one: A, B and A∩B), or of the periods of hac-groupsum (with the number of times
+    the time labels decrease, statsmodels' count of panels)."""
     # as the scan engine's pieces: the rows are read and freed inside the block, whose heap
     # keeps their pages for the next piece and gives them back when it ends if the worker
     # is short of memory (without that, a 450 MB worker stayed paused at its limit, holding
     # a piece no other worker would take). The meat's temporaries are a slice's, a few MB
     with fast_large_allocations():
-        X, Y, w = source.read_weighted(start, stop)
-        if cov_type == "cluster":
-            labels = source.read_labels(start, stop)
-            part = inference.cluster_score_sums(X, Y, coef, labels, w)
+        if cov_type == "HAC":
+            halo = min(int(maxlags), start)
+            X, Y, w = source.read_weighted(start - halo, stop)
+            part = inference.hac_meat(X, Y, coef, maxlags, kernel, w, halo)
+        elif cov_type == "hac-groupsum" or (cov_type == "cluster" and "," in source.groups):
+            part = _grouped_scores(source, start, stop, coef, cov_type)
         else:
-            part = inference.hc_meat(X, Y, coef, R, cov_type, w)
-        del X, Y, w
+            X, Y, w = source.read_weighted(start, stop)
+            if cov_type == "cluster":
+                labels = source.read_labels(start, stop)
+                part = inference.cluster_score_sums(X, Y, coef, labels, w)
+            else:
+                try:
+                    part = inference.hc_meat(X, Y, coef, R, cov_type, w)
+                except inference.LeverageOneError as exc:
+                    row = start + exc.row
+                    raise InputError(f"{source.label}: variable 'X' chunk "
+                                     f"{row // source.chunk_rows} row {row} {exc.reason}"
+                                     ) from None
+            del X, Y, w
     return stop - start, part
+
+
+def _group_sums(scores, labels) -> dict:
+    """The sums of the rows' scores (n, k, K) by label, by flox: ``labels`` (sorted) and
+    ``sums`` (G, k, K)."""
+    from flox import groupby_reduce
+
+    n, k, K = scores.shape
+    if n == 0:
+        return {"labels": np.asarray(labels)[:0], "sums": np.zeros((0, k, K))}
+    sums, groups = groupby_reduce(scores.reshape(n, k * K).T, labels, func="sum")
+    return {"labels": np.asarray(groups), "sums": np.ascontiguousarray(sums.T).reshape(-1, k, K)}
+
+
+def _pair_labels(a, b) -> np.ndarray:
+    """One label per row for the intersection of two groupings: the two labels as text,
+    the first preceded by its length (so that no two pairs give the same text)."""
+    text = np.dtypes.StringDType()  # numbers, fixed-width and variable-width strings alike
+    a, b = np.asarray(a).astype(text), np.asarray(b).astype(text)
+    join = np.strings.add
+    return join(join(join(np.strings.str_len(a).astype(text), ":"), a), b)
+
+
+def _grouped_scores(source: StreamSource, start: int, stop: int, coef, cov_type: str) -> dict:
+    """The score sums of a two-way cluster covariance (tables ``a``, ``b``, ``ab``) or of
+    hac-groupsum's periods (table ``periods``, and ``resets``: rows whose time label is
+    below the one before, counted from the row before ``start``)."""
+    X, Y, w = source.read_weighted(start, stop)
+    scores = inference.row_scores(X, Y, coef, w)
+    del X, Y
+    kept = slice(None) if w is None else np.asarray(w) > 0  # a dropped row is in no group
+    columns = [np.asarray(c)[kept] for c in source.read_label_columns(start, stop)]
+    scores = scores[kept]
+    if cov_type == "hac-groupsum":
+        (time,) = columns
+        before = time[:0]
+        if start > 0:  # the row before the piece, if it was kept (a dropped row is skipped)
+            before = source.read_label_columns(start - 1, start)[0]
+            prior = source.read_weighted(start - 1, start)[2]
+            if prior is not None:
+                before = before[np.asarray(prior) > 0]
+        series = np.concatenate([before, time]) if len(before) else time
+        resets = int((series[1:] < series[:-1]).sum())
+        return {"tables": {"periods": _group_sums(scores, time)}, "resets": resets}
+    a, b = columns
+    return {"tables": {"a": _group_sums(scores, a), "b": _group_sums(scores, b),
+                       "ab": _group_sums(scores, _pair_labels(a, b))}, "resets": 0}
 
 
 def _part(result):
     return result[1]
 
 
+def combine_grouped(*parts: dict) -> dict:
+    """Grouped score sums of several pieces, merged table by table by label (in the order
+    of the parts), and their counts of resets added."""
+    tables = {name: inference.merge_score_sums(*(p["tables"][name] for p in parts))
+              for name in parts[0]["tables"]}
+    return {"tables": tables, "resets": sum(int(p["resets"]) for p in parts)}
+
+
 def robust_covariance(result, data, *, cov_type: str = "HC1", groups: str | None = None,
+                      time: str | None = None, maxlags: int | None = None,
+                      kernel: str = "bartlett", use_correction: bool | None = None,
                       alpha: float | None = None, out=None, **run: Unpack[RunOptions]
                       ) -> xr.Dataset:
     """The least-squares fit ``result`` (a store or its Dataset) with the robust
-    covariance ``cov_type`` (``"HC0"``–``"HC3"``, or ``"cluster"`` with the variable of
-    group labels ``groups``) computed from the rows of ``data`` (the store it was fitted
+    covariance ``cov_type`` (``"HC0"``–``"HC3"``; ``"cluster"`` with the variable of
+    group labels ``groups``, or two comma-separated for two-way clusters; ``"HAC"`` with
+    ``maxlags``, ``kernel`` and ``use_correction``; ``"hac-groupsum"`` with the variable of
+    time labels ``time`` as well) computed from the rows of ``data`` (the store it was fitted
     on, read as the fit read it): its statistics replaced by the robust ones, as
     statsmodels' ``fit(cov_type=...)`` gives them. One pass over all the rows.
 
@@ -107,6 +184,10 @@ class RobustCovariance(Job):
     data: Any
     cov_type: str = "HC1"
     groups: str | None = None
+    time: str | None = None
+    maxlags: int | None = None
+    kernel: str = "bartlett"
+    use_correction: bool | None = None
     alpha: float | None = None
     segment_bytes: int | None = None
 
@@ -129,7 +210,8 @@ class RobustCovariance(Job):
         if why is not None or "nobs" not in self.fit:
             reason = why or a.get("statistics_unavailable", "it holds no statistics")
             raise InputError(f"the fit has no robust covariance: {reason}")
-        read = {**FitInputs.from_attrs(a).stream_options(), "groups": self.groups}
+        read = {**FitInputs.from_attrs(a).stream_options(),
+                "groups": self.groups if self.time is None else self.time}
         self.source = run.open_input("stream", self.data, **read)
         if (self.source.n_rows, self.source.n_features) != (int(a["n_rows"]),
                                                             self.fit.sizes["feature"]):
@@ -143,16 +225,19 @@ class RobustCovariance(Job):
 
     def compute(self, ctx: Context) -> xr.Dataset:
         return ctx.run_pass(RobustPass(self.fit, self.source, self.recursion, self.cov_type,
-                                       self.alpha, self.segment_bytes))
+                                       self.alpha, self.segment_bytes, self.maxlags,
+                                       self.kernel, self.use_correction))
 
 
 @dataclass(eq=False)
 class RobustPass(Pass):
     """The pass over the rows of ``source`` that gives the least-squares ``fit`` (fitted by
     ``recursion`` on those rows) the robust covariance ``cov_type`` (its group labels are
-    the source's ``groups``) and the statistics that follow at level ``alpha``; pieces of
-    about ``segment_bytes`` (default: the scan engine's). Its state is the sandwich's meat
-    (and the number of groups); its value the fit with the robust statistics."""
+    the source's ``groups``: two for two-way clusters, the time labels for hac-groupsum)
+    and the statistics that follow at level ``alpha``; pieces of about ``segment_bytes``
+    (default: the scan engine's); a HAC covariance's ``maxlags``, ``kernel`` and
+    ``use_correction``. Its state is the sandwich's meat (three, of A, B and A∩B, for two-way
+    clusters) and the numbers of groups; its value the fit with the robust statistics."""
 
     fit: xr.Dataset
     source: StreamSource
@@ -160,6 +245,9 @@ class RobustPass(Pass):
     cov_type: str
     alpha: float
     segment_bytes: int | None = None
+    maxlags: int | None = None
+    kernel: str = "bartlett"
+    use_correction: bool | None = None
 
     @property
     def name(self) -> str:
@@ -176,11 +264,22 @@ class RobustPass(Pass):
         # a task whose worker was restarted runs again elsewhere (a scattered array lost
         # with its workers cannot be recomputed, and the pass failed)
         futures = [ctx.client.submit(robust_piece, source, plan.edge(K0), plan.edge(K1),
-                                     fac.coef, fac.R, self.cov_type, key=f"robust-{tag}-{i}",
-                                     pure=False)
+                                     fac.coef, fac.R, self.cov_type, self.maxlags, self.kernel,
+                                     key=f"robust-{tag}-{i}", pure=False)
                    for i, (K0, K1) in enumerate(pieces)]
         wait_progress(ctx.client, futures, [plan.edge(K1) - plan.edge(K0) for K0, K1 in pieces],
                       f"covariance {self.cov_type}", unit="rows", enabled=ctx.progress)
+        if self.grouped:
+            root = tree_reduce(ctx.client, futures, combine_grouped, leaf=_part,
+                               name=f"robust-combine-{tag}").result()
+            tables = root["tables"]
+            if self.cov_type == "hac-groupsum":
+                sums = tables["periods"]["sums"]
+                return {"meat": inference.series_hac_meat(sums, self.maxlags, self.kernel),
+                        "n_groups": np.array([len(sums), root["resets"] + 1])}
+            meats = [inference.cluster_meat(tables[name]) for name in ("a", "b", "ab")]
+            return {"meat": np.stack([m for m, _ in meats]),
+                    "n_groups": np.array([g for _, g in meats])}
         cluster = self.cov_type == "cluster"
         combine = inference.merge_score_sums if cluster else inference.combine_meats
         root = tree_reduce(ctx.client, futures, combine, leaf=_part,
@@ -188,17 +287,58 @@ class RobustPass(Pass):
         meat, n_groups = inference.cluster_meat(root) if cluster else (root["meat"], -1)
         return {"meat": meat, "n_groups": n_groups}
 
+    @property
+    def grouped(self) -> bool:
+        """Whether the pieces return grouped score sums of :func:`combine_grouped` (two-way
+        clusters, hac-groupsum)."""
+        return self.cov_type == "hac-groupsum" or (self.cov_type == "cluster"
+                                                   and "," in self.source.groups)
+
+    def description(self) -> str:
+        """Which covariance, in words the summary shows: the kernel and lags of a HAC
+        covariance, the variables of a clustered one."""
+        source = self.source
+        if self.cov_type in ("HAC", "hac-groupsum"):
+            default = self.cov_type == "hac-groupsum"
+            corrected = default if self.use_correction is None else self.use_correction
+            over = f", periods of '{source.groups}'" if self.cov_type == "hac-groupsum" else ""
+            return (f"{self.cov_type} ({self.kernel} kernel, {self.maxlags} lags{over}, "
+                    f"{'with' if corrected else 'without'} small-sample correction)")
+        names = ", ".join(f"'{g.strip()}'" for g in source.groups.split(","))
+        return f"cluster ({'two-way: ' if ',' in source.groups else ''}{names})"
+
     def value(self, state) -> xr.Dataset:
         source = self.source
         cluster = self.cov_type == "cluster"
-        n_groups = int(state["n_groups"]) if cluster else None
-        if cluster and n_groups < 2:
-            raise InputError(f"{source.label}: variable '{source.groups}' holds {n_groups} "
+        n_groups = np.atleast_1d(np.asarray(state["n_groups"]))
+        few = [(name, int(g)) for name, g in zip(source.groups.split(",") if cluster else (),
+                                                 n_groups, strict=False) if g < 2]
+        if few:
+            name, count = few[0]
+            raise InputError(f"{source.label}: variable '{name.strip()}' holds {count} "
                              "group(s): a cluster-robust covariance needs at least 2")
+        if self.cov_type == "hac-groupsum" and n_groups[0] < 2:
+            raise InputError(f"{source.label}: variable '{source.groups}' holds "
+                             f"{int(n_groups[0])} period(s): hac-groupsum needs at least 2")
         fac = result_factor(self.fit, self.recursion)
-        stats = inference.robust_statistics(fac, state["meat"], self.cov_type, n_groups,
-                                            self.alpha, constant_index(self.fit))
+        meat, two_way, panels = state["meat"], None, None
+        if cluster and self.grouped:
+            two_way, meat = inference.two_way_terms(meat, n_groups), None
+        elif self.cov_type == "hac-groupsum":
+            panels = int(n_groups[1])
+        try:
+            stats = inference.robust_statistics(
+                fac, meat, self.cov_type, int(n_groups[0]) if cluster or panels else None,
+                self.alpha, constant_index(self.fit), use_correction=self.use_correction,
+                n_panels=panels, two_way=two_way)
+        except inference.SingularCovarianceError as exc:
+            raise InputError(f"{source.label}: --cov-type {self.cov_type}: {exc}; leave that "
+                             "row (or group) out, or use --cov-type nonrobust") from None
         ds = with_statistics(self.fit.copy(), stats)
         if cluster:
             ds.attrs["groups_variable"] = source.groups
+        if self.cov_type in ("HAC", "hac-groupsum") or self.grouped:
+            ds.attrs["cov_description"] = self.description()
+        if self.cov_type in ("HAC", "hac-groupsum"):
+            ds.attrs.update(maxlags=int(self.maxlags), kernel=self.kernel)
         return ds

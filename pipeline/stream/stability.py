@@ -100,8 +100,10 @@ def add_stability(ds: xr.Dataset) -> xr.Dataset:
 
 def plot_fit(ds: xr.Dataset, path: str | os.PathLike | None = None, target: int = 0):
     """A figure of a stream fit: coefficients against rows seen (with their recursive
-    confidence bands when the fit has statistics) and, for a result with recursive
-    residuals, the CUSUM and CUSUM-of-squares tests with their bounds.
+    confidence bands when the fit has statistics), for a result with recursive
+    residuals the CUSUM and CUSUM-of-squares tests with their bounds, and for a rolling fit
+    (``--window``) the coefficients of the windows against their last row, with their
+    normal bands ψ ± z·bse.
 
     Returns the :class:`matplotlib.figure.Figure`; with ``path``, also writes it (PNG).
 
@@ -119,8 +121,10 @@ def plot_fit(ds: xr.Dataset, path: str | os.PathLike | None = None, target: int 
     from matplotlib.figure import Figure
 
     tests = "cusum" in ds
-    fig = Figure(figsize=(7, 7.5 if tests else 3.2), layout="constrained")
-    axes = fig.subplots(3 if tests else 1, 1, squeeze=False)[:, 0]
+    rolling = "rolling_params" in ds
+    panels = 1 + 2 * tests + rolling
+    fig = Figure(figsize=(7, 0.8 + 2.4 * panels), layout="constrained")
+    axes = fig.subplots(panels, 1, squeeze=False)[:, 0]
     rows = ds.rows_seen.values
     coef = ds.coef.isel(target=target).values
     bands = "recursive_conf_int_lower" in ds
@@ -150,6 +154,29 @@ def plot_fit(ds: xr.Dataset, path: str | os.PathLike | None = None, target: int 
         axes[2].plot(rows, ds.cusum_squares_upper, "k--", lw=0.8)
         axes[2].set(xlabel="rows seen", ylabel="s", title="CUSUM of squares")
         axes[2].legend(fontsize="small")
+    if rolling:
+        _plot_windows(axes[-1], ds, target)
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig
+
+
+def _plot_windows(ax, ds: xr.Dataset, target: int) -> None:
+    """The rolling windows' coefficients against the windows' last rows, with the bands
+    ψ ± z_{1−α/2}·bse of each window."""
+    from streamlsq.kernels.inference.classical import critical_value
+
+    alpha = ds.attrs.get("conf_int_alpha", 0.05)
+    z = critical_value(alpha, None, False)
+    ends = ds.window_end.values + 1
+    params = ds.rolling_params.isel(target=target).values
+    bse = ds.rolling_bse.isel(target=target).values
+    for j in range(params.shape[1]):
+        line, = ax.plot(ends, params[:, j], lw=1, label=str(ds.feature.values[j]))
+        ax.fill_between(ends, params[:, j] - z * bse[:, j], params[:, j] + z * bse[:, j],
+                        color=line.get_color(), alpha=0.2, lw=0)
+    ax.set(xlabel="last row of the window", ylabel="coefficient",
+           title=f"windows of {ds.attrs.get('rolling_window')} rows (target {target}, "
+                 f"{100 * (1 - alpha):g}% bands)")
+    if params.shape[1] <= 10:
+        ax.legend(fontsize="small", ncol=2)

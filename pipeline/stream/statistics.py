@@ -51,7 +51,7 @@ RECURSIVE_BANDS = ("recursive_bse", "recursive_conf_int_lower", "recursive_conf_
 #: the attributes the statistics set (removed when they are computed again)
 STATISTICS_ATTRS = ("cov_type", "use_t", "conf_int_alpha", "k_constant", "rows_dropped",
                     "n_groups", "df_resid_inference", "undefined_statistics",
-                    "statistics_unavailable")
+                    "statistics_unavailable", "cov_description", "maxlags", "kernel")
 _DIMS = {"coef": "feature", "coef2": "feature2", "target": "target"}
 
 
@@ -237,14 +237,19 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
     for name in ("nobs", "df_model", "df_resid", "rsquared", "rsquared_adj", "fvalue",
                  "f_pvalue", "llf", "aic", "bic", "scale", "ssr"):
         if name in ds:
-            value = ds[name].sel(target=label).item()
+            value = ds[name].sel(target=label).values.item()  # a lazy array too
             out[name] = int(value) if name == "nobs" else float(value)
     out.update({"rows_dropped": int(a.get("rows_dropped", 0)),
-                "cov_type": a.get("cov_type", "nonrobust"),
+                "cov_type": a.get("cov_description", a.get("cov_type", "nonrobust")),
                 "digits_trusted": a.get("digits_trusted")})
     for key in ("identified_from_row", "n_groups", "undefined_statistics"):
         if key in a:
             out[key] = a[key]
+    if a.get("model") == "glm":  # a generalised linear model's own (statsmodels' GLM summary)
+        out.update({"family": a["family"], "link": a["link"],
+                    "iterations": int(a["iterations"]), "converged": bool(a["converged"])})
+        for name in ("deviance", "null_deviance", "pearson_chi2"):
+            out[name] = float(ds[name].sel(target=label).item())
     return out
 
 
@@ -288,7 +293,7 @@ def wald_test(result, constraints, q=None, *, target=None) -> WaldTest:
         R = np.atleast_2d(np.asarray(constraints, np.float64))
         q = np.zeros(R.shape[0]) if q is None else np.asarray(q, np.float64)
     df_denom = float(ds.attrs.get("df_resid_inference",
-                                  ds.df_resid.sel(target=label).item()))
+                                  ds.df_resid.sel(target=label).values.item()))
     try:
         return wald_f_test(ds.coef.isel(step=-1).sel(target=label).values,
                            ds.cov_params.sel(target=label).values, R, q, df_denom)

@@ -26,10 +26,8 @@ the study is published.
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import json
 import os
-import pickle
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +38,7 @@ import pandas as pd
 
 from streamlsq import __version__
 from streamlsq.errors import InputError, checked
-from streamlsq.io.checkpoint import EntryCheckpoint, fingerprint_digest
+from streamlsq.io.checkpoint import EntryCheckpoint, data_digest, fingerprint_digest
 from streamlsq.io.outputs import OwnedTemporary, publish, reclaim_leftovers
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels.recursions.params import Param
@@ -195,8 +193,7 @@ def run_batches(fn: Callable, batches: Sequence[tuple], sizes: Sequence[int], de
 def _batch_name(desc: str, i: int, fn, args) -> str:
     """A checkpoint entry name for batch ``i``: a resumed run reuses it only for the very
     same function and arguments."""
-    digest = hashlib.sha256(pickle.dumps((getattr(fn, "__qualname__", str(fn)), args),
-                                         protocol=4)).hexdigest()[:16]
+    digest = data_digest((getattr(fn, "__qualname__", str(fn)), args))[:16]
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in desc)
     return f"batch-{safe}-{i:05d}-{digest}"
 

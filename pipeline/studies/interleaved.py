@@ -11,6 +11,7 @@ units of D and the expected shape), ``figure1.png`` and ``summary.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -38,7 +39,8 @@ def _figure1_batch(params, seed: int, index: int, n_iter: int):
     from streamlsq.kernels.studies.interleaved import figure1_sums
 
     rng = np.random.default_rng([seed, _TAG_ITERATIONS, index])
-    return n_iter, figure1_sums(rng, n_iter, params, batch_size=n_iter)
+    # the sums' fields, data (a checkpoint commits the batch as it arrives)
+    return n_iter, dataclasses.asdict(figure1_sums(rng, n_iter, params, batch_size=n_iter))
 
 
 def _parameters(seed, alpha, steps, block_rows, features):
@@ -69,7 +71,11 @@ def interleaved_curves(
     The parameters come from ``default_rng([seed, tag])``; batch i of
     :data:`BATCH_ITERATIONS` iterations from ``default_rng([seed, tag', i])``.
     """
-    from streamlsq.kernels.studies.interleaved import combine_figure1_sums, figure1_curves
+    from streamlsq.kernels.studies.interleaved import (
+        Figure1Sums,
+        combine_figure1_sums,
+        figure1_curves,
+    )
 
     seed = common.check_seed(seed)
     iterations = common.check_option("interleaved", "iterations", iterations)
@@ -81,7 +87,7 @@ def interleaved_curves(
         desc="interleaved", unit="iterations", client=client, scheduler=scheduler,
         progress=progress,
     )
-    return params, figure1_curves(combine_figure1_sums(sums), params)
+    return params, figure1_curves(combine_figure1_sums(Figure1Sums(**s) for s in sums), params)
 
 
 def figure1_table(params, curves) -> pd.DataFrame:

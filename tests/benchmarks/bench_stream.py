@@ -9,18 +9,20 @@ prints rows/s (median and spread min–max), the ratio of each run to the work f
 same round (median and spread), and the relative error of the final coefficients
 against ``numpy.linalg.lstsq`` of the same rows (the error floor).
 
-**The work floor** is the least any exact fit can cost here: every chunk of X and y read
-and decoded by the cluster's worker processes in parallel (one Dask task per chunk: no
-arithmetic), plus XᵀX of every chunk (what the normal equations add, the cheapest exact
-summary) on one thread, divided over the workers:
+**The work floor** is the least any exact fit can cost here, measured without Dask and
+without streamlsq: ``--workers`` plain processes (spawned before any cluster, one BLAS
+thread each, the allocator as a fresh process has it) read and decode alternate chunks of
+X and y with zarr alone, in parallel; then the same processes compute XᵀX of each of their
+chunks (what the normal equations add, the cheapest exact summary) on one thread each:
 
-    seconds per row = 1 / (decode rows/s, all workers) + 1 / (workers × XᵀX rows/s, one thread)
+    seconds per row = 1 / (decode rows/s, all processes) + 1 / (workers × XᵀX rows/s, one thread)
 
 The runs:
 
-- the floors: decoding in parallel, decoding in order (one Dask task reading every chunk
-  in turn), XᵀX of every chunk on one thread (in this process, one BLAS thread), and the
-  work floor from them;
+- the floors: decoding in parallel in the plain processes and XᵀX of every chunk on one
+  thread (the work floor from them); beside them, what the Dask workers lose: decoding on
+  the Dask workers in parallel (one task per chunk) and in order (one task reading every
+  chunk in turn);
 - streamlsq KF4LLS from the store: ``sequential`` and ``scan`` engines × ``qr`` and
   ``normal`` solvers (``fit_stream`` on the warm cluster);
 - the scan engine and the decoding floor on a second cluster of **one** worker
@@ -55,11 +57,74 @@ from pathlib import Path
 
 import numpy as np
 from distributed import Client, LocalCluster
-from threadpoolctl import threadpool_limits
 
 from streamlsq import fit_stream, open_stream, simulate_stream
 from streamlsq.io.stores import cached_array
 from streamlsq.runtime.memory import fast_large_allocations
+
+
+def _floor_part(path, part, parts, gram):
+    """In a plain process: read and decode chunks ``part``, ``part + parts``, … of X and y
+    with zarr alone (``gram``: XᵀX of each chunk of X instead, only the product timed);
+    return the seconds spent and the process's CPU seconds meanwhile."""
+    import zarr
+
+    g = zarr.open_group(str(path), mode="r")
+    X, y = g["X"], g["y"]
+    n, c = X.shape[0], X.chunks[0]
+    seconds = cpu = 0.0
+    for a in range(0, n, c)[part::parts]:
+        if gram:  # only the product is timed; one chunk in memory at a time
+            block = X[a:a + c]
+        c0, t0 = _cpu_seconds(), time.perf_counter()
+        if gram:
+            block.T @ block
+        else:
+            X[a:a + c]
+            y[a:a + c]
+        seconds += time.perf_counter() - t0
+        cpu += _cpu_seconds() - c0
+    return seconds, cpu
+
+
+class FloorPool:
+    """``workers`` plain spawned processes, started with one BLAS thread each and without
+    the variables a Dask nanny sets (``MALLOC_*``), before any cluster exists."""
+
+    def __init__(self, workers: int):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        saved = dict(os.environ)
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[name] = "1"
+        for name in [k for k in os.environ if k.startswith("MALLOC_")]:
+            del os.environ[name]
+        self.workers = workers
+        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        try:  # every process spawned now, with this environment
+            list(self.pool.map(time.sleep, [0.5] * workers))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def _map(self, store, gram):
+        parts = [(store, p, self.workers, gram) for p in range(self.workers)]
+        return list(self.pool.map(_floor_part, *zip(*parts, strict=True)))
+
+    def decode(self, store):
+        """Wall seconds of the processes decoding every chunk in parallel, CPU seconds."""
+        t = time.perf_counter()
+        cpu = sum(c for _, c in self._map(store, False))
+        return time.perf_counter() - t, cpu
+
+    def xtx(self, store):
+        """Seconds of XᵀX of every chunk on one thread (the processes' sum), CPU seconds."""
+        out = self._map(store, True)
+        return sum(s for s, _ in out), sum(c for _, c in out)
+
+    def close(self):
+        self.pool.shutdown()
 
 
 def _read_chunk(source, a, b):
@@ -123,10 +188,12 @@ class Bench:
     def __init__(self):
         self.runs: dict[str, dict] = {}
 
-    def add(self, name, rows, fn, ref=None, note="", group="streamlsq", cpu=None):
+    def add(self, name, rows, fn, ref=None, note="", group="streamlsq", cpu=None,
+            timed=False):
+        """``timed``: ``fn`` measures itself and returns (seconds, CPU seconds)."""
         self.runs[name] = {"rows": rows, "fn": fn, "ref": ref, "note": note, "group": group,
                            "seconds": [], "cpu_seconds": [], "coef_rel_error": None,
-                           "cpu": cpu}
+                           "cpu": cpu, "timed": timed}
 
     def run(self, repeat):
         for name, r in self.runs.items():  # warm up: numba caches, first opens
@@ -138,6 +205,11 @@ class Bench:
         for _ in range(repeat):
             for r in self.runs.values():
                 if "failed" in r:
+                    continue
+                if r["timed"]:
+                    seconds, cpu_seconds = r["fn"]()
+                    r["seconds"].append(seconds)
+                    r["cpu_seconds"].append(cpu_seconds)
                     continue
                 c = r["cpu"]() if r["cpu"] else None
                 t = time.perf_counter()
@@ -157,15 +229,9 @@ def fit_coef(ds):
     return ds.coef.values[-1, :, 0]
 
 
-DECODE = "decode, workers in parallel"
+DECODE = "decode, plain processes (no Dask)"
 XTX = "XᵀX of every chunk, one thread"
-
-
-def xtx_of_chunks(chunks) -> None:
-    """XᵀX of every chunk in memory, on one BLAS thread (the normal equations' arithmetic)."""
-    with threadpool_limits(1):
-        for X in chunks:
-            X.T @ X
+DASK_DECODE = "decode, Dask workers in parallel"
 
 
 def main() -> None:
@@ -184,8 +250,8 @@ def main() -> None:
     p.add_argument("--one-worker", action=argparse.BooleanOptionalAction, default=True,
                    help="also run the scan engine and the decoding floor on one worker")
     p.add_argument("--max-memory-gb", type=float, default=4.0,
-                   help="in-memory runs (and XᵀX of every chunk) only when X fits in this; "
-                   "else XᵀX of the chunks that fit")
+                   help="the in-memory runs (numpy lstsq, the per-row peers and the "
+                   "coefficients' reference) only when X fits in this")
     p.add_argument("--runs", default=None,
                    help="comma-separated parts of the names of the runs to keep besides the "
                    "floors (e.g. 'scan qr,scan normal')")
@@ -196,6 +262,7 @@ def main() -> None:
 
     kw = dict(threads_per_worker=1, memory_limit=args.memory_limit, dashboard_address=":0",
               silence_logs=logging.ERROR)
+    floor_pool = FloorPool(args.workers)  # before any nanny writes into os.environ
     with tempfile.TemporaryDirectory(dir=".") as tmp, \
             LocalCluster(n_workers=args.workers, **kw) as cluster, Client(cluster) as client:
         one = None
@@ -220,23 +287,16 @@ def main() -> None:
         ref = None
         X = y = None
         in_memory = n * q * 8 / 1e9 <= args.max_memory_gb
-        edges = source.chunk_edges()
-        fit = max(1, min(len(edges) - 1, int(args.max_memory_gb * 1e9 // (
-            source.chunk_rows * q * 8))))
         if in_memory:
             X = np.asarray(cached_array(str(store), None, "X")[:])
             y = np.asarray(cached_array(str(store), None, "y")[:])[:, 0]
             ref = np.linalg.lstsq(X, y, rcond=None)[0]
-            chunks = [X[a:b] for a, b in zip(edges[:-1], edges[1:], strict=True)]
-        else:
-            chunks = [np.asarray(source.array("X")[int(a):int(b)])
-                      for a, b in zip(edges[:fit], edges[1:fit + 1], strict=True)]
 
         b = Bench()
         cpu = cpu_meter(client)
-        b.add(DECODE, n, lambda: raw_read(client, source), group="floor", cpu=cpu)
-        b.add(XTX, sum(len(c) for c in chunks), lambda: xtx_of_chunks(chunks), group="floor",
-              cpu=_cpu_seconds)
+        b.add(DECODE, n, lambda: floor_pool.decode(store), group="floor", timed=True)
+        b.add(XTX, n, lambda: floor_pool.xtx(store), group="floor", timed=True)
+        b.add(DASK_DECODE, n, lambda: raw_read(client, source), group="floor", cpu=cpu)
         b.add("decode, in order (one Dask task)", n, lambda: raw_read_in_order(client, source),
               group="floor", cpu=cpu)
         for engine in ("sequential", "scan"):
@@ -267,6 +327,7 @@ def main() -> None:
         if one is not None:
             one.close()
             one_cluster.close()
+    floor_pool.close()
 
     report(b, n, args, (load_before, load), gb, codec)
 
@@ -392,7 +453,7 @@ def report(b, n, args, loads, gb, codec):
           f"{after[1]:.2f} {after[2]:.2f}; rows/s median (spread min-max); / work floor: "
           "the ratio to the floor of the same round, median (min-max)\n")
     print(f"work floor {fl:.3e} rows/s ({floor.min():.3g}-{floor.max():.3g}): decoding "
-          f"{b.rate(DECODE):.3e} rows/s on {args.workers} workers + XᵀX {b.rate(XTX):.3e} "
+          f"{b.rate(DECODE):.3e} rows/s on {args.workers} plain processes + XᵀX {b.rate(XTX):.3e} "
           "rows/s per thread\n")
     floor_cpu = cpu_per_row(b.runs[DECODE]) + cpu_per_row(b.runs[XTX])
     print(f"work floor in CPU: {1e6 * floor_cpu:.3f} µs per row (decoding "
@@ -430,7 +491,7 @@ def report(b, n, args, loads, gb, codec):
     if "KF4LLS scan qr, 1 worker" in b.runs:
         summary["scan qr: 2 workers / 1 worker"] = (b.rate("KF4LLS scan qr")
                                                     / b.rate("KF4LLS scan qr, 1 worker"))
-        summary["decoding: 2 workers / 1 worker"] = (b.rate(DECODE)
+        summary["decoding: 2 workers / 1 worker"] = (b.rate(DASK_DECODE)
                                                      / b.rate("decode, 1 worker"))
     if summary:
         print("\nratios (medians of the same run):")

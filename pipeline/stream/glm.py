@@ -1,0 +1,456 @@
+"""Generalised linear models over stream stores and tables: :func:`fit_glm` and its job.
+
+An IRLS fit is a loop of passes of the run over the rows (:class:`GLMPass`, each one a
+parallel map over pieces of whole chunks and a fixed-order tree reduction, as the robust
+covariance's pass): a first pass for the response's mean and support, then one pass per
+iteration giving at the current coefficients the deviance and the exact summary of the
+next weighted least-squares step (:func:`streamlsq.kernels.glm.irls_sums`), and a last
+pass for the log-likelihood and the null deviance at the final coefficients. With
+``--checkpoint`` every pass is committed as a step of the run, so that ``--resume`` takes
+up the loop after the last iteration finished. The loop itself, its convergence criterion
+and the statistics are the kernels' (:mod:`streamlsq.kernels.glm`), statsmodels' ``GLM``
+definitions (``docs/glm.md``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import xarray as xr
+
+from streamlsq.errors import InputError
+from streamlsq.io.sources import StreamSource
+from streamlsq.jobs import Context, Job, Pass, Run
+from streamlsq.kernels import glm as kernels
+from streamlsq.kernels.glm.irls import run_irls
+from streamlsq.kernels.linalg import SingularMatrixError
+from streamlsq.kernels.recursions.contract import BlockGrid
+from streamlsq.options import Options
+from streamlsq.options.glm import GLM
+from streamlsq.runtime.reduce import tree_reduce, wait_progress
+from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
+from streamlsq.stream.fit_inputs import FitInputs
+from streamlsq.stream.plans import StreamPlan, plan_segments
+
+__all__ = ["GLMFit", "GLMPass", "fit_glm"]
+
+#: the per-row variables besides the features, the response and the variance weights
+AUX = ("offset", "exposure", "freq_weights", "trials")
+#: the statistics of a GLM fit given per coefficient (statsmodels' GLMResults names)
+PER_COEF = ("bse", "tvalues", "pvalues", "conf_int_lower", "conf_int_upper")
+
+
+def fit_glm(data, *, out=None, family: str = "gaussian", link: str | None = None,
+            group: str | None = None, x=None, y=None, sample_dim: str | None = None,
+            fit_intercept: bool | None = None, formula: str | None = None,
+            weights: str | None = None, freq_weights: str | None = None,
+            offset: str | None = None, exposure: str | None = None,
+            trials: str | None = None, missing: str = "raise", alpha: float | None = None,
+            cov_type: str | None = None, groups: str | None = None,
+            nb_alpha: float | None = None,
+            var_power: float | None = None, tol: float = 1e-8, maxiter: int = 100,
+            solver: str = "qr", allow_nonconverged: bool = False,
+            segment_bytes: int | None = None, **run) -> xr.Dataset:
+    """A generalised linear model fitted to the rows of ``data`` by exact IRLS, one pass
+    over the rows per iteration, as statsmodels' ``GLM(...).fit()``.
+
+    Parameters
+    ----------
+    data
+        A stream store, a Dataset or a table (Parquet, CSV, a DataFrame), as
+        :func:`~streamlsq.fit_stream` reads them (``group``, ``x``, ``y``, ``sample_dim``,
+        ``fit_intercept``, ``formula``, ``missing``: the same meaning).
+    family, link : str
+        The family (``gaussian``, ``binomial``, ``poisson``, ``gamma``,
+        ``inverse_gaussian``, ``negative_binomial`` with ``nb_alpha``, ``tweedie`` with
+        ``var_power``) and its link (default: the family's, as statsmodels').
+    weights, freq_weights : str or None
+        Variables of ``data``: statsmodels' ``var_weights`` and ``freq_weights``.
+    offset, exposure : str or None
+        Variables of ``data``: added to the linear predictor (exposure as its logarithm).
+    trials : str or None
+        A binomial response counted out of this variable's number of trials.
+    alpha : float or None
+        Confidence intervals of 1 − ``alpha`` coverage (default 0.05).
+    cov_type, groups : str or None
+        The covariance of the coefficients: ``nonrobust`` (default), ``HC0``–``HC3`` (the
+        sandwich of statsmodels' GLM, which gives HC0 for each of them), or ``cluster``
+        with the rows' group labels ``groups`` (CRV1): one more pass over the rows.
+    tol, maxiter : float, int
+        Convergence as statsmodels' (the change of the scaled deviance), at most
+        ``maxiter`` iterations.
+    solver : {"qr", "normal"}
+        Each step from the exact QR factor of the weighted rows or the normal equations.
+    allow_nonconverged : bool
+        Publish a fit that did not converge, or whose coefficients run off (separation),
+        marked ``converged=False`` (by default such a fit is refused and nothing written).
+    **run
+        The run's options (:class:`streamlsq.jobs.RunOptions`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Laid out as a linear fit's result: ``coef (step, feature, target)`` (one step),
+        labelled by term, and statsmodels' ``GLMResults`` statistics beside it, with
+        ``deviance_history (iteration)`` and the attributes ``family``, ``link``,
+        ``iterations``, ``converged``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, streamlsq
+    >>> rng = np.random.default_rng(0)
+    >>> frame = pd.DataFrame({"x": rng.standard_normal(500)})
+    >>> frame["y"] = rng.poisson(np.exp(0.5 + 0.3 * frame.x)).astype(float)
+    >>> fit = streamlsq.fit_glm(frame, formula="y ~ x", family="poisson")
+    >>> fit.coef.isel(step=-1, target=0).round(2).values.tolist(), fit.attrs["converged"]
+    ([0.44, 0.3], True)
+    """
+    given = {name: value for name, value in locals().items() if name in GLM}
+    runner, rest = Run.split(out, run)
+    if rest:
+        raise TypeError(f"fit_glm takes no option {sorted(rest)[0]!r}")
+    return runner.execute(GLMFit(data, **given))
+
+
+class GLMFit(Job):
+    """A GLM fitted by IRLS over the rows of one input (:func:`fit_glm` says what each
+    option means)."""
+
+    options: ClassVar[Options] = GLM
+    checkpoint_kind: ClassVar[str] = "glm"
+    name = "glm"
+
+    def __init__(self, data, **options):
+        self.data = data
+        unknown = sorted(set(options) - set(GLM.names))
+        if unknown:
+            raise TypeError(f"GLMFit takes no option {unknown[0]!r}")
+        for p in GLM:
+            setattr(self, p.name, options.get(p.name, p.default))
+
+    def check(self) -> None:
+        self.spec = kernels.GLMSpec(self.family, self.link, self.nb_alpha, self.var_power,
+                                    self.solver)
+        try:
+            self.spec.fam.link(self.link)  # refuses a link the family does not take
+        except ValueError as exc:
+            raise InputError(f"--link: {exc}") from None
+        if self.groups is not None and "," in self.groups:
+            raise InputError(f"--groups {self.groups}: a GLM's cluster-robust covariance takes "
+                             "one group variable (two-way clusters are least squares' only)")
+
+    def intercept(self) -> bool:
+        if self.formula is None:
+            return bool(self.fit_intercept)
+        from streamlsq.io.formulas import formula_intercept
+
+        return formula_intercept(self.formula, self.fit_intercept)
+
+    def open(self, run: Run) -> list:
+        self.source = run.open_input(
+            "stream", self.data, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
+            fit_intercept=self.intercept(), weights=self.weights, groups=self.groups,
+            missing=self.missing, formula=self.formula)
+        if self.source.n_targets != 1:
+            raise InputError(f"{self.source.label}: a GLM has one response, got "
+                             f"{self.source.n_targets} target columns")
+        self.aux_names = {k: getattr(self, k) for k in AUX if getattr(self, k) is not None}
+        self.aux = None
+        if self.aux_names:
+            self.aux = run.open_input("stream", self.data, self.group,
+                                      x=list(self.aux_names.values()), y=(), targets=False,
+                                      sample_dim=self.source.sample_dim,
+                                      missing=self.missing)
+            if self.aux.n_rows != self.source.n_rows:
+                raise InputError(f"{self.source.label}: the variables "
+                                 f"{list(self.aux_names.values())} have {self.aux.n_rows} "
+                                 f"rows, the response {self.source.n_rows}")
+        return [self.source]
+
+    def fingerprint(self) -> dict:
+        return {"job": "glm", "selection": self.source.selection(),
+                "options": {k: getattr(self, k) for k in GLM.names
+                            if k not in ("allow_nonconverged",)},
+                "n_rows": self.source.n_rows, "chunk_rows": self.source.chunk_rows}
+
+    def parameters(self) -> dict:
+        return {"family": self.family, "link": self.spec.lnk.name, "nb_alpha": self.nb_alpha,
+                "var_power": self.var_power, "tol": self.tol, "maxiter": self.maxiter,
+                "solver": self.solver}
+
+    def new_checkpoint(self, directory, fingerprint, resume, inputs):
+        from streamlsq.io.checkpoint import EntryCheckpoint
+
+        return EntryCheckpoint(directory, fingerprint, resume=resume, inputs=inputs,
+                               variables=(), kind="glm")
+
+    def compute(self, ctx: Context) -> xr.Dataset:
+        return GLMLoop(self, ctx).result()
+
+
+@dataclass
+class GLMLoop:
+    """The passes of one fit, in order, and the result they give."""
+
+    job: GLMFit
+    ctx: Context
+    n_groups: int | None = None
+
+    def run(self, kind: str, name: str, **kw) -> dict:
+        return self.ctx.run_pass(GLMPass(self.job.source, self.job.aux, self.job.aux_names,
+                                         self.job.spec, kind, name, kw,
+                                         self.job.segment_bytes))
+
+    def result(self) -> xr.Dataset:
+        job = self.job
+        spec, fam = job.spec, job.spec.fam
+        mean = self.run("mean", "glm-mean")
+        rows = int(mean["rows"])
+        if rows == 0:
+            raise InputError(f"{job.source.label}: no row left to fit (every row dropped)")
+        ybar = float(mean["sum_y"]) / rows
+        p = job.source.n_features
+        wnobs = float(mean["wnobs"])
+        df_model, df_resid = p - 1, wnobs - p
+        if df_resid <= 0:
+            raise InputError(f"{job.source.label}: {rows} rows for {p} coefficients: a GLM "
+                             "needs more rows than coefficients")
+        counter = iter(range(10**9))
+
+        def step(coef, null=False):
+            i = next(counter)
+            return self.run("irls", f"glm-irls-{i}" + ("-null" if null else ""),
+                            coef=coef, ybar=ybar, null=null)
+
+        try:
+            fit = run_irls(spec, step, df_resid=df_resid, tol=job.tol, maxiter=job.maxiter)
+        except SingularMatrixError as exc:
+            raise InputError(f"{job.source.label}: the weighted columns of the design are "
+                             f"collinear ({exc}): remove collinear or constant columns"
+                             ) from None
+        last = fit.last
+        scale = float(last["x2"]) / df_resid if fam.scale_estimated else 1.0
+        problem = self.problem(fit, last)
+        if problem is not None and not job.allow_nonconverged:
+            raise InputError(f"{job.source.label}: {problem}")
+        null_kw: dict[str, Any] = {"null_mean": float(mean["wsum_y"]) / float(mean["wsum"])}
+        if job.offset is not None or job.exposure is not None:
+            counter = iter(range(10**9))
+            start = np.array([float(spec.lnk.link(np.array(ybar)))])
+            null = run_irls(spec, lambda c: step(c, True), df_resid=wnobs - 1, tol=job.tol,
+                            maxiter=job.maxiter, start=start)
+            null_kw = {"null_coef": float(null.coef[0])}
+        llf_scale = scale
+        if spec.family == "gaussian" and spec.lnk.name == "identity":
+            llf_scale = float(last["rss"]) / wnobs  # statsmodels' concentrated likelihood
+        final = self.run("final", "glm-final", coef=fit.coef, scale=llf_scale, **null_kw)
+        llf = final.get("llf")
+        cov, self.n_groups = None, None
+        if job.cov_type not in (None, "nonrobust"):
+            robust = self.run("robust", f"glm-robust-{job.cov_type}", coef=fit.coef,
+                              scale=scale, cov_type=job.cov_type)
+            cov = robust["cov"]
+            if job.cov_type == "cluster":
+                self.n_groups = int(robust["n_groups"])
+                if self.n_groups < 2:
+                    raise InputError(f"{job.source.label}: variable '{job.groups}' holds "
+                                     f"{self.n_groups} group(s): a cluster-robust covariance "
+                                     "needs at least 2")
+        stats = kernels.glm_statistics(fit.coef, fit.normalized_cov, scale,
+                                       df_model=df_model, df_resid=df_resid, wnobs=wnobs,
+                                       llf=None if llf is None else float(llf),
+                                       alpha=0.05 if job.alpha is None else job.alpha,
+                                       cov=cov)
+        values = {"nobs": wnobs, "df_model": df_model, "df_resid": df_resid,
+                  "deviance": float(last["deviance"]),
+                  "null_deviance": float(final["null_deviance"]),
+                  "pearson_chi2": float(last["pearson_chi2"]), "scale": scale}
+        if llf is not None:
+            values.update(llf=float(llf), aic=stats["aic"], bic=stats["bic"])
+        return self.dataset(fit, stats, values, rows, problem)
+
+    def problem(self, fit, last) -> str | None:
+        """Why the fit is not to be published as it is (None: it is)."""
+        job = self.job
+        if job.spec.family == "binomial" and float(last["max_resid"]) <= 1e-8:
+            return ("perfect separation: the fitted probabilities equal the response on every "
+                    "row, the coefficients are not identified; remove the separating "
+                    "variable(s), or --allow-nonconverged to publish it marked")
+        if int(last["boundary"]) > 0:
+            return (f"quasi-separation: {int(last['boundary'])} row(s) fitted with probability "
+                    "numerically 0 or 1 (coefficients running off); remove or merge the "
+                    "separating variable(s) or categories, or --allow-nonconverged to publish "
+                    "it marked")
+        if not fit.converged:
+            return (f"IRLS did not converge in {fit.iterations} iterations (the deviance "
+                    f"changed by {abs(fit.deviances[-1] - fit.deviances[-2]):.3g} in the last, "
+                    f"--tol {job.tol:g}): raise --maxiter, check the link (a non-canonical "
+                    "link may not converge), or --allow-nonconverged to publish it marked")
+        return None
+
+    def dataset(self, fit, stats, values, rows, problem) -> xr.Dataset:
+        job, source = self.job, self.job.source
+        labels = coef_labels(source)
+        coef = np.asarray(fit.coef)
+        target = [str(t) for t in (source.targets or source.y_vars)][:1] or ["y"]
+        data = {"coef": (("step", "feature", "target"), coef[None, :, None]),
+                "rows_seen": (("step",), np.array([source.n_rows])),
+                "deviance_history": (("iteration",), np.asarray(fit.deviances)),
+                "cov_params": (("feature", "feature2", "target"),
+                               stats["cov_params"][:, :, None])}
+        for name in PER_COEF:
+            data[name] = (("feature", "target"), np.asarray(stats[name])[:, None])
+        for name, value in values.items():
+            v = np.array([value])
+            data[name] = (("target",), v.astype(np.int64) if name == "nobs"
+                          and float(value).is_integer() else v)
+        ds = xr.Dataset(data, coords={"step": [1], "feature": labels, "feature2": labels,
+                                      "target": target,
+                                      "iteration": np.arange(len(fit.deviances))})
+        inputs = FitInputs.of(source, source.intercept)
+        ds.attrs.update(inputs.to_attrs())
+        ds.attrs.update({
+            "model": "glm", "family": job.family, "link": job.spec.lnk.name,
+            "iterations": int(fit.iterations), "converged": bool(problem is None),
+            "tol": float(job.tol), "maxiter": int(job.maxiter), "solver": job.solver,
+            "cov_type": job.cov_type or "nonrobust", "use_t": False,
+            "conf_int_alpha": 0.05 if job.alpha is None else float(job.alpha),
+            "k_constant": int(source.intercept), "rows_dropped": source.n_rows - rows,
+            "n_rows": source.n_rows, "bic_definition": "bic_llf: -2 llf + (df_model + 1) "
+            "log(nobs), statsmodels' GLMResults.bic",
+            **{f"{k}_variable": v for k, v in job.aux_names.items()}})
+        if job.nb_alpha is not None:
+            ds.attrs["nb_alpha"] = float(job.nb_alpha)
+        if job.var_power is not None:
+            ds.attrs["var_power"] = float(job.var_power)
+        if problem is not None:
+            ds.attrs["nonconverged_reason"] = problem
+        if self.n_groups is not None:
+            ds.attrs.update({"groups_variable": job.groups, "n_groups": self.n_groups,
+                             "df_resid_inference": self.n_groups - 1})
+        return ds
+
+    #: short phrases about a result for the command line's one-line summary
+    notes = None
+
+
+def coef_labels(source: StreamSource) -> np.ndarray:
+    """``intercept`` first when one is fitted, then the data's feature labels (terms of a
+    formula, variable names) or ``x0, x1, …``."""
+    n_data = source.n_features - int(source.intercept)
+    data = [str(v) for v in source.features]
+    if len(data) != n_data:
+        data = [f"x{j}" for j in range(n_data)]
+    return np.asarray((["intercept"] if source.intercept else []) + data)
+
+
+def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, start: int,
+              stop: int, spec, kind: str, kw: dict):
+    """Dask task: one piece's sums of the pass ``kind`` (``mean``, ``irls``, ``final``)."""
+    drop = source.missing == "drop"
+    X, Y, w = source.read_weighted(start, stop)
+    keep = np.ones(stop - start, bool) if w is None else w > 0
+    extra: dict[str, np.ndarray] = {}
+    if aux is not None:
+        for key, name in aux_names.items():
+            values = aux.read_rows(name, start, stop, np.float64, True, allow_nan=drop)
+            missing = np.isnan(values)
+            keep &= ~missing
+            extra[key] = np.where(missing, 1.0, values)
+    offset = extra.get("offset")
+    if "exposure" in extra:
+        bad = keep & ~(extra["exposure"] > 0)
+        if bad.any():
+            row = start + int(np.flatnonzero(bad)[0])
+            raise InputError(f"{source.label}: variable '{aux_names['exposure']}' row {row}: "
+                             "an exposure must be > 0 (its logarithm is the offset)")
+        log_exposure = np.log(np.where(keep, extra["exposure"], 1.0))
+        offset = log_exposure if offset is None else offset + log_exposure
+    freq = extra.get("freq_weights")
+    if freq is not None:
+        bad = keep & ~(freq >= 0)
+        if bad.any():
+            row = start + int(np.flatnonzero(bad)[0])
+            raise InputError(f"{source.label}: variable '{aux_names['freq_weights']}' row "
+                             f"{row}: a frequency weight must be >= 0")
+    prior = {"offset": offset, "var_weights": w, "freq_weights": freq,
+             "trials": extra.get("trials"), "keep": keep}
+    y = Y[:, 0]
+    try:
+        if kind == "mean":
+            out = kernels.mean_sums(spec, y, **{k: v for k, v in prior.items()
+                                                if k != "offset"})
+        elif kind == "irls":
+            design = np.ones((stop - start, 1)) if kw["null"] else X
+            out = kernels.irls_sums(spec, design, y, kw["coef"], ybar=kw["ybar"], **prior)
+        elif kind == "robust":
+            labels = (source.read_labels(start, stop) if kw["cov_type"] == "cluster"
+                      else None)
+            out = kernels.robust_sums(spec, X, y, kw["coef"], kw["scale"],
+                                      cov_type=kw["cov_type"], labels=labels, **prior)
+        else:
+            extra_kw = {k: kw[k] for k in ("null_coef", "null_mean") if k in kw}
+            out = kernels.final_sums(spec, X, y, kw["coef"], kw["scale"], **extra_kw, **prior)
+    except kernels.RowError as exc:
+        row = start + exc.row
+        response = source.y_vars[0] if source.variables.formula is None else "the response"
+        if exc.kind == "support":
+            remedy = ("choose a family whose support holds it, or drop the row "
+                      "(a NaN there and --missing drop)")
+            raise InputError(f"{source.label}: {response} row {row}: {exc.what}; {remedy}"
+                             ) from None
+        raise InputError(f"{source.label}: row {row}: {exc.what}: the IRLS step cannot use it; "
+                         "check the link (a link outside the family's mean range) or the "
+                         "row's values") from None
+    return stop - start, out
+
+
+def _part(result):
+    return result[1]
+
+
+@dataclass(eq=False)
+class GLMPass(Pass):
+    """One pass of an IRLS fit over the rows of ``source`` (and the per-row variables of
+    ``aux``): a map of :func:`glm_piece` over pieces of whole chunks, combined in a fixed
+    tree (:func:`streamlsq.kernels.glm.combine_sums`). Its state is the combined sums."""
+
+    source: StreamSource
+    aux: StreamSource | None
+    aux_names: dict
+    spec: Any
+    kind: str
+    label: str
+    kw: dict
+    segment_bytes: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    def compute(self, ctx: Context) -> dict:
+        source = self.source
+        plan = StreamPlan.single(source, BlockGrid(source.n_rows, source.chunk_rows))
+        pieces = plan_segments(plan, bytes_per_call(ctx.client,
+                                                    self.segment_bytes or PIECE_BYTES))
+        tag = uuid.uuid4().hex[:8]
+        kw = {k: (None if v is None else np.asarray(v) if isinstance(v, np.ndarray) else v)
+              for k, v in self.kw.items()}
+        futures = [ctx.client.submit(glm_piece, source, self.aux, self.aux_names,
+                                     plan.edge(K0), plan.edge(K1), self.spec, self.kind, kw,
+                                     key=f"{self.label}-{tag}-{i}", pure=False)
+                   for i, (K0, K1) in enumerate(pieces)]
+        wait_progress(ctx.client, futures, [plan.edge(K1) - plan.edge(K0) for K0, K1 in pieces],
+                      self.label, unit="rows", enabled=ctx.progress)
+        robust = self.kind == "robust"
+        root = tree_reduce(ctx.client, futures,
+                           kernels.combine_robust if robust else kernels.combine_sums,
+                           leaf=_part, name=f"{self.label}-combine-{tag}").result()
+        if robust:  # the labels stay on the workers' side: the state is numbers only
+            cov, groups = kernels.robust_cov(root, source.n_features)
+            return {"cov": cov, "n_groups": -1 if groups is None else groups}
+        return {k: np.asarray(v) for k, v in root.items()}
+

@@ -1,0 +1,127 @@
+"""Rolling least squares over a stream: one more pass that fits every recorded window of
+``window`` rows exactly (:func:`streamlsq.kernels.inference.rolling_fit`: QR factors
+merged by a two-stack queue, none downdated).
+
+The windows are independent of each other, so the pass cuts the recorded window ends into
+groups and each Dask task reads the rows of its group's windows (from the start of its
+first window to the end of its last) and fits them in order; the groups run in parallel,
+whichever engine fitted the rows (the windows' answers do not depend on it). A group holds
+at most :data:`WINDOWS_PER_TASK` windows and about :data:`GROUP_ROWS` rows besides its first
+window, so a task reads at most a window and a bounded stretch of rows after it, and every
+row but those of the first window of a group is read once.
+
+The result gains, along the dimension ``window`` (the windows' last rows,
+``window_end``), the statistics statsmodels' ``RollingOLS`` gives, named as it names them
+with ``rolling_`` in front: ``rolling_params``, ``rolling_bse``, ``rolling_tvalues``
+``(window, feature, target)`` and ``rolling_rsquared``, ``rolling_rsquared_adj``,
+``rolling_ssr``, ``rolling_nobs``, ``rolling_llf``, ``rolling_aic``, ``rolling_bic``
+``(window, target)``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from streamlsq.io.sources import StreamSource
+from streamlsq.jobs import Context, Pass
+from streamlsq.kernels.inference import rolling as rolling_kernels
+from streamlsq.runtime.reduce import wait_progress
+
+__all__ = ["GROUP_ROWS", "RollingPass", "WINDOWS_PER_TASK", "window_groups"]
+
+#: rows a group of windows reaches beyond its first window (the rows each task reads once)
+GROUP_ROWS = 200_000
+#: windows a Dask task fits at most (their statistics come back to the client)
+WINDOWS_PER_TASK = 2_000
+
+
+def window_groups(ends: np.ndarray, window: int) -> list[tuple[int, int]]:
+    """Consecutive groups [i, j) of the window ends ``ends`` (exclusive row ends, sorted),
+    each reaching at most :data:`GROUP_ROWS` rows past its first window's end and holding at
+    most :data:`WINDOWS_PER_TASK` windows."""
+    groups, i = [], 0
+    while i < len(ends):
+        j = i + 1
+        while (j < len(ends) and j - i < WINDOWS_PER_TASK
+               and ends[j] - ends[i] <= GROUP_ROWS):
+            j += 1
+        groups.append((i, j))
+        i = j
+    return groups
+
+
+def rolling_group(source: StreamSource, ends: np.ndarray, window: int, min_nobs: int,
+                  constant) -> dict:
+    """Dask task: the windows ending at ``ends`` fitted from the rows they cover."""
+    first = max(0, int(ends[0]) - window)
+    X, Y, w = source.read_weighted(first, int(ends[-1]))
+    # the group's window ends counted from the first row read
+    fit = rolling_kernels.rolling_fit(X, Y, window, min_nobs=min_nobs, weights=w,
+                                      constant=constant, ends=np.asarray(ends) - first)
+    fit["ends"] = np.asarray(ends)
+    return fit
+
+
+@dataclass(eq=False)
+class RollingPass(Pass):
+    """The pass over the rows of ``source`` that fits each window of ``window`` rows ending
+    every ``window_step`` rows (the first ending at row ``window``; ``min_nobs`` rows of
+    positive weight at least, default the number of coefficients), and adds the windows'
+    statistics to the ``fit`` (the module's docstring). ``constant``: the intercept's
+    column, if the fit has one (else a column constant on all the rows, as statsmodels'
+    ``k_constant``)."""
+
+    fit: xr.Dataset
+    source: StreamSource
+    window: int
+    window_step: int = 1
+    min_nobs: int | None = None
+    constant: int | None = None
+
+    name = "rolling"
+
+    def compute(self, ctx: Context) -> dict:
+        source = self.source
+        k = source.n_features
+        min_nobs = k if self.min_nobs is None else int(self.min_nobs)
+        ends = rolling_kernels.window_ends(source.n_rows, self.window, min_nobs,
+                                           self.window_step)
+        if len(ends) == 0:
+            return {"ends": ends}
+        tag = uuid.uuid4().hex[:8]
+        groups = window_groups(ends, self.window)
+        futures = [ctx.client.submit(rolling_group, source, ends[i:j], self.window, min_nobs,
+                                     self.constant, key=f"rolling-{tag}-{n}", pure=False)
+                   for n, (i, j) in enumerate(groups)]
+        wait_progress(ctx.client, futures, [j - i for i, j in groups], "rolling windows",
+                      unit="windows", enabled=ctx.progress)
+        parts = ctx.client.gather(futures)
+        return {name: np.concatenate([p[name] for p in parts])
+                for name in ("ends", *rolling_kernels.ROLLING_STATISTICS)}
+
+    def value(self, state) -> xr.Dataset:
+        ds = self.fit
+        # a window whose rows do not identify the coefficients is not recorded (as a step
+        # of the trajectory is not): a result holds no NaN
+        params = np.asarray(state.get("params", np.zeros((0, 1, 1))))
+        keep = np.isfinite(params).all(axis=(1, 2))
+        ends = np.asarray(state["ends"])[keep]
+        if len(ends) == 0:
+            ds = ds.copy()
+            ds.attrs["rolling_window"] = int(self.window)
+            return ds
+        variables = {"window_end": ("window", ends - 1)}
+        for name in rolling_kernels.ROLLING_STATISTICS:
+            values = np.asarray(state[name])[keep]
+            if name == "nobs":
+                values = values.astype(np.int64)
+            dims = ("window", "feature", "target") if values.ndim == 3 else ("window", "target")
+            variables[f"rolling_{name}"] = (dims, values)
+        ds = ds.assign(variables)
+        ds.attrs.update(rolling_window=int(self.window), rolling_step=int(self.window_step),
+                        rolling_min_nobs=int(self.min_nobs or self.source.n_features))
+        return ds

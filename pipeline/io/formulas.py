@@ -628,12 +628,12 @@ class DesignRows:
                 _kept.popitem(last=False)
         return values
 
-    def chunk_stamps(self, names) -> dict:
+    def chunk_stamps(self, names, contents: bool = False) -> dict:
         """The stamps of the inner variables behind each of ``names``, joined chunk by
         chunk."""
         out = {}
         for name in names:
-            inner = self.inner.chunk_stamps(list(self.raw(name)))
+            inner = self.inner.chunk_stamps(list(self.raw(name)), contents)
             joined: dict = {}
             for entries in inner.values():
                 for a, b, stamp in entries:

@@ -91,9 +91,10 @@ class RowsReader(Protocol):
     def read(self, name: str, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of variable ``name``, values as decoded (unchecked)."""
 
-    def chunk_stamps(self, names: Iterable[str]) -> dict:
+    def chunk_stamps(self, names: Iterable[str], contents: bool = False) -> dict:
         """{variable: [(first row, end row, stamp), ...]} identifying the rows stored (empty
-        when nothing can be stamped)."""
+        when nothing can be stamped); ``contents``: with a hash of the bytes of the files
+        where the cheap stamps (size and time) are not enough (a checkpoint of a table)."""
 
     def read_variable(self, name: str) -> np.ndarray | None:
         """A small whole variable (e.g. ``coef_true``), or None if absent."""

@@ -131,7 +131,7 @@ class DatasetRows:
             arr = arr.compute(scheduler="sync")
         return np.asarray(arr)
 
-    def chunk_stamps(self, names) -> dict:
+    def chunk_stamps(self, names, contents: bool = False) -> dict:
         return {}
 
     def read_variable(self, name: str) -> np.ndarray | None:

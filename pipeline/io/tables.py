@@ -117,6 +117,8 @@ class TableRows:
     frame: object = field(default=None, compare=False, hash=False, repr=False)
     storage_options: dict | None = field(default=None, compare=False, hash=False)
     stamps: tuple = ()
+    #: the hash of each local file's bytes, once taken (:meth:`chunk_stamps`)
+    digests: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     group = None
 
@@ -208,30 +210,35 @@ class TableRows:
         strings (and categories) as an object array with None where missing."""
         return column_values(self.frame_rows((name,), start, stop)[name])
 
-    def chunk_stamps(self, names) -> dict:
+    def chunk_stamps(self, names, contents: bool = False) -> dict:
         """(first row, end row, stamp) of each part, the same for every column: the stamp of
-        its file(s) and, for a row group, its rows and bytes, then the hash of the bytes of
-        its local file(s) (:func:`content_digest`; a file replaced by one of the same size
-        and time, ``rsync -t``, is told apart); none for a DataFrame. A checkpoint stamps
-        its inputs with these when it starts and compares them when it resumes: each local
-        file of the table is read once then."""
+        its file(s) and, for a row group, its rows and bytes; with ``contents``, then the
+        hash of the bytes of its local file(s) (:func:`content_digest`; a file replaced by
+        one of the same size and time, ``rsync -t``, is told apart); none for a DataFrame.
+        A checkpoint stamps its inputs with their contents when it starts and compares them
+        when it resumes: each local file of the table is read once more then, and once per
+        table opened (the hashes are kept). A result's record of its rows does without
+        them: a table is never continued."""
         if not self.stamps:
             return {}
-        digests: dict[str, str] = {}
+        if not contents:
+            entries = [(int(a), int(b), s) for a, b, s in zip(
+                self.edges[:-1], self.edges[1:], self.stamps, strict=True)]
+            return {name: entries for name in names}
 
         def content(file: str) -> str:
-            if file not in digests:
-                digests[file] = content_digest(file)
-            return digests[file]
+            if file not in self.digests:
+                self.digests[file] = content_digest(file)
+            return self.digests[file]
 
         if self.kind == "parquet":
-            contents = [content(file) for file, _group in self.parts]
+            hashes = [content(file) for file, _group in self.parts]
         else:  # a CSV file's byte ranges: the hash of every file of the table
             whole = ",".join(content(file) for file, _ in _list_files(
                 self.path, self.storage_options, CSV_SUFFIXES))
-            contents = [whole] * len(self.parts)
+            hashes = [whole] * len(self.parts)
         entries = [(int(a), int(b), f"{s}:{c}") for a, b, s, c in zip(
-            self.edges[:-1], self.edges[1:], self.stamps, contents, strict=True)]
+            self.edges[:-1], self.edges[1:], self.stamps, hashes, strict=True)]
         return {name: entries for name in names}
 
     def read_variable(self, name: str) -> np.ndarray | None:

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
@@ -449,7 +450,8 @@ def test_rls_weights_are_precision_weights_within_a_step():
 
 def test_glm_integer_weights_equal_repeated_rows():
     """GLMRegressor's var_weights: integer weights give the repeated rows' coefficients and
-    weight 0 drops a row (identified data: 60 rows, 3 coefficients)."""
+    weight 0 drops a row (identified data: 60 rows, 3 coefficients), as statsmodels' GLM
+    fits the repeated rows."""
     rng = np.random.default_rng(35)
     X = rng.standard_normal((60, 2))
     y = rng.poisson(np.exp(0.3 + X @ [0.4, -0.2])).astype(float)
@@ -458,6 +460,10 @@ def test_glm_integer_weights_equal_repeated_rows():
     repeated = GLMRegressor(family="poisson").fit(X.repeat(w, axis=0), y.repeat(w))
     kept = w > 0
     dropped = GLMRegressor(family="poisson").fit(X[kept], y[kept], sample_weight=w[kept])
+    ref = sm.GLM(y.repeat(w), sm.add_constant(X.repeat(w, axis=0)),
+                 family=sm.families.Poisson()).fit().params
+    assert_allclose(weighted.intercept_, ref[0], rtol=1e-9)
+    assert_allclose(weighted.coef_, ref[1:], rtol=1e-9)
     for other in (repeated, dropped):
         assert_allclose(other.coef_, weighted.coef_, rtol=1e-9, atol=1e-12)
         assert_allclose(other.intercept_, weighted.intercept_, rtol=1e-9, atol=1e-12)
@@ -818,6 +824,29 @@ def test_clone_params_and_pickle(cls):
     restored.partial_fit(X[30:], y[30:])
     assert_array_equal(restored.coef_, fitted.coef_)
     assert restored.rows_seen_ == fitted.rows_seen_ == 60
+
+
+@pytest.mark.parametrize("cls", [*ALL_CLASSES, *IRMA_CLASSES])
+def test_init_takes_the_declared_parameters(cls):
+    """``__init__`` takes the recursion's declared parameters, then the estimator's own, with
+    their defaults (the class statement's where it overrides them), positional or by name,
+    as its signature says; anything else is a TypeError naming the class."""
+    declared = [*cls._kernel_params, *cls._estimator_params]
+    params = list(inspect.signature(cls.__init__).parameters.values())
+    assert [p.name for p in params] == ["self", *(p.name for p in declared)]
+    assert cls().get_params() == {p.name: p.default for p in params[1:]}
+    overridden = {"RLSRegressor": {"ridge": 1e-6, "block_size": 1},  # the class statements'
+                  **{c.__name__: {"order": 4} for c in IRMA_CLASSES}}.get(cls.__name__, {})
+    for p in declared:
+        assert cls().get_params()[p.name] == overridden.get(p.name, p.default), p.name
+    first = params[1].name
+    assert getattr(cls("given"), first) == "given"
+    with pytest.raises(TypeError, match=rf"{cls.__name__}\(\): .*unexpected keyword.*'nope'"):
+        cls(nope=1)
+    with pytest.raises(TypeError, match=rf"{cls.__name__}\(\): multiple values .*'{first}'"):
+        cls(1, **{first: 2})
+    with pytest.raises(TypeError, match="too many positional arguments"):
+        cls(*range(len(declared) + 1))
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,12 @@ condition number allows, measured against a 100-digit solution.
 
 from __future__ import annotations
 
+import warnings
+
 import mpmath
 import numpy as np
 import pytest
+import xarray as xr
 
 from streamlsq import InputError, fit_interleaved, fit_stream
 from streamlsq.kernels import IncrementalBFGS, InterleavedKF4LLS, SingularMatrixError
@@ -19,7 +22,6 @@ from streamlsq.kernels.recursions import interleaved as il
 
 from conftest import one_line, write_stream
 from faultkit import leftovers
-from test_rank_rule import _ones_store
 
 EPS = np.finfo(np.float64).eps
 
@@ -185,6 +187,19 @@ def test_interleaved_fits_an_ill_conditioned_design_as_householder_does(engine, 
 
 
 # -- from the command line and from Python: refused in one line, nothing published ------
+
+
+def _ones_store(path, rows=40, chunk=5):
+    """Variables x1, one (constant), x1copy (x1 again) and y along ``row``."""
+    rng = np.random.default_rng(1)
+    x1 = rng.normal(0.01, 0.1, rows)
+    cols = {"x1": x1, "one": np.ones(rows), "x1copy": x1.copy(),
+            "y": 2 * x1 + rng.standard_normal(rows)}
+    ds = xr.Dataset({k: ("row", v) for k, v in cols.items()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.chunk({"row": chunk}).to_zarr(path, mode="w", zarr_format=3, consolidated=False)
+    return path
 
 
 @pytest.mark.parametrize(("columns", "named"), [

@@ -14,6 +14,7 @@ import mpmath
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 
 from streamlsq import InputError, fit_interleaved, fit_stream
 from streamlsq.kernels import IncrementalBFGS, InterleavedKF4LLS, SingularMatrixError
@@ -242,3 +243,100 @@ def test_interleaved_never_publishes_an_aliased_column(tmp_path, cli, client, en
         fit_interleaved(a, b, alpha=0.4, engine=engine, solver=solver, out=out,
                         client=client, progress=False)
     assert not out.exists() and leftovers(out) == []
+
+
+# -- a fit that saw no row of positive weight ------------------------------------------
+
+
+def _weighted_store(path, X, Y, w, chunk=5):
+    write_stream(path, X, Y, chunk)
+    g = zarr.open_group(str(path), mode="r+")
+    g.create_array("w", shape=w.shape, chunks=(chunk,), dtype="f8", dimension_names=["sample"],
+                   config={"write_empty_chunks": True})[...] = w
+    return path
+
+
+#: (method, options, the end of the refusal): with a ridge start the coefficients would be
+#: the start's (0) whatever the rows, without one the rows never identify them
+NO_WEIGHT = [
+    ("kf4lls", ["--ridge", "1"], "no rows with positive weight: the fit saw no data, its "
+     "coefficients would be its ridge start's; give some rows a positive weight in 'w'"),
+    ("rls", ["--ridge", "0.1"], "no rows with positive weight: the fit saw no data, its "
+     "coefficients would be its ridge start's; give some rows a positive weight in 'w'"),
+    ("rls", [], "no rows with positive weight: the rows never identify the coefficients"),
+]
+
+
+@pytest.mark.parametrize("solver", ["qr", "normal"])
+@pytest.mark.parametrize("engine", ["sequential", "scan"])
+@pytest.mark.parametrize(("method", "options", "message"), NO_WEIGHT)
+def test_a_fit_without_a_row_of_positive_weight_is_refused(tmp_path, cli, client, engine,
+                                                           solver, method, options, message):
+    rng = np.random.default_rng(6)
+    X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
+    data = _weighted_store(tmp_path / "zero.zarr", X, Y, np.zeros(20))
+    out = tmp_path / "out.zarr"
+    line = one_line(cli("fit", method, data, "--weights", "w", "--engine", engine,
+                        "--solver", solver, "--out", out, *options))
+    assert line == f"streamlsq: error: {data}: variable 'X': {message}", line
+    assert not out.exists() and leftovers(out) == []
+    params = {"ridge": float(options[1])} if options else {}
+    with pytest.raises(InputError) as info:
+        fit_stream(data, method, weights="w", engine=engine, solver=solver, out=out,
+                   progress=False, client=client, **params)
+    assert f"streamlsq: error: {info.value}" == line
+    assert not out.exists() and leftovers(out) == []
+
+
+def test_a_ridge_fit_whose_rows_all_miss_a_value_is_refused(tmp_path, cli):
+    rng = np.random.default_rng(7)
+    X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
+    X[:, 1] = np.nan
+    data = write_stream(tmp_path / "nan.zarr", X, Y, 5)
+    out = tmp_path / "out.zarr"
+    line = one_line(cli("fit", "kf4lls", data, "--missing", "drop", "--ridge", "1", "--out",
+                        out))
+    assert line == (f"streamlsq: error: {data}: variable 'X': no rows with positive weight "
+                    "after dropping "
+                    "missing values: the fit saw no data, its coefficients would be its ridge "
+                    "start's; every row misses a value: fill them, or leave out the variables "
+                    "that miss them"), line
+    assert not out.exists() and leftovers(out) == []
+
+
+@pytest.mark.parametrize("engine", ["sequential", "scan"])
+def test_a_ridge_fit_with_some_rows_of_positive_weight_counts_them(tmp_path, client, engine):
+    """The count a weighted ridge fit now keeps is that of its rows of positive weight, on
+    either engine, and the fit is ridge regression of those rows."""
+    rng = np.random.default_rng(8)
+    X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
+    w = np.where(np.arange(20) % 3 == 0, 2.0, 0.0)
+    data = _weighted_store(tmp_path / "some.zarr", X, Y, w)
+    ds = fit_stream(data, "kf4lls", weights="w", ridge=1.0, engine=engine, progress=False,
+                    client=client)
+    assert int(ds.state_nobs) == 7
+    expected = np.linalg.solve(np.eye(2) + X.T @ (w[:, None] * X), X.T @ (w[:, None] * Y))
+    np.testing.assert_allclose(ds.coef.values[-1], expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["sequential", "scan"])
+def test_rls_on_the_normal_equations_starts_at_the_first_row_of_positive_weight(
+        tmp_path, client, engine):
+    """The normal equations without statistics (a forgetting factor) refuse a singular step;
+    a block of rows of weight 0 only leaves the state as it was (H = 0), so the fit starts
+    with the first rows that weigh, records no step before them, and gives the numbers of
+    the QR form."""
+    rng = np.random.default_rng(9)
+    X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
+    w = np.where(np.arange(20) < 10, 0.0, 1.0 + np.arange(20) % 3)
+    data = _weighted_store(tmp_path / "late.zarr", X, Y, w)
+    fits = {solver: fit_stream(data, "rls", weights="w", solver=solver, engine=engine,
+                               block_size=5, record_every=1, progress=False, client=client)
+            for solver in ("normal", "qr")}
+    for ds in fits.values():
+        assert ds.step.values.tolist() == [3, 4]
+        assert int(ds.state_nobs) == 10
+    decay = 0.99 ** np.repeat([3, 2, 1, 0], 5) * w
+    expected = np.linalg.solve(X.T @ (decay[:, None] * X), X.T @ (decay[:, None] * Y))
+    for ds in fits.values():
+        np.testing.assert_allclose(ds.coef.values[-1], expected, rtol=1e-10)

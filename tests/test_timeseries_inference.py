@@ -365,3 +365,50 @@ def test_the_command_line_fits_hac_and_windows_and_the_summary_and_plot_say_so(
     assert (tmp_path / "fit.png").stat().st_size > 10_000
     fig = plot_fit(ds)
     assert fig.axes[-1].get_title() == "windows of 40 rows (target 0, 95% bands)"
+
+
+def test_info_plot_draws_the_windows_with_rolling_ols_bands(macro, cli, tmp_path, monkeypatch):
+    """`streamlsq info RESULT --plot` draws each window's coefficients and the band of
+    RollingOLS' ``conf_int(alpha)`` (normal quantiles, the fit's --alpha) around them, at
+    the windows' last rows."""
+    from statsmodels.regression.rolling import RollingOLS
+
+    import streamlsq.stream.stability as stability
+
+    d, inputs = macro
+    out = tmp_path / "fit.zarr"
+    ok = cli("fit", "kf4lls", inputs[2], "--x", "unemp,tbilrate", "--y", "infl",
+             "--sample-dim", "row", "--intercept", "--window", "24", "--window-step", "5",
+             "--alpha", "0.1", "--out", out)
+    assert ok.exit_code == 0, ok.output
+    drawn = []
+
+    def plot_fit(*args, **kwargs):
+        drawn.append(fig := stability.plot_fit.__wrapped__(*args, **kwargs))
+        return fig
+
+    plot_fit.__wrapped__ = stability.plot_fit
+    monkeypatch.setattr(stability, "plot_fit", plot_fit)
+    info = cli("info", out, "--plot", tmp_path / "fit.png")
+    assert info.exit_code == 0, info.output
+    assert "the coefficients of its windows of 24 rows with their bands" in info.output
+    ax = drawn[0].axes[-1]
+    assert ax.get_title() == "windows of 24 rows (target 0, 90% bands)"
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    ref = RollingOLS(d.infl.to_numpy(), X, window=24).fit()
+    rows = np.arange(23, len(d), 5)
+    ci = ref.conf_int(0.1)  # (row, lower/upper, feature)
+    lines, bands = ax.get_lines(), ax.collections
+    assert len(lines) == len(bands) == 3
+    for j, (line, band) in enumerate(zip(lines, bands, strict=True)):
+        np.testing.assert_array_equal(line.get_xdata(), rows + 1)
+        np.testing.assert_allclose(line.get_ydata(), np.asarray(ref.params)[rows, j],
+                                   rtol=RTOL)
+        xy = band.get_paths()[0].vertices
+        for i, row in enumerate(rows):
+            at = xy[xy[:, 0] == row + 1, 1]
+            # a bound near 0 is the difference of ψ and q·bse: relative to the larger
+            np.testing.assert_allclose([at.min(), at.max()], ci[row, :, j], rtol=RTOL,
+                                       atol=RTOL * np.abs(ci[row, :, j]).max(),
+                                       err_msg=f"feature {j}, window {i}")
+    assert (tmp_path / "fit.png").stat().st_size > 10_000

@@ -316,6 +316,7 @@ TS_REFUSALS = [
      "--maxlags L"),
     (("--time", "t"), "--time VAR goes with --cov-type hac-groupsum"),
     (("--min-nobs", "3"), "--min-nobs N goes with --window N"),
+    (("--expanding",), "--expanding goes with --window N"),
     (("--window", "5", "--forgetting", "0.99"),
      "--window does not apply: no statistics, as a forgetting factor below 1 (0.99) weighs "
      "the rows unequally"),
@@ -412,3 +413,44 @@ def test_info_plot_draws_the_windows_with_rolling_ols_bands(macro, cli, tmp_path
                                        atol=RTOL * np.abs(ci[row, :, j]).max(),
                                        err_msg=f"feature {j}, window {i}")
     assert (tmp_path / "fit.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("window,min_nobs", [(40, None), (203, 5), (10_000, None)])
+def test_expanding_windows_equal_rolling_ols_expanding(macro, client, window, min_nobs):
+    """``expanding=True``: windows from row 0 growing from min_nobs rows to ``window``, then
+    rolling, as ``RollingOLS(..., expanding=True)``; a window of at least the rows is the
+    expanding fit, the rows seen so far at every row (the trajectory at every row, with
+    RollingOLS' statistics), and its last window the fit of all the rows."""
+    from statsmodels.regression.rolling import RollingOLS
+
+    d, inputs = macro
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    n = len(d)
+    ref = RollingOLS(d.infl.to_numpy(), X, window=min(window, n), min_nobs=min_nobs,
+                     expanding=True).fit()
+    # the first window RollingOLS fits holds min_nobs rows (default 3, the coefficients):
+    # with no residual degree of freedom its bse is NaN, and such a window is not recorded
+    first = 4 if min_nobs is None else min_nobs
+    rows = np.arange(first - 1, n)
+    for data, engine in ((inputs[0], "scan"), (inputs[2], "sequential")):
+        ds = fit_stream(data, "kf4lls", engine=engine, client=client, window=window,
+                        min_nobs=min_nobs, expanding=True, **MACRO)
+        np.testing.assert_array_equal(ds.window_end.values, rows)
+        assert ds.attrs["rolling_expanding"] is True or ds.attrs["rolling_expanding"] == 1
+        for name in ("params", "bse", "tvalues"):
+            np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, :, 0],
+                                       np.asarray(getattr(ref, name))[rows], rtol=RTOL,
+                                       err_msg=name)
+        for name in ("rsquared", "rsquared_adj", "ssr", "nobs", "llf", "aic", "bic"):
+            np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, 0],
+                                       np.asarray(getattr(ref, name))[rows], rtol=RTOL,
+                                       err_msg=name)
+        np.testing.assert_array_equal(ds.rolling_nobs.values[:, 0],
+                                      np.minimum(rows + 1, window))
+    if window >= n:  # the expanding fit's last window is the fit of all the rows
+        np.testing.assert_allclose(ds.rolling_params.values[-1], ds.coef.values[-1],
+                                   rtol=1e-12)
+        np.testing.assert_allclose(ds.rolling_bse.values[-1], ds.bse.values, rtol=1e-12)
+        steps = ds.rows_seen.values - 1  # and at every recorded step, the trajectory's
+        np.testing.assert_allclose(ds.rolling_params.values[steps - first + 1],
+                                   ds.coef.values, rtol=1e-10)

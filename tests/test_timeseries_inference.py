@@ -26,8 +26,9 @@ def _store(path, frame: pd.DataFrame, chunk_rows: int):
     ds = xr.Dataset({c: ("row", frame[c].to_numpy()) for c in frame.columns})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # a chunk of missing values only is written too (a store, not a sparse array)
         ds.chunk({"row": chunk_rows}).to_zarr(path, mode="w", zarr_format=3,
-                                              consolidated=False)
+                                              consolidated=False, write_empty_chunks=True)
     return str(path)
 
 
@@ -454,3 +455,67 @@ def test_expanding_windows_equal_rolling_ols_expanding(macro, client, window, mi
         steps = ds.rows_seen.values - 1  # and at every recorded step, the trajectory's
         np.testing.assert_allclose(ds.rolling_params.values[steps - first + 1],
                                    ds.coef.values, rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def macro_missing(tmp_path_factory):
+    """macrodata with missing values: single rows, a run of 20 rows (longer than the lags,
+    three 7-row chunks of which one wholly missing) and the first rows; as a store of 7-row
+    chunks and a Parquet file of 16-row row groups."""
+    d = sm.datasets.macrodata.load_pandas().data[["infl", "unemp", "tbilrate"]].copy()
+    d.loc[[0, 1, 10, 13, 14, 50, 69, 70], "infl"] = np.nan
+    d.loc[[30, 101], "unemp"] = np.nan
+    d.loc[120:139, "tbilrate"] = np.nan
+    root = tmp_path_factory.mktemp("macro-missing")
+    return d, [_store(root / "m7.zarr", d, 7), _parquet(root / "m.parquet", d, 16)]
+
+
+@pytest.mark.parametrize("maxlags", [4, 12])
+def test_hac_with_missing_drop_pairs_the_remaining_rows_as_statsmodels(
+        macro_missing, client, maxlags):
+    """--missing drop: the rows with a missing value leave the series and the rows around
+    them are neighbours, as statsmodels' OLS(missing="drop") with HAC; the halo of a piece
+    reaches back past dropped rows (a run of 20, whole chunks) to its lags' partners."""
+    d, inputs = macro_missing
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    ref = sm.OLS(d.infl.to_numpy(), X, missing="drop").fit(cov_type="HAC",
+                                                           cov_kwds={"maxlags": maxlags})
+    _ = ref.fvalue
+    assert ref.nobs == len(d) - 30
+    fits = []
+    for data, engine in ((inputs[0], "sequential"), (inputs[0], "scan"),
+                         (inputs[1], "sequential")):
+        ds = fit_stream(data, "kf4lls", engine=engine, block_size=11, client=client,
+                        cov_type="HAC", maxlags=maxlags, missing="drop", segment_bytes=64,
+                        **MACRO)
+        _like(ds, ref)
+        assert int(ds.nobs.values[0]) == ref.nobs and ds.attrs["rows_dropped"] == 30
+        fits.append(ds)
+    for ds in fits[1:]:
+        _same(ds, fits[0])
+
+
+def test_the_halo_kernel_closes_up_the_rows_of_weight_zero():
+    """Rows of weight 0 leave the series: the meat is S_hac_simple of the other rows'
+    scores, whatever the cut, the halo holding the lags' partners of positive weight."""
+    from statsmodels.stats.sandwich_covariance import S_hac_simple
+
+    rng = np.random.default_rng(5)
+    X, Y = rng.standard_normal((80, 3)), rng.standard_normal((80, 1))
+    w = rng.uniform(0.5, 2.0, 80)
+    w[[3, 4, 5, 6, 7, 8, 9, 20, 41, 42, 79]] = 0.0
+    coef = rng.standard_normal((3, 1))
+    kept = w > 0
+    scores = (X * (w * (Y[:, 0] - X @ coef[:, 0]))[:, None])[kept]
+    whole = inference.hac_meat(X, Y, coef, 5, weights=w)
+    np.testing.assert_allclose(whole["meat"][:, :, 0], S_hac_simple(scores, nlags=5),
+                               rtol=1e-12)
+    assert whole["nobs"] == kept.sum()
+    for cut in (4, 10, 21, 43, 79):
+        # the halo: back to the 5th row of positive weight before the cut
+        positive = np.flatnonzero(kept[:cut])
+        begin = positive[-5] if len(positive) >= 5 else 0
+        parts = (inference.hac_meat(X[:cut], Y[:cut], coef, 5, weights=w[:cut])["meat"]
+                 + inference.hac_meat(X[begin:], Y[begin:], coef, 5, weights=w[begin:],
+                                      halo=cut - begin)["meat"])
+        np.testing.assert_allclose(parts, whole["meat"], rtol=1e-12, atol=1e-12)

@@ -65,8 +65,7 @@ def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type:
     # a piece no other worker would take). The meat's temporaries are a slice's, a few MB
     with fast_large_allocations():
         if cov_type == "HAC":
-            halo = min(int(maxlags), start)
-            X, Y, w = source.read_weighted(start - halo, stop)
+            X, Y, w, halo = _hac_rows(source, start, stop, int(maxlags))
             part = inference.hac_meat(X, Y, coef, maxlags, kernel, w, halo)
         elif cov_type == "hac-groupsum" or (cov_type == "cluster" and "," in source.groups):
             part = _grouped_scores(source, start, stop, coef, cov_type)
@@ -85,6 +84,22 @@ def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type:
                                      ) from None
             del X, Y, w
     return stop - start, part
+
+
+def _hac_rows(source: StreamSource, start: int, stop: int, maxlags: int):
+    """(X, Y, w, halo): the rows ``start:stop`` after their halo, the rows before ``start``
+    back to the ``maxlags``-th of positive weight (or to the first row): a row of weight 0
+    (dropped) is not in the series, so the halo reaches past it, twice as far each time."""
+    halo = min(maxlags, start)
+    X, Y, w = source.read_weighted(start - halo, stop)
+    while (w is not None and halo < start
+           and np.count_nonzero(w[:halo] > 0) < maxlags):
+        more = min(max(halo, 1), start - halo)
+        Xb, Yb, wb = source.read_weighted(start - halo - more, start - halo)
+        X, Y = np.concatenate([Xb, X]), np.concatenate([Yb, Y])
+        w = np.concatenate([np.ones(more) if wb is None else wb, w])
+        halo += more
+    return X, Y, w, halo
 
 
 def _group_sums(scores, labels) -> dict:

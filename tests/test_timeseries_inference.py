@@ -519,3 +519,25 @@ def test_the_halo_kernel_closes_up_the_rows_of_weight_zero():
                  + inference.hac_meat(X[begin:], Y[begin:], coef, 5, weights=w[begin:],
                                       halo=cut - begin)["meat"])
         np.testing.assert_allclose(parts, whole["meat"], rtol=1e-12, atol=1e-12)
+
+
+def test_driscoll_kraay_with_missing_drop_equals_statsmodels(panel, tmp_path, client):
+    """--missing drop with hac-groupsum: the dropped rows are in no period (a year missing
+    for every firm leaves the series of periods, the others consecutive), as statsmodels'
+    OLS(missing="drop") with the time codes of the remaining rows."""
+    frame, _ = panel
+    frame = frame.copy()
+    # the ends of firms' runs; 179: the row before a piece (rows 180-188) and a firm
+    frame.loc[[0, 19, 20, 45, 46, 47, 100, 179, 219], "value"] = np.nan
+    frame.loc[frame.year == 1940, "invest"] = np.nan  # a whole period
+    data = [_store(tmp_path / "g9.zarr", frame, 9), _parquet(tmp_path / "g.parquet", frame, 25)]
+    kept = frame.dropna()
+    codes = np.unique(kept.year, return_inverse=True)[1]
+    ref = _panel_reference(kept, "hac-groupsum", time=codes, maxlags=2)
+    for source, engine in ((data[0], "scan"), (data[1], "sequential")):
+        ds = fit_stream(source, "kf4lls", engine=engine, block_size=7, client=client,
+                        cov_type="hac-groupsum", time="year", maxlags=2, missing="drop",
+                        segment_bytes=64, **PANEL)
+        _like(ds, ref)
+        assert int(ds.nobs.values[0]) == len(kept)
+        assert ds.attrs["df_resid_inference"] == ref.df_resid_inference

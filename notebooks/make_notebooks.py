@@ -10,9 +10,10 @@ Each study notebook calls the same API as ``streamlsq study NAME``
 meta-learning run; ``timeseries.ipynb`` publishes a regression on statsmodels' own
 data sets (HAC, rolling windows, clusters, Driscoll-Kraay), each number checked against
 statsmodels. The notebooks read ``STREAMLSQ_QUICK=1`` for the small sizes of
-``--quick`` and ``STREAMLSQ_STUDY_OUT`` for the parent folder of their outputs (default ``study-results`` in the working directory); the cluster is the
-one named by ``DASK_SCHEDULER_ADDRESS``, a ``distributed.Client`` created in the
-notebook, or else an embedded LocalCluster.
+``--quick`` and ``STREAMLSQ_STUDY_OUT`` for the parent folder of their outputs (default
+``study-results`` in the working directory); the cluster is the one named by
+``DASK_SCHEDULER_ADDRESS``, a ``distributed.Client`` created in the notebook, or else an
+embedded LocalCluster.
 
 Executing (the default) starts one LocalCluster, runs every notebook with nbclient
 in quick mode in a temporary folder (the study outputs are deleted afterwards) and
@@ -355,6 +356,21 @@ for name in ("rsquared", "rsquared_adj", "ssr", "llf", "aic", "bic"):
     diff = max_rel(hac[f"rolling_{name}"].values[:, 0], np.asarray(getattr(rolling, name))[rows])
     print(f"  {name:13s} {diff:.1e}")"""
 
+TS_EXPANDING = """grown = streamlsq.fit_stream(DATA / "macrodata.parquet", "kf4lls", formula=FORMULA,
+                             window=len(macro), expanding=True, client=client)
+expanding = RollingOLS.from_formula(FORMULA, macro, window=len(macro), expanding=True).fit()
+at = grown.window_end.values
+print(f"{len(at)} expanding windows (rows {at[0] + 1} to {at[-1] + 1}); max relative "
+      "difference to RollingOLS(expanding=True):")
+for name in ("params", "bse"):
+    diff = max_rel(grown[f"rolling_{name}"].values[:, :, 0],
+                   np.asarray(getattr(expanding, name))[at])
+    print(f"  {name:13s} {diff:.1e}")
+for name in ("rsquared", "ssr", "nobs"):
+    diff = max_rel(grown[f"rolling_{name}"].values[:, 0],
+                   np.asarray(getattr(expanding, name))[at])
+    print(f"  {name:13s} {diff:.1e}")"""
+
 TS_ROLLING_PLOT = """quarter = pd.PeriodIndex.from_fields(year=macro.year.astype(int),
                                      quarter=macro.quarter.astype(int), freq="Q").to_timestamp()
 ends = quarter[rows]
@@ -473,6 +489,11 @@ def timeseries_notebook() -> nbformat.NotebookNode:
            "differences below (1e-10 at most) are mostly its rounding, largest for the "
            "coefficients nearest zero."),
         code(TS_ROLLING_CHECK),
+        md("**Expanding windows** (`expanding=True`, `--expanding`): the windows start at the "
+           "first row and grow, as `RollingOLS(..., expanding=True)`; with a window as long as "
+           "the series, each is the fit of the quarters seen so far — the trajectory at every "
+           "row, with each step's own standard errors and R²."),
+        code(TS_EXPANDING),
         md("**What to look at.** The coefficient of the T-bill rate is far from constant: "
            "its 10-year windows move well outside each other's bands, so the whole-sample "
            "coefficient (grey) averages different regimes. Dotted: the bands of "

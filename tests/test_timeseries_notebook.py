@@ -41,6 +41,7 @@ def test_timeseries_notebook_executes_and_agrees_with_statsmodels(kernel_env, cl
         assert float(value) < 1e-9, text
     assert "HAC (bartlett kernel, 4 lags, without small-sample correction)" in text
     assert "periods of 'year'" in text and "164 windows of 40 quarters" in text
+    assert "200 expanding windows (rows 4 to 203)" in text
     images = [o for c in code for o in c.outputs if "image/png" in o.get("data", {})]
     assert len(images) == 3
     assert (kernel_env / "timeseries" / "hac.zarr").exists()

@@ -7,11 +7,13 @@
 Each study notebook calls the same API as ``streamlsq study NAME``
 (``streamlsq.studies``), shows the figures inline and says what to look at;
 ``cluster.ipynb`` walks through a cluster, a large store, a fit and a
-meta-learning run. The notebooks read ``STREAMLSQ_QUICK=1`` for the small sizes
-of ``--quick`` and ``STREAMLSQ_STUDY_OUT`` for the parent folder of their
-outputs (default ``study-results`` in the working directory); the cluster is the
-one named by ``DASK_SCHEDULER_ADDRESS``, a ``distributed.Client`` created in the
-notebook, or else an embedded LocalCluster.
+meta-learning run; ``timeseries.ipynb`` publishes a regression on statsmodels' own
+data sets (HAC, rolling windows, clusters, Driscoll-Kraay), each number checked against
+statsmodels. The notebooks read ``STREAMLSQ_QUICK=1`` for the small sizes of
+``--quick`` and ``STREAMLSQ_STUDY_OUT`` for the parent folder of their outputs (default
+``study-results`` in the working directory); the cluster is the one named by
+``DASK_SCHEDULER_ADDRESS``, a ``distributed.Client`` created in the notebook, or else an
+embedded LocalCluster.
 
 Executing (the default) starts one LocalCluster, runs every notebook with nbclient
 in quick mode in a temporary folder (the study outputs are deleted afterwards) and
@@ -278,6 +280,251 @@ NOTEBOOKS = {
                           "Kong et al. (2020)"),
     ),
 }
+
+
+TS_SETUP = """import os
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+import statsmodels.formula.api as smf
+from distributed import Client, LocalCluster
+from IPython.display import Image, display
+from statsmodels.regression.rolling import RollingOLS
+
+import streamlsq
+from streamlsq.stream.statistics import summary_text
+
+# the data sets are small: the notebook is the same with or without STREAMLSQ_QUICK=1
+DATA = Path(os.environ.get("STREAMLSQ_STUDY_OUT", "study-results")) / "timeseries"
+DATA.mkdir(parents=True, exist_ok=True)
+
+# statsmodels' quarterly US macro series (1959Q1-2009Q3) and Grunfeld's investment panel
+macro = sm.datasets.macrodata.load_pandas().data
+macro.to_parquet(DATA / "macrodata.parquet", row_group_size=32, index=False)
+g = sm.datasets.grunfeld.load_pandas().data
+grunfeld = pd.DataFrame({"invest": g.invest, "value": g.value, "capital": g.capital,
+                         "firm": g.firm.astype(str), "year": g.year.astype("int64")})
+grunfeld.to_parquet(DATA / "grunfeld.parquet", row_group_size=40, index=False)
+print(f"macrodata: {len(macro)} quarters; grunfeld: {grunfeld.firm.nunique()} firms x "
+      f"{grunfeld.year.nunique()} years; Parquet files in {DATA}")
+
+
+def max_rel(ours, theirs):
+    \"\"\"The largest relative difference between two arrays of numbers.\"\"\"
+    ours, theirs = np.asarray(ours, float), np.asarray(theirs, float)
+    return float(np.max(np.abs(ours - theirs) / np.abs(theirs)))"""
+
+TS_CONNECT = """address = os.environ.get("DASK_SCHEDULER_ADDRESS")
+cluster = None if address else LocalCluster(n_workers=2, threads_per_worker=1,
+                                            dashboard_address=":0")
+client = Client(address or cluster)
+print(f"{len(client.scheduler_info()['workers'])} Dask workers")"""
+
+TS_HAC = """FORMULA = "infl ~ unemp + tbilrate"
+hac = streamlsq.fit_stream(DATA / "macrodata.parquet", "kf4lls", formula=FORMULA,
+                           cov_type="HAC", maxlags=4, window=40, client=client,
+                           out=DATA / "hac.zarr", overwrite=True)
+print(summary_text(hac))"""
+
+TS_HAC_CHECK = """ref = smf.ols(FORMULA, macro).fit(cov_type="HAC", cov_kwds={"maxlags": 4})
+ci = ref.conf_int()
+pairs = {
+    "params": (hac.coef.values[-1, :, 0], ref.params),
+    "bse": (hac.bse.values[:, 0], ref.bse),
+    "tvalues": (hac.tvalues.values[:, 0], ref.tvalues),
+    "pvalues": (hac.pvalues.values[:, 0], ref.pvalues),
+    "conf_int": (np.column_stack([hac.conf_int_lower.values[:, 0],
+                                  hac.conf_int_upper.values[:, 0]]), ci),
+    "cov_params": (hac.cov_params.values[:, :, 0], ref.cov_params()),
+    "rsquared, fvalue, llf": ([hac.rsquared.item(), hac.fvalue.item(), hac.llf.item()],
+                              [ref.rsquared, ref.fvalue, ref.llf]),
+}
+print("max relative difference to statsmodels' OLS(...).fit(cov_type='HAC', maxlags=4):")
+for name, (ours, theirs) in pairs.items():
+    print(f"  {name:22s} {max_rel(ours, theirs):.1e}")"""
+
+TS_ROLLING_CHECK = """rolling = RollingOLS.from_formula(FORMULA, macro, window=40).fit()
+rows = hac.window_end.values  # each window's last row
+print(f"{len(rows)} windows of 40 quarters; max relative difference to RollingOLS:")
+for name in ("params", "bse", "tvalues"):
+    diff = max_rel(hac[f"rolling_{name}"].values[:, :, 0], np.asarray(getattr(rolling, name))[rows])
+    print(f"  {name:13s} {diff:.1e}")
+for name in ("rsquared", "rsquared_adj", "ssr", "llf", "aic", "bic"):
+    diff = max_rel(hac[f"rolling_{name}"].values[:, 0], np.asarray(getattr(rolling, name))[rows])
+    print(f"  {name:13s} {diff:.1e}")"""
+
+TS_EXPANDING = """grown = streamlsq.fit_stream(DATA / "macrodata.parquet", "kf4lls", formula=FORMULA,
+                             window=len(macro), expanding=True, client=client)
+expanding = RollingOLS.from_formula(FORMULA, macro, window=len(macro), expanding=True).fit()
+at = grown.window_end.values
+print(f"{len(at)} expanding windows (rows {at[0] + 1} to {at[-1] + 1}); max relative "
+      "difference to RollingOLS(expanding=True):")
+for name in ("params", "bse"):
+    diff = max_rel(grown[f"rolling_{name}"].values[:, :, 0],
+                   np.asarray(getattr(expanding, name))[at])
+    print(f"  {name:13s} {diff:.1e}")
+for name in ("rsquared", "ssr", "nobs"):
+    diff = max_rel(grown[f"rolling_{name}"].values[:, 0],
+                   np.asarray(getattr(expanding, name))[at])
+    print(f"  {name:13s} {diff:.1e}")"""
+
+TS_ROLLING_PLOT = """quarter = pd.PeriodIndex.from_fields(year=macro.year.astype(int),
+                                     quarter=macro.quarter.astype(int), freq="Q").to_timestamp()
+ends = quarter[rows]
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), layout="constrained")
+theirs = rolling.conf_int(0.05)
+for ax, name in zip(axes, ("unemp", "tbilrate")):
+    coef = hac.rolling_params.sel(feature=name).values[:, 0]
+    bse = hac.rolling_bse.sel(feature=name).values[:, 0]
+    ax.plot(ends, coef, label="streamlsq, window of 40 quarters")
+    ax.fill_between(ends, coef - 1.96 * bse, coef + 1.96 * bse, alpha=0.25, label="95% band")
+    ax.plot(ends, theirs[(name, "lower")].values[rows], "k:", lw=1, label="RollingOLS' band")
+    ax.plot(ends, theirs[(name, "upper")].values[rows], "k:", lw=1)
+    ax.axhline(hac.coef.sel(feature=name).values[-1, 0], color="grey", lw=0.8,
+               label="the whole sample")
+    ax.set(title=f"coefficient of {name}", xlabel="last quarter of the window")
+axes[0].legend(fontsize="small")
+plt.show()"""
+
+TS_PLOT_FIT = """# what `streamlsq info hac.zarr --plot hac.png` draws
+streamlsq.plot_fit(hac, DATA / "hac.png")
+display(Image(filename=str(DATA / "hac.png")))"""
+
+TS_PREDICT = """pred = streamlsq.predict_stream(DATA / "hac.zarr", DATA / "macrodata.parquet",
+                                intervals=True, alpha=0.1, client=client)
+frame = ref.get_prediction(macro).summary_frame(alpha=0.1)
+print("max relative difference to statsmodels' get_prediction().summary_frame(alpha=0.1):")
+for name in ("mean", "mean_se", "mean_ci_lower", "mean_ci_upper", "obs_ci_lower",
+             "obs_ci_upper"):
+    ours = pred["yhat" if name == "mean" else name].values[:, 0]
+    print(f"  {name:14s} {max_rel(ours, frame[name]):.1e}")
+last = slice(len(macro) - 40, len(macro))
+fig, ax = plt.subplots(figsize=(10, 3.5), layout="constrained")
+ax.plot(quarter[last], macro.infl.values[last], "k.", label="inflation")
+ax.plot(quarter[last], pred.yhat.values[last, 0], label="fitted")
+ax.fill_between(quarter[last], pred.mean_ci_lower.values[last, 0],
+                pred.mean_ci_upper.values[last, 0], alpha=0.4, label="90% interval of the mean")
+ax.fill_between(quarter[last], pred.obs_ci_lower.values[last, 0],
+                pred.obs_ci_upper.values[last, 0], alpha=0.15, label="90% interval of a quarter")
+ax.set(ylabel="inflation (%)", title="the last 40 quarters: fit and intervals (HAC covariance)")
+ax.legend(fontsize="small", ncol=2)
+plt.show()"""
+
+TS_PANEL = """PANEL = "invest ~ value + capital"
+firm = np.unique(grunfeld.firm, return_inverse=True)[1]
+year = np.unique(grunfeld.year, return_inverse=True)[1]  # statsmodels: periods 0..T-1
+covariances = {  # name: (streamlsq's options, statsmodels' fit arguments)
+    "nonrobust": ({}, {}),
+    "cluster by firm": ({"cov_type": "cluster", "groups": "firm"},
+                        {"cov_type": "cluster", "cov_kwds": {"groups": firm}}),
+    "two-way: firm, year": ({"cov_type": "cluster", "groups": "firm,year"},
+                            {"cov_type": "cluster",
+                             "cov_kwds": {"groups": np.column_stack([firm, year])}}),
+    "Driscoll-Kraay, 2 lags": ({"cov_type": "hac-groupsum", "time": "year", "maxlags": 2},
+                               {"cov_type": "hac-groupsum",
+                                "cov_kwds": {"time": year, "maxlags": 2}}),
+}
+bse, diffs = {}, {}
+for name, (ours, theirs) in covariances.items():
+    fit = streamlsq.fit_stream(DATA / "grunfeld.parquet", "kf4lls", formula=PANEL,
+                               client=client, **ours)
+    ref_panel = smf.ols(PANEL, grunfeld).fit(**theirs)
+    bse[name] = fit.bse.values[:, 0]
+    diffs[name] = max(max_rel(fit.bse.values[:, 0], ref_panel.bse),
+                      max_rel(fit.pvalues.values[:, 0], ref_panel.pvalues))
+table = pd.DataFrame(bse, index=fit.feature.values).T
+table["max rel. diff. to statsmodels (bse, pvalues)"] = pd.Series(diffs).map("{:.1e}".format)
+table"""
+
+TS_PANEL_SUMMARY = """print(summary_text(fit))  # the last one: Driscoll-Kraay"""
+
+TS_CLOSE = """client.close()
+if cluster is not None:  # the notebook's own LocalCluster; a shared one stays up
+    cluster.close()"""
+
+
+def timeseries_notebook() -> nbformat.NotebookNode:
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.cells = [
+        md("# Time series and panels: HAC, rolling windows, clusters, Driscoll–Kraay\n\n"
+           "The analysis a paper publishes, on real data that statsmodels ships, read from "
+           "Parquet files: a regression written as a formula, its HAC (Newey–West) standard "
+           "errors and summary, the coefficients of rolling windows with their bands, "
+           "predictions with intervals; and on a panel (firms × years) one- and two-way "
+           "cluster and Driscoll–Kraay standard errors. Every number is compared with "
+           "statsmodels in the notebook, printed as the largest relative difference.\n\n"
+           "The methods, their equations and options: [docs/inference.md](../docs/inference.md)"
+           " (sections *Autocorrelation*, *Two-way clusters*, *Rolling windows*, *Prediction "
+           "intervals*); formulas and Parquet input: [docs/tables.md](../docs/tables.md).\n\n"
+           "The data sets are small (203 quarters; 220 firm-years): the notebook runs in "
+           "seconds and is the same with or without `STREAMLSQ_QUICK=1`. The stored outputs "
+           "come from `python notebooks/make_notebooks.py timeseries` "
+           "(see [README.md](README.md))."),
+        code(TS_SETUP),
+        md("**The cluster.** The scheduler named by `DASK_SCHEDULER_ADDRESS` if set, else a "
+           "`LocalCluster` started here. Each fit below reads the Parquet files' row groups "
+           "on the workers."),
+        code(TS_CONNECT),
+        md("**Inflation on unemployment and the T-bill rate** (a Phillips curve of sorts), "
+           "quarterly: the residuals are autocorrelated, so the standard errors are Newey and "
+           "West's with 4 lags (`--cov-type HAC --maxlags 4`), and `window=40` also fits "
+           "every window of 40 quarters (10 years). The same from the command line:\n\n"
+           "```bash\n"
+           "streamlsq fit kf4lls macrodata.parquet --formula 'infl ~ unemp + tbilrate' \\\n"
+           "    --cov-type HAC --maxlags 4 --window 40 --out hac.zarr\n"
+           "streamlsq info hac.zarr --plot hac.png\n"
+           "```"),
+        code(TS_HAC),
+        md("**Against statsmodels**: `ols(formula, data).fit(cov_type=\"HAC\", "
+           "cov_kwds={\"maxlags\": 4})`, statistic by statistic."),
+        code(TS_HAC_CHECK),
+        md("**Rolling windows against `RollingOLS`.** Each window here is a QR factor of its "
+           "own rows (exact to ε·κ); `RollingOLS` adds and subtracts rows from XᵀX, so the "
+           "differences below (1e-10 at most) are mostly its rounding, largest for the "
+           "coefficients nearest zero."),
+        code(TS_ROLLING_CHECK),
+        md("**Expanding windows** (`expanding=True`, `--expanding`): the windows start at the "
+           "first row and grow, as `RollingOLS(..., expanding=True)`; with a window as long as "
+           "the series, each is the fit of the quarters seen so far — the trajectory at every "
+           "row, with each step's own standard errors and R²."),
+        code(TS_EXPANDING),
+        md("**What to look at.** The coefficient of the T-bill rate is far from constant: "
+           "its 10-year windows move well outside each other's bands, so the whole-sample "
+           "coefficient (grey) averages different regimes. Dotted: the bands of "
+           "`RollingOLS.conf_int()`, on top of ours."),
+        code(TS_ROLLING_PLOT),
+        md("**The figure `streamlsq info hac.zarr --plot hac.png` draws** "
+           "(`streamlsq.plot_fit`): the coefficients of the rows seen so far with their "
+           "recursive bands (as statsmodels' `RecursiveLS`), and the windows' coefficients "
+           "with their bands."),
+        code(TS_PLOT_FIT),
+        md("**Predictions with intervals** (`predict_stream(..., intervals=True)`, or "
+           "`streamlsq predict hac.zarr macrodata.parquet --intervals --alpha 0.1`): the "
+           "interval of the mean uses the fit's HAC covariance and normal quantiles, as "
+           "statsmodels' `get_prediction().summary_frame()` does."),
+        code(TS_PREDICT),
+        md("**A panel: Grunfeld's investment data**, 11 firms × 20 years (firms as strings, "
+           "years as integers). The standard errors of the same regression under four "
+           "covariances — clustered by firm, two-way by firm and year (`groups=\"firm,year\"`), "
+           "and Driscoll–Kraay's over the years with 2 lags (`cov_type=\"hac-groupsum\", "
+           "time=\"year\"`) — each against statsmodels' (bse and p-values)."),
+        code(TS_PANEL),
+        md("The summary of the Driscoll–Kraay fit names the covariance with its options."),
+        code(TS_PANEL_SUMMARY),
+        code(TS_CLOSE),
+    ]
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"timeseries-{i:02d}"
+    return nb
+
+
+NOTEBOOKS["timeseries"] = timeseries_notebook()
 
 
 CLUSTER_SETUP = """import os

@@ -41,7 +41,7 @@ GLM = Options(
     # the time-series covariances and the rolling windows are least squares' only
     FIT.without("continue_from", "engine", "block_size", "first_block_size", "record_every",
                 "epochs", "shuffle", "seed", "dtype", "time", "maxlags", "kernel",
-                "use_correction", "window", "window_step", "min_nobs")
+                "use_correction", "window", "window_step", "min_nobs", "expanding")
     .replace("cov_type", choices=GLM_COV_TYPES),
     Param("family", "gaussian", "The family of the response.", type=str,
           choices=FAMILY_NAMES),

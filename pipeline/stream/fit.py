@@ -91,6 +91,7 @@ def fit_stream(
     window: int | None = None,
     window_step: int = 1,
     min_nobs: int | None = None,
+    expanding: bool = False,
     formula: str | None = None,
     **options,
 ) -> xr.Dataset:
@@ -195,10 +196,13 @@ def fit_stream(
         The time labels of ``cov_type="hac-groupsum"`` (a variable of ``data``); the lags
         of a HAC covariance (rows, or periods), their weights (``"bartlett"`` or
         ``"uniform"``) and its small-sample factor (default: statsmodels').
-    window, window_step, min_nobs
+    window, window_step, min_nobs, expanding
         Also fit every window of ``window`` rows ending every ``window_step`` rows (with at
         least ``min_nobs`` rows of positive weight), exactly, and store statsmodels'
-        ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least squares).
+        ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least squares);
+        ``expanding=True``: the first windows start at row 0 and grow from ``min_nobs``
+        rows to ``window``, as ``RollingOLS(expanding=True)`` (``window`` at least the
+        rows: the expanding fit of the rows seen so far).
     formula : str or None
         Build the features and targets from the columns of ``data`` by a formula
         (``"arr_delay ~ dep_delay + C(carrier) + np.log(distance)"``, formulaic's syntax)
@@ -391,7 +395,7 @@ class StreamFit(Job):
             from streamlsq.stream.rolling import RollingPass
 
             ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, self.window_step,
-                                          self.min_nobs, constant_index(ds)))
+                                          self.min_nobs, constant_index(ds), self.expanding))
         return ds
 
     def intercept(self) -> bool | None:

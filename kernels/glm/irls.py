@@ -35,8 +35,8 @@ from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
 from streamlsq.kernels.tallqr import rows_factor
 
 __all__ = ["GLMSpec", "IRLSResult", "RowError", "SOLVERS", "combine_robust", "combine_sums",
-           "final_sums", "glm_statistics", "irls_sums", "mean_sums", "predict_link",
-           "robust_cov", "robust_sums", "run_irls", "solve_step"]
+           "counts_response", "final_sums", "glm_statistics", "irls_sums", "mean_sums",
+           "predict_link", "robust_cov", "robust_sums", "run_irls", "solve_step"]
 
 #: how a chunk summarises its weighted least-squares problem
 SOLVERS = ("qr", "normal")
@@ -46,11 +46,12 @@ BOUNDARY = 10 * FLOAT_EPS
 
 
 class RowError(ValueError):
-    """A row the fit cannot take: ``row`` (its index in the chunk) and ``what`` is wrong."""
+    """A row the fit cannot take: ``row`` (its index in the chunk) and ``what`` is wrong
+    (``column``: which column of a two-column response, when it is one of them)."""
 
-    def __init__(self, what: str, row: int, kind: str):
+    def __init__(self, what: str, row: int, kind: str, column: int | None = None):
         super().__init__(f"row {row}: {what}")
-        self.what, self.row, self.kind = what, row, kind
+        self.what, self.row, self.kind, self.column = what, row, kind, column
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,30 @@ def proportion(y, trials):
         return np.asarray(y, np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(y, np.float64) / np.asarray(trials, np.float64)
+
+
+def counts_response(counts, keep=None) -> tuple[np.ndarray, np.ndarray]:
+    """A binomial response given as two columns of counts, (successes, failures), as
+    statsmodels' ``Binomial.initialize`` reads a 2-column ``endog``: the successes and the
+    trials, their sum (the response is then successes / trials, :func:`proportion`). A
+    negative count in a kept row is refused (:class:`RowError` of kind ``"counts"``, its
+    ``column`` 0 or 1); a count need not be a whole number, as statsmodels takes it. Rows
+    not kept get 1 trial (their values are never used).
+
+    >>> counts_response(np.array([[3.0, 1.0], [0.0, 2.0]]))
+    (array([3., 0.]), array([4., 2.]))
+    """
+    counts = np.asarray(counts, np.float64)
+    if counts.ndim != 2 or counts.shape[1] != 2:
+        raise ValueError(f"a two-column binomial response has 2 columns, got shape "
+                         f"{counts.shape}")
+    k = np.ones(counts.shape[0], bool) if keep is None else np.asarray(keep, bool)
+    bad = k[:, None] & ~(counts >= 0)
+    if bad.any():
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        raise RowError(f"count {counts[row, column]:g} is negative: successes and failures "
+                       "are counts (>= 0)", row, "counts", column)
+    return counts[:, 0].copy(), np.where(k, counts.sum(axis=1), 1.0)
 
 
 def mean_sums(spec: GLMSpec, y, *, trials=None, var_weights=None, freq_weights=None,

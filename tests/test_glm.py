@@ -431,6 +431,9 @@ def test_two_column_binomial_response_equals_trials_and_statsmodels(star98, clie
         close(counts[name], trials[name], rel=1e-12)
     assert counts.attrs["trials_variable"] == "NABOVE + NBELOW"
     assert list(counts.target.values) == ["NABOVE"]
+    # applied to rows (which hold the two counts, unused): statsmodels' predicted proportion
+    pred = streamlsq.predict(counts, star98, client=client)
+    close(pred.yhat[:, 0], res.predict(star98))
     # the command line on a Parquet file, the same fit
     star98.to_parquet(tmp_path / "star98.parquet")
     out = tmp_path / "fit.zarr"

@@ -590,7 +590,7 @@ def glm_notebook() -> nbformat.NotebookNode:
     nb.metadata["language_info"] = {"name": "python"}
     nb.cells = [
         md("# A generalised linear model on real data\n\n"
-           "The analysis a user publishes with `streamlsq.fit_glm` (`streamlsq fit glm`): "
+           "An analysis as one publishes it, with `streamlsq.fit_glm` (`streamlsq fit glm`): "
            "a Poisson model of counts with categorical terms and frequency weights, robust "
            "and cluster-robust standard errors, the summary, the same numbers from statsmodels, "
            "predictions with intervals for new rows and a figure; then a binomial response "
@@ -618,7 +618,7 @@ def glm_notebook() -> nbformat.NotebookNode:
         md("**Standard errors three ways.** Pearson's χ²/df below 1 says the counts are "
            "less dispersed than Poisson's variance assumes; the sandwich (HC1), which does not "
            "assume it, gives smaller standard errors for most terms, larger ones for the "
-           "duration's. Clustering by the wife's occupation allows correlation within "
+           "intercept and the duration's. Clustering by the wife's occupation allows correlation within "
            "occupations, but with six clusters (G − 1 = 5 degrees of freedom for a Wald "
            "test) it is itself noisy."),
         code(GLM_CLUSTER),

@@ -210,10 +210,12 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
 
 
 def final_sums(spec: GLMSpec, X, y, coef, scale: float, *, null_coef=None, null_mean=None,
-               offset=None, var_weights=None, freq_weights=None, trials=None,
-               keep=None) -> dict:
+               null_scale=None, offset=None, var_weights=None, freq_weights=None,
+               trials=None, keep=None) -> dict:
     """The last pass's sums at the final coefficients ``coef`` and dispersion ``scale``:
-    the log-likelihood ``llf`` Σ f·ℓ(y, μ, n, v, φ) (absent for a family without one),
+    the log-likelihood ``llf`` Σ f·ℓ(y, μ, n, v, φ) and the null model's ``llnull`` at
+    dispersion ``null_scale`` (default ``scale``; statsmodels' ``llnull`` takes the fit's
+    φ where ``llf`` may take the concentrated one) (both absent for a family without one),
     and the null model's deviance ``null_deviance`` at its mean: the constant
     ``null_mean`` (no offset) or g⁻¹(``null_coef`` + o)."""
     fam, link = spec.fam, spec.lnk
@@ -229,6 +231,10 @@ def final_sums(spec: GLMSpec, X, y, coef, scale: float, *, null_coef=None, null_
         with np.errstate(divide="ignore", invalid="ignore"):
             ll = fam.loglike_obs(ys, mu, n, np.where(k, v, 1.0), scale)
         out["llf"] = float(np.sum(np.where(k, f * ll, 0.0)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ll = fam.loglike_obs(ys, null, n, np.where(k, v, 1.0),
+                                 scale if null_scale is None else null_scale)
+        out["llnull"] = float(np.sum(np.where(k, f * ll, 0.0)))
     return out
 
 
@@ -288,6 +294,12 @@ def glm_statistics(coef, normalized_cov, scale: float, *, df_model: float,
         out["aic"] = -2 * llf + 2 * k
         out["bic"] = -2 * llf + k * np.log(wnobs)
     return out
+
+
+def pseudo_rsquared_cs(llf: float, llnull: float, nobs: float) -> float:
+    """Cox and Snell's likelihood-ratio pseudo R², 1 − exp(2(ℓ₀ − ℓ)/n), as statsmodels'
+    ``GLMResults.pseudo_rsquared(kind="cs")`` (n: the rows fitted, ``nobs``, not Σ f)."""
+    return float(1.0 - np.exp((llnull - llf) * (2.0 / nobs)))
 
 
 def predict_link(spec: GLMSpec, X, coef, cov, *, offset=None, alpha: float = 0.05) -> dict:

@@ -249,7 +249,8 @@ class GLMLoop:
         llf_scale = scale
         if spec.family == "gaussian" and spec.lnk.name == "identity":
             llf_scale = float(last["rss"]) / wnobs  # statsmodels' concentrated likelihood
-        final = self.run("final", "glm-final", coef=fit.coef, scale=llf_scale, **null_kw)
+        final = self.run("final", "glm-final", coef=fit.coef, scale=llf_scale,
+                         null_scale=scale, **null_kw)
         llf = final.get("llf")
         cov, self.n_groups = None, None
         if job.cov_type not in (None, "nonrobust"):
@@ -272,7 +273,10 @@ class GLMLoop:
                   "null_deviance": float(final["null_deviance"]),
                   "pearson_chi2": float(last["pearson_chi2"]), "scale": scale}
         if llf is not None:
-            values.update(llf=float(llf), aic=stats["aic"], bic=stats["bic"])
+            values.update(llf=float(llf), aic=stats["aic"], bic=stats["bic"],
+                          llnull=float(final["llnull"]),
+                          prsquared_cs=kernels.pseudo_rsquared_cs(float(llf),
+                                                                  float(final["llnull"]), rows))
         return self.dataset(fit, stats, values, rows, problem)
 
     def problem(self, fit, last) -> str | None:
@@ -424,7 +428,7 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
             out = kernels.robust_sums(spec, X, y, kw["coef"], kw["scale"],
                                       cov_type=kw["cov_type"], labels=labels, **prior)
         else:
-            extra_kw = {k: kw[k] for k in ("null_coef", "null_mean") if k in kw}
+            extra_kw = {k: kw[k] for k in ("null_coef", "null_mean", "null_scale") if k in kw}
             out = kernels.final_sums(spec, X, y, kw["coef"], kw["scale"], **extra_kw, **prior)
     except kernels.RowError as exc:
         row = start + exc.row

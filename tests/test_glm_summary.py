@@ -128,3 +128,21 @@ def test_info_prints_the_glm_summary(poisson_result):
     for label in SAME_TEXT:
         assert ours[label] == theirs[label], label
     assert "R-squared:" not in printed and "F-statistic:" not in printed
+
+
+def test_freq_weights_pseudo_rsquared_counts_rows(client):
+    """Frequency weights: the pseudo R² divides by the rows (statsmodels' nobs), the
+    printed No. Observations is Σ f (statsmodels prints the rows), the rest is equal."""
+    frame = sm.datasets.cpunish.load_pandas().data.astype(float)
+    frame["F"] = (np.arange(len(frame)) % 3 + 1).astype(float)
+    formula = "EXECUTIONS ~ INCOME + PERPOVERTY"
+    fit = streamlsq.fit_glm(frame, formula=formula, family="poisson", freq_weights="F",
+                            client=client)
+    res = sm.GLM.from_formula(formula, frame, family=sm.families.Poisson(),
+                              freq_weights=frame.F).fit()
+    ours, theirs = header(summary_text(fit)), statsmodels_header(res)
+    for label in set(SAME_TEXT) - {"No. Observations:"}:
+        assert ours[label] == theirs[label], (label, ours[label], theirs[label])
+    assert int(ours["No. Observations:"]) == frame.F.sum() != int(theirs["No. Observations:"])
+    model = streamlsq.summary(fit).attrs["model"]
+    assert np.isclose(model["prsquared_cs"], res.pseudo_rsquared(kind="cs"), rtol=1e-9)

@@ -684,6 +684,226 @@ def cluster_notebook() -> nbformat.NotebookNode:
 NOTEBOOKS["cluster"] = cluster_notebook()
 
 
+GLM_SETUP = """import os
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+import statsmodels.formula.api as smf
+from distributed import Client, LocalCluster
+
+import streamlsq
+from streamlsq.stream.statistics import summary_text
+
+# the data sets are small: the notebook runs the same with or without STREAMLSQ_QUICK=1
+DATA = Path(os.environ.get("STREAMLSQ_STUDY_OUT", "study-results")) / "glm"
+DATA.mkdir(parents=True, exist_ok=True)
+
+address = os.environ.get("DASK_SCHEDULER_ADDRESS")
+if address:  # a cluster already running (the test suite's, or yours)
+    cluster = None
+    client = Client(address)
+else:
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
+    client = Client(cluster)
+print(f"{len(client.scheduler_info()['workers'])} Dask workers; stores in {DATA}")"""
+
+GLM_DATA = """frame = sm.datasets.fair.load_pandas().data
+COLUMNS = ["children", "religious", "rate_marriage", "educ", "age", "yrs_married", "occupation"]
+answers = frame.groupby(COLUMNS).size().rename("n").reset_index()
+answers.to_parquet(DATA / "fair.parquet", row_group_size=500)  # 7 row groups: 7 chunks
+print(f"{len(frame):,} women, {len(answers):,} distinct answers; yrs_married takes the "
+      f"values {sorted(frame.yrs_married.unique().tolist())}")
+answers.head()"""
+
+GLM_FIT = """FORMULA = "children ~ C(religious) + C(rate_marriage) + educ + age + C(yrs_married)"
+fit = streamlsq.fit_glm(DATA / "fair.parquet", formula=FORMULA, family="poisson",
+                        freq_weights="n", cov_type="HC1", out=DATA / "children-hc1.zarr",
+                        overwrite=True, client=client)
+print(f"converged after {fit.attrs['iterations']} iterations, {fit.attrs['passes']} passes "
+      "over the rows\\n")
+print(summary_text(DATA / "children-hc1.zarr"))"""
+
+GLM_CLUSTER = """options = dict(formula=FORMULA, family="poisson", freq_weights="n", client=client)
+clustered = streamlsq.fit_glm(DATA / "fair.parquet", cov_type="cluster", groups="occupation",
+                              out=DATA / "children-cluster.zarr", overwrite=True, **options)
+print(f"Pearson chi2 / df_resid = {float(fit.pearson_chi2[0] / fit.df_resid[0]):.2f}")
+nonrobust = streamlsq.fit_glm(DATA / "fair.parquet", **options)
+se = pd.DataFrame({"nonrobust": nonrobust.bse[:, 0].values, "HC1": fit.bse[:, 0].values,
+                   f"cluster ({clustered.attrs['n_groups']} occupations)":
+                       clustered.bse[:, 0].values}, index=fit.feature.values)
+se.round(4)"""
+
+GLM_COMPARE = """import warnings
+
+from statsmodels.tools.sm_exceptions import SpecificationWarning
+
+
+def max_rel(ours, theirs):
+    ours, theirs = np.asarray(ours, float).ravel(), np.asarray(theirs, float).ravel()
+    return float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
+
+
+def term(name):  # statsmodels (patsy) lists the terms in another order, interactions too
+    return frozenset(str(name).replace("intercept", "Intercept").split(":"))
+
+
+def order(ours, res):  # statsmodels' coefficients in the order of ours
+    names = [term(n) for n in res.model.exog_names]
+    return [names.index(term(f)) for f in ours.feature.values]
+
+
+model = smf.glm(FORMULA, answers, family=sm.families.Poisson(), freq_weights=answers.n)
+with warnings.catch_warnings():  # "cov_type not fully supported with freq_weights": below,
+    warnings.simplefilter("ignore", SpecificationWarning)  # the 6,366 rows give the same
+    references = {"HC1": (fit, model.fit(cov_type="HC1")),
+                  "cluster": (clustered, model.fit(cov_type="cluster",
+                                                   cov_kwds={"groups": answers.occupation}))}
+rows = {}
+for cov_type, (ours, res) in references.items():
+    i = order(ours, res)
+    rows[cov_type] = {
+        "params": max_rel(ours.coef.isel(step=-1, target=0), res.params.iloc[i]),
+        "bse": max_rel(ours.bse[:, 0], res.bse.iloc[i]),
+        "pvalues": max_rel(ours.pvalues[:, 0], res.pvalues.iloc[i]),
+        "cov_params": max_rel(ours.cov_params[:, :, 0], res.cov_params().iloc[i, i]),
+        **{name: max_rel(ours[name], getattr(res, name))
+           for name in ("deviance", "null_deviance", "pearson_chi2", "llf", "aic")}}
+comparison = pd.DataFrame(rows).T
+print(f"max relative difference to statsmodels' GLM: {comparison.to_numpy().max():.2e}")
+women = smf.glm(FORMULA, frame, family=sm.families.Poisson())  # one row per woman
+for ours, res in ((fit, women.fit(cov_type="HC1")),
+                  (clustered, women.fit(cov_type="cluster",
+                                        cov_kwds={"groups": frame.occupation}))):
+    i = order(ours, res)
+    print(f"statsmodels on the 6,366 rows, {res.cov_type}: relative difference of the "
+          f"coefficients {max_rel(ours.coef.isel(step=-1, target=0), res.params.iloc[i]):.1e}, "
+          f"of their standard errors {max_rel(ours.bse[:, 0], res.bse.iloc[i]):.1e}")
+comparison.map(lambda v: f"{v:.1e}")"""
+
+GLM_PREDICT = """grid = pd.DataFrame([{"religious": r, "rate_marriage": 4.0, "educ": e, "age": 32.0,
+                      "yrs_married": 9.0} for r in (1.0, 4.0) for e in np.arange(9.0, 21.0)])
+grid.to_parquet(DATA / "new-rows.parquet")
+pred = streamlsq.predict(DATA / "children-hc1.zarr", DATA / "new-rows.parquet",
+                         intervals=True, out=DATA / "new-rows-pred.zarr", overwrite=True,
+                         client=client)
+table = grid.assign(**{name: pred[name][:, 0].values for name in
+                       ("yhat", "mean_se", "mean_ci_lower", "mean_ci_upper")})
+reference = references["HC1"][1].get_prediction(grid)
+columns = ["mean_se", "mean_ci_lower", "mean_ci_upper"]
+difference = max_rel(table[["yhat", *columns]], reference.summary_frame()[["mean", *columns]])
+print(f"max relative difference to statsmodels' get_prediction: {difference:.2e}")
+table.head()"""
+
+GLM_PLOT = """fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+names = {1.0: "not religious", 4.0: "strongly religious"}
+for r, rows in table.groupby("religious"):
+    line, = ax.plot(rows.educ, rows.yhat, label=f"{names[r]}: fit, 95% interval (HC1)")
+    ax.fill_between(rows.educ, rows.mean_ci_lower, rows.mean_ci_upper, alpha=0.25,
+                    color=line.get_color())
+    seen = frame[(frame.religious == r) & (frame.yrs_married == 9.0)]
+    means = seen.groupby("educ").children.agg(["mean", "size"])
+    ax.scatter(means.index, means["mean"], s=3 * means["size"], color=line.get_color(),
+               zorder=3, label=f"{names[r]}: observed mean, 9 years married")
+ax.set(xlabel="years of education", ylabel="children",
+       title="Expected children after 9 years of marriage (age 32, marriage rated 4)")
+ax.legend(fontsize=8)
+plt.show()"""
+
+GLM_STAR98 = """star98 = sm.datasets.star98.load_pandas().data
+star98.to_parquet(DATA / "star98.parquet")
+COUNTS = ("NABOVE + NBELOW ~ LOWINC + PERASIAN + PERBLACK + PERHISP + PCTCHRT + PCTYRRND "
+          "+ PERMINTE*AVYRSEXP*AVSALK + PERSPENK*PTRATIO*PCTAF")
+scores = streamlsq.fit_glm(DATA / "star98.parquet", formula=COUNTS, family="binomial",
+                           client=client)
+res = smf.glm(COUNTS, star98, family=sm.families.Binomial()).fit()
+print(f"statsmodels' endog: {res.model.endog_names}; ours: successes "
+      f"{scores.target.values[0]}, trials {scores.attrs['trials_variable']}")
+i = order(scores, res)
+print(f"max relative difference to statsmodels' GLM: params "
+      f"{max_rel(scores.coef.isel(step=-1, target=0), res.params.iloc[i]):.2e}, bse "
+      f"{max_rel(scores.bse[:, 0], res.bse.iloc[i]):.2e}, deviance "
+      f"{max_rel(scores.deviance, res.deviance):.2e}")"""
+
+GLM_CLOSE = CLUSTER_CLOSE
+
+
+def glm_notebook() -> nbformat.NotebookNode:
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.cells = [
+        md("# A generalised linear model on real data\n\n"
+           "An analysis as one publishes it, with `streamlsq.fit_glm` (`streamlsq fit glm`): "
+           "a Poisson model of counts with categorical terms and frequency weights, robust "
+           "and cluster-robust standard errors, the summary, the same numbers from statsmodels, "
+           "predictions with intervals for new rows and a figure; then a binomial response "
+           "written as two columns of counts. The data are statsmodels' `fair` (Fair 1978: "
+           "6,366 married women surveyed by *Redbook* in 1974) and `star98` (California "
+           "schools' test results, 1998). The fits read Parquet files chunk by chunk on a "
+           "Dask cluster, one pass over the rows per IRLS iteration, as they would a "
+           "table of billions of rows.\n\n"
+           "The method, the options and what is stored: [docs/glm.md](../docs/glm.md). "
+           "The outputs stored with this notebook come from the run that wrote it "
+           "(`python notebooks/make_notebooks.py glm`, see [README.md](README.md))."),
+        code(GLM_SETUP),
+        md("**The data**, as surveys are often published: a table of the distinct answers "
+           "and how many women gave each (`n`), written as a Parquet file of 7 row groups "
+           "(the fit reads them as chunks). `children` counts a woman's children (5.5 codes "
+           "\"5 or more\", a non-integer count the Poisson quasi-likelihood takes)."),
+        code(GLM_DATA),
+        md("**The fit.** The number of children, log-linear in religiousness, the "
+           "marriage's rating and its duration (categorical terms, `C()`: children do not "
+           "come at a constant rate over a marriage), education and age: a Poisson GLM with "
+           "`freq_weights=\"n\"` (each row counts for its `n` women, so `No. Observations` "
+           "is 6,366) and HC1 standard errors (statsmodels' GLM gives its HC0 sandwich for "
+           "HC1; so does streamlsq, to give the same numbers)."),
+        code(GLM_FIT),
+        md("**Standard errors three ways.** Pearson's χ²/df below 1 says the counts are "
+           "less dispersed than Poisson's variance assumes; the sandwich (HC1), which does not "
+           "assume it, gives smaller standard errors for most terms, larger ones for the "
+           "intercept and the duration's. Clustering by the wife's occupation allows correlation within "
+           "occupations, but with six clusters (G − 1 = 5 degrees of freedom for a Wald "
+           "test) it is itself noisy."),
+        code(GLM_CLUSTER),
+        md("**The same fits in statsmodels.** `smf.glm` on the table in memory with the same "
+           "frequency weights, with both covariances: the largest relative difference of "
+           "every statistic. Then statsmodels' fits of the 6,366 women one row each: the "
+           "frequency weights reproduce them, HC1 standard errors included; the "
+           "cluster-robust ones differ by about 1e-3 relative, because the small-sample "
+           "factor (N − 1)/(N − k) counts the table's 3,431 rows as N, as statsmodels' does "
+           "with frequency weights (the warning it gives, silenced here), not the women."),
+        code(GLM_COMPARE),
+        md("**New rows.** The fit applied to a grid of new women (age 32, 9 years married, "
+           "marriage rated 4; education 9–20 years, not or strongly religious), read from "
+           "a Parquet file: the mean and its delta-method interval (`intervals=True`, from the "
+           "HC1 covariance), as statsmodels' `get_prediction`."),
+        code(GLM_PREDICT),
+        md("**What to look at.** More education, fewer children; more religious, more "
+           "children, at every education level; the bands are the fit's 95% intervals of "
+           "the mean, the dots the observed means of the women married 9 years (of all ages and "
+           "ratings; a dot's area is proportional to its number of women, the small ones "
+           "scatter most)."),
+        code(GLM_PLOT),
+        md("**Binomial counts as two columns.** statsmodels writes a binomial response of "
+           "counts as `successes + failures ~ …`, the trials being their sum: star98's "
+           "students above and below the national median per district, in statsmodels' own "
+           "example formula. streamlsq reads the same formula (`--formula` on the command "
+           "line)."),
+        code(GLM_STAR98),
+        code(GLM_CLOSE),
+    ]
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"glm-{i:02d}"
+    return nb
+
+
+NOTEBOOKS["glm"] = glm_notebook()
+
+
 def kernelspec(jupyter_path: Path) -> None:
     """A ``python3`` kernel for THIS interpreter (not whatever ``python3`` Jupyter finds)."""
     spec = jupyter_path / "kernels" / "python3"

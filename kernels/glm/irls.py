@@ -35,8 +35,8 @@ from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
 from streamlsq.kernels.tallqr import rows_factor
 
 __all__ = ["GLMSpec", "IRLSResult", "RowError", "SOLVERS", "combine_robust", "combine_sums",
-           "final_sums", "glm_statistics", "irls_sums", "mean_sums", "predict_link",
-           "robust_cov", "robust_sums", "run_irls", "solve_step"]
+           "counts_response", "final_sums", "glm_statistics", "irls_sums", "mean_sums",
+           "predict_link", "robust_cov", "robust_sums", "run_irls", "solve_step"]
 
 #: how a chunk summarises its weighted least-squares problem
 SOLVERS = ("qr", "normal")
@@ -46,11 +46,12 @@ BOUNDARY = 10 * FLOAT_EPS
 
 
 class RowError(ValueError):
-    """A row the fit cannot take: ``row`` (its index in the chunk) and ``what`` is wrong."""
+    """A row the fit cannot take: ``row`` (its index in the chunk) and ``what`` is wrong
+    (``column``: which column of a two-column response, when it is one of them)."""
 
-    def __init__(self, what: str, row: int, kind: str):
+    def __init__(self, what: str, row: int, kind: str, column: int | None = None):
         super().__init__(f"row {row}: {what}")
-        self.what, self.row, self.kind = what, row, kind
+        self.what, self.row, self.kind, self.column = what, row, kind, column
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,30 @@ def proportion(y, trials):
         return np.asarray(y, np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(y, np.float64) / np.asarray(trials, np.float64)
+
+
+def counts_response(counts, keep=None) -> tuple[np.ndarray, np.ndarray]:
+    """A binomial response given as two columns of counts, (successes, failures), as
+    statsmodels' ``Binomial.initialize`` reads a 2-column ``endog``: the successes and the
+    trials, their sum (the response is then successes / trials, :func:`proportion`). A
+    negative count in a kept row is refused (:class:`RowError` of kind ``"counts"``, its
+    ``column`` 0 or 1); a count need not be a whole number, as statsmodels takes it. Rows
+    not kept get 1 trial (their values are never used).
+
+    >>> counts_response(np.array([[3.0, 1.0], [0.0, 2.0]]))
+    (array([3., 0.]), array([4., 2.]))
+    """
+    counts = np.asarray(counts, np.float64)
+    if counts.ndim != 2 or counts.shape[1] != 2:
+        raise ValueError(f"a two-column binomial response has 2 columns, got shape "
+                         f"{counts.shape}")
+    k = np.ones(counts.shape[0], bool) if keep is None else np.asarray(keep, bool)
+    bad = k[:, None] & ~(counts >= 0)
+    if bad.any():
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        raise RowError(f"count {counts[row, column]:g} is negative: successes and failures "
+                       "are counts (>= 0)", row, "counts", column)
+    return counts[:, 0].copy(), np.where(k, counts.sum(axis=1), 1.0)
 
 
 def mean_sums(spec: GLMSpec, y, *, trials=None, var_weights=None, freq_weights=None,
@@ -185,10 +210,12 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
 
 
 def final_sums(spec: GLMSpec, X, y, coef, scale: float, *, null_coef=None, null_mean=None,
-               offset=None, var_weights=None, freq_weights=None, trials=None,
-               keep=None) -> dict:
+               null_scale=None, offset=None, var_weights=None, freq_weights=None,
+               trials=None, keep=None) -> dict:
     """The last pass's sums at the final coefficients ``coef`` and dispersion ``scale``:
-    the log-likelihood ``llf`` Σ f·ℓ(y, μ, n, v, φ) (absent for a family without one),
+    the log-likelihood ``llf`` Σ f·ℓ(y, μ, n, v, φ) and the null model's ``llnull`` at
+    dispersion ``null_scale`` (default ``scale``; statsmodels' ``llnull`` takes the fit's
+    φ where ``llf`` may take the concentrated one) (both absent for a family without one),
     and the null model's deviance ``null_deviance`` at its mean: the constant
     ``null_mean`` (no offset) or g⁻¹(``null_coef`` + o)."""
     fam, link = spec.fam, spec.lnk
@@ -204,6 +231,10 @@ def final_sums(spec: GLMSpec, X, y, coef, scale: float, *, null_coef=None, null_
         with np.errstate(divide="ignore", invalid="ignore"):
             ll = fam.loglike_obs(ys, mu, n, np.where(k, v, 1.0), scale)
         out["llf"] = float(np.sum(np.where(k, f * ll, 0.0)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ll = fam.loglike_obs(ys, null, n, np.where(k, v, 1.0),
+                                 scale if null_scale is None else null_scale)
+        out["llnull"] = float(np.sum(np.where(k, f * ll, 0.0)))
     return out
 
 
@@ -263,6 +294,12 @@ def glm_statistics(coef, normalized_cov, scale: float, *, df_model: float,
         out["aic"] = -2 * llf + 2 * k
         out["bic"] = -2 * llf + k * np.log(wnobs)
     return out
+
+
+def pseudo_rsquared_cs(llf: float, llnull: float, nobs: float) -> float:
+    """Cox and Snell's likelihood-ratio pseudo R², 1 − exp(2(ℓ₀ − ℓ)/n), as statsmodels'
+    ``GLMResults.pseudo_rsquared(kind="cs")`` (n: the rows fitted, ``nobs``, not Σ f)."""
+    return float(1.0 - np.exp((llnull - llf) * (2.0 / nobs)))
 
 
 def predict_link(spec: GLMSpec, X, coef, cov, *, offset=None, alpha: float = 0.05) -> dict:

@@ -58,7 +58,8 @@ GLM = Options(
     Param("exposure", None, "An exposure (> 0), a variable of DATA: log(exposure) added to the "
           "linear predictor (log links).", **_PER_ROW),
     Param("trials", None, "Binomial trials, a variable of DATA: the response is then the "
-          "number of successes out of it.", **_PER_ROW),
+          "number of successes out of it (or write the formula's left side as "
+          "'successes + failures').", **_PER_ROW),
     Param("tol", 1e-8, "Convergence: the change of the (scaled) deviance between iterations "
           "(statsmodels' tol).", gt=0),
     Param("maxiter", 100, "Iterations at most (each one pass over the rows).", type=int,

@@ -85,6 +85,16 @@ def write_stream(path, X, y, chunk_rows, dims=(("sample", "feature"), ("sample",
     return path
 
 
+def write_weighted_stream(path, X, y, w, chunk_rows=5):
+    """A stream store with a precision weight per row (``w``), every chunk written (a chunk
+    of zero weights too)."""
+    write_stream(path, X, y, chunk_rows)
+    g = zarr.open_group(str(path), mode="r+")
+    g.create_array("w", shape=w.shape, chunks=(chunk_rows,), dtype="f8",
+                   dimension_names=["sample"], config={"write_empty_chunks": True})[...] = w
+    return path
+
+
 def lstsq(X, Y):
     return np.linalg.lstsq(X, Y, rcond=None)[0]
 

@@ -15,14 +15,13 @@ import mpmath
 import numpy as np
 import pytest
 import xarray as xr
-import zarr
 
 from streamlsq import InputError, fit_interleaved, fit_stream
 from streamlsq.kernels import IncrementalBFGS, InterleavedKF4LLS, SingularMatrixError
 from streamlsq.kernels.linalg import column_rank
 from streamlsq.kernels.recursions import interleaved as il
 
-from conftest import one_line, write_stream
+from conftest import one_line, write_stream, write_weighted_stream
 from faultkit import leftovers
 
 EPS = np.finfo(np.float64).eps
@@ -251,14 +250,6 @@ def test_interleaved_never_publishes_an_aliased_column(tmp_path, cli, client, en
 # -- a fit that saw no row of positive weight ------------------------------------------
 
 
-def _weighted_store(path, X, Y, w, chunk=5):
-    write_stream(path, X, Y, chunk)
-    g = zarr.open_group(str(path), mode="r+")
-    g.create_array("w", shape=w.shape, chunks=(chunk,), dtype="f8", dimension_names=["sample"],
-                   config={"write_empty_chunks": True})[...] = w
-    return path
-
-
 #: (method, options, the end of the refusal): with a ridge start the coefficients would be
 #: the start's (0) whatever the rows, without one the rows never identify them
 NO_WEIGHT = [
@@ -277,7 +268,7 @@ def test_a_fit_without_a_row_of_positive_weight_is_refused(tmp_path, cli, client
                                                            solver, method, options, message):
     rng = np.random.default_rng(6)
     X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
-    data = _weighted_store(tmp_path / "zero.zarr", X, Y, np.zeros(20))
+    data = write_weighted_stream(tmp_path / "zero.zarr", X, Y, np.zeros(20))
     out = tmp_path / "out.zarr"
     line = one_line(cli("fit", method, data, "--weights", "w", "--engine", engine,
                         "--solver", solver, "--out", out, *options))
@@ -314,7 +305,7 @@ def test_a_ridge_fit_with_some_rows_of_positive_weight_counts_them(tmp_path, cli
     rng = np.random.default_rng(8)
     X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
     w = np.where(np.arange(20) % 3 == 0, 2.0, 0.0)
-    data = _weighted_store(tmp_path / "some.zarr", X, Y, w)
+    data = write_weighted_stream(tmp_path / "some.zarr", X, Y, w)
     ds = fit_stream(data, "kf4lls", weights="w", ridge=1.0, engine=engine, progress=False,
                     client=client)
     assert int(ds.state_nobs) == 7
@@ -332,7 +323,7 @@ def test_rls_on_the_normal_equations_starts_at_the_first_row_of_positive_weight(
     rng = np.random.default_rng(9)
     X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
     w = np.where(np.arange(20) < 10, 0.0, 1.0 + np.arange(20) % 3)
-    data = _weighted_store(tmp_path / "late.zarr", X, Y, w)
+    data = write_weighted_stream(tmp_path / "late.zarr", X, Y, w)
     fits = {solver: fit_stream(data, "rls", weights="w", solver=solver, engine=engine,
                                block_size=5, record_every=1, progress=False, client=client)
             for solver in ("normal", "qr")}

@@ -15,13 +15,12 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 import xarray as xr
-import zarr
 
 from streamlsq import fit_stream
 from streamlsq.kernels import KF4LLS, SingularMatrixError, block_edges
 from streamlsq.kernels.linalg import aliased_phrase, column_rank, rank_tolerance
 
-from conftest import one_line, write_stream
+from conftest import one_line, write_stream, write_weighted_stream
 from faultkit import leftovers
 
 EPS = np.finfo(np.float64).eps
@@ -178,19 +177,11 @@ def test_an_aliased_column_is_never_published(tmp_path, cli, engine, solver, col
 # -- statistics of too few rows or of rows the fit passes through -------------------------
 
 
-def _weighted_store(path, X, Y, w, chunk=5):
-    write_stream(path, X, Y, chunk)
-    g = zarr.open_group(str(path), mode="r+")
-    g.create_array("w", shape=w.shape, chunks=(chunk,), dtype="f8", dimension_names=["sample"],
-                   config={"write_empty_chunks": True})[...] = w
-    return path
-
-
 @pytest.mark.parametrize("engine", ["sequential", "scan"])
 def test_too_few_rows_are_named_as_such(tmp_path, cli, engine):
     rng = np.random.default_rng(4)
     X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
-    zero = _weighted_store(tmp_path / "zero.zarr", X, Y, np.zeros(20))
+    zero = write_weighted_stream(tmp_path / "zero.zarr", X, Y, np.zeros(20))
     one_left, none_left = X.copy(), X.copy()
     one_left[1:, 0] = np.nan
     none_left[:, 1] = np.nan

@@ -82,11 +82,17 @@ def docs_pointer(algorithm: str, citation: str) -> str:
     )
 
 
-def notebook(name: str, intro: str, cells: list, docs: str) -> nbformat.NotebookNode:
+def python_notebook() -> nbformat.NotebookNode:
+    """An empty notebook of the python3 kernel."""
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+def notebook(name: str, intro: str, cells: list, docs: str) -> nbformat.NotebookNode:
+    nb = python_notebook()
     nb.cells = [
         new_markdown_cell(f"{intro}\n\n{docs}\n\n{STORED_OUTPUTS}"),
         new_code_cell(SETUP.format(name=name)),
@@ -447,10 +453,7 @@ if cluster is not None:  # the notebook's own LocalCluster; a shared one stays u
 
 
 def timeseries_notebook() -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
+    nb = python_notebook()
     nb.cells = [
         md("# Time series and panels: HAC, rolling windows, clusters, Driscoll–Kraay\n\n"
            "The analysis a paper publishes, on real data that statsmodels ships, read from "
@@ -634,10 +637,7 @@ CLUSTER_CLOSE = """if cluster is not None:  # the notebook's own LocalCluster; a
 
 
 def cluster_notebook() -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
+    nb = python_notebook()
     nb.cells = [
         md("# streamlsq on a Dask cluster\n\n"
            "Connects to a cluster, simulates (or opens) a large on-disk stream store and a "
@@ -831,10 +831,7 @@ GLM_CLOSE = CLUSTER_CLOSE
 
 
 def glm_notebook() -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
+    nb = python_notebook()
     nb.cells = [
         md("# A generalised linear model on real data\n\n"
            "An analysis as one publishes it, with `streamlsq.fit_glm` (`streamlsq fit glm`): "

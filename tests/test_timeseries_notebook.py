@@ -46,22 +46,3 @@ def test_timeseries_notebook_executes_and_agrees_with_statsmodels(kernel_env, cl
     assert len(images) == 3
     assert (kernel_env / "timeseries" / "hac.zarr").exists()
     assert len(client.scheduler_info()["workers"]) == 2  # the shared cluster stays up
-
-
-def test_stored_timeseries_notebook_is_the_generated_one():
-    """The committed cells are those make_notebooks.py writes now."""
-    import importlib.util
-    from pathlib import Path
-
-    import nbformat
-
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("make_notebooks",
-                                                  root / "notebooks" / "make_notebooks.py")
-    make_notebooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make_notebooks)
-    generated = make_notebooks.NOTEBOOKS["timeseries"]
-    stored = nbformat.read(root / "notebooks" / "timeseries.ipynb", as_version=4)
-    assert [(c.cell_type, c.id, c.source) for c in stored.cells] == \
-        [(c.cell_type, c.id, c.source) for c in generated.cells], \
-        "timeseries.ipynb is out of date; regenerate: python notebooks/make_notebooks.py timeseries"

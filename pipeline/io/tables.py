@@ -13,10 +13,12 @@ need not be equal (row groups of a last file, CSV byte ranges), so its rows are 
 *virtual chunks* of equal rows (the rows of a row group when all of them but the last are
 equal, else their mean): a virtual chunk is read from the parts it overlaps. The columns a
 task reads of one row range (features, targets, weights, labels) are read together
-(:meth:`TableRows.reading`): each part the range overlaps is decoded once for all of them
-(a Parquet row group, a CSV byte range parsed, a dask partition computed), each column is
-handed out once, and nothing of it is kept after the read. A column read alone (a pass over
-the labels, ``convert``) goes through the last few parts each process keeps. Equal chunks
+(:meth:`TableRows.reading`): each CSV byte range or dask partition (or frame slice) the
+range overlaps is parsed or computed once for all of them, each column is handed out once,
+and nothing of it is kept after the read. A Parquet row group is still read a column at a
+time (all its columns at once took workers of 600 MB past their limit: docs/tables.md),
+and so is a column read alone (a pass over the labels, ``convert``), through the last few
+parts each process keeps. Equal chunks
 keep every piece of arithmetic above the source as it is, and a prediction's output chunks
 one to one with the tasks that write them.
 
@@ -153,16 +155,13 @@ class TableRows:
     @contextlib.contextmanager
     def reading(self, names, start: int, stop: int):
         """A block within which this thread's reads of rows ``start:stop`` of the columns
-        ``names`` are one read: the first of them decodes each part the rows overlap for all
-        of ``names`` at once (a Parquet row group, a CSV byte range, a dask partition: once,
-        not once per column), each column is then handed out once (a column read twice is
-        read again alone), and nothing is kept after the block, nor in any other thread.
-
-        Every part read per column held a part's few columns; a part of every column kept
-        per process, shared by threads and tasks, held up to the 32 MiB of :data:`KEPT_BYTES`
-        for good, beside a part decoded in each of a task's reading threads (docs/tables.md
-        gives the measure on 600 MB workers). Within a block of another range, or of other
-        columns, a block of its own is opened; within one that covers it, none."""
+        ``names`` are one read: the first of them parses each CSV byte range, or computes
+        each dask partition, the rows overlap once for all of ``names`` (not once per
+        column), each column is then handed out once (a column read twice is read again
+        alone), and nothing is kept after the block, nor in any other thread. A Parquet row
+        group is read a column at a time whatever the block (see :meth:`column_rows`).
+        Within a block of another range, or of other columns, a block of its own is opened;
+        within one that covers it, none."""
         names = tuple(dict.fromkeys(names))
         outer = getattr(_together, "range", None)
         if outer is not None and outer.covers(self, names, start, stop):
@@ -197,12 +196,9 @@ class TableRows:
                 import pyarrow as pa
 
                 file, group = self.parts[i]
-                # a column of its own per block, converted without a copy where it can be,
-                # and Arrow's buffers freed column by column: the part is held once, not
-                # twice (an Arrow table and a consolidated block)
                 frame = _parquet_file(file, self.token, _options_key(self.storage_options),
                                       self.storage_options).read_row_group(
-                    group, columns=names).to_pandas(split_blocks=True, self_destruct=True)
+                    group, columns=names).to_pandas()
                 # the pages of the Arrow buffers go back to the system, not to Arrow's pool:
                 # a worker's memory stays that of the chunks it holds
                 pa.default_memory_pool().release_unused()
@@ -226,7 +222,11 @@ class TableRows:
         covers them, else read through the parts kept (:meth:`read_part`)."""
         names = tuple(names)
         together = getattr(_together, "range", None)
-        if together is not None and together.covers(self, names, start, stop):
+        # a Parquet row group stays read a column at a time: all of its columns read at
+        # once, whether kept per process or only for the read, took workers of 600 MB past
+        # their limit (docs/tables.md gives the measure)
+        if self.kind != "parquet" and together is not None and together.covers(
+                self, names, start, stop):
             taken = together.take(self, names)
             if taken is not None:
                 return taken
@@ -255,8 +255,13 @@ class TableRows:
                 pieces[name].append(column)
             del part
             i += 1
-        return {name: (p[0] if len(p) == 1 else pd.concat(p)).reset_index(drop=True)
-                for name, p in pieces.items()}
+        out = {}
+        for name in names:  # each column's pieces dropped once joined: the rows held once
+            joined = pieces.pop(name)
+            out[name] = (joined[0] if len(joined) == 1 else pd.concat(joined)).reset_index(
+                drop=True)
+            del joined
+        return out
 
     def read(self, name: str, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of column ``name``: numbers as floats with NaN where missing,
@@ -379,31 +384,26 @@ def _options_key(options: dict | None) -> str:
     return "" if not options else repr(sorted(options.items()))
 
 
-#: the open Parquet files of each thread and their footers (an open file is not to be read
-#: by two threads at once: a task reads its next chunks in background threads)
+#: the open Parquet files of each thread (a ``ParquetFile`` is not to be read by two
+#: threads at once: a task reads its next chunks in background threads)
 _opened = threading.local()
 
 
 def _parquet_file(file: str, token: str, options_key: str, options: dict | None):
-    """A pyarrow ``ParquetFile`` of ``file``: over the file and the footer each thread
-    opened once per version (no second request for the footer), but itself new at each
-    call: a ``ParquetFile`` holds the bytes of the last row group it read for as long as it
-    lives (one kept per thread held a whole row group's, 25 MB for 100,000 rows of 25
-    columns read at once, after every task)."""
-    import pyarrow.parquet as pq
-
+    """The pyarrow ``ParquetFile`` of ``file``, opened once per thread and version."""
     cache = getattr(_opened, "files", None)
     if cache is None:
         cache = _opened.files = OrderedDict()
     key = (file, token, options_key)
-    if key not in cache:
-        fs, path = _filesystem(file, options)
-        handle = fs.open(path, "rb")
-        cache[key] = (handle, pq.ParquetFile(handle).metadata)
-        while len(cache) > 16:
-            cache.popitem(last=False)
-    handle, metadata = cache[key]
-    return pq.ParquetFile(handle, metadata=metadata)
+    if key in cache:
+        return cache[key]
+    import pyarrow.parquet as pq
+
+    fs, path = _filesystem(file, options)
+    handle = cache[key] = pq.ParquetFile(fs.open(path, "rb"))
+    while len(cache) > 16:
+        cache.popitem(last=False)
+    return handle
 
 
 def _filesystem(url: str, options: dict | None):

@@ -17,9 +17,10 @@ round-robin (every input sees the same load), and prints for each:
   rounds;
 - **part reads**: the parts of the table the workers read (a Parquet row group decoded, a
   CSV byte range parsed; counted in ``TableRows._read_part`` on the workers, one run at a
-  time) over its parts, and the columns each read took. One read per part for all the fit's
-  columns is 1.0 with 25 columns a read; a part that two chunks (or two scan pieces) share
-  is read by each of them, so a CSV file's reads are a little above 1.
+  time) over its parts, and the columns each read took. A CSV byte range parsed once for
+  all the fit's columns is 1 read of 25 columns (a part that two chunks, or two scan
+  pieces, share is read by each of them: a little above 1); a Parquet row group is read a
+  column at a time (25 reads of 1 column: docs/tables.md says why).
 - ``--per-column`` adds each table read the way it was before: each column of a part read on
   its own (``TableRows.reading`` made a no-op on the workers), as the baseline.
 

@@ -27,7 +27,7 @@ round-robin (every input sees the same load), and prints for each:
 The coefficients of every run are compared with the first (max relative difference). Prints
 the load average before and after; writes JSON. Not part of the test suite:
 
-    python tests/benchmarks/bench_tables.py --rows 400000 --repeat 3 --per-column --dir /tmp
+    python tests/benchmarks/bench_tables.py --rows 200000 --repeat 2 --per-column --dir /tmp
     python tests/benchmarks/bench_tables.py --rows 3200000 --memory-limit 600MB --ragged
 """
 
@@ -109,7 +109,7 @@ def main() -> None:
     p.add_argument("--features", type=int, default=24)
     p.add_argument("--row-group", type=int, default=100_000)
     p.add_argument("--ragged", action="store_true", help="row groups of unequal rows")
-    p.add_argument("--memory-limit", default="600MB")
+    p.add_argument("--memory-limit", default="2GB")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--per-column", action="store_true",

@@ -13,6 +13,7 @@ never leaves a store that looks complete.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import hashlib
@@ -277,6 +278,10 @@ class StoreRows:
         except Exception as exc:
             raise InputError(f"{self.label}: variable '{name}' rows {start}-{stop - 1} cannot "
                              f"be decoded ({type(exc).__name__}: {_first_line(exc)})") from None
+
+    def reading(self, names, start: int, stop: int):
+        """Each variable is its own array of chunks: its reads share nothing."""
+        return contextlib.nullcontext()
 
     def chunk_stamps(self, names, contents: bool = False) -> dict:
         """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`; a chunk file's

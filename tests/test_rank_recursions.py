@@ -9,19 +9,22 @@ condition number allows, measured against a 100-digit solution.
 from __future__ import annotations
 
 import re
-import warnings
 
 import mpmath
 import numpy as np
 import pytest
-import xarray as xr
 
 from streamlsq import InputError, fit_interleaved, fit_stream
 from streamlsq.kernels import IncrementalBFGS, InterleavedKF4LLS, SingularMatrixError
 from streamlsq.kernels.linalg import column_rank
 from streamlsq.kernels.recursions import interleaved as il
 
-from conftest import one_line, write_stream, write_weighted_stream
+from conftest import (
+    one_line,
+    write_aliased_columns_store,
+    write_stream,
+    write_weighted_stream,
+)
 from faultkit import leftovers
 
 EPS = np.finfo(np.float64).eps
@@ -190,25 +193,12 @@ def test_interleaved_fits_an_ill_conditioned_design_as_householder_does(engine, 
 # -- from the command line and from Python: refused in one line, nothing published ------
 
 
-def _ones_store(path, rows=40, chunk=5):
-    """Variables x1, one (constant), x1copy (x1 again) and y along ``row``."""
-    rng = np.random.default_rng(1)
-    x1 = rng.normal(0.01, 0.1, rows)
-    cols = {"x1": x1, "one": np.ones(rows), "x1copy": x1.copy(),
-            "y": 2 * x1 + rng.standard_normal(rows)}
-    ds = xr.Dataset({k: ("row", v) for k, v in cols.items()})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds.chunk({"row": chunk}).to_zarr(path, mode="w", zarr_format=3, consolidated=False)
-    return path
-
-
 @pytest.mark.parametrize(("columns", "named"), [
     ("x1,one", "column 'one' is aliased with 'intercept'"),
     ("x1,x1copy", "column 'x1copy' is aliased with 'x1'"),
 ])
 def test_bfgs_never_publishes_an_aliased_column(tmp_path, cli, client, columns, named):
-    data = _ones_store(tmp_path / "d.zarr")
+    data = write_aliased_columns_store(tmp_path / "d.zarr")
     out = tmp_path / "out.zarr"
     line = one_line(cli("fit", "bfgs", data, "--x", columns, "--y", "y", "--sample-dim",
                         "row", "--intercept", "--first-block-size", "20", "--out", out))

@@ -486,3 +486,30 @@ def test_two_column_response_refusals(star98, cli, tmp_path, family, formula, ex
                         *extra))
     assert line.endswith(message), line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["star98.parquet"]
+
+
+@pytest.mark.parametrize("solver", ["qr", "normal"])
+def test_the_rank_rule_names_aliased_columns_and_fits_ill_conditioned_designs(
+        cli, tmp_path, solver):
+    """The one rank rule of linear fits (decided on the column-equilibrated factor of
+    √W·X): an exactly aliased column is refused naming it, in one line with nothing
+    written; a well-posed Poisson design in badly scaled columns (κ ≈ 1e8 unscaled) is
+    fitted, equal to statsmodels'."""
+    from conftest import one_line
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, 300)
+    frame = pd.DataFrame({"x": x, "xcopy": 2.0 * x, "big": 1e6 * (x ** 2),
+                          "y": rng.poisson(np.exp(0.5 + x)).astype(float)})
+    frame.to_parquet(tmp_path / "t.parquet")
+    out = tmp_path / "fit.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family",
+                        "poisson", "--formula", "y ~ x + xcopy", "--solver", solver))
+    assert "numerical rank 2 of 3: column 'xcopy' is aliased with 'x'" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+    assert cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family", "poisson",
+               "--formula", "y ~ x + big", "--solver", solver).exit_code == 0
+    fit = xr.open_zarr(out)
+    ref = sm.GLM(frame["y"], sm.add_constant(frame[["x", "big"]]),
+                 family=sm.families.Poisson()).fit()
+    close(fit.coef.values.ravel(), ref.params.values, rel=1e-7)

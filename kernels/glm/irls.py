@@ -31,7 +31,12 @@ from streamlsq.kernels.glm.families import Family, family
 from streamlsq.kernels.glm.links import FLOAT_EPS, Link
 from streamlsq.kernels.inference._distributions import normal_ppf, normal_sf
 from streamlsq.kernels.inference.factor import normalized_cov_params
-from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
+from streamlsq.kernels.linalg import (
+    SingularMatrixError,
+    check_column_rank,
+    normal_rank_error,
+    spd_solve,
+)
 from streamlsq.kernels.tallqr import rows_factor
 
 __all__ = ["GLMSpec", "IRLSResult", "RowError", "SOLVERS", "combine_robust", "combine_sums",
@@ -199,7 +204,8 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
            "rss": float(np.sum(np.where(k, iw * resid2, 0.0))),
            "max_resid": float(np.max(np.sqrt(resid2[k]), initial=0.0)),
            "boundary": np.int64((k & ((mu < BOUNDARY) | (mu > 1 - BOUNDARY))).sum()
-                                if fam.name == "binomial" else 0)}
+                                if fam.name == "binomial" else 0),
+           "rows": np.int64(k.sum())}
     if spec.solver == "normal":
         Xw = X * w[:, None]
         out["xtwx"] = X.T @ Xw
@@ -256,22 +262,25 @@ def combine_sums(*parts: dict) -> dict:
 
 def solve_step(spec: GLMSpec, sums: dict) -> tuple[np.ndarray, np.ndarray]:
     """(the next coefficients, their normalized covariance (XᵀWX)⁻¹) from the combined
-    summary; :class:`~streamlsq.kernels.linalg.SingularMatrixError` when the weighted
-    columns are collinear."""
+    summary; :class:`~streamlsq.kernels.linalg.SingularMatrixError`, carrying the aliased
+    columns, when the weighted columns are collinear by the one rank rule of
+    :func:`~streamlsq.kernels.linalg.column_rank` (on the column-equilibrated factor of
+    √W·X; from its normal matrix with ``solver="normal"``, as a linear fit's)."""
+    rows = int(sums.get("rows", 0))
     if "factor" in sums:
         F = sums["factor"]
         p = F.shape[0] - 1
         R = F[:p, :p]
-        d = np.abs(np.diag(R))
-        if p and (d.min() <= p * np.finfo(float).eps * d.max() or not np.isfinite(d).all()):
-            rank = int((d > p * np.finfo(float).eps * d.max()).sum())
-            raise SingularMatrixError(f"the weighted columns are collinear (rank {rank} of "
-                                      f"{p})", rank=rank, size=p)
+        if not np.isfinite(F).all():
+            raise SingularMatrixError("the weighted columns are not finite", rank=0, size=p)
+        check_column_rank(R, max(rows, p), what="weighted design")
         coef = sla.solve_triangular(R, F[:p, p], check_finite=False)
         return coef, normalized_cov_params(R)
     H = sums["xtwx"]
-    coef = spd_solve(H, sums["xtwz"])
-    return coef, spd_solve(H, np.eye(H.shape[0]))
+    try:
+        return spd_solve(H, sums["xtwz"]), spd_solve(H, np.eye(H.shape[0]))
+    except SingularMatrixError as exc:
+        raise normal_rank_error(exc, H, max(rows, H.shape[0])) from None
 
 
 def glm_statistics(coef, normalized_cov, scale: float, *, df_model: float,

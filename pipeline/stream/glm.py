@@ -26,7 +26,7 @@ from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels import glm as kernels
 from streamlsq.kernels.glm.irls import run_irls
-from streamlsq.kernels.linalg import SingularMatrixError
+from streamlsq.kernels.linalg import SingularMatrixError, aliased_phrase
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.options import Options
 from streamlsq.options.glm import GLM
@@ -231,8 +231,12 @@ class GLMLoop:
         try:
             fit = run_irls(spec, step, df_resid=df_resid, tol=job.tol, maxiter=job.maxiter)
         except SingularMatrixError as exc:
+            found = str(exc) if exc.rank is None else (
+                f"numerical rank {exc.rank} of {exc.size}" + (
+                    ": " + aliased_phrase(exc.aliased, list(coef_labels(job.source)))
+                    if exc.aliased else ""))
             raise InputError(f"{job.source.label}: the weighted columns of the design are "
-                             f"collinear ({exc}): remove collinear or constant columns"
+                             f"collinear ({found}): remove collinear or constant columns"
                              ) from None
         last = fit.last
         scale = float(last["x2"]) / df_resid if fam.scale_estimated else 1.0

@@ -293,6 +293,31 @@ def check_column_rank(F: np.ndarray, rows: int, *, tolerance: float | None = Non
     return found
 
 
+def gram_factor(H: np.ndarray) -> np.ndarray:
+    """A square F with FᵀF = H for symmetric positive semi-definite H (its eigenvalues
+    below 0, rounding, taken as 0): what :func:`~streamlsq.kernels.linalg.column_rank`
+    reads the normal equations' rank from."""
+    w, V = np.linalg.eigh(symmetrize(np.asarray(H, np.float64)))
+    return np.sqrt(np.clip(w, 0.0, None))[:, None] * V.T
+
+
+def normal_rank_error(exc: SingularMatrixError, H: np.ndarray, rows) -> SingularMatrixError:
+    """The refusal of a singular normal matrix H of ``rows`` rows, with the rank rule of
+    :func:`~streamlsq.kernels.linalg.column_rank` on its column-equilibrated factor: the
+    aliased columns when the equilibrated H is singular to working precision (its
+    eigenvalues are known to √(m·k)·ε relative, so the design's singular values to the
+    square root of that: the tolerance is √τ), else ``exc`` itself (a design the normal
+    equations cannot solve, which the QR solver may)."""
+    rows = int(rows) if rows is not None else H.shape[0]
+    found = column_rank(gram_factor(H), rows,
+                        tolerance=math.sqrt(rank_tolerance(rows, H.shape[0], H.dtype)))
+    if found.rank == found.size:
+        return exc
+    return SingularMatrixError(
+        f"normal matrix of order {found.size} has column-equilibrated numerical rank "
+        f"{found.rank}", rank=found.rank, size=found.size, aliased=found.aliased)
+
+
 def aliased_phrase(aliased, labels) -> str:
     """The aliased columns named by their labels: "column 'one' is aliased with
     'intercept'" (several joined by "; ")."""

@@ -9,6 +9,8 @@ estimators' ``summary()`` show. Formatting only: the statistics come from
 
 from __future__ import annotations
 
+from itertools import zip_longest
+
 import numpy as np
 
 __all__ = ["coefficient_table", "summary_lines"]
@@ -22,6 +24,28 @@ _RIGHT = (("R-squared:", "rsquared", "{:.4f}"), ("Adj. R-squared:", "rsquared_ad
           ("F-statistic:", "fvalue", "{:.4g}"), ("Prob (F-statistic):", "f_pvalue", "{:.3g}"),
           ("Log-Likelihood:", "llf", "{:.5g}"), ("AIC:", "aic", "{:.5g}"),
           ("BIC:", "bic", "{:.5g}"), ("Scale:", "scale", "{:.5g}"))
+
+#: a generalised linear model's header: the rows of statsmodels' ``GLMResults.summary()``
+#: (its formats; no Date and Time), the family and link as ``fit glm`` names them, and
+#: the rows dropped and whether IRLS converged beside them
+_GLM_LEFT = (("Dep. Variable:", "dep_variable", "{}"), ("Model:", "model_name", "{}"),
+             ("Model Family:", "family", "{}"), ("Link Function:", "link", "{}"),
+             ("Method:", "fit_method", "{}"), ("Rows dropped:", "rows_dropped", "{}"),
+             ("No. Iterations:", "iterations", "{:d}"), ("Converged:", "converged", "{}"),
+             ("Covariance Type:", "cov_type", "{}"))
+_GLM_RIGHT = (("No. Observations:", "nobs", "{}"), ("Df Residuals:", "df_resid", "{:g}"),
+              ("Df Model:", "df_model", "{:g}"), ("Scale:", "scale", "{:#8.5g}"),
+              ("Log-Likelihood:", "llf", "{:#8.5g}"), ("Deviance:", "deviance", "{:#8.5g}"),
+              ("Pearson chi2:", "pearson_chi2", "{:#6.3g}"),
+              ("Pseudo R-squ. (CS):", "prsquared_cs", "{:#6.4g}"))
+
+#: the summary's layout by the kind of fit (``attrs["model"]["kind"]``): its title (None:
+#: the caller's), the header's two columns and the values it shows without a statistic
+_LAYOUTS = {
+    "least_squares": {"title": None, "left": _LEFT, "right": _RIGHT, "fixed": {}},
+    "glm": {"title": "Generalized Linear Model Regression Results", "left": _GLM_LEFT,
+            "right": _GLM_RIGHT, "fixed": {"model_name": "GLM", "fit_method": "IRLS"}},
+}
 
 
 def coefficient_table(names, coef, stats: dict | None, alpha: float = 0.05,
@@ -57,24 +81,23 @@ def coefficient_table(names, coef, stats: dict | None, alpha: float = 0.05,
     return frame
 
 
-def summary_lines(frame, title: str) -> str:
+def summary_lines(frame, title: str, dep_variable: str | None = None) -> str:
     """The summary as text: ``title``, the model statistics of ``frame.attrs["model"]`` in
-    two columns (or why there are none: its ``statistics``), the coefficient table."""
+    two columns (or why there are none: its ``statistics``), the coefficient table. The
+    layout is the one of the fit's kind (``attrs["model"]["kind"]``, default least
+    squares): a GLM's is statsmodels' ``GLMResults.summary()``'s, under its title, with
+    ``dep_variable`` (the target) as its Dep. Variable."""
     model = frame.attrs["model"]
+    layout = _LAYOUTS[model.get("kind", "least_squares")]
+    values = {**model, **layout["fixed"], "dep_variable": dep_variable}
     width = 78
-    lines = [title.center(width), "=" * width]
+    lines = [(layout["title"] or title).center(width), "=" * width]
     if "statistics" in model:
         lines.append(f"no statistics: {model['statistics']}")
     else:
-        for left, right in zip(_LEFT, _RIGHT, strict=True):
-            lines.append(f"{_cell(left, model):<39}{_cell(right, model):>39}")
+        for left, right in zip_longest(layout["left"], layout["right"]):
+            lines.append(f"{_cell(left, values):<39}{_cell(right, values):>39}".rstrip())
     lines += ["=" * width, frame.to_string(float_format=lambda v: f"{v:.4g}"), "=" * width]
-    if "family" in model:  # a generalised linear model: the rows of statsmodels' GLM summary
-        glm = ((("Model Family:", "family", "{}"), ("Link Function:", "link", "{}")),
-               (("Deviance:", "deviance", "{:.5g}"), ("Pearson chi2:", "pearson_chi2", "{:.3g}")),
-               (("No. Iterations:", "iterations", "{}"), ("Converged:", "converged", "{}")))
-        lines[2:2] = [f"{_cell(left, model):<39}{_cell(right, model):>39}"
-                      for left, right in glm]
     if model.get("undefined_statistics"):
         lines.append(f"undefined for these data: {', '.join(model['undefined_statistics'])}")
     if "identified_from_row" in model:
@@ -83,6 +106,8 @@ def summary_lines(frame, title: str) -> str:
 
 
 def _cell(spec, model) -> str:
+    if spec is None:  # the shorter column's end
+        return ""
     label, key, fmt = spec
     value = model.get(key)
     text = "n/a" if value is None else fmt.format(value)

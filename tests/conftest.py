@@ -85,6 +85,34 @@ def write_stream(path, X, y, chunk_rows, dims=(("sample", "feature"), ("sample",
     return path
 
 
+def write_weighted_stream(path, X, y, w, chunk_rows=5):
+    """A stream store with a precision weight per row (``w``), every chunk written (a chunk
+    of zero weights too)."""
+    write_stream(path, X, y, chunk_rows)
+    g = zarr.open_group(str(path), mode="r+")
+    g.create_array("w", shape=w.shape, chunks=(chunk_rows,), dtype="f8",
+                   dimension_names=["sample"], config={"write_empty_chunks": True})[...] = w
+    return path
+
+
+def write_aliased_columns_store(path, rows=40, chunk_rows=5):
+    """A store of variables along ``row``: x1, one (a constant), x1copy (x1 again) and y."""
+    import warnings
+
+    import xarray as xr
+
+    rng = np.random.default_rng(1)
+    x1 = rng.normal(0.01, 0.1, rows)
+    cols = {"x1": x1, "one": np.ones(rows), "x1copy": x1.copy(),
+            "y": 2 * x1 + rng.standard_normal(rows)}
+    ds = xr.Dataset({k: ("row", v) for k, v in cols.items()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.chunk({"row": chunk_rows}).to_zarr(path, mode="w", zarr_format=3,
+                                              consolidated=False)
+    return path
+
+
 def lstsq(X, Y):
     return np.linalg.lstsq(X, Y, rcond=None)[0]
 

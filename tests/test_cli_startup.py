@@ -120,3 +120,14 @@ def test_a_bad_option_value_is_refused_before_anything_runs(tmp_path):
     # refused before a kernel, the fit path or a cluster was imported, and nothing written
     assert not _imports_any_of(modules, (*KERNEL_LIBRARIES, *HEAVY))
     assert not out.exists()
+
+
+@pytest.mark.parametrize("args", [["--help"], *([name, "--help"] for name in COMMANDS
+                                               if name != "fit")], ids=" ".join)
+def test_the_command_list_and_a_commands_help_import_no_numpy(args):
+    """``streamlsq --help`` and a command's help are shown before numpy is imported (its
+    import is most of their time); ``fit``'s help lists the recursions from their
+    declarations, which import numpy."""
+    output, _, modules = _run_main(args)
+    assert "Usage: streamlsq" in output
+    assert not _imports_any_of(modules, ["numpy"])

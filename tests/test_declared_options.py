@@ -39,6 +39,7 @@ NO_BAD_VALUE = {
     # switches
     "--intercept", "--shuffle", "--resume", "--overwrite", "--intervals", "--diagnostics",
     "--balanced", "--normalized", "--quick", "--whiten", "--yhat", "--use-correction",
+    "--expanding",
     # free text
     "--group", "--x", "--y", "--sample-dim", "--continue-from", "--weights", "--groups",
     "--formula", "--checkpoint", "--scheduler", "--memory-limit", "--test", "--columns",

@@ -408,3 +408,108 @@ def test_fit_glm_keywords_are_the_declared_options():
     assert sorted(keywords) == sorted(GLM.names)
     for name in GLM.names:
         assert params[name].default == GLM.param(name).default, name
+
+
+def test_two_column_binomial_response_equals_trials_and_statsmodels(star98, client, cli,
+                                                                   tmp_path):
+    """``successes + failures ~ x`` (statsmodels' 2-column endog, star98's own shape): the
+    trials are the sum; the fit equals the ``--trials`` form and statsmodels' formula GLM to
+    1e-8, from a frame and from ``fit glm --formula`` on a Parquet file; a count that is not
+    a whole number is taken, as statsmodels takes it."""
+    import statsmodels.formula.api as smf
+
+    rhs = "LOWINC + PERASIAN + PERBLACK + PERHISP + PERMINTE * AVYRSEXP"
+    counts = streamlsq.fit_glm(star98, formula=f"NABOVE + NBELOW ~ {rhs}", family="binomial",
+                               cov_type="HC1", client=client)
+    trials = streamlsq.fit_glm(star98, formula=f"NABOVE ~ {rhs}", family="binomial",
+                               trials="TRIALS", cov_type="HC1", client=client)
+    res = smf.glm(f"NABOVE + NBELOW ~ {rhs}", star98, family=sm.families.Binomial()).fit(
+        cov_type="HC1")
+    assert res.model.endog_names == ["NABOVE", "NBELOW"]
+    check_against(counts, res)
+    for name in ("coef", "bse", "cov_params", "deviance", "llf", "pearson_chi2"):
+        close(counts[name], trials[name], rel=1e-12)
+    assert counts.attrs["trials_variable"] == "NABOVE + NBELOW"
+    assert list(counts.target.values) == ["NABOVE"]
+    # applied to rows (which hold the two counts, unused): statsmodels' predicted proportion
+    pred = streamlsq.predict(counts, star98, client=client)
+    close(pred.yhat[:, 0], res.predict(star98))
+    # the command line on a Parquet file, the same fit
+    star98.to_parquet(tmp_path / "star98.parquet")
+    out = tmp_path / "fit.zarr"
+    done = cli("fit", "glm", tmp_path / "star98.parquet", "--out", out, "--family",
+               "binomial", "--formula", f"NABOVE + NBELOW ~ {rhs}", "--cov-type", "HC1")
+    assert done.exit_code == 0, done.output
+    stored = streamlsq.open_result(out, lazy=False)
+    check_against(stored, res)
+    # counts that are not whole numbers: statsmodels takes them, so does the fit
+    halves = star98.assign(NABOVE=star98.NABOVE + 0.5)
+    fit = streamlsq.fit_glm(halves, formula="NABOVE + NBELOW ~ LOWINC + PERASIAN",
+                            family="binomial", client=client)
+    check_against(fit, smf.glm("NABOVE + NBELOW ~ LOWINC + PERASIAN", halves,
+                               family=sm.families.Binomial()).fit())
+    # a missing failure count dropped with --missing drop, as statsmodels' missing="drop"
+    holed = star98.copy()
+    holed.loc[11, "NBELOW"] = np.nan
+    fit = streamlsq.fit_glm(holed, formula="NABOVE + NBELOW ~ LOWINC + PERASIAN",
+                            family="binomial", missing="drop", client=client)
+    check_against(fit, smf.glm("NABOVE + NBELOW ~ LOWINC + PERASIAN", holed.dropna(),
+                               family=sm.families.Binomial()).fit())
+    assert fit.attrs["rows_dropped"] == 1
+
+
+@pytest.mark.parametrize("family, formula, extra, message", [
+    ("binomial", "NABOVE + NBELOW ~ LOWINC", (),
+     "NBELOW row 7: count -3 is negative: successes and failures are counts (>= 0); a "
+     "binomial response of two columns is successes + failures"),
+    ("binomial", "NABOVE + NBELOW + TRIALS ~ LOWINC", (),
+     "formula 'NABOVE + NBELOW + TRIALS ~ LOWINC': its left side has 3 terms; a GLM takes "
+     "one response, or two for a binomial one (successes + failures)"),
+    ("poisson", "NABOVE + NBELOW ~ LOWINC", (),
+     "formula 'NABOVE + NBELOW ~ LOWINC': a left side of two terms (successes + failures) "
+     "is a binomial response; the poisson family takes one"),
+    ("binomial", "NABOVE + NBELOW ~ LOWINC", ("--trials", "TRIALS"),
+     "formula 'NABOVE + NBELOW ~ LOWINC': its two columns are successes + failures, the "
+     "trials their sum: leave out --trials TRIALS"),
+])
+def test_two_column_response_refusals(star98, cli, tmp_path, family, formula, extra,
+                                      message):
+    """Negative counts, a left side of more than two terms, two columns for another family
+    or beside --trials: exit 2, one line, nothing written."""
+    from conftest import one_line
+
+    frame = star98.copy()
+    frame.loc[7, "NBELOW"] = -3.0
+    frame.to_parquet(tmp_path / "star98.parquet")
+    line = one_line(cli("fit", "glm", tmp_path / "star98.parquet", "--out",
+                        tmp_path / "fit.zarr", "--family", family, "--formula", formula,
+                        *extra))
+    assert line.endswith(message), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["star98.parquet"]
+
+
+@pytest.mark.parametrize("solver", ["qr", "normal"])
+def test_the_rank_rule_names_aliased_columns_and_fits_ill_conditioned_designs(
+        cli, tmp_path, solver):
+    """The one rank rule of linear fits (decided on the column-equilibrated factor of
+    √W·X): an exactly aliased column is refused naming it, in one line with nothing
+    written; a well-posed Poisson design in badly scaled columns (κ ≈ 1e8 unscaled) is
+    fitted, equal to statsmodels'."""
+    from conftest import one_line
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, 300)
+    frame = pd.DataFrame({"x": x, "xcopy": 2.0 * x, "big": 1e6 * (x ** 2),
+                          "y": rng.poisson(np.exp(0.5 + x)).astype(float)})
+    frame.to_parquet(tmp_path / "t.parquet")
+    out = tmp_path / "fit.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family",
+                        "poisson", "--formula", "y ~ x + xcopy", "--solver", solver))
+    assert "numerical rank 2 of 3: column 'xcopy' is aliased with 'x'" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+    assert cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family", "poisson",
+               "--formula", "y ~ x + big", "--solver", solver).exit_code == 0
+    fit = xr.open_zarr(out)
+    ref = sm.GLM(frame["y"], sm.add_constant(frame[["x", "big"]]),
+                 family=sm.families.Poisson()).fit()
+    close(fit.coef.values.ravel(), ref.params.values, rel=1e-7)

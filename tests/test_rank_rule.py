@@ -8,20 +8,21 @@ never published, and its refusal names it.
 
 from __future__ import annotations
 
-import warnings
-
 import mpmath
 import numpy as np
 import pytest
 import scipy.linalg as sla
-import xarray as xr
-import zarr
 
 from streamlsq import fit_stream
 from streamlsq.kernels import KF4LLS, SingularMatrixError, block_edges
 from streamlsq.kernels.linalg import aliased_phrase, column_rank, rank_tolerance
 
-from conftest import one_line, write_stream
+from conftest import (
+    one_line,
+    write_aliased_columns_store,
+    write_stream,
+    write_weighted_stream,
+)
 from faultkit import leftovers
 
 EPS = np.finfo(np.float64).eps
@@ -142,18 +143,6 @@ def test_the_tolerance():
     assert rank_tolerance(3, 5) == pytest.approx(5 * EPS)
 
 
-def _ones_store(path, rows=40, chunk=5, duplicate=False):
-    rng = np.random.default_rng(1)
-    x1 = rng.normal(0.01, 0.1, rows)
-    cols = {"x1": x1, "one": np.ones(rows), "x1copy": x1.copy(),
-            "y": 2 * x1 + rng.standard_normal(rows)}
-    ds = xr.Dataset({k: ("row", v) for k, v in cols.items()})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds.chunk({"row": chunk}).to_zarr(path, mode="w", zarr_format=3, consolidated=False)
-    return path
-
-
 @pytest.mark.parametrize("solver", ["qr", "normal"])
 @pytest.mark.parametrize("engine", ["sequential", "scan"])
 @pytest.mark.parametrize(("columns", "named"), [
@@ -163,7 +152,7 @@ def _ones_store(path, rows=40, chunk=5, duplicate=False):
 @pytest.mark.parametrize("block", [None, "40"])
 def test_an_aliased_column_is_never_published(tmp_path, cli, engine, solver, columns, named,
                                               block):
-    data = _ones_store(tmp_path / "d.zarr")
+    data = write_aliased_columns_store(tmp_path / "d.zarr")
     out = tmp_path / "out.zarr"
     args = ["fit", "kf4lls", data, "--x", columns, "--y", "y", "--sample-dim", "row",
             "--intercept", "--engine", engine, "--solver", solver, "--out", out]
@@ -178,19 +167,11 @@ def test_an_aliased_column_is_never_published(tmp_path, cli, engine, solver, col
 # -- statistics of too few rows or of rows the fit passes through -------------------------
 
 
-def _weighted_store(path, X, Y, w, chunk=5):
-    write_stream(path, X, Y, chunk)
-    g = zarr.open_group(str(path), mode="r+")
-    g.create_array("w", shape=w.shape, chunks=(chunk,), dtype="f8", dimension_names=["sample"],
-                   config={"write_empty_chunks": True})[...] = w
-    return path
-
-
 @pytest.mark.parametrize("engine", ["sequential", "scan"])
 def test_too_few_rows_are_named_as_such(tmp_path, cli, engine):
     rng = np.random.default_rng(4)
     X, Y = rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
-    zero = _weighted_store(tmp_path / "zero.zarr", X, Y, np.zeros(20))
+    zero = write_weighted_stream(tmp_path / "zero.zarr", X, Y, np.zeros(20))
     one_left, none_left = X.copy(), X.copy()
     one_left[1:, 0] = np.nan
     none_left[:, 1] = np.nan

@@ -178,6 +178,63 @@ def test_parquet_blocks_are_read_as_equal_virtual_chunks(inputs, flights):
     np.testing.assert_array_equal(X[:, 0], flights[0].dep_delay.to_numpy()[119_990:120_010])
 
 
+@pytest.mark.parametrize("kind", ["parquet", "csv", "dask", "pandas", "parquet, formula"])
+def test_a_read_decodes_each_part_once_for_all_its_columns(inputs, flights, kind,
+                                                            monkeypatch):
+    """The columns a read of a row range takes (features, targets, weights, labels) parse
+    each CSV byte range, or compute each dask partition or frame slice, the range overlaps
+    once for all of them, not once per column; a Parquet row group is read once per column
+    (all its columns at once took small workers past their limit); the rows are those of
+    the frame, and nothing of the read is kept afterwards."""
+    from streamlsq.io import tables
+
+    reads = []
+    read_part = tables.TableRows._read_part
+    monkeypatch.setattr(tables.TableRows, "_read_part", lambda self, i, names: reads.append(
+        (i, tuple(sorted(names)))) or read_part(self, i, names))
+    if kind.endswith("formula"):
+        source = open_stream(inputs["parquet"], formula="arr_delay ~ dep_delay + distance - 1",
+                             weights="hour", groups="origin", missing="drop")
+    else:
+        source = open_stream(inputs[kind], x=["dep_delay", "distance"], y="arr_delay",
+                             weights="hour", groups="origin", missing="drop")
+    edges = source.rows.inner.edges if kind.endswith("formula") else source.rows.edges
+    start, stop = edges[1] - 700, edges[1] + 300  # the end of part 0, the start of part 1
+    tables.forget_parts()  # the parts opening kept (a formula's first rows)
+    reads.clear()
+    X, Y, w = source.read_weighted(start, stop, check=False)
+    every = tuple(sorted(["arr_delay", "dep_delay", "distance", "hour", "origin"]))
+    if kind.startswith("parquet"):  # a formula's right-hand side is one frame
+        apart = [("arr_delay",), ("hour",), ("origin",)] + (
+            [("dep_delay", "distance")] if kind.endswith("formula")
+            else [("dep_delay",), ("distance",)])
+        assert sorted(reads) == sorted((i, names) for i in (0, 1) for names in apart), reads
+        tables.forget_parts()
+    else:
+        assert reads == [(0, every), (1, every)], reads
+    assert not tables._kept and getattr(tables._together, "range", None) is None
+
+    frame = flights[0].iloc[start:stop]
+    kept = frame[["arr_delay", "dep_delay", "distance", "hour", "origin"]].notna().all(
+        axis=1).to_numpy()
+    assert 0 < kept.sum() < len(frame)  # rows with a missing value among them
+    np.testing.assert_array_equal(X[kept], frame[["dep_delay", "distance"]].to_numpy()[kept])
+    np.testing.assert_array_equal(Y[kept, 0], frame.arr_delay.to_numpy()[kept])
+    np.testing.assert_array_equal(w, np.where(kept, frame.hour.to_numpy(), 0.0))
+
+
+def test_a_column_read_twice_in_one_read_is_read_again():
+    """A column that is both a feature and the weights is handed out once by the read of
+    its range, then read again alone: both get its values."""
+    frame = pd.DataFrame({"a": np.arange(1.0, 9.0), "b": np.linspace(0, 1, 8),
+                          "y": np.arange(8.0) ** 2})
+    source = open_stream(frame, x=["a", "b"], y="y", weights="a")
+    X, Y, w = source.read_weighted(2, 7)
+    np.testing.assert_array_equal(X, frame[["a", "b"]].to_numpy()[2:7])
+    np.testing.assert_array_equal(w, frame.a.to_numpy()[2:7])
+    np.testing.assert_array_equal(Y[:, 0], frame.y.to_numpy()[2:7])
+
+
 def test_the_command_line_converts_fits_and_predicts(inputs, reference, cli, tmp_path):
     import xarray as xr
 

@@ -26,8 +26,9 @@ def _store(path, frame: pd.DataFrame, chunk_rows: int):
     ds = xr.Dataset({c: ("row", frame[c].to_numpy()) for c in frame.columns})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # a chunk of missing values only is written too (a store, not a sparse array)
         ds.chunk({"row": chunk_rows}).to_zarr(path, mode="w", zarr_format=3,
-                                              consolidated=False)
+                                              consolidated=False, write_empty_chunks=True)
     return str(path)
 
 
@@ -316,6 +317,7 @@ TS_REFUSALS = [
      "--maxlags L"),
     (("--time", "t"), "--time VAR goes with --cov-type hac-groupsum"),
     (("--min-nobs", "3"), "--min-nobs N goes with --window N"),
+    (("--expanding",), "--expanding goes with --window N"),
     (("--window", "5", "--forgetting", "0.99"),
      "--window does not apply: no statistics, as a forgetting factor below 1 (0.99) weighs "
      "the rows unequally"),
@@ -365,3 +367,177 @@ def test_the_command_line_fits_hac_and_windows_and_the_summary_and_plot_say_so(
     assert (tmp_path / "fit.png").stat().st_size > 10_000
     fig = plot_fit(ds)
     assert fig.axes[-1].get_title() == "windows of 40 rows (target 0, 95% bands)"
+
+
+def test_info_plot_draws_the_windows_with_rolling_ols_bands(macro, cli, tmp_path, monkeypatch):
+    """`streamlsq info RESULT --plot` draws each window's coefficients and the band of
+    RollingOLS' ``conf_int(alpha)`` (normal quantiles, the fit's --alpha) around them, at
+    the windows' last rows."""
+    from statsmodels.regression.rolling import RollingOLS
+
+    import streamlsq.stream.stability as stability
+
+    d, inputs = macro
+    out = tmp_path / "fit.zarr"
+    ok = cli("fit", "kf4lls", inputs[2], "--x", "unemp,tbilrate", "--y", "infl",
+             "--sample-dim", "row", "--intercept", "--window", "24", "--window-step", "5",
+             "--alpha", "0.1", "--out", out)
+    assert ok.exit_code == 0, ok.output
+    drawn = []
+
+    def plot_fit(*args, **kwargs):
+        drawn.append(fig := stability.plot_fit.__wrapped__(*args, **kwargs))
+        return fig
+
+    plot_fit.__wrapped__ = stability.plot_fit
+    monkeypatch.setattr(stability, "plot_fit", plot_fit)
+    info = cli("info", out, "--plot", tmp_path / "fit.png")
+    assert info.exit_code == 0, info.output
+    assert "the coefficients of its windows of 24 rows with their bands" in info.output
+    ax = drawn[0].axes[-1]
+    assert ax.get_title() == "windows of 24 rows (target 0, 90% bands)"
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    ref = RollingOLS(d.infl.to_numpy(), X, window=24).fit()
+    rows = np.arange(23, len(d), 5)
+    ci = ref.conf_int(0.1)  # (row, lower/upper, feature)
+    lines, bands = ax.get_lines(), ax.collections
+    assert len(lines) == len(bands) == 3
+    for j, (line, band) in enumerate(zip(lines, bands, strict=True)):
+        np.testing.assert_array_equal(line.get_xdata(), rows + 1)
+        np.testing.assert_allclose(line.get_ydata(), np.asarray(ref.params)[rows, j],
+                                   rtol=RTOL)
+        xy = band.get_paths()[0].vertices
+        for i, row in enumerate(rows):
+            at = xy[xy[:, 0] == row + 1, 1]
+            # a bound near 0 is the difference of ψ and q·bse: relative to the larger
+            np.testing.assert_allclose([at.min(), at.max()], ci[row, :, j], rtol=RTOL,
+                                       atol=RTOL * np.abs(ci[row, :, j]).max(),
+                                       err_msg=f"feature {j}, window {i}")
+    assert (tmp_path / "fit.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("window,min_nobs", [(40, None), (203, 5), (10_000, None)])
+def test_expanding_windows_equal_rolling_ols_expanding(macro, client, window, min_nobs):
+    """``expanding=True``: windows from row 0 growing from min_nobs rows to ``window``, then
+    rolling, as ``RollingOLS(..., expanding=True)``; a window of at least the rows is the
+    expanding fit, the rows seen so far at every row (the trajectory at every row, with
+    RollingOLS' statistics), and its last window the fit of all the rows."""
+    from statsmodels.regression.rolling import RollingOLS
+
+    d, inputs = macro
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    n = len(d)
+    ref = RollingOLS(d.infl.to_numpy(), X, window=min(window, n), min_nobs=min_nobs,
+                     expanding=True).fit()
+    # the first window RollingOLS fits holds min_nobs rows (default 3, the coefficients):
+    # with no residual degree of freedom its bse is NaN, and such a window is not recorded
+    first = 4 if min_nobs is None else min_nobs
+    rows = np.arange(first - 1, n)
+    for data, engine in ((inputs[0], "scan"), (inputs[2], "sequential")):
+        ds = fit_stream(data, "kf4lls", engine=engine, client=client, window=window,
+                        min_nobs=min_nobs, expanding=True, **MACRO)
+        np.testing.assert_array_equal(ds.window_end.values, rows)
+        assert ds.attrs["rolling_expanding"] is True or ds.attrs["rolling_expanding"] == 1
+        for name in ("params", "bse", "tvalues"):
+            np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, :, 0],
+                                       np.asarray(getattr(ref, name))[rows], rtol=RTOL,
+                                       err_msg=name)
+        for name in ("rsquared", "rsquared_adj", "ssr", "nobs", "llf", "aic", "bic"):
+            np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, 0],
+                                       np.asarray(getattr(ref, name))[rows], rtol=RTOL,
+                                       err_msg=name)
+        np.testing.assert_array_equal(ds.rolling_nobs.values[:, 0],
+                                      np.minimum(rows + 1, window))
+    if window >= n:  # the expanding fit's last window is the fit of all the rows
+        np.testing.assert_allclose(ds.rolling_params.values[-1], ds.coef.values[-1],
+                                   rtol=1e-12)
+        np.testing.assert_allclose(ds.rolling_bse.values[-1], ds.bse.values, rtol=1e-12)
+        steps = ds.rows_seen.values - 1  # and at every recorded step, the trajectory's
+        np.testing.assert_allclose(ds.rolling_params.values[steps - first + 1],
+                                   ds.coef.values, rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def macro_missing(tmp_path_factory):
+    """macrodata with missing values: single rows, a run of 20 rows (longer than the lags,
+    three 7-row chunks of which one wholly missing) and the first rows; as a store of 7-row
+    chunks and a Parquet file of 16-row row groups."""
+    d = sm.datasets.macrodata.load_pandas().data[["infl", "unemp", "tbilrate"]].copy()
+    d.loc[[0, 1, 10, 13, 14, 50, 69, 70], "infl"] = np.nan
+    d.loc[[30, 101], "unemp"] = np.nan
+    d.loc[120:139, "tbilrate"] = np.nan
+    root = tmp_path_factory.mktemp("macro-missing")
+    return d, [_store(root / "m7.zarr", d, 7), _parquet(root / "m.parquet", d, 16)]
+
+
+@pytest.mark.parametrize("maxlags", [4, 12])
+def test_hac_with_missing_drop_pairs_the_remaining_rows_as_statsmodels(
+        macro_missing, client, maxlags):
+    """--missing drop: the rows with a missing value leave the series and the rows around
+    them are neighbours, as statsmodels' OLS(missing="drop") with HAC; the halo of a piece
+    reaches back past dropped rows (a run of 20, whole chunks) to its lags' partners."""
+    d, inputs = macro_missing
+    X = sm.add_constant(d[["unemp", "tbilrate"]].to_numpy())
+    ref = sm.OLS(d.infl.to_numpy(), X, missing="drop").fit(cov_type="HAC",
+                                                           cov_kwds={"maxlags": maxlags})
+    _ = ref.fvalue
+    assert ref.nobs == len(d) - 30
+    fits = []
+    for data, engine in ((inputs[0], "sequential"), (inputs[0], "scan"),
+                         (inputs[1], "sequential")):
+        ds = fit_stream(data, "kf4lls", engine=engine, block_size=11, client=client,
+                        cov_type="HAC", maxlags=maxlags, missing="drop", segment_bytes=64,
+                        **MACRO)
+        _like(ds, ref)
+        assert int(ds.nobs.values[0]) == ref.nobs and ds.attrs["rows_dropped"] == 30
+        fits.append(ds)
+    for ds in fits[1:]:
+        _same(ds, fits[0])
+
+
+def test_the_halo_kernel_closes_up_the_rows_of_weight_zero():
+    """Rows of weight 0 leave the series: the meat is S_hac_simple of the other rows'
+    scores, whatever the cut, the halo holding the lags' partners of positive weight."""
+    from statsmodels.stats.sandwich_covariance import S_hac_simple
+
+    rng = np.random.default_rng(5)
+    X, Y = rng.standard_normal((80, 3)), rng.standard_normal((80, 1))
+    w = rng.uniform(0.5, 2.0, 80)
+    w[[3, 4, 5, 6, 7, 8, 9, 20, 41, 42, 79]] = 0.0
+    coef = rng.standard_normal((3, 1))
+    kept = w > 0
+    scores = (X * (w * (Y[:, 0] - X @ coef[:, 0]))[:, None])[kept]
+    whole = inference.hac_meat(X, Y, coef, 5, weights=w)
+    np.testing.assert_allclose(whole["meat"][:, :, 0], S_hac_simple(scores, nlags=5),
+                               rtol=1e-12)
+    assert whole["nobs"] == kept.sum()
+    for cut in (4, 10, 21, 43, 79):
+        # the halo: back to the 5th row of positive weight before the cut
+        positive = np.flatnonzero(kept[:cut])
+        begin = positive[-5] if len(positive) >= 5 else 0
+        parts = (inference.hac_meat(X[:cut], Y[:cut], coef, 5, weights=w[:cut])["meat"]
+                 + inference.hac_meat(X[begin:], Y[begin:], coef, 5, weights=w[begin:],
+                                      halo=cut - begin)["meat"])
+        np.testing.assert_allclose(parts, whole["meat"], rtol=1e-12, atol=1e-12)
+
+
+def test_driscoll_kraay_with_missing_drop_equals_statsmodels(panel, tmp_path, client):
+    """--missing drop with hac-groupsum: the dropped rows are in no period (a year missing
+    for every firm leaves the series of periods, the others consecutive), as statsmodels'
+    OLS(missing="drop") with the time codes of the remaining rows."""
+    frame, _ = panel
+    frame = frame.copy()
+    # the ends of firms' runs; 179: the row before a piece (rows 180-188) and a firm
+    frame.loc[[0, 19, 20, 45, 46, 47, 100, 179, 219], "value"] = np.nan
+    frame.loc[frame.year == 1940, "invest"] = np.nan  # a whole period
+    data = [_store(tmp_path / "g9.zarr", frame, 9), _parquet(tmp_path / "g.parquet", frame, 25)]
+    kept = frame.dropna()
+    codes = np.unique(kept.year, return_inverse=True)[1]
+    ref = _panel_reference(kept, "hac-groupsum", time=codes, maxlags=2)
+    for source, engine in ((data[0], "scan"), (data[1], "sequential")):
+        ds = fit_stream(source, "kf4lls", engine=engine, block_size=7, client=client,
+                        cov_type="hac-groupsum", time="year", maxlags=2, missing="drop",
+                        segment_bytes=64, **PANEL)
+        _like(ds, ref)
+        assert int(ds.nobs.values[0]) == len(kept)
+        assert ds.attrs["df_resid_inference"] == ref.df_resid_inference

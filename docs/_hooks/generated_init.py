@@ -2,11 +2,12 @@
 
 The scikit-learn estimators (``streamlsq.estimators``) build their ``__init__``
 when the class is created, from the parameters their recursion declares in the
-registry (scikit-learn reads an estimator's parameters off that signature). Griffe
-reads the source, where no such ``__init__`` exists, and would find the parameters
-of the class docstring nowhere. For every class whose ``__init__`` was made at run
-time, this extension imports the class and gives griffe's model of it an
-``__init__`` with the same parameters and defaults.
+registry: a generic ``__init__`` carrying them as its ``__signature__`` (scikit-learn
+reads an estimator's parameters off that signature). Griffe reads the source, where no
+such ``__init__`` exists, and would find the parameters of the class docstring nowhere.
+For every class whose ``__init__`` was made at run time, this extension imports the
+class and gives griffe's model of it an ``__init__`` with the same parameters and
+defaults.
 
 The recursions (``streamlsq.kernels.recursions``) take their declared parameters through
 the base class's ``__init__(*args, **kwargs)``, and declare the constructor's signature
@@ -47,8 +48,8 @@ class GeneratedInit(griffe.Extension):
         if declared is not None:  # a recursion: its declared parameters, and self
             signature = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
                          *declared.parameters.values()]
-        elif written is None and init is not None and init.__code__.co_filename == "<string>":
-            signature = list(inspect.signature(init).parameters.values())
+        elif written is None and getattr(init, "__signature__", None) is not None:
+            signature = list(init.__signature__.parameters.values())  # an estimator's
         else:  # not generated
             return
         parameters = griffe.Parameters(*(

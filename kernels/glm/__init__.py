@@ -15,11 +15,13 @@ from streamlsq.kernels.glm.irls import (
     RowError,
     combine_robust,
     combine_sums,
+    counts_response,
     final_sums,
     glm_statistics,
     irls_sums,
     mean_sums,
     predict_link,
+    pseudo_rsquared_cs,
     robust_cov,
     robust_sums,
     run_irls,
@@ -28,6 +30,7 @@ from streamlsq.kernels.glm.irls import (
 from streamlsq.kernels.glm.links import LINKS, Link
 
 __all__ = ["FAMILIES", "FAMILY_NAMES", "Family", "GLMSpec", "LINKS", "Link", "RowError",
-           "combine_sums", "family", "final_sums", "glm_statistics", "irls_sums",
-           "mean_sums", "predict_link", "robust_cov", "robust_sums", "run_irls",
+           "combine_sums", "counts_response", "family", "final_sums", "glm_statistics", "irls_sums",
+           "mean_sums", "predict_link", "pseudo_rsquared_cs", "robust_cov", "robust_sums",
+           "run_irls",
            "solve_step", "combine_robust"]

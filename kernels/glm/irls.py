@@ -31,12 +31,17 @@ from streamlsq.kernels.glm.families import Family, family
 from streamlsq.kernels.glm.links import FLOAT_EPS, Link
 from streamlsq.kernels.inference._distributions import normal_ppf, normal_sf
 from streamlsq.kernels.inference.factor import normalized_cov_params
-from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
+from streamlsq.kernels.linalg import (
+    SingularMatrixError,
+    check_column_rank,
+    normal_rank_error,
+    spd_solve,
+)
 from streamlsq.kernels.tallqr import rows_factor
 
 __all__ = ["GLMSpec", "IRLSResult", "RowError", "SOLVERS", "combine_robust", "combine_sums",
-           "final_sums", "glm_statistics", "irls_sums", "mean_sums", "predict_link",
-           "robust_cov", "robust_sums", "run_irls", "solve_step"]
+           "counts_response", "final_sums", "glm_statistics", "irls_sums", "mean_sums",
+           "predict_link", "robust_cov", "robust_sums", "run_irls", "solve_step"]
 
 #: how a chunk summarises its weighted least-squares problem
 SOLVERS = ("qr", "normal")
@@ -46,11 +51,12 @@ BOUNDARY = 10 * FLOAT_EPS
 
 
 class RowError(ValueError):
-    """A row the fit cannot take: ``row`` (its index in the chunk) and ``what`` is wrong."""
+    """A row the fit cannot take: ``row`` (its index in the chunk) and ``what`` is wrong
+    (``column``: which column of a two-column response, when it is one of them)."""
 
-    def __init__(self, what: str, row: int, kind: str):
+    def __init__(self, what: str, row: int, kind: str, column: int | None = None):
         super().__init__(f"row {row}: {what}")
-        self.what, self.row, self.kind = what, row, kind
+        self.what, self.row, self.kind, self.column = what, row, kind, column
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,30 @@ def proportion(y, trials):
         return np.asarray(y, np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(y, np.float64) / np.asarray(trials, np.float64)
+
+
+def counts_response(counts, keep=None) -> tuple[np.ndarray, np.ndarray]:
+    """A binomial response given as two columns of counts, (successes, failures), as
+    statsmodels' ``Binomial.initialize`` reads a 2-column ``endog``: the successes and the
+    trials, their sum (the response is then successes / trials, :func:`proportion`). A
+    negative count in a kept row is refused (:class:`RowError` of kind ``"counts"``, its
+    ``column`` 0 or 1); a count need not be a whole number, as statsmodels takes it. Rows
+    not kept get 1 trial (their values are never used).
+
+    >>> counts_response(np.array([[3.0, 1.0], [0.0, 2.0]]))
+    (array([3., 0.]), array([4., 2.]))
+    """
+    counts = np.asarray(counts, np.float64)
+    if counts.ndim != 2 or counts.shape[1] != 2:
+        raise ValueError(f"a two-column binomial response has 2 columns, got shape "
+                         f"{counts.shape}")
+    k = np.ones(counts.shape[0], bool) if keep is None else np.asarray(keep, bool)
+    bad = k[:, None] & ~(counts >= 0)
+    if bad.any():
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        raise RowError(f"count {counts[row, column]:g} is negative: successes and failures "
+                       "are counts (>= 0)", row, "counts", column)
+    return counts[:, 0].copy(), np.where(k, counts.sum(axis=1), 1.0)
 
 
 def mean_sums(spec: GLMSpec, y, *, trials=None, var_weights=None, freq_weights=None,
@@ -174,7 +204,8 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
            "rss": float(np.sum(np.where(k, iw * resid2, 0.0))),
            "max_resid": float(np.max(np.sqrt(resid2[k]), initial=0.0)),
            "boundary": np.int64((k & ((mu < BOUNDARY) | (mu > 1 - BOUNDARY))).sum()
-                                if fam.name == "binomial" else 0)}
+                                if fam.name == "binomial" else 0),
+           "rows": np.int64(k.sum())}
     if spec.solver == "normal":
         Xw = X * w[:, None]
         out["xtwx"] = X.T @ Xw
@@ -185,10 +216,12 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
 
 
 def final_sums(spec: GLMSpec, X, y, coef, scale: float, *, null_coef=None, null_mean=None,
-               offset=None, var_weights=None, freq_weights=None, trials=None,
-               keep=None) -> dict:
+               null_scale=None, offset=None, var_weights=None, freq_weights=None,
+               trials=None, keep=None) -> dict:
     """The last pass's sums at the final coefficients ``coef`` and dispersion ``scale``:
-    the log-likelihood ``llf`` Σ f·ℓ(y, μ, n, v, φ) (absent for a family without one),
+    the log-likelihood ``llf`` Σ f·ℓ(y, μ, n, v, φ) and the null model's ``llnull`` at
+    dispersion ``null_scale`` (default ``scale``; statsmodels' ``llnull`` takes the fit's
+    φ where ``llf`` may take the concentrated one) (both absent for a family without one),
     and the null model's deviance ``null_deviance`` at its mean: the constant
     ``null_mean`` (no offset) or g⁻¹(``null_coef`` + o)."""
     fam, link = spec.fam, spec.lnk
@@ -204,6 +237,10 @@ def final_sums(spec: GLMSpec, X, y, coef, scale: float, *, null_coef=None, null_
         with np.errstate(divide="ignore", invalid="ignore"):
             ll = fam.loglike_obs(ys, mu, n, np.where(k, v, 1.0), scale)
         out["llf"] = float(np.sum(np.where(k, f * ll, 0.0)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ll = fam.loglike_obs(ys, null, n, np.where(k, v, 1.0),
+                                 scale if null_scale is None else null_scale)
+        out["llnull"] = float(np.sum(np.where(k, f * ll, 0.0)))
     return out
 
 
@@ -225,22 +262,25 @@ def combine_sums(*parts: dict) -> dict:
 
 def solve_step(spec: GLMSpec, sums: dict) -> tuple[np.ndarray, np.ndarray]:
     """(the next coefficients, their normalized covariance (XᵀWX)⁻¹) from the combined
-    summary; :class:`~streamlsq.kernels.linalg.SingularMatrixError` when the weighted
-    columns are collinear."""
+    summary; :class:`~streamlsq.kernels.linalg.SingularMatrixError`, carrying the aliased
+    columns, when the weighted columns are collinear by the one rank rule of
+    :func:`~streamlsq.kernels.linalg.column_rank` (on the column-equilibrated factor of
+    √W·X; from its normal matrix with ``solver="normal"``, as a linear fit's)."""
+    rows = int(sums.get("rows", 0))
     if "factor" in sums:
         F = sums["factor"]
         p = F.shape[0] - 1
         R = F[:p, :p]
-        d = np.abs(np.diag(R))
-        if p and (d.min() <= p * np.finfo(float).eps * d.max() or not np.isfinite(d).all()):
-            rank = int((d > p * np.finfo(float).eps * d.max()).sum())
-            raise SingularMatrixError(f"the weighted columns are collinear (rank {rank} of "
-                                      f"{p})", rank=rank, size=p)
+        if not np.isfinite(F).all():
+            raise SingularMatrixError("the weighted columns are not finite", rank=0, size=p)
+        check_column_rank(R, max(rows, p), what="weighted design")
         coef = sla.solve_triangular(R, F[:p, p], check_finite=False)
         return coef, normalized_cov_params(R)
     H = sums["xtwx"]
-    coef = spd_solve(H, sums["xtwz"])
-    return coef, spd_solve(H, np.eye(H.shape[0]))
+    try:
+        return spd_solve(H, sums["xtwz"]), spd_solve(H, np.eye(H.shape[0]))
+    except SingularMatrixError as exc:
+        raise normal_rank_error(exc, H, max(rows, H.shape[0])) from None
 
 
 def glm_statistics(coef, normalized_cov, scale: float, *, df_model: float,
@@ -263,6 +303,12 @@ def glm_statistics(coef, normalized_cov, scale: float, *, df_model: float,
         out["aic"] = -2 * llf + 2 * k
         out["bic"] = -2 * llf + k * np.log(wnobs)
     return out
+
+
+def pseudo_rsquared_cs(llf: float, llnull: float, nobs: float) -> float:
+    """Cox and Snell's likelihood-ratio pseudo R², 1 − exp(2(ℓ₀ − ℓ)/n), as statsmodels'
+    ``GLMResults.pseudo_rsquared(kind="cs")`` (n: the rows fitted, ``nobs``, not Σ f)."""
+    return float(1.0 - np.exp((llnull - llf) * (2.0 / nobs)))
 
 
 def predict_link(spec: GLMSpec, X, coef, cov, *, offset=None, alpha: float = 0.05) -> dict:

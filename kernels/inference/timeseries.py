@@ -13,8 +13,9 @@ V = c·(X̃ᵀX̃)⁻¹ M (X̃ᵀX̃)⁻¹ has the meat
                    small-sample factor G/(G − 1)·(n − 1)/(n − k)
 
 as statsmodels' ``sandwich_covariance`` (``S_hac_simple``, ``S_hac_groupsum``,
-``cov_cluster_2groups``) computes them. A lag pairs row i with row i − l of the stream, so a
-chunk's part of the HAC meat needs the scores of the last L rows of the chunk before it:
+``cov_cluster_2groups``) computes them. A lag pairs row i with row i − l of the stream (of
+its rows of positive weight: a dropped row leaves the series, as statsmodels deletes it), so
+a chunk's part of the HAC meat needs the scores of the last L rows of the chunks before it:
 :func:`hac_meat` takes them as a *halo* (its first rows, lag partners only), and the parts
 of the chunks add up to the meat of all the rows whatever the chunking.
 """
@@ -80,10 +81,15 @@ def _lagged_sums(S: np.ndarray, halo: int, weights: np.ndarray) -> np.ndarray:
 def hac_meat(X, Y, coef, maxlags: int, kernel: str = "bartlett", weights=None,
              halo: int = 0) -> dict:
     """The part of the HAC meat of the rows ``halo:`` of a chunk (k, k, K), their first
-    ``halo`` rows being the last rows of the chunk before it (at most ``maxlags``: the lag
-    partners of the chunk's first rows, not counted themselves), and the chunk's rows of
-    positive weight (``nobs``). The parts of consecutive chunks, each with the halo of the
-    one before, add up to statsmodels' ``S_hac_simple`` of all the rows.
+    ``halo`` rows being the last rows of the chunk before it (the lag partners of the
+    chunk's first rows, not counted themselves: ``maxlags`` rows of positive weight, or all
+    the rows before), and the chunk's rows of positive weight (``nobs``). The parts of
+    consecutive chunks, each with the halo of the one before, add up to statsmodels'
+    ``S_hac_simple`` of all the rows.
+
+    A row of weight 0 (dropped) is not in the series: the rows of positive weight are
+    consecutive, as statsmodels' ``missing="drop"`` deletes the rows with a missing value
+    before the lags pair the others.
 
     Examples
     --------
@@ -99,9 +105,13 @@ def hac_meat(X, Y, coef, maxlags: int, kernel: str = "bartlett", weights=None,
     True
     """
     w = kernel_weights(kernel, int(maxlags))
+    if weights is not None:  # rows of weight 0 leave the series; the others close up
+        weights = np.asarray(weights, np.float64)
+        kept = weights > 0
+        halo = int(np.count_nonzero(kept[:halo]))
+        X, Y, weights = np.asarray(X)[kept], np.asarray(Y)[kept], weights[kept]
     S = row_scores(X, Y, coef, weights)
-    nobs = len(X) - halo if weights is None else int((np.asarray(weights)[halo:] > 0).sum())
-    return {"meat": _lagged_sums(S, int(halo), w), "nobs": nobs}
+    return {"meat": _lagged_sums(S, int(halo), w), "nobs": len(X) - halo}
 
 
 def series_hac_meat(sums: np.ndarray, maxlags: int, kernel: str = "bartlett") -> np.ndarray:

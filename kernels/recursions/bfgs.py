@@ -4,10 +4,19 @@ Rows are samples: block k is X_k (n×q), Y_k (n×K); the paper stores examples
 as columns, so its XXᵀ is our XᵀX. The loss of a block is
 L_k(W) = ½‖Y_k − X_k W‖²_F (1.1).
 
-First block (1.2): H₀ = X₀ᵀX₀, W₀ = H₀⁻¹X₀ᵀY₀ and B₀ = H₀⁻¹, both by one
-Cholesky solve (never an inverse). H₀ must have rank q; otherwise
-:class:`~streamlsq.kernels.linalg.SingularMatrixError` — unless a ridge δ > 0
-was given, in which case H₀ + δI is used and the state records it.
+First block (1.2): H₀ = X₀ᵀX₀, W₀ = H₀⁻¹X₀ᵀY₀ and B₀ = H₀⁻¹, a least-squares
+fit: both from the Householder QR of [X₀ Y₀] (W₀ = R⁻¹z, B₀ = R⁻¹R⁻ᵀ by triangular
+solves, never an inverse of H₀). Its rank is decided as for every least-squares solve
+of the package, by :func:`~streamlsq.kernels.linalg.column_rank` on the
+column-equilibrated R: H₀ must have rank q, otherwise
+:class:`~streamlsq.kernels.linalg.SingularMatrixError` naming the aliased columns —
+unless a ridge δ > 0 was given, in which case H₀ + δI is used and the state records
+it. A well-posed but ill-conditioned first block (a polynomial design) is fitted to
+the accuracy of a Householder QR of its rows.
+
+The later blocks are quasi-Newton iterations, not a least-squares solve: B is an
+approximation of the inverse Hessian updated by (2.8), never factored, so no rank is
+decided on them (a column aliased only in later blocks leaves W as the steps take it).
 
 Every later block k, with E = Y_k − X_k W_{k−1} and R = X_kᵀE = −∇L_k(W_{k−1}):
 
@@ -63,7 +72,13 @@ import json
 import numpy as np
 import scipy.linalg as sla
 
-from streamlsq.kernels.linalg import SingularMatrixError, as_2d, spd_solve, symmetrize
+from streamlsq.kernels.linalg import (
+    SingularMatrixError,
+    as_2d,
+    column_rank,
+    spd_solve,
+    symmetrize,
+)
 from streamlsq.kernels.recursions.contract import BadRowError, Recursion, State
 from streamlsq.kernels.recursions.declarations import BFGS_RATE as RATE
 from streamlsq.kernels.recursions.declarations import DECLARATIONS
@@ -344,23 +359,31 @@ class IncrementalBFGS(Recursion):
         return new
 
     def _first_block(self, X, Y):
-        """(1.2): W₀ = H₀⁻¹X₀ᵀY₀, B₀ = H₀⁻¹ by one solve; ridge start when H₀ is singular."""
+        """(1.2): W₀ = H₀⁻¹X₀ᵀY₀, B₀ = H₀⁻¹, from the Householder QR of [X₀ Y₀] (R with
+        RᵀR = H₀: W₀ = R⁻¹z, B₀ = R⁻¹R⁻ᵀ, triangular solves), the rank of H₀ decided by
+        :func:`~streamlsq.kernels.linalg.column_rank` on R, the rule of every least-squares
+        solve; ridge start H₀ + δI when R is rank deficient and δ > 0, else refused naming
+        the aliased columns."""
         q, K = X.shape[1], Y.shape[1]
-        H = symmetrize(X.T @ X)
+        A = np.linalg.qr(np.concatenate([X, Y], axis=1), mode="r")
+        if A.shape[0] < q + K:  # fewer rows than columns: the factor's missing rows are 0
+            A = np.concatenate([A, np.zeros((q + K - A.shape[0], q + K), A.dtype)])
+        R, z = A[:q, :q], A[:q, q:]
+        found = column_rank(R, X.shape[0])
+        if found.rank == q:
+            eye = np.eye(q, dtype=R.dtype)
+            R_inv = sla.solve_triangular(R, eye, lower=False, check_finite=False)
+            W = sla.solve_triangular(R, z, lower=False, check_finite=False)
+            return W.astype(X.dtype, copy=False), symmetrize(R_inv @ R_inv.T), False
+        if self.ridge <= 0:
+            raise SingularMatrixError(
+                f"the first block ({X.shape[0]} rows, {q} features) has X₀ᵀX₀ of "
+                f"column-equilibrated numerical rank {found.rank} < {q}: the initial "
+                "least-squares fit (1.2) is not unique; pass ridge > 0 for the start "
+                "H₀ + δI, or use a larger first block",
+                rank=found.rank, size=q, aliased=found.aliased)
+        # the ridge start: a Tikhonov term, not least squares (H₀ + δI is positive definite)
+        H = symmetrize(X.T @ X) + self.ridge * np.eye(q, dtype=X.dtype)
         rhs = np.concatenate([X.T @ Y, np.eye(q, dtype=X.dtype)], axis=1)
-        used = False
-        try:
-            sol = spd_solve(H, rhs)
-        except SingularMatrixError as err:
-            if self.ridge <= 0:
-                raise SingularMatrixError(
-                    f"the first block ({X.shape[0]} rows, {q} features) has X₀ᵀX₀ of rank "
-                    f"{err.rank} < {q}: the initial least-squares fit (1.2) is not unique; "
-                    "pass ridge > 0 for the start H₀ + δI, or use a larger first block",
-                    rank=err.rank,
-                    size=q,
-                ) from err
-            H = H + self.ridge * np.eye(q, dtype=X.dtype)
-            sol = spd_solve(H, rhs)
-            used = True
-        return sol[:, :K], symmetrize(sol[:, K:]), used
+        sol = spd_solve(H, rhs)
+        return sol[:, :K], symmetrize(sol[:, K:]), True

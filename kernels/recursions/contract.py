@@ -605,6 +605,12 @@ class Recursion:
         refused (:meth:`check_identified`). The default: the recursion itself."""
         return self
 
+    def counting_rows(self) -> Recursion:
+        """This recursion keeping in its state the rows of positive weight it saw
+        (``nobs``), for a fit with row weights or dropped rows (``weighted`` recursions).
+        The default: the recursion itself."""
+        return self
+
     def identified(self, state: State) -> bool:
         """Whether the coefficients of ``state`` are identified by the rows seen (always,
         by default)."""

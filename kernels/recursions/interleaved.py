@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg as sla
 
-from streamlsq.kernels.linalg import as_2d, check_finite, spd_solve, symmetrize
+from streamlsq.kernels.linalg import as_2d, check_column_rank, check_finite
 from streamlsq.kernels.recursions.contract import Param, State, cut_intervals
 from streamlsq.kernels.recursions.declarations import ALPHA, DECLARATIONS, POPULATIONS, START
 from streamlsq.kernels.recursions.kf4lls import FormRecursion, make_form
@@ -161,8 +162,11 @@ def interleaved_closed_form(Ua, ba, Vb, fb, alpha) -> np.ndarray:
     """ψ₂ of Lemma 1, eq. (3): G⁻¹(α UcᵀBc + (1−α) VcᵀFc), G = α UcᵀUc + (1−α) VcᵀVc.
 
     ``Ua, ba`` is one A-block, ``Vb, fb`` one B-block (raw; centred here, step 0(a)).
-    The system is solved (Cholesky, :func:`~streamlsq.kernels.linalg.spd_solve`),
-    never inverted. Returns (q,) for 1-D targets, (q, K) for 2-D.
+    ψ₂ is the least-squares fit of the rows [√α Uc; √(1−α) Vc]: it is solved from their
+    Householder QR (R with RᵀR = G, never G inverted), its rank decided by
+    :func:`~streamlsq.kernels.linalg.column_rank` on R, the rule of every least-squares
+    solve (:class:`~streamlsq.kernels.linalg.SingularMatrixError` naming the aliased
+    columns). Returns (q,) for 1-D targets, (q, K) for 2-D.
     """
     a = validate_alpha(alpha)
     Uc, bc = center_block(Ua, ba)
@@ -171,9 +175,16 @@ def interleaved_closed_form(Ua, ba, Vb, fb, alpha) -> np.ndarray:
         raise ValueError(f"Ua has {Uc.shape[1]} columns but Vb has {Vc.shape[1]}")
     if bc.ndim != fc.ndim or bc.shape[1:] != fc.shape[1:]:
         raise ValueError(f"ba has target shape {bc.shape[1:]} but fb has {fc.shape[1:]}")
-    G = symmetrize(a * (Uc.T @ Uc) + (1.0 - a) * (Vc.T @ Vc))
-    rhs = a * (Uc.T @ bc) + (1.0 - a) * (Vc.T @ fc)
-    return spd_solve(G, rhs)
+    q = Uc.shape[1]
+    rows = np.concatenate([np.sqrt(a) * np.column_stack([Uc, bc]),
+                           np.sqrt(1.0 - a) * np.column_stack([Vc, fc])])
+    A = np.linalg.qr(rows, mode="r")
+    if A.shape[0] < rows.shape[1]:  # fewer rows than columns: the missing rows are 0
+        A = np.concatenate([A, np.zeros((rows.shape[1] - A.shape[0], rows.shape[1]))])
+    R = A[:q, :q]
+    check_column_rank(R, len(rows), what="weighted centred design")
+    psi = sla.solve_triangular(R, A[:q, q:], lower=False, check_finite=False)
+    return psi[:, 0] if bc.ndim == 1 else psi
 
 
 # ---------------------------------------------------------------------------

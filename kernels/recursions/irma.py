@@ -630,6 +630,14 @@ class IRMARLS(_BasisRecursion):
     H₀ = δI, i.e. its Tikhonov term decays like g^t; with μ = 0 the two coincide
     (δ = 1/p0). State: ``theta``, ``H`` and the counters.
 
+    Not a least-squares solve: θ_t is the posterior mean under the prior θ ~ N(0, P₀)
+    (p0 > 0, finite) with the Tikhonov term, so H_t is positive definite whatever the
+    examples, and no rank of a design is decided (the rank rule of
+    :func:`~streamlsq.kernels.linalg.column_rank` is for the least-squares solves). Each
+    solve is the checked Cholesky of :func:`~streamlsq.kernels.linalg.spd_solve`, which
+    refuses an H_t singular to working precision (a prior forgotten below rounding, g < 1
+    and μ = 0, on examples that leave a basis direction unseen).
+
     Examples
     --------
     >>> import numpy as np

@@ -30,15 +30,13 @@ their form (:class:`FormRecursion`).
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 import scipy.linalg as sla
 
 from streamlsq.kernels.linalg import (
     SingularMatrixError,
-    column_rank,
-    rank_tolerance,
+    normal_rank_error,
     spd_solve,
     symmetrize,
 )
@@ -52,9 +50,11 @@ from streamlsq.kernels.recursions.declarations import (
     DIAGNOSTICS_PARAM,
 )
 from streamlsq.kernels.recursions.moments import (
+    COUNT_DIMS,
     MOMENT_DIMS,
     add_moments,
     moments_of_weights,
+    positive_rows,
     zero_moments,
 )
 from streamlsq.kernels.recursions.sqrtinfo import (
@@ -115,31 +115,6 @@ def kf4lls_update(
     return H_new, psi + spd_solve(H_new, innovation)
 
 
-def gram_factor(H: np.ndarray) -> np.ndarray:
-    """A square F with FᵀF = H for symmetric positive semi-definite H (its eigenvalues
-    below 0, rounding, taken as 0): what :func:`~streamlsq.kernels.linalg.column_rank`
-    reads the normal equations' rank from."""
-    w, V = np.linalg.eigh(symmetrize(np.asarray(H, np.float64)))
-    return np.sqrt(np.clip(w, 0.0, None))[:, None] * V.T
-
-
-def normal_rank_error(exc: SingularMatrixError, H: np.ndarray, rows) -> SingularMatrixError:
-    """The refusal of a singular normal matrix H of ``rows`` rows, with the rank rule of
-    :func:`~streamlsq.kernels.linalg.column_rank` on its column-equilibrated factor: the
-    aliased columns when the equilibrated H is singular to working precision (its
-    eigenvalues are known to √(m·k)·ε relative, so the design's singular values to the
-    square root of that: the tolerance is √τ), else ``exc`` itself (a design the normal
-    equations cannot solve, which the QR solver may)."""
-    rows = int(rows) if rows is not None else H.shape[0]
-    found = column_rank(gram_factor(H), rows,
-                        tolerance=math.sqrt(rank_tolerance(rows, H.shape[0], H.dtype)))
-    if found.rank == found.size:
-        return exc
-    return SingularMatrixError(
-        f"normal matrix of order {found.size} has column-equilibrated numerical rank "
-        f"{found.rank}", rank=found.rank, size=found.size, aliased=found.aliased)
-
-
 class NormalEquationsLS:
     """KF4LLS / RLS on the normal equations: the ``solver="normal"`` form of
     :class:`KF4LLS` (the other one is
@@ -156,7 +131,9 @@ class NormalEquationsLS:
     is solved from the sums, H ψ = xy, at every step; with ``identify`` a singular H is
     not refused (ψ = 0 until the rows identify it), which needs those sums: the normal
     form without statistics refuses a singular step, as it cannot tell afterwards what ψ
-    the rows before it gave.
+    the rows before it gave. Without statistics, ``count`` keeps the rows of positive
+    weight (``nobs``, :data:`~.moments.COUNT_DIMS`), so that a fit with row weights can
+    tell that it saw none.
 
     Examples
     --------
@@ -175,18 +152,21 @@ class NormalEquationsLS:
     diagnostics = False
 
     def __init__(self, ridge: float, forgetting: float, coef0=None, statistics=False,
-                 identify=False):
+                 identify=False, count=False):
         self.ridge = float(ridge)
         self.forgetting = float(forgetting)
         self.coef0 = coef0
         self.statistics = bool(statistics)
         self.identify = bool(identify) and self.statistics
+        self.counts = bool(count) and not self.statistics  # the moments count otherwise
 
     def state_dims(self) -> dict[str, tuple[str, ...]]:
         dims = {"H": ("feature", "feature_"), "psi": ("feature", "target"), "rows": (),
                 "blocks": ()}
         if self.statistics:
             dims.update(xy=("feature", "target"), yy=("target", "target_"), **MOMENT_DIMS)
+        if self.counts:
+            dims.update(COUNT_DIMS)
         return dims
 
     def condition(self, state: State) -> float:
@@ -209,7 +189,10 @@ class NormalEquationsLS:
             raise normal_rank_error(exc, H, rows) from None
 
     def identified(self, state: State) -> bool:
-        """Whether the rows seen identify the coefficients (always, unless ``identify``)."""
+        """Whether the rows seen identify the coefficients (always, unless ``identify``, or
+        ``count`` from H₀ = 0 before a row of positive weight)."""
+        if self._unweighed(state):
+            return False
         if not self.identify:
             return True
         try:
@@ -217,6 +200,11 @@ class NormalEquationsLS:
         except SingularMatrixError:
             return False
         return True
+
+    def _unweighed(self, state: State) -> bool:
+        """Whether a counting form from H₀ = 0 has seen no row of positive weight yet:
+        H = 0 and ψ = ψ₀ exactly, what a step with such rows leaves (no solve)."""
+        return self.counts and self.ridge == 0.0 and int(state["nobs"]) == 0
 
     def check_identified(self, state: State) -> None:
         """Refuse (:class:`SingularMatrixError`, with the numerical rank and the aliased
@@ -250,6 +238,8 @@ class NormalEquationsLS:
         if self.statistics:
             state.update(xy=np.zeros((n_features, n_targets), dtype),
                          yy=np.zeros((n_targets, n_targets), dtype), **zero_moments(n_features))
+        if self.counts:
+            state["nobs"] = np.int64(0)
         return state
 
     def update(self, state: State, X: np.ndarray, Y: np.ndarray,
@@ -262,16 +252,21 @@ class NormalEquationsLS:
             new.update(add_moments(state, {**moments_of_weights(weights, X.shape[0]),
                                            "feature_sums": sums}))
         else:
+            counted = {"nobs": np.int64(state["nobs"] + positive_rows(weights, X.shape[0]))
+                       } if self.counts else {}
             if weights is not None:  # each row scaled by √w
                 root = np.sqrt(np.asarray(weights, np.float64)).astype(X.dtype)[:, None]
                 X, Y = X * root, Y * root
             try:
-                H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
+                if self._unweighed(counted):  # rows of weight 0 only: H and ψ unchanged
+                    H, psi = self.forgetting * state["H"], state["psi"]
+                else:
+                    H, psi = kf4lls_update(state["H"], state["psi"], X, Y, self.forgetting)
             except SingularMatrixError as exc:
                 G = block_sums(X, X[:, :0])[0]
                 raise normal_rank_error(exc, self.forgetting * state["H"] + G,
                                         state["rows"] + X.shape[0]) from None
-            new = {"H": H, "psi": psi}
+            new = {"H": H, "psi": psi, **counted}
         new["rows"] = np.int64(state["rows"] + X.shape[0])
         new["blocks"] = np.int64(state["blocks"] + 1)
         return {k: new[k] for k in state}
@@ -302,6 +297,7 @@ class NormalEquationsLS:
             "h": state["H"] @ state["psi"],
             "rows": state["rows"],
             "blocks": state["blocks"],
+            **({"nobs": state["nobs"]} if self.counts else {}),
         }
 
     def interval_weights(self, edges, start, stop, dtype, weights=None) -> np.ndarray | None:
@@ -352,6 +348,7 @@ class NormalEquationsLS:
         yy = info.get("yy")
         rows, blocks = int(info["rows"]), int(info["blocks"])
         moments = scan_moments(info, summaries) if self.statistics else None
+        nobs = int(info["nobs"]) if self.counts else 0
         out = []
         for i, s in enumerate(summaries):
             decay = g ** int(s["blocks"])
@@ -360,6 +357,9 @@ class NormalEquationsLS:
             rows += int(s["rows"])
             blocks += int(s["blocks"])
             step = {"H": H, "h": h, "rows": np.int64(rows), "blocks": np.int64(blocks)}
+            if self.counts:
+                nobs += int(s["nobs"])
+                step["nobs"] = np.int64(nobs)
             if moments is not None:
                 yy = yy + s["yy"]
                 step.update(yy=yy, **moments[i])
@@ -368,14 +368,13 @@ class NormalEquationsLS:
 
     def finish(self, info: State) -> State:
         """The independent solve ψ = H⁻¹h at one step (information form → state)."""
-        state = {
-            "H": info["H"],
-            "psi": self._coef(info["H"], info["h"], info["rows"]),
-            "rows": info["rows"],
-            "blocks": info["blocks"],
-        }
+        psi = (np.zeros_like(info["h"]) if self._unweighed(info)
+               else self._coef(info["H"], info["h"], info["rows"]))
+        state = {"H": info["H"], "psi": psi, "rows": info["rows"], "blocks": info["blocks"]}
         if self.statistics:
             state.update(xy=info["h"], yy=info["yy"], **{k: info[k] for k in MOMENT_DIMS})
+        if self.counts:
+            state["nobs"] = info["nobs"]
         return state
 
 
@@ -393,15 +392,16 @@ def cholesky_factor(H: np.ndarray) -> np.ndarray:
 
 
 def make_form(solver: str, ridge: float, forgetting: float, coef0=None,
-              diagnostics: bool = False, statistics: bool = False, identify: bool = False):
+              diagnostics: bool = False, statistics: bool = False, identify: bool = False,
+              count: bool = False):
     """The form of KF4LLS that ``solver`` names: :class:`SqrtInfoLS` ("qr") or
     :class:`NormalEquationsLS` ("normal", which has no recursive residuals);
     ``statistics`` keeps what the statistics of a least-squares fit need, ``identify``
     starts the fit once the rows identify the coefficients instead of refusing a singular
-    start."""
+    start, ``count`` keeps the rows of positive weight (``nobs``) without statistics."""
     if solver == "qr":
-        return SqrtInfoLS(ridge, forgetting, coef0, diagnostics, statistics, identify)
-    return NormalEquationsLS(ridge, forgetting, coef0, statistics, identify)
+        return SqrtInfoLS(ridge, forgetting, coef0, diagnostics, statistics, identify, count)
+    return NormalEquationsLS(ridge, forgetting, coef0, statistics, identify, count)
 
 
 def accuracy_attrs(form, state: State) -> dict:
@@ -532,16 +532,29 @@ class KF4LLS(FormRecursion):
     #: diagnostics), weighted: see :mod:`.declarations`
     declaration = DECLARATIONS["kf4lls"]
 
-    def __init__(self, *args, coef0=None, identify=False, **kwargs):
+    def __init__(self, *args, coef0=None, identify=False, count_rows=False, **kwargs):
         super().__init__(*args, **kwargs)
         self.coef0 = None if coef0 is None else np.asarray(coef0)
         self.identify = bool(identify)
+        self.count_rows = bool(count_rows)
         self.form = self.make_form()
 
     def make_form(self):
         return make_form(self.solver, self.ridge, self.forgetting, self.coef0,
                          self.diagnostics, statistics=self.inference_unavailable() is None,
-                         identify=self.identify)
+                         identify=self.identify, count=getattr(self, "count_rows", False))
+
+    def counting_rows(self) -> KF4LLS:
+        """This recursion keeping the rows of positive weight it saw (``nobs``) also
+        without statistics (a ridge start, a forgetting factor), for a fit with row
+        weights: a ridge start alone gives coefficients whatever the rows, so the count is
+        what tells that no row weighed. A least-squares fit keeps it with its moments."""
+        if self.count_rows:
+            return self
+        other = copy.copy(self)
+        other.count_rows = True
+        other.form = other.make_form()
+        return other
 
     def identifying(self) -> KF4LLS:
         """This recursion starting once the rows identify its coefficients (``identify``):

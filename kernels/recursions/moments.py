@@ -19,16 +19,34 @@ feature sums from the block's rows while the factorisation has them in cache:
 ``qr_append``'s ``sums``, the normal equations' ``block_sums``; the compiled per-row kernel
 adds each row's) and added to the state's block after block, so that a fold cut anywhere
 gives the same bits as one fold (the contract's checks).
+
+A form without statistics (a ridge start, a forgetting factor) keeps none of these, but a
+fit of it with row weights still has to know whether any row weighed: such a form built to
+count keeps ``nobs`` alone (:data:`COUNT_DIMS`, :func:`positive_rows`), the rows of
+positive weight, which a forgetting factor does not discount.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MOMENT_DIMS", "add_moments", "moments_of_weights", "zero_moments"]
+__all__ = ["COUNT_DIMS", "MOMENT_DIMS", "add_moments", "moments_of_weights", "positive_rows",
+           "zero_moments"]
 
 #: the moments of a least-squares state and their dimensions
 MOMENT_DIMS = {"nobs": (), "sum_weights": (), "sum_log_weights": (), "feature_sums": ("feature",)}
+
+#: what a form without statistics keeps of its rows when it counts them: the rows of
+#: positive weight
+COUNT_DIMS = {"nobs": ()}
+
+
+def positive_rows(weights: np.ndarray | None, n_rows: int) -> np.int64:
+    """The rows of positive weight among ``n_rows`` rows (all of them when ``weights`` is
+    None)."""
+    if weights is None:
+        return np.int64(n_rows)
+    return np.int64((np.asarray(weights) > 0).sum())
 
 
 def zero_moments(n_features: int) -> dict:

@@ -22,11 +22,10 @@ scikit-learn estimators and the result attributes; see
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 __all__ = ["FORGETTING", "Param", "must_be"]
 
@@ -45,6 +44,8 @@ def must_be(name: str, requirement: str, value) -> ValueError:
 
 def _number(value) -> float | None:
     """``value`` as a Python float when it is one real number (not a bool), else None."""
+    import numpy as np  # here: the command line's help is shown without numpy
+
     if isinstance(value, bool | np.bool_ | str | bytes):
         return None
     try:
@@ -227,6 +228,8 @@ class Param:
 
     def _check_scalar(self, value):
         """The value converted, or None when it is not one the declaration allows."""
+        import numpy as np
+
         if self.type is bool:
             return bool(value) if isinstance(value, bool | np.bool_) else None
         if self.type in (int, float):
@@ -258,6 +261,8 @@ class Param:
     def _check_numbers(self, value):
         """A value of ``nargs`` numbers (or, with ``multiple``, one or more of them) as a
         tuple (of tuples)."""
+        import numpy as np
+
         try:
             array = np.asarray(value, dtype=object)  # each number checked as given
         except ValueError:
@@ -296,7 +301,7 @@ class Param:
             return tuple(numbers) if None not in numbers else value  # check() refuses text
         if self.unit is not None and value is not None:
             number = _number(value) if not isinstance(value, str) else _text_number(value)
-            if number is None or not np.isfinite(number) or abs(number * self.scale) >= 2**62:
+            if number is None or not math.isfinite(number) or abs(number * self.scale) >= 2**62:
                 raise must_be(self.option, f"a number of {self.unit}", value)
             scaled = number * self.scale
             return max(1, int(scaled)) if self.type is int and scaled > 0 else scaled

@@ -37,9 +37,13 @@ import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from streamlsq.kernels.recursions.contract import Param, Recursion
 from streamlsq.kernels.recursions.declarations import RecursionDeclaration
+from streamlsq.kernels.recursions.params import Param
+
+if TYPE_CHECKING:
+    from streamlsq.kernels.recursions.contract import Recursion
 
 __all__ = ["ENTRY_POINT_GROUP", "RECURSIONS", "Registry", "recursions_defined_in"]
 
@@ -49,6 +53,9 @@ ENTRY_POINT_GROUP = "streamlsq.recursions"
 
 def recursions_defined_in(module: ModuleType) -> list[type[Recursion]]:
     """The recursion classes ``module`` defines that declare their own ``name``."""
+    # here, not at the top: the registry's declarations (a command's help) need no numpy
+    from streamlsq.kernels.recursions.contract import Recursion
+
     return [obj for obj in vars(module).values()
             if isinstance(obj, type) and issubclass(obj, Recursion) and obj is not Recursion
             and obj.__module__ == module.__name__ and "name" in vars(obj)]
@@ -161,6 +168,8 @@ class Registry(Mapping):
         self._register(cls)
 
     def _register(self, cls: type[Recursion]) -> type[Recursion]:
+        from streamlsq.kernels.recursions.contract import Recursion
+
         if not (isinstance(cls, type) and issubclass(cls, Recursion)):
             raise TypeError(f"only Recursion subclasses can be registered, got {cls!r}")
         name = getattr(cls, "name", "")
@@ -182,6 +191,8 @@ class Registry(Mapping):
 
     def _load(self, declaration: RecursionDeclaration) -> type[Recursion]:
         """The class of a declared recursion, imported now; it must take its declaration."""
+        from streamlsq.kernels.recursions.contract import Recursion
+
         cls = declaration.load()
         if not (isinstance(cls, type) and issubclass(cls, Recursion)
                 and vars(cls).get("declaration") is declaration):

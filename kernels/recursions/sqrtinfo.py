@@ -61,9 +61,11 @@ from streamlsq.kernels.linalg import (
 )
 from streamlsq.kernels.recursions.contract import StepRecord, cut_intervals, fold_blocks
 from streamlsq.kernels.recursions.moments import (
+    COUNT_DIMS,
     MOMENT_DIMS,
     add_moments,
     moments_of_weights,
+    positive_rows,
     zero_moments,
 )
 from streamlsq.kernels.recursions.params import must_be
@@ -573,6 +575,8 @@ def interval_summaries(form, X: np.ndarray, Y: np.ndarray, edges: np.ndarray,
         summary = form.rows_summary(X[a:b], Y[a:b], scales)  # with Σ w·x for statistics
         if form.statistics:
             summary.update(moments_of_weights(w, b - a))
+        elif form.counts:
+            summary["nobs"] = positive_rows(w, b - a)
         out.append({**summary, "blocks": np.int64(c - start), "rows": np.int64(b - a)})
     return out
 
@@ -672,6 +676,9 @@ class SqrtInfoLS:
 
     Every method takes the rows' precision weights (``weights``: each row scaled by √w,
     statsmodels' ``WLS``; a row of weight 0 changes nothing but the count of rows).
+    Without statistics, ``count`` keeps the rows of positive weight (``nobs``,
+    :data:`~.moments.COUNT_DIMS`), so that a fit with row weights can tell that it saw
+    none.
 
     Examples
     --------
@@ -689,13 +696,14 @@ class SqrtInfoLS:
     error_power = 1
 
     def __init__(self, ridge: float, forgetting: float, coef0=None, diagnostics=False,
-                 statistics=False, identify=False):
+                 statistics=False, identify=False, count=False):
         self.ridge = float(ridge)
         self.forgetting = float(forgetting)
         self.coef0 = coef0
         self.diagnostics = bool(diagnostics)
         self.statistics = bool(statistics)
         self.identify = bool(identify)
+        self.counts = bool(count) and not self.statistics  # the moments count otherwise
 
     # -- layout ----------------------------------------------------------------
     def state_dims(self) -> dict[str, tuple[str, ...]]:
@@ -713,6 +721,8 @@ class SqrtInfoLS:
                         rr_last=("target",), pe_last=("target",))
         if self.statistics:
             dims.update(MOMENT_DIMS)
+        if self.counts:
+            dims.update(COUNT_DIMS)
         return dims
 
     @staticmethod
@@ -808,6 +818,8 @@ class SqrtInfoLS:
                          rr_last=zeros.copy(), pe_last=zeros.copy())
         if self.statistics:
             state.update(zero_moments(n_features))
+        if self.counts:
+            state["nobs"] = np.int64(0)
         return state
 
     def _diag_in(self, state) -> dict | None:
@@ -847,6 +859,8 @@ class SqrtInfoLS:
                                                "feature_sums": sums}))
         new["rows"] = np.int64(state["rows"] + X.shape[0])
         new["blocks"] = np.int64(state["blocks"] + 1)
+        if self.counts:
+            new["nobs"] = np.int64(state["nobs"] + positive_rows(weights, X.shape[0]))
         return {k: new[k] for k in state}  # the state's own order of arrays
 
     def coef(self, state: dict) -> np.ndarray:
@@ -916,6 +930,9 @@ class SqrtInfoLS:
                                        int(state["rows"]) + (b - a))
         new["rows"] = np.int64(state["rows"] + (b - a))
         new["blocks"] = np.int64(state["blocks"] + k - j)
+        if self.counts:
+            new["nobs"] = np.int64(state["nobs"] + positive_rows(
+                None if weights is None else weights[a:b], b - a))
         if res.diag is not None:
             new.update({_DIAG_KEYS[name]: v for name, v in res.diag["final"].items()})
         new.update(res.moments or {})
@@ -933,7 +950,8 @@ class SqrtInfoLS:
     # -- information (scan) form -------------------------------------------
     def to_info(self, state: dict) -> dict:
         keys = ("R", "z", "S", "rows", "blocks") + (tuple(MOMENT_DIMS) if self.statistics
-                                                     else ())
+                                                     else ()) + (tuple(COUNT_DIMS)
+                                                                 if self.counts else ())
         return {k: state[k] for k in keys}
 
     def interval_weights(self, edges, start, stop, dtype, weights=None) -> np.ndarray | None:
@@ -986,6 +1004,7 @@ class SqrtInfoLS:
 
         rows, blocks = int(info["rows"]), int(info["blocks"])
         moments = scan_moments(info, summaries) if self.statistics else None
+        nobs = int(info["nobs"]) if self.counts else 0
         nodes: list[tuple[int, np.ndarray, int]] = []  # (level, factor, blocks), oldest first
         prefixes: list[np.ndarray] = []  # prefixes[j]: A0 merged with nodes[0..j]
         out = []
@@ -1002,8 +1021,10 @@ class SqrtInfoLS:
             prefixes.append(A)
             rows += int(s["rows"])
             blocks += int(s["blocks"])
+            nobs += int(s["nobs"]) if self.counts else 0
             out.append({**self._split(A, n), "rows": np.int64(rows), "blocks": np.int64(blocks),
-                        **(moments[i] if moments is not None else {})})
+                        **(moments[i] if moments is not None else {}),
+                        **({"nobs": np.int64(nobs)} if self.counts else {})})
         return out
 
     def finish(self, info: dict) -> dict:
@@ -1014,4 +1035,6 @@ class SqrtInfoLS:
                  "rows": info["rows"], "blocks": info["blocks"]}
         if self.statistics:
             state.update({k: info[k] for k in MOMENT_DIMS})
+        if self.counts:
+            state["nobs"] = info["nobs"]
         return state

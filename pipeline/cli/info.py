@@ -109,4 +109,6 @@ def _plot_result(store, path, target):
     write_file(path, draw, ours, "--plot")
     bands = " with their confidence bands" if "recursive_bse" in ds else ""
     tests = "and its CUSUM tests" if "cusum" in ds else "(no recursive residuals recorded)"
-    click.echo(f"wrote {path}: coefficients{bands} {tests}")
+    windows = (f"; the coefficients of its windows of {ds.attrs.get('rolling_window')} rows "
+               "with their bands") if "rolling_params" in ds else ""
+    click.echo(f"wrote {path}: coefficients{bands} {tests}{windows}")

@@ -52,6 +52,8 @@ regressors on arbitrary feature matrices.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -111,17 +113,31 @@ class Pass:
         self.w = w
 
 
-def _make_init(names_defaults: list[tuple[str, object]]):
+def _make_init(names_defaults: list[tuple[str, object]]) -> Callable[..., None]:
     """An ``__init__(self, a=…, b=…)`` that stores each argument under its own name.
 
-    scikit-learn reads an estimator's parameters off its ``__init__`` signature,
-    so the derived estimators need a real one (built as dataclasses build theirs).
+    scikit-learn reads an estimator's parameters off ``inspect.signature(cls.__init__)``
+    (``get_params``, ``clone``, the repr), so the function carries that signature as its
+    ``__signature__`` and binds its arguments by it: positional or keyword, unknown or
+    repeated names a ``TypeError``, as a written ``__init__`` would.
     """
-    args = ", ".join(f"{name}=_default_{i}" for i, (name, _) in enumerate(names_defaults))
-    body = "".join(f"    self.{name} = {name}\n" for name, _ in names_defaults) or "    pass\n"
-    namespace = {f"_default_{i}": d for i, (_, d) in enumerate(names_defaults)}
-    exec(f"def __init__(self, {args}):\n{body}", namespace)  # noqa: S102 - our own source
-    return namespace["__init__"]
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    signature = inspect.Signature([
+        inspect.Parameter("self", positional),
+        *(inspect.Parameter(name, positional, default=d) for name, d in names_defaults)])
+
+    def __init__(self, *args, **kwargs):
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{type(self).__name__}(): {exc}") from None
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            if name != "self":
+                setattr(self, name, value)
+
+    __init__.__signature__ = signature
+    return __init__
 
 
 class RecursionRegressor(RegressorMixin, BaseEstimator):

@@ -190,6 +190,12 @@ class RLSRegressor(KF4LLSRegressor, recursion="rls", ridge=1e-6, block_size=1):
     rows seen (an expanding window), which needs a full-rank first block
     (``first_block_size``).
 
+    ``sample_weight`` (precision weights) scales a row within its step. With g < 1 a row
+    of weight w is therefore not w copies of it (those are w steps, each decaying the rows
+    before it), and a row of weight 0 is still a step of forgetting (as a dropped row keeps
+    its place in the blocks of a stream); with g = 1, integer weights are repetitions and
+    weight 0 drops the row (``docs/api/estimators.md``).
+
     Parameters
     ----------
     forgetting : float in (0, 1], default 0.99

@@ -538,7 +538,7 @@ class CheckpointFolder:
         stamps = []
         for src in self.inputs:
             names = [n for n in _variables(src, self.variables) if _has_array(src, n)]
-            stamps.append(src.chunk_stamps(names) if names else {})
+            stamps.append(src.chunk_stamps(names, contents=True) if names else {})
         _atomic_write(self.directory / "inputs.json", json.dumps(stamps).encode())
 
     def check_reads(self, reads) -> None:
@@ -559,7 +559,7 @@ class CheckpointFolder:
         for i, src in enumerate(self.inputs):
             if i >= len(saved) or i not in spans:
                 continue
-            now = src.chunk_stamps(list(saved[i])) if saved[i] else {}
+            now = src.chunk_stamps(list(saved[i]), contents=True) if saved[i] else {}
             for name, before in saved[i].items():
                 current = {(a, b): s for a, b, s in now.get(name, [])}
                 for a, b, stamp in before:

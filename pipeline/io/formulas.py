@@ -628,12 +628,18 @@ class DesignRows:
                 _kept.popitem(last=False)
         return values
 
-    def chunk_stamps(self, names) -> dict:
+    def reading(self, names, start: int, stop: int):
+        """The inner variables behind ``names`` read together (a table's part decoded once
+        for the formula's columns, the weights and the labels)."""
+        return self.inner.reading(tuple(dict.fromkeys(
+            v for name in names for v in self.raw(name))), start, stop)
+
+    def chunk_stamps(self, names, contents: bool = False) -> dict:
         """The stamps of the inner variables behind each of ``names``, joined chunk by
         chunk."""
         out = {}
         for name in names:
-            inner = self.inner.chunk_stamps(list(self.raw(name)))
+            inner = self.inner.chunk_stamps(list(self.raw(name)), contents)
             joined: dict = {}
             for entries in inner.values():
                 for a, b, stamp in entries:

@@ -16,6 +16,7 @@ is a property in every implementation), so that callers read them directly.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -91,9 +92,18 @@ class RowsReader(Protocol):
     def read(self, name: str, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of variable ``name``, values as decoded (unchecked)."""
 
-    def chunk_stamps(self, names: Iterable[str]) -> dict:
+    def reading(self, names: Iterable[str], start: int, stop: int
+                ) -> AbstractContextManager:
+        """A block within which this thread's reads of rows ``start:stop`` of the variables
+        ``names`` share their work: a table's part is decoded once for all of them, not once
+        per column (:meth:`~streamlsq.io.tables.TableRows.reading`); nothing is kept after
+        it. Readers whose variables are stored apart (a store's arrays, a Dataset's) share
+        nothing."""
+
+    def chunk_stamps(self, names: Iterable[str], contents: bool = False) -> dict:
         """{variable: [(first row, end row, stamp), ...]} identifying the rows stored (empty
-        when nothing can be stamped)."""
+        when nothing can be stamped); ``contents``: with a hash of the bytes of the files
+        where the cheap stamps (size and time) are not enough (a checkpoint of a table)."""
 
     def read_variable(self, name: str) -> np.ndarray | None:
         """A small whole variable (e.g. ``coef_true``), or None if absent."""

@@ -41,6 +41,7 @@ temporary copy of the data is ever written.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass, field, replace
 
@@ -131,7 +132,11 @@ class DatasetRows:
             arr = arr.compute(scheduler="sync")
         return np.asarray(arr)
 
-    def chunk_stamps(self, names) -> dict:
+    def reading(self, names, start: int, stop: int):
+        """Each variable is its own array: its reads share nothing."""
+        return contextlib.nullcontext()
+
+    def chunk_stamps(self, names, contents: bool = False) -> dict:
         return {}
 
     def read_variable(self, name: str) -> np.ndarray | None:
@@ -256,8 +261,9 @@ class StreamSource(StoreSource):
         ``check=False`` skips the value check, for callers that check what they
         computed from the rows instead (and re-read with the check to name the row).
         """
-        return (self.read_features(start, stop, dtype, check),
-                self.read_targets(start, stop, dtype, check))
+        with self.rows.reading((*self.x_vars, *self.y_vars), start, stop):
+            return (self.read_features(start, stop, dtype, check),
+                    self.read_targets(start, stop, dtype, check))
 
     def read_features(self, start: int, stop: int, dtype=np.float64, check: bool = True,
                       allow_nan: bool = False) -> np.ndarray:
@@ -293,15 +299,20 @@ class StreamSource(StoreSource):
         is still refused. ``check=False`` skips the refusal of Inf (and of NaN when
         nothing is dropped), for callers that check what they computed from the rows."""
         drop = self.missing == "drop"
-        X = self.read_features(start, stop, dtype, check, allow_nan=drop)
-        Y = self.read_targets(start, stop, dtype, check, allow_nan=drop)
-        w = None
-        if self.weights is not None:
-            w = self.read_rows(self.weights, start, stop, np.float64, check=False)
-            check_weights(self.label, self.weights, w, start,
-                          self.rows.rows_per_chunk(self.weights), allow_nan=drop)
-        if not drop:
-            return X, Y, w
+        # every column of these rows read at once (a table's part decoded once for all)
+        names = (*self.x_vars, *self.y_vars, *(() if self.weights is None else (self.weights,)),
+                 *(_group_names(self.groups) if drop else ()))
+        with self.rows.reading(names, start, stop):
+            X = self.read_features(start, stop, dtype, check, allow_nan=drop)
+            Y = self.read_targets(start, stop, dtype, check, allow_nan=drop)
+            w = None
+            if self.weights is not None:
+                w = self.read_rows(self.weights, start, stop, np.float64, check=False)
+                check_weights(self.label, self.weights, w, start,
+                              self.rows.rows_per_chunk(self.weights), allow_nan=drop)
+            if not drop:
+                return X, Y, w
+            labels = self.read_label_columns(start, stop) if self.groups is not None else ()
         dropped = np.zeros(stop - start, dtype=bool)
         for values in (X, Y):
             bad = nonfinite(values)
@@ -309,9 +320,8 @@ class StreamSource(StoreSource):
                 dropped |= (bad & np.isnan(values)).any(axis=1)
         if w is not None:
             dropped |= np.isnan(w)
-        if self.groups is not None:
-            for labels in self.read_label_columns(start, stop):
-                dropped |= missing_labels(labels)
+        for column in labels:
+            dropped |= missing_labels(column)
         if dropped.any():  # new arrays: the rows read may be a view of the user's data
             w = np.where(dropped, 0.0, 1.0 if w is None else w)
             X = np.where(dropped[:, None], X.dtype.type(0), X)

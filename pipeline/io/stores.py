@@ -13,6 +13,7 @@ never leaves a store that looks complete.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import hashlib
@@ -278,8 +279,13 @@ class StoreRows:
             raise InputError(f"{self.label}: variable '{name}' rows {start}-{stop - 1} cannot "
                              f"be decoded ({type(exc).__name__}: {_first_line(exc)})") from None
 
-    def chunk_stamps(self, names) -> dict:
-        """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`)."""
+    def reading(self, names, start: int, stop: int):
+        """Each variable is its own array of chunks: its reads share nothing."""
+        return contextlib.nullcontext()
+
+    def chunk_stamps(self, names, contents: bool = False) -> dict:
+        """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`; a chunk file's
+        stamp is its size and time whatever ``contents``: its bytes are not hashed)."""
         return chunk_stamps(self.location, self.group, names)
 
     def read_variable(self, name: str) -> np.ndarray | None:
@@ -341,10 +347,10 @@ class StoreSource:
                               stored, allow_nan)
         return values
 
-    def chunk_stamps(self, names) -> dict:
+    def chunk_stamps(self, names, contents: bool = False) -> dict:
         """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`; none for a
         Dataset)."""
-        return self.rows.chunk_stamps(names)
+        return self.rows.chunk_stamps(names, contents)
 
     def identity(self) -> str:
         """The store's place as a fingerprint names it (a resolved local path, or the URL)."""

@@ -11,10 +11,16 @@ slices of rows (a polars frame becomes one). Each table column is a variable of 
 The plans and the engines know storage chunks of equal rows (``chunk_rows``). A table's parts
 need not be equal (row groups of a last file, CSV byte ranges), so its rows are cut into
 *virtual chunks* of equal rows (the rows of a row group when all of them but the last are
-equal, else their mean): a virtual chunk is read from the parts it overlaps, and each process
-keeps the last few parts it read, so that consecutive chunks and the several columns of one
-chunk read each part once. Equal chunks keep every piece of arithmetic above the source as it
-is, and a prediction's output chunks one to one with the tasks that write them.
+equal, else their mean): a virtual chunk is read from the parts it overlaps. The columns a
+task reads of one row range (features, targets, weights, labels) are read together
+(:meth:`TableRows.reading`): each CSV byte range or dask partition (or frame slice) the
+range overlaps is parsed or computed once for all of them, each column is handed out once,
+and nothing of it is kept after the read. A Parquet row group is still read a column at a
+time (all its columns at once took workers of 600 MB past their limit: docs/tables.md),
+and so is a column read alone (a pass over the labels, ``convert``), through the last few
+parts each process keeps. Equal chunks
+keep every piece of arithmetic above the source as it is, and a prediction's output chunks
+one to one with the tasks that write them.
 
 What identifies the rows read (``--resume``): the files' sizes and modification stamps (an
 object's ETag) and, for Parquet, each row group's rows and bytes, in the input's token; a
@@ -26,6 +32,7 @@ one line: a table that grew is written as a store (``streamlsq convert``) to be 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -54,6 +61,8 @@ KEPT_PARTS = 4
 KEPT_BYTES = 32 * 2**20
 _kept: OrderedDict = OrderedDict()
 _kept_lock = threading.Lock()
+#: the row range each thread reads together (:meth:`TableRows.reading`)
+_together = threading.local()
 
 
 def _frame_kind(data) -> str | None:
@@ -117,6 +126,8 @@ class TableRows:
     frame: object = field(default=None, compare=False, hash=False, repr=False)
     storage_options: dict | None = field(default=None, compare=False, hash=False)
     stamps: tuple = ()
+    #: the hash of each local file's bytes, once taken (:meth:`chunk_stamps`)
+    digests: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     group = None
 
@@ -140,6 +151,27 @@ class TableRows:
 
     def rows_per_chunk(self, name: str) -> int:
         return self.chunk_rows
+
+    @contextlib.contextmanager
+    def reading(self, names, start: int, stop: int):
+        """A block within which this thread's reads of rows ``start:stop`` of the columns
+        ``names`` are one read: the first of them parses each CSV byte range, or computes
+        each dask partition, the rows overlap once for all of ``names`` (not once per
+        column), each column is then handed out once (a column read twice is read again
+        alone), and nothing is kept after the block, nor in any other thread. A Parquet row
+        group is read a column at a time whatever the block (see :meth:`column_rows`).
+        Within a block of another range, or of other columns, a block of its own is opened;
+        within one that covers it, none."""
+        names = tuple(dict.fromkeys(names))
+        outer = getattr(_together, "range", None)
+        if outer is not None and outer.covers(self, names, start, stop):
+            yield
+            return
+        _together.range = _RangeRead(self.token, self.path, names, start, stop)
+        try:
+            yield
+        finally:
+            _together.range = outer
 
     def read_part(self, i: int, names: tuple):
         """Part ``i``'s columns ``names`` as a pandas DataFrame, kept for the next reads (the
@@ -184,58 +216,115 @@ class TableRows:
                              f"{str(exc).strip().splitlines()[0][:200] if str(exc) else ''})"
                              ) from None
 
-    def frame_rows(self, names, start: int, stop: int):
-        """Rows ``start:stop`` of the columns ``names`` as a pandas DataFrame (index 0..)."""
+    def column_rows(self, names, start: int, stop: int) -> dict:
+        """Rows ``start:stop`` of each of the columns ``names`` as a pandas Series (index
+        0..): taken from the range this thread reads together (:meth:`reading`) when it
+        covers them, else read through the parts kept (:meth:`read_part`)."""
+        names = tuple(names)
+        together = getattr(_together, "range", None)
+        # a Parquet row group stays read a column at a time: all of its columns read at
+        # once, whether kept per process or only for the read, took workers of 600 MB past
+        # their limit (docs/tables.md gives the measure)
+        if self.kind != "parquet" and together is not None and together.covers(
+                self, names, start, stop):
+            taken = together.take(self, names)
+            if taken is not None:
+                return taken
+        return self._column_rows(names, start, stop, kept=True)
+
+    def _column_rows(self, names: tuple, start: int, stop: int, kept: bool) -> dict:
+        """Rows ``start:stop`` of the columns ``names``, each part they overlap read once
+        for all of them; through the parts this process keeps (``kept``), else read here
+        and not kept."""
         import pandas as pd
 
-        names = tuple(names)
         first = int(np.searchsorted(self.edges, start, side="right")) - 1
-        parts = []
+        pieces = {name: [] for name in names}
         i = max(first, 0)
         while i < len(self.parts) and self.edges[i] < stop:
             a, b = self.edges[i], self.edges[i + 1]
-            part = self.read_part(i, names)
+            part = self.read_part(i, names) if kept else self._read_part(i, list(names))
             if len(part) != b - a:
                 raise InputError(f"{self.label}: part {i} has {len(part)} rows where it had "
                                  f"{b - a} when the table was opened: it changed since")
-            parts.append(part.iloc[max(start, a) - a:min(stop, b) - a])
+            lo, hi = max(start, a) - a, min(stop, b) - a
+            whole = lo == 0 and hi == b - a
+            for name in names:
+                # a part's rows outside the range are not held beyond this read
+                column = part[name] if whole else part[name].iloc[lo:hi].copy(deep=not kept)
+                pieces[name].append(column)
+            del part
             i += 1
-        out = parts[0] if len(parts) == 1 else pd.concat(parts)
-        return out.reset_index(drop=True)
+        out = {}
+        for name in names:  # each column's pieces dropped once joined: the rows held once
+            joined = pieces.pop(name)
+            out[name] = (joined[0] if len(joined) == 1 else pd.concat(joined)).reset_index(
+                drop=True)
+            del joined
+        return out
 
     def read(self, name: str, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of column ``name``: numbers as floats with NaN where missing,
         strings (and categories) as an object array with None where missing."""
-        return column_values(self.frame_rows((name,), start, stop)[name])
+        return column_values(self.column_rows((name,), start, stop)[name])
 
-    def chunk_stamps(self, names) -> dict:
+    def chunk_stamps(self, names, contents: bool = False) -> dict:
         """(first row, end row, stamp) of each part, the same for every column: the stamp of
-        its file(s) and, for a row group, its rows and bytes, then the hash of the bytes of
-        its local file(s) (:func:`content_digest`; a file replaced by one of the same size
-        and time, ``rsync -t``, is told apart); none for a DataFrame. A checkpoint stamps
-        its inputs with these when it starts and compares them when it resumes: each local
-        file of the table is read once then."""
+        its file(s) and, for a row group, its rows and bytes; with ``contents``, then the
+        hash of the bytes of its local file(s) (:func:`content_digest`; a file replaced by
+        one of the same size and time, ``rsync -t``, is told apart); none for a DataFrame.
+        A checkpoint stamps its inputs with their contents when it starts and compares them
+        when it resumes: each local file of the table is read once more then, and once per
+        table opened (the hashes are kept). A result's record of its rows does without
+        them: a table is never continued."""
         if not self.stamps:
             return {}
-        digests: dict[str, str] = {}
+        if not contents:
+            entries = [(int(a), int(b), s) for a, b, s in zip(
+                self.edges[:-1], self.edges[1:], self.stamps, strict=True)]
+            return {name: entries for name in names}
 
         def content(file: str) -> str:
-            if file not in digests:
-                digests[file] = content_digest(file)
-            return digests[file]
+            if file not in self.digests:
+                self.digests[file] = content_digest(file)
+            return self.digests[file]
 
         if self.kind == "parquet":
-            contents = [content(file) for file, _group in self.parts]
+            hashes = [content(file) for file, _group in self.parts]
         else:  # a CSV file's byte ranges: the hash of every file of the table
             whole = ",".join(content(file) for file, _ in _list_files(
                 self.path, self.storage_options, CSV_SUFFIXES))
-            contents = [whole] * len(self.parts)
+            hashes = [whole] * len(self.parts)
         entries = [(int(a), int(b), f"{s}:{c}") for a, b, s, c in zip(
-            self.edges[:-1], self.edges[1:], self.stamps, contents, strict=True)]
+            self.edges[:-1], self.edges[1:], self.stamps, hashes, strict=True)]
         return {name: entries for name in names}
 
     def read_variable(self, name: str) -> np.ndarray | None:
         return None
+
+
+class _RangeRead:
+    """The rows ``start:stop`` of the columns ``names`` of one table that a thread reads
+    together (:meth:`TableRows.reading`): read at the first request, each column handed out
+    once."""
+
+    def __init__(self, token: str, path: str, names: tuple, start: int, stop: int):
+        self.key, self.names, self.start, self.stop = (token, path), names, start, stop
+        self.held: dict | None = None
+
+    def covers(self, rows: TableRows, names, start: int, stop: int) -> bool:
+        return (self.key == (rows.token, rows.path) and (start, stop) == (self.start, self.stop)
+                and set(names) <= set(self.names))
+
+    def take(self, rows: TableRows, names: tuple) -> dict | None:
+        """The columns ``names`` of the range, read for all of its columns at the first
+        request; None for a column already handed out."""
+        names = tuple(dict.fromkeys(names))
+        if self.held is None:
+            self.held = rows._column_rows(self.names, self.start, self.stop, kept=False)
+        if not all(name in self.held for name in names):
+            return None
+        return {name: self.held.pop(name) for name in names}
 
 
 def forget_parts() -> None:
@@ -268,8 +357,8 @@ def read_frame(rows: RowsReader, names, start: int, stop: int):
     import pandas as pd
 
     if isinstance(rows, TableRows):
-        frame = rows.frame_rows(names, start, stop)
-        return pd.DataFrame({name: column_values(frame[name]) for name in names})
+        columns = rows.column_rows(names, start, stop)
+        return pd.DataFrame({name: column_values(columns[name]) for name in names})
     return pd.DataFrame({name: _as_column(rows.read(name, start, stop)) for name in names})
 
 

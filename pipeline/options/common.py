@@ -8,8 +8,6 @@ its own help (``SEED.replace(help=...)``); its name, type and range stay the one
 
 from __future__ import annotations
 
-import numpy as np
-
 from streamlsq.options import Options, Param
 from streamlsq.options.run import OUTPUT
 
@@ -35,6 +33,8 @@ CODEC = Param("codec", DEFAULT_CODEC, "Compression of the store's arrays "
 def dtype_name(value):
     """A NumPy dtype's name (``np.float32``, ``"f4"`` → ``"float32"``); other values as
     they are, for the declaration to refuse."""
+    import numpy as np  # here: the command line's help is shown without numpy
+
     try:
         return np.dtype(value).name
     except TypeError:

@@ -162,12 +162,17 @@ FIT = Options(
     Param("min_nobs", None, "With --window: the rows of positive weight a window needs "
           "(default: the number of coefficients).", type=int, gt=0, optional=True,
           metavar="N"),
+    Param("expanding", False, "With --window: the first windows grow from --min-nobs rows "
+          "until they hold N (RollingOLS(expanding=True)); a window of at least the rows "
+          "fits every expanding window, the rows seen so far.", type=bool),
     Param("formula", None, "Build the features and targets from the columns of DATA by a "
           "formula ('y ~ a + C(k) + np.log(b) + a:k'; formulaic's syntax) instead of "
           "--x/--y; its intercept is the fit's.", type=str, optional=True, metavar="FORMULA"),
     rules=[*_CLUSTER_RULES, *_HAC_RULES,
            Rule("min_nobs", needs={"window": Rule.GIVEN},
                 message="--min-nobs N goes with --window N"),
+           Rule("expanding", needs={"window": Rule.GIVEN},
+                message="--expanding goes with --window N"),
            Rule("formula", excludes=("x", "y"),
                 message="--formula names the features and the targets: leave out --x and "
                         "--y (x=, y=)")],
@@ -178,7 +183,8 @@ FIT = Options(
 SEVERAL_STORES = FIT.without(
     "group", "x", "y", "sample_dim", "fit_intercept", "continue_from", "first_block_size",
     "epochs", "shuffle", "seed", "weights", "missing", "alpha", "cov_type", "groups", "time",
-    "maxlags", "kernel", "use_correction", "window", "window_step", "min_nobs", "formula")
+    "maxlags", "kernel", "use_correction", "window", "window_step", "min_nobs", "expanding",
+    "formula")
 
 #: the options of interleaved KF4LLS' own job besides those of a fit of several stores and
 #: the recursion's parameters; its ``alpha`` (the recursion's mixing weight, given or

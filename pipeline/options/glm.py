@@ -41,7 +41,7 @@ GLM = Options(
     # the time-series covariances and the rolling windows are least squares' only
     FIT.without("continue_from", "engine", "block_size", "first_block_size", "record_every",
                 "epochs", "shuffle", "seed", "dtype", "time", "maxlags", "kernel",
-                "use_correction", "window", "window_step", "min_nobs")
+                "use_correction", "window", "window_step", "min_nobs", "expanding")
     .replace("cov_type", choices=GLM_COV_TYPES),
     Param("family", "gaussian", "The family of the response.", type=str,
           choices=FAMILY_NAMES),
@@ -58,7 +58,8 @@ GLM = Options(
     Param("exposure", None, "An exposure (> 0), a variable of DATA: log(exposure) added to the "
           "linear predictor (log links).", **_PER_ROW),
     Param("trials", None, "Binomial trials, a variable of DATA: the response is then the "
-          "number of successes out of it.", **_PER_ROW),
+          "number of successes out of it (or write the formula's left side as "
+          "'successes + failures').", **_PER_ROW),
     Param("tol", 1e-8, "Convergence: the change of the (scaled) deviance between iterations "
           "(statsmodels' tol).", gt=0),
     Param("maxiter", 100, "Iterations at most (each one pass over the rows).", type=int,

@@ -91,6 +91,7 @@ def fit_stream(
     window: int | None = None,
     window_step: int = 1,
     min_nobs: int | None = None,
+    expanding: bool = False,
     formula: str | None = None,
     **options,
 ) -> xr.Dataset:
@@ -195,10 +196,13 @@ def fit_stream(
         The time labels of ``cov_type="hac-groupsum"`` (a variable of ``data``); the lags
         of a HAC covariance (rows, or periods), their weights (``"bartlett"`` or
         ``"uniform"``) and its small-sample factor (default: statsmodels').
-    window, window_step, min_nobs
+    window, window_step, min_nobs, expanding
         Also fit every window of ``window`` rows ending every ``window_step`` rows (with at
         least ``min_nobs`` rows of positive weight), exactly, and store statsmodels'
-        ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least squares).
+        ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least squares);
+        ``expanding=True``: the first windows start at row 0 and grow from ``min_nobs``
+        rows to ``window``, as ``RollingOLS(expanding=True)`` (``window`` at least the
+        rows: the expanding fit of the rows seen so far).
     formula : str or None
         Build the features and targets from the columns of ``data`` by a formula
         (``"arr_delay ~ dep_delay + C(carrier) + np.log(distance)"``, formulaic's syntax)
@@ -320,6 +324,8 @@ class StreamFit(Job):
         self.recursion = make_method(self.method, **params)
         check_recursion(self, self.recursion)
         self.recursion = self.recursion.identifying()
+        if self.weights is not None or self.missing == "drop":
+            self.recursion = self.recursion.counting_rows()  # to tell that no row weighed
         check_engine(self.recursion, self.engine)
         check_layout(self.sources, self.recursion, self.dtype)
         self.previous, self.plan = plan_rows(self, run)
@@ -389,7 +395,7 @@ class StreamFit(Job):
             from streamlsq.stream.rolling import RollingPass
 
             ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, self.window_step,
-                                          self.min_nobs, constant_index(ds)))
+                                          self.min_nobs, constant_index(ds), self.expanding))
         return ds
 
     def intercept(self) -> bool | None:
@@ -512,7 +518,8 @@ def fit_trajectory(job: StreamFit, ctx: Context) -> Trajectory:
     """The recorded steps and the final state of ``job``'s fit, from its engine (checked
     finite: never a NaN coefficient in a result)."""
     plan, rec = job.plan, job.recursion
-    initial = None if job.previous is None else previous_state(job.previous, rec)
+    initial = None if job.previous is None else previous_state(job.previous, rec,
+                                                                 job.continue_from)
     args = (ctx.client, plan, rec, job.record_every, job.dtype)
     if job.engine == "scan":
         pieces = None if ctx.checkpoint is None else ScanPieces(ctx.checkpoint, plan)
@@ -524,6 +531,7 @@ def fit_trajectory(job: StreamFit, ctx: Context) -> Trajectory:
     check_trajectory(traj, plan)
     check_identified(traj, plan, rec, weighted=job.weights is not None,
                      dropping=job.missing == "drop")
+    check_rows_weighed(traj, plan, job.weights, dropping=job.missing == "drop")
     if has_subnormal(traj.coefs):
         raise subnormal_coefficients_error(ctx.client, plan, traj, job.dtype)
     return traj
@@ -633,6 +641,25 @@ def check_identified(traj: Trajectory, plan: StreamPlan, rec: Recursion,
         raise InputError(f"{plan.label}: {where} the normal matrix singular ({rank}): the rows "
                          f"never identify the coefficients; {never_identified_remedy(rec)}"
                          ) from None
+
+
+def check_rows_weighed(traj: Trajectory, plan: StreamPlan, weights: str | None,
+                       dropping: bool = False) -> None:
+    """Refuse a fit with row weights (``weights``, the variable) or dropped rows
+    (``dropping``) that saw no row of positive weight although its coefficients are
+    defined (a ridge start alone): they would be the start's, whatever the data."""
+    if (weights is None and not dropping) or "nobs" not in traj.state:
+        return
+    if int(np.asarray(traj.state["nobs"])) > 0:
+        return
+    if dropping and weights is None:
+        remedy = ("every row misses a value: fill them, or leave out the variables that "
+                  "miss them")
+    else:
+        remedy = f"give some rows a positive weight in '{weights}'"
+    raise InputError(f"{plan.label}: variable 'X': {too_few_rows(traj.state, 1, dropping)}: "
+                     f"the fit saw no data, its coefficients would be its ridge start's; "
+                     f"{remedy}")
 
 
 def too_few_rows(state: dict, n_coef: int | None, dropping: bool) -> str | None:

@@ -26,7 +26,7 @@ from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels import glm as kernels
 from streamlsq.kernels.glm.irls import run_irls
-from streamlsq.kernels.linalg import SingularMatrixError
+from streamlsq.kernels.linalg import SingularMatrixError, aliased_phrase
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.options import Options
 from streamlsq.options.glm import GLM
@@ -141,6 +141,8 @@ class GLMFit(Job):
         if self.groups is not None and "," in self.groups:
             raise InputError(f"--groups {self.groups}: a GLM's cluster-robust covariance takes "
                              "one group variable (two-way clusters are least squares' only)")
+        self.counts = self.formula is not None and counts_response(self.formula, self.family,
+                                                                   self.trials)
 
     def intercept(self) -> bool:
         if self.formula is None:
@@ -154,8 +156,9 @@ class GLMFit(Job):
             "stream", self.data, self.group, x=self.x, y=self.y, sample_dim=self.sample_dim,
             fit_intercept=self.intercept(), weights=self.weights, groups=self.groups,
             missing=self.missing, formula=self.formula)
-        if self.source.n_targets != 1:
-            raise InputError(f"{self.source.label}: a GLM has one response, got "
+        if self.source.n_targets != (2 if self.counts else 1):
+            raise InputError(f"{self.source.label}: a GLM has one response"
+                             f"{' (or successes + failures)' if self.counts else ''}, got "
                              f"{self.source.n_targets} target columns")
         self.aux_names = {k: getattr(self, k) for k in AUX if getattr(self, k) is not None}
         self.aux = None
@@ -228,8 +231,12 @@ class GLMLoop:
         try:
             fit = run_irls(spec, step, df_resid=df_resid, tol=job.tol, maxiter=job.maxiter)
         except SingularMatrixError as exc:
+            found = str(exc) if exc.rank is None else (
+                f"numerical rank {exc.rank} of {exc.size}" + (
+                    ": " + aliased_phrase(exc.aliased, list(coef_labels(job.source)))
+                    if exc.aliased else ""))
             raise InputError(f"{job.source.label}: the weighted columns of the design are "
-                             f"collinear ({exc}): remove collinear or constant columns"
+                             f"collinear ({found}): remove collinear or constant columns"
                              ) from None
         last = fit.last
         scale = float(last["x2"]) / df_resid if fam.scale_estimated else 1.0
@@ -246,7 +253,8 @@ class GLMLoop:
         llf_scale = scale
         if spec.family == "gaussian" and spec.lnk.name == "identity":
             llf_scale = float(last["rss"]) / wnobs  # statsmodels' concentrated likelihood
-        final = self.run("final", "glm-final", coef=fit.coef, scale=llf_scale, **null_kw)
+        final = self.run("final", "glm-final", coef=fit.coef, scale=llf_scale,
+                         null_scale=scale, **null_kw)
         llf = final.get("llf")
         cov, self.n_groups = None, None
         if job.cov_type not in (None, "nonrobust"):
@@ -269,7 +277,10 @@ class GLMLoop:
                   "null_deviance": float(final["null_deviance"]),
                   "pearson_chi2": float(last["pearson_chi2"]), "scale": scale}
         if llf is not None:
-            values.update(llf=float(llf), aic=stats["aic"], bic=stats["bic"])
+            values.update(llf=float(llf), aic=stats["aic"], bic=stats["bic"],
+                          llnull=float(final["llnull"]),
+                          prsquared_cs=kernels.pseudo_rsquared_cs(float(llf),
+                                                                  float(final["llnull"]), rows))
         return self.dataset(fit, stats, values, rows, problem)
 
     def problem(self, fit, last) -> str | None:
@@ -322,6 +333,8 @@ class GLMLoop:
             "n_rows": source.n_rows, "bic_definition": "bic_llf: -2 llf + (df_model + 1) "
             "log(nobs), statsmodels' GLMResults.bic",
             **{f"{k}_variable": v for k, v in job.aux_names.items()}})
+        if job.counts:  # successes + failures: the trials are their sum
+            ds.attrs["trials_variable"] = " + ".join(map(str, source.targets))
         if job.nb_alpha is not None:
             ds.attrs["nb_alpha"] = float(job.nb_alpha)
         if job.var_power is not None:
@@ -335,6 +348,30 @@ class GLMLoop:
 
     #: short phrases about a result for the command line's one-line summary
     notes = None
+
+
+def counts_response(formula: str, family: str, trials: str | None) -> bool:
+    """Whether ``formula``'s left side is a binomial response of two columns, successes +
+    failures (statsmodels' 2-column ``endog``; the trials are their sum): refused for any
+    other family, beside ``trials`` and for a left side of more than two terms, before
+    anything is read."""
+    from streamlsq.io.formulas import check_formula, parse
+
+    check_formula(formula)
+    terms = [str(term) for term in parse(formula).lhs]
+    if len(terms) > 2:
+        raise InputError(f"formula {formula!r}: its left side has {len(terms)} terms; a GLM "
+                         "takes one response, or two for a binomial one (successes + "
+                         "failures)")
+    if len(terms) < 2:
+        return False
+    if family != "binomial":
+        raise InputError(f"formula {formula!r}: a left side of two terms (successes + "
+                         f"failures) is a binomial response; the {family} family takes one")
+    if trials is not None:
+        raise InputError(f"formula {formula!r}: its two columns are successes + failures, "
+                         f"the trials their sum: leave out --trials {trials}")
+    return True
 
 
 def coef_labels(source: StreamSource) -> np.ndarray:
@@ -376,10 +413,13 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
             row = start + int(np.flatnonzero(bad)[0])
             raise InputError(f"{source.label}: variable '{aux_names['freq_weights']}' row "
                              f"{row}: a frequency weight must be >= 0")
-    prior = {"offset": offset, "var_weights": w, "freq_weights": freq,
-             "trials": extra.get("trials"), "keep": keep}
+    trials = extra.get("trials")
     y = Y[:, 0]
     try:
+        if Y.shape[1] == 2:  # successes + failures on the formula's left side
+            y, trials = kernels.counts_response(Y, keep)
+        prior = {"offset": offset, "var_weights": w, "freq_weights": freq,
+                 "trials": trials, "keep": keep}
         if kind == "mean":
             out = kernels.mean_sums(spec, y, **{k: v for k, v in prior.items()
                                                 if k != "offset"})
@@ -392,11 +432,15 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
             out = kernels.robust_sums(spec, X, y, kw["coef"], kw["scale"],
                                       cov_type=kw["cov_type"], labels=labels, **prior)
         else:
-            extra_kw = {k: kw[k] for k in ("null_coef", "null_mean") if k in kw}
+            extra_kw = {k: kw[k] for k in ("null_coef", "null_mean", "null_scale") if k in kw}
             out = kernels.final_sums(spec, X, y, kw["coef"], kw["scale"], **extra_kw, **prior)
     except kernels.RowError as exc:
         row = start + exc.row
         response = source.y_vars[0] if source.variables.formula is None else "the response"
+        if exc.kind == "counts":
+            column = str(source.targets[exc.column])
+            raise InputError(f"{source.label}: {column} row {row}: {exc.what}; a binomial "
+                             "response of two columns is successes + failures") from None
         if exc.kind == "support":
             remedy = ("choose a family whose support holds it, or drop the row "
                       "(a NaN there and --missing drop)")

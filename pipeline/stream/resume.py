@@ -300,10 +300,17 @@ def continued_plan(prev, source, record_every):
     return plan, record_every
 
 
-def previous_state(prev, rec) -> dict:
-    """The final state stored in an earlier result, as the recursion holds it."""
+def previous_state(prev, rec, where=None) -> dict:
+    """The final state stored in an earlier result, as the recursion holds it; refused
+    naming the result (``where``) when it lacks a part of it (a result written before the
+    recursion kept it, e.g. the rows of positive weight of a weighted ridge fit)."""
     state = {}
     for name in rec.state_dims():
+        if f"state_{name}" not in prev:
+            raise InputError(f"{where if where is not None else 'the earlier result'}: it "
+                             f"has no variable 'state_{name}', which {rec.name} keeps for "
+                             "this fit (the result was written by an earlier version): fit "
+                             "all the rows again, without --continue-from")
         value = np.asarray(prev[f"state_{name}"].values)
         state[name] = value[()] if value.ndim == 0 else value
     return state

@@ -65,8 +65,7 @@ def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type:
     # a piece no other worker would take). The meat's temporaries are a slice's, a few MB
     with fast_large_allocations():
         if cov_type == "HAC":
-            halo = min(int(maxlags), start)
-            X, Y, w = source.read_weighted(start - halo, stop)
+            X, Y, w, halo = _hac_rows(source, start, stop, int(maxlags))
             part = inference.hac_meat(X, Y, coef, maxlags, kernel, w, halo)
         elif cov_type == "hac-groupsum" or (cov_type == "cluster" and "," in source.groups):
             part = _grouped_scores(source, start, stop, coef, cov_type)
@@ -85,6 +84,22 @@ def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type:
                                      ) from None
             del X, Y, w
     return stop - start, part
+
+
+def _hac_rows(source: StreamSource, start: int, stop: int, maxlags: int):
+    """(X, Y, w, halo): the rows ``start:stop`` after their halo, the rows before ``start``
+    back to the ``maxlags``-th of positive weight (or to the first row): a row of weight 0
+    (dropped) is not in the series, so the halo reaches past it, twice as far each time."""
+    halo = min(maxlags, start)
+    X, Y, w = source.read_weighted(start - halo, stop)
+    while (w is not None and halo < start
+           and np.count_nonzero(w[:halo] > 0) < maxlags):
+        more = min(max(halo, 1), start - halo)
+        Xb, Yb, wb = source.read_weighted(start - halo - more, start - halo)
+        X, Y = np.concatenate([Xb, X]), np.concatenate([Yb, Y])
+        w = np.concatenate([np.ones(more) if wb is None else wb, w])
+        halo += more
+    return X, Y, w, halo
 
 
 def _group_sums(scores, labels) -> dict:
@@ -120,18 +135,28 @@ def _grouped_scores(source: StreamSource, start: int, stop: int, coef, cov_type:
     scores = scores[kept]
     if cov_type == "hac-groupsum":
         (time,) = columns
-        before = time[:0]
-        if start > 0:  # the row before the piece, if it was kept (a dropped row is skipped)
-            before = source.read_label_columns(start - 1, start)[0]
-            prior = source.read_weighted(start - 1, start)[2]
-            if prior is not None:
-                before = before[np.asarray(prior) > 0]
+        before = _kept_label_before(source, start, time[:0])
         series = np.concatenate([before, time]) if len(before) else time
         resets = int((series[1:] < series[:-1]).sum())
         return {"tables": {"periods": _group_sums(scores, time)}, "resets": resets}
     a, b = columns
     return {"tables": {"a": _group_sums(scores, a), "b": _group_sums(scores, b),
                        "ab": _group_sums(scores, _pair_labels(a, b))}, "resets": 0}
+
+
+def _kept_label_before(source: StreamSource, start: int, empty: np.ndarray) -> np.ndarray:
+    """The time label of the last row of positive weight before ``start`` (``empty`` when
+    there is none): dropped rows are skipped, looking back twice as far each time."""
+    stop, span = start, 1
+    while stop > 0:
+        begin = max(0, stop - span)
+        labels = source.read_label_columns(begin, stop)[0]
+        w = source.read_weighted(begin, stop)[2]
+        kept = np.flatnonzero(np.ones(stop - begin, bool) if w is None else np.asarray(w) > 0)
+        if len(kept):
+            return labels[kept[-1]:kept[-1] + 1]
+        stop, span = begin, 2 * span
+    return empty
 
 
 def _part(result):

@@ -69,11 +69,12 @@ def rolling_group(source: StreamSource, ends: np.ndarray, window: int, min_nobs:
 @dataclass(eq=False)
 class RollingPass(Pass):
     """The pass over the rows of ``source`` that fits each window of ``window`` rows ending
-    every ``window_step`` rows (the first ending at row ``window``; ``min_nobs`` rows of
-    positive weight at least, default the number of coefficients), and adds the windows'
-    statistics to the ``fit`` (the module's docstring). ``constant``: the intercept's
-    column, if the fit has one (else a column constant on all the rows, as statsmodels'
-    ``k_constant``)."""
+    every ``window_step`` rows (the first ending at row ``window``; with ``expanding`` at
+    row ``min_nobs``, the windows starting at row 0 until they hold ``window`` rows, as
+    ``RollingOLS(expanding=True)``; ``min_nobs`` rows of positive weight at least, default
+    the number of coefficients), and adds the windows' statistics to the ``fit`` (the
+    module's docstring). ``constant``: the intercept's column, if the fit has one (else a
+    column constant on all the rows, as statsmodels' ``k_constant``)."""
 
     fit: xr.Dataset
     source: StreamSource
@@ -81,6 +82,7 @@ class RollingPass(Pass):
     window_step: int = 1
     min_nobs: int | None = None
     constant: int | None = None
+    expanding: bool = False
 
     name = "rolling"
 
@@ -89,7 +91,7 @@ class RollingPass(Pass):
         k = source.n_features
         min_nobs = k if self.min_nobs is None else int(self.min_nobs)
         ends = rolling_kernels.window_ends(source.n_rows, self.window, min_nobs,
-                                           self.window_step)
+                                           self.window_step, self.expanding)
         if len(ends) == 0:
             return {"ends": ends}
         tag = uuid.uuid4().hex[:8]
@@ -123,5 +125,6 @@ class RollingPass(Pass):
             variables[f"rolling_{name}"] = (dims, values)
         ds = ds.assign(variables)
         ds.attrs.update(rolling_window=int(self.window), rolling_step=int(self.window_step),
-                        rolling_min_nobs=int(self.min_nobs or self.source.n_features))
+                        rolling_min_nobs=int(self.min_nobs or self.source.n_features),
+                        rolling_expanding=bool(self.expanding))
         return ds

@@ -246,10 +246,11 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
         if key in a:
             out[key] = a[key]
     if a.get("model") == "glm":  # a generalised linear model's own (statsmodels' GLM summary)
-        out.update({"family": a["family"], "link": a["link"],
+        out.update({"kind": "glm", "family": a["family"], "link": a["link"],
                     "iterations": int(a["iterations"]), "converged": bool(a["converged"])})
-        for name in ("deviance", "null_deviance", "pearson_chi2"):
-            out[name] = float(ds[name].sel(target=label).item())
+        for name in ("deviance", "null_deviance", "pearson_chi2", "llnull", "prsquared_cs"):
+            if name in ds:  # llnull and the pseudo R²: not in results written before them
+                out[name] = float(ds[name].sel(target=label).item())
     return out
 
 
@@ -259,7 +260,8 @@ def summary_text(result, target=None) -> str:
     ds = _open(result)
     targets = [target] if target is not None else list(ds.target.values)
     return "\n\n".join(summary_lines(summary(ds, label), f"{ds.attrs.get('method')} results: "
-                                     f"target {np.asarray(label).item()!r}")
+                                     f"target {np.asarray(label).item()!r}",
+                                     dep_variable=str(np.asarray(label).item()))
                          for label in targets)
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "check_column_rank",
     "check_finite",
     "column_rank",
+    "has_full_column_rank",
     "numerical_rank",
     "rank_tolerance",
     "spd_solve",
@@ -240,6 +241,36 @@ def column_rank(F: np.ndarray, rows: int, *, tolerance: float | None = None) -> 
         return ColumnRank(rank, k, rcond, tol, ())
     null = Vt[rank:].copy()  # rows: an orthonormal basis of the equilibrated null space
     return ColumnRank(rank, k, rcond, tol, _aliased_columns(null, zero))
+
+
+def has_full_column_rank(factors: np.ndarray, rows) -> np.ndarray:
+    """For a stack of square factors (m, k, k) of the designs of m row sets (``rows``
+    their counts, (m,) or one count), whether each has full column rank by the rule of
+    :func:`column_rank`: the singular values of the column-equilibrated factor, the
+    smallest against :func:`rank_tolerance` (its rows, k) times the largest. The same
+    decision as ``column_rank(F, n).rank == k`` for each, in one batched SVD (a rolling
+    fit decides it for every window).
+
+    >>> import numpy as np
+    >>> x = np.linspace(1, 2, 20)
+    >>> Rs = np.stack([np.linalg.qr(np.column_stack([np.ones(20), x, c]))[1]
+    ...                for c in (x**2, 3 * x)])
+    >>> has_full_column_rank(Rs, 20).tolist()
+    [True, False]
+    """
+    F = np.asarray(factors, np.float64)
+    m, k = F.shape[0], F.shape[-1]
+    if k == 0:
+        return np.ones(m, bool)
+    finite = np.isfinite(F).all(axis=(1, 2))
+    F = np.where(finite[:, None, None], F, 0.0)
+    norms = np.sqrt((F * F).sum(axis=1, keepdims=True))
+    zero = norms <= np.finfo(np.float64).tiny
+    s = np.linalg.svd(np.where(zero, 0.0, F / np.where(zero, 1.0, norms)), compute_uv=False)
+    counts = np.broadcast_to(np.asarray(rows, np.int64), (m,))
+    eps = float(np.finfo(np.float64).eps)
+    tol = np.sqrt(np.maximum(np.maximum(counts, k), 1) * k) * eps  # rank_tolerance, batched
+    return finite & ~zero[:, 0, :].any(axis=1) & (s[:, -1] > tol * s[:, 0])
 
 
 def _aliased_columns(null: np.ndarray, zero: np.ndarray) -> tuple:

@@ -269,6 +269,62 @@ def test_rolling_windows_keep_the_digits_rolling_ols_loses():
     assert max(theirs) > 100 * max(ours), (ours, theirs)
 
 
+def test_a_window_with_an_aliased_column_is_never_recorded():
+    """The windows' rank is the one rule of every least-squares solve (the equilibrated
+    factor's, column_rank): a column that is a combination of others (x3 = 0.3·x2 + 7·x1 +
+    1.1 up to row 2000) gets no coefficients in any window that holds only those rows,
+    however the rounding of its factor falls (a test of R's diagonal against k·ε published
+    about half of them with coefficients of order 1e13); later windows, where x3 carries
+    its own noise, are fitted as a batch solve of their rows."""
+    from streamlsq.kernels.inference.rolling import rolling_fit
+
+    rng = np.random.default_rng(5)
+    n, window = 4000, 400
+    x1, x2 = rng.normal(0.01, 0.1, n), rng.standard_normal(n)
+    x3 = 0.3 * x2 + 7 * x1 + 1.1
+    x3[2000:] += 1e-2 * rng.standard_normal(2000)
+    X = np.column_stack([np.ones(n), x1, x2, x3])
+    y = x1 - x2 + rng.standard_normal(n)
+    fit = rolling_fit(X, y, window, step=25)
+    fitted = np.isfinite(fit["params"]).all(axis=(1, 2))
+    aliased = fit["ends"] <= 2000
+    assert aliased.sum() == 65 and not fitted[aliased].any()
+    assert fitted[~aliased].all()
+    for i in np.flatnonzero(~aliased)[::20]:
+        e = fit["ends"][i]
+        batch = np.linalg.lstsq(X[e - window:e], y[e - window:e], rcond=None)[0]
+        kappa = np.linalg.cond(X[e - window:e])
+        np.testing.assert_allclose(fit["params"][i, :, 0], batch,
+                                   atol=1e2 * np.finfo(float).eps * kappa * np.abs(batch).max())
+
+
+def test_the_batched_rank_rule_decides_as_column_rank():
+    """has_full_column_rank on a stack of factors: the decision of column_rank on each
+    (aliased, zero, scaled, non-finite and ill-conditioned but well-posed columns)."""
+    from streamlsq.kernels.linalg import column_rank, has_full_column_rank
+
+    rng = np.random.default_rng(2)
+    t = np.linspace(2.0, 6.0, 82)
+    designs = [np.vander(t, 11), np.vander(t, 11) * np.logspace(-8, 8, 11)]
+    for n in (6, 40, 400):
+        a, b = rng.standard_normal(n), rng.standard_normal(n)
+        designs += [np.column_stack([np.ones(n), a, b]),
+                    np.column_stack([np.ones(n), a, 2 * a - 3]),
+                    np.column_stack([np.ones(n), 1e9 * a, b]),
+                    np.column_stack([np.ones(n), np.zeros(n), b]),
+                    np.column_stack([np.ones(n), a, b + 1e-9 * a])]
+    factors = [np.linalg.qr(D, mode="r") for D in designs]
+    rows = [len(D) for D in designs]
+    for k in {F.shape[1] for F in factors}:
+        idx = [i for i, F in enumerate(factors) if F.shape[1] == k]
+        stack = np.stack([factors[i] for i in idx] + [np.full((k, k), np.nan)])
+        counts = [rows[i] for i in idx] + [10]
+        expected = [column_rank(F, r).rank == k for F, r in zip(stack, counts, strict=True)]
+        assert has_full_column_rank(stack, counts).tolist() == expected
+    assert {column_rank(np.linalg.qr(D, mode="r"), len(D)).rank == D.shape[1]
+            for D in designs} == {True, False}
+
+
 @pytest.mark.parametrize("window", [5, 7, 30])
 def test_rolling_windows_through_the_pipeline_equal_rolling_ols(macro, client, window):
     """Windows shorter than, equal to and longer than the 7-row chunks, read from the store

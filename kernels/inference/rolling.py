@@ -30,6 +30,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import scipy.linalg as sla
 
+from streamlsq.kernels.linalg import has_full_column_rank
+
 __all__ = ["ROLLING_STATISTICS", "rolling_fit", "sliding_factors", "window_ends"]
 
 #: the statistics of each window: statsmodels' ``RollingRegressionResults`` names
@@ -96,15 +98,14 @@ def _window_statistics(factors: np.ndarray, k: int, nobs: np.ndarray,
                        sum_log_w: np.ndarray, constant: int | None, min_nobs: int) -> dict:
     """The statistics of :data:`ROLLING_STATISTICS` of m windows from their factors
     (m, p, p) of [W^½X W^½Y] (the formulas of :func:`~.classical.classical_statistics`,
-    batched): NaN for a window of fewer than ``min_nobs`` rows or whose factor is
-    singular to working precision."""
+    batched): NaN for a window of fewer than ``min_nobs`` rows or whose columns are
+    aliased by the rank rule of every least-squares solve
+    (:func:`~streamlsq.kernels.linalg.has_full_column_rank`)."""
     m, p, _ = factors.shape
     K = p - k
     Rx, z, S = factors[:, :k, :k], factors[:, :k, k:], factors[:, k:, k:]
-    diag = np.abs(np.diagonal(Rx, axis1=1, axis2=2))
-    ok = ((nobs >= min_nobs) & (nobs > k)
-          & (diag.min(axis=1, initial=np.inf) > k * np.finfo(float).eps * diag.max(
-              axis=1, initial=0.0)))
+    # the one rank rule of every least-squares solve (column_rank), for every window
+    ok = (nobs >= min_nobs) & (nobs > k) & has_full_column_rank(Rx, nobs)
     Rs = np.where(ok[:, None, None], Rx, np.eye(k))  # a singular window: solved with I, dropped
     # triangular systems solved by LU (batched): partial pivoting takes no pivot on an
     # upper-triangular matrix (zeros below a nonzero diagonal), so it is back substitution
@@ -154,9 +155,10 @@ def rolling_fit(X, Y, window: int, *, min_nobs: int | None = None, step: int = 1
     exclusive row ends of the windows) and the statistics of :data:`ROLLING_STATISTICS`
     per window, ``params``/``bse``/``tvalues`` (m, k, K), the others (m, K); a window whose
     rows do not identify the coefficients (fewer than ``min_nobs`` rows of positive weight,
-    default k, or a singular factor) gets NaN, as in ``RollingOLS``. ``weights``: precision
-    weights of the rows (as WLS); ``constant`` the index of the intercept column if known;
-    ``ends`` the windows' ends (exclusive, sorted) instead of every ``step`` rows.
+    default k, or aliased columns by the one rank rule) gets NaN, as in ``RollingOLS``.
+    ``weights``: precision weights of the rows (as WLS); ``constant`` the index of the
+    intercept column if known; ``ends`` the windows' ends (exclusive, sorted) instead of
+    every ``step`` rows.
 
     Examples
     --------

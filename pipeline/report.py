@@ -27,7 +27,9 @@ _RIGHT = (("R-squared:", "rsquared", "{:.4f}"), ("Adj. R-squared:", "rsquared_ad
 
 #: a generalised linear model's header: the rows of statsmodels' ``GLMResults.summary()``
 #: (its formats; no Date and Time), the family and link as ``fit glm`` names them, and
-#: the rows dropped and whether IRLS converged beside them
+#: the rows dropped, whether IRLS converged and McFadden's pseudo R² beside them (the
+#: ``Pseudo R-squ.`` statsmodels' ``Logit`` summary prints; its GLM summary has Cox and
+#: Snell's only)
 _GLM_LEFT = (("Dep. Variable:", "dep_variable", "{}"), ("Model:", "model_name", "{}"),
              ("Model Family:", "family", "{}"), ("Link Function:", "link", "{}"),
              ("Method:", "fit_method", "{}"), ("Rows dropped:", "rows_dropped", "{}"),
@@ -37,7 +39,8 @@ _GLM_RIGHT = (("No. Observations:", "nobs", "{}"), ("Df Residuals:", "df_resid",
               ("Df Model:", "df_model", "{:g}"), ("Scale:", "scale", "{:#8.5g}"),
               ("Log-Likelihood:", "llf", "{:#8.5g}"), ("Deviance:", "deviance", "{:#8.5g}"),
               ("Pearson chi2:", "pearson_chi2", "{:#6.3g}"),
-              ("Pseudo R-squ. (CS):", "prsquared_cs", "{:#6.4g}"))
+              ("Pseudo R-squ. (CS):", "prsquared_cs", "{:#6.4g}"),
+              ("Pseudo R-squ. (McF):", "prsquared_mcf", "{:#6.4g}"))
 
 #: the summary's layout by the kind of fit (``attrs["model"]["kind"]``): its title (None:
 #: the caller's), the header's two columns and the values it shows without a statistic

@@ -513,3 +513,84 @@ def test_the_rank_rule_names_aliased_columns_and_fits_ill_conditioned_designs(
     ref = sm.GLM(frame["y"], sm.add_constant(frame[["x", "big"]]),
                  family=sm.families.Poisson()).fit()
     close(fit.coef.values.ravel(), ref.params.values, rel=1e-7)
+
+
+#: star98's covariates of the in-memory binomial fits
+STAR98_X = ["LOWINC", "PERASIAN", "PERBLACK", "PERHISP", "PERMINTE", "AVYRSEXP"]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_glm_regressor_two_column_binomial_is_statsmodels(star98, weighted):
+    """GLMRegressor(family="binomial") on y of shape (n, 2), (successes, failures): the
+    fit of statsmodels' ``GLM(np.column_stack([S, F]), X, family=Binomial())`` (with
+    ``var_weights`` as sample_weight), predict its probability, score the R² of the
+    proportions weighted by the trials; a DataFrame of the two columns fits the same."""
+    from sklearn.metrics import r2_score
+
+    from streamlsq.estimators.glm import GLMRegressor
+
+    X = star98[STAR98_X].to_numpy()
+    S, F = star98.NABOVE.to_numpy(), star98.NBELOW.to_numpy()
+    y = np.column_stack([S, F])
+    w = 0.5 + (np.arange(len(y)) % 4) / 2.0 if weighted else None
+    model = GLMRegressor(family="binomial").fit(X, y, sample_weight=w)
+    res = sm.GLM(y, sm.add_constant(X), family=sm.families.Binomial(), var_weights=w).fit()
+    close(model.params_, res.params)
+    close(model.intercept_, res.params[0])
+    close(model.coef_, res.params[1:])
+    close(model.bse_, res.bse)
+    close(model.deviance_, res.deviance)
+    assert model.converged_ and abs(model.n_iter_ - res.fit_history["iteration"]) <= 1
+    probability = res.predict(sm.add_constant(X))
+    close(model.predict(X), probability)
+    trials = (S + F) * (1.0 if w is None else w)
+    close(model.score(X, y, sample_weight=w), r2_score(S / (S + F), probability,
+                                                       sample_weight=trials))
+    framed = GLMRegressor(family="binomial").fit(star98[STAR98_X],
+                                                 star98[["NABOVE", "NBELOW"]],
+                                                 sample_weight=w)
+    close(framed.params_, model.params_, rel=1e-14)
+    # without an intercept: statsmodels' fit of the same columns
+    bare = GLMRegressor(family="binomial", fit_intercept=False).fit(X, y, sample_weight=w)
+    close(bare.coef_, sm.GLM(y, X, family=sm.families.Binomial(), var_weights=w).fit().params)
+    assert bare.intercept_ == 0.0
+
+
+def _with(y, row, column, value):
+    y = y.copy()
+    y[row, column] = value
+    return y
+
+
+@pytest.mark.parametrize("family, response, error, message", [
+    ("binomial", lambda y: np.column_stack([y, y[:, 0]]), ValueError,
+     "GLMRegressor: y of shape (303, 3): a binomial response is one column (0/1 or "
+     "proportions) or two of counts (successes, failures)"),
+    ("poisson", lambda y: y, ValueError,
+     "GLMRegressor: y of shape (303, 2) has 2 columns; only family='binomial' takes two "
+     "(successes, failures), the poisson family one"),
+    ("binomial", lambda y: _with(y, 5, 1, -2.0), InputError,
+     "y[:, 1] (failures): row 5: count -2 is negative: successes and failures are counts "
+     "(>= 0)"),
+    ("binomial", lambda y: _with(y, 9, 0, -1.0), InputError,
+     "y[:, 0] (successes): row 9: count -1 is negative: successes and failures are counts "
+     "(>= 0)"),
+    ("binomial", lambda y: _with(_with(y, 7, 0, 0.0), 7, 1, 0.0), InputError,
+     "y: row 7: 0 trials: a binomial count needs at least one trial"),
+])
+def test_glm_regressor_refuses_bad_two_column_responses(star98, family, response, error,
+                                                        message):
+    """A response of two columns for a family other than binomial, of three columns, a
+    negative count (naming its column and row) or a row of 0 trials: refused in one line,
+    the estimator left unfitted."""
+    from sklearn.exceptions import NotFittedError
+
+    from streamlsq.estimators.glm import GLMRegressor
+
+    y = response(star98[["NABOVE", "NBELOW"]].to_numpy())
+    model = GLMRegressor(family=family)
+    with pytest.raises(error) as info:
+        model.fit(star98[STAR98_X].to_numpy(), y)
+    assert str(info.value) == message
+    with pytest.raises(NotFittedError):
+        model.predict(star98[STAR98_X].to_numpy())

@@ -44,6 +44,15 @@ def statsmodels_header(res) -> dict[str, str]:
     return out
 
 
+def check_mcfadden(model, ours, res):
+    """McFadden's pseudo R² equals statsmodels' ``pseudo_rsquared(kind="mcf")``, stored and
+    printed as its ``Logit`` summary prints ``Pseudo R-squ.`` (statsmodels' GLM summary
+    prints Cox and Snell's only)."""
+    expected = res.pseudo_rsquared(kind="mcf")
+    assert np.isclose(model["prsquared_mcf"], expected, rtol=1e-9, atol=0)
+    assert ours["Pseudo R-squ. (McF):"] == f"{expected:#6.4g}"
+
+
 def check_summary(fit, res, target):
     text = summary_text(fit)
     ours, theirs = header(text), statsmodels_header(res)
@@ -60,6 +69,7 @@ def check_summary(fit, res, target):
     model = streamlsq.summary(fit).attrs["model"]
     assert np.isclose(model["prsquared_cs"], res.pseudo_rsquared(kind="cs"), rtol=1e-9)
     assert np.isclose(model["llnull"], res.llnull, rtol=1e-9)
+    check_mcfadden(model, ours, res)
     # the coefficient table: the normal's z and P>|z| (use_t False, as statsmodels' GLM)
     table = streamlsq.summary(fit)
     assert list(table.columns) == ["coef", "std err", "z", "P>|z|", "[0.025", "0.975]"]
@@ -128,6 +138,7 @@ def test_info_prints_the_glm_summary(poisson_result):
     for label in SAME_TEXT:
         assert ours[label] == theirs[label], label
     assert "R-squared:" not in printed and "F-statistic:" not in printed
+    assert ours["Pseudo R-squ. (McF):"] == f"{res.pseudo_rsquared(kind='mcf'):#6.4g}"
 
 
 def test_freq_weights_pseudo_rsquared_counts_rows(client):
@@ -146,3 +157,22 @@ def test_freq_weights_pseudo_rsquared_counts_rows(client):
     assert int(ours["No. Observations:"]) == frame.F.sum() != int(theirs["No. Observations:"])
     model = streamlsq.summary(fit).attrs["model"]
     assert np.isclose(model["prsquared_cs"], res.pseudo_rsquared(kind="cs"), rtol=1e-9)
+    check_mcfadden(model, ours, res)
+
+
+def test_var_weights_mcfadden_pseudo_rsquared(client):
+    """Variance weights on a binomial count response (star98): both pseudo R²s and ℓ₀
+    are statsmodels' with ``var_weights``, and the summary prints McFadden's."""
+    frame = sm.datasets.star98.load_pandas().data
+    frame = frame[["NABOVE", "NBELOW", "LOWINC", "PERASIAN", "PERBLACK"]].astype(float)
+    frame["W"] = 0.5 + (np.arange(len(frame)) % 4) / 2.0
+    fit = streamlsq.fit_glm(frame, formula="NABOVE + NBELOW ~ LOWINC + PERASIAN + PERBLACK",
+                            family="binomial", weights="W", client=client)
+    res = sm.GLM(frame[["NABOVE", "NBELOW"]], sm.add_constant(
+        frame[["LOWINC", "PERASIAN", "PERBLACK"]]), family=sm.families.Binomial(),
+        var_weights=frame.W).fit()
+    model = streamlsq.summary(fit).attrs["model"]
+    assert np.isclose(model["llnull"], res.llnull, rtol=1e-9)
+    assert np.isclose(model["prsquared_cs"], res.pseudo_rsquared(kind="cs"), rtol=1e-9)
+    assert np.isclose(fit.prsquared_mcf.item(), res.pseudo_rsquared(kind="mcf"), rtol=1e-9)
+    check_mcfadden(model, header(summary_text(fit)), res)

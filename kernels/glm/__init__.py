@@ -22,6 +22,7 @@ from streamlsq.kernels.glm.irls import (
     mean_sums,
     predict_link,
     pseudo_rsquared_cs,
+    pseudo_rsquared_mcf,
     robust_cov,
     robust_sums,
     run_irls,
@@ -31,6 +32,7 @@ from streamlsq.kernels.glm.links import LINKS, Link
 
 __all__ = ["FAMILIES", "FAMILY_NAMES", "Family", "GLMSpec", "LINKS", "Link", "RowError",
            "combine_sums", "counts_response", "family", "final_sums", "glm_statistics", "irls_sums",
-           "mean_sums", "predict_link", "pseudo_rsquared_cs", "robust_cov", "robust_sums",
+           "mean_sums", "predict_link", "pseudo_rsquared_cs", "pseudo_rsquared_mcf",
+           "robust_cov", "robust_sums",
            "run_irls",
            "solve_step", "combine_robust"]

@@ -41,7 +41,8 @@ from streamlsq.kernels.tallqr import rows_factor
 
 __all__ = ["GLMSpec", "IRLSResult", "RowError", "SOLVERS", "combine_robust", "combine_sums",
            "counts_response", "final_sums", "glm_statistics", "irls_sums", "mean_sums",
-           "predict_link", "robust_cov", "robust_sums", "run_irls", "solve_step"]
+           "predict_link", "pseudo_rsquared_cs", "pseudo_rsquared_mcf", "robust_cov",
+           "robust_sums", "run_irls", "solve_step"]
 
 #: how a chunk summarises its weighted least-squares problem
 SOLVERS = ("qr", "normal")
@@ -309,6 +310,14 @@ def pseudo_rsquared_cs(llf: float, llnull: float, nobs: float) -> float:
     """Cox and Snell's likelihood-ratio pseudo R², 1 − exp(2(ℓ₀ − ℓ)/n), as statsmodels'
     ``GLMResults.pseudo_rsquared(kind="cs")`` (n: the rows fitted, ``nobs``, not Σ f)."""
     return float(1.0 - np.exp((llnull - llf) * (2.0 / nobs)))
+
+
+def pseudo_rsquared_mcf(llf: float, llnull: float) -> float:
+    """McFadden's likelihood-ratio pseudo R², 1 − ℓ/ℓ₀, as statsmodels'
+    ``GLMResults.pseudo_rsquared(kind="mcf")`` (and the ``prsquared`` of its discrete
+    models); statsmodels computes it for every family, and calls it valid for discrete
+    responses only."""
+    return float(1.0 - llf / llnull)
 
 
 def predict_link(spec: GLMSpec, X, coef, cov, *, offset=None, alpha: float = 0.05) -> dict:

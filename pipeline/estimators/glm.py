@@ -24,7 +24,11 @@ class GLMRegressor(RegressorMixin, BaseEstimator):
     """A GLM of ``family`` and ``link`` fitted by IRLS as statsmodels' ``GLM``: ``fit(X,
     y, sample_weight=None)`` (``sample_weight``: statsmodels' ``var_weights``) sets
     ``coef_`` (with ``intercept_`` when ``fit_intercept``), ``bse_``, ``deviance_``,
-    ``n_iter_``, ``converged_``; ``predict(X)`` gives the mean.
+    ``n_iter_``, ``converged_``; ``predict(X)`` gives the mean. For ``family="binomial"``
+    ``y`` may be two columns of counts, (successes, failures), as statsmodels' ``GLM``
+    takes a binomial ``endog`` of shape (n, 2): the fit is then that of the proportions
+    successes / (successes + failures) over as many trials, ``predict`` gives the
+    probability and ``score`` the R² of the proportions weighted by the trials.
 
     Examples
     --------
@@ -60,9 +64,24 @@ class GLMRegressor(RegressorMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         """Fit by IRLS on the rows of (X, y), each weighted by ``sample_weight``
         (statsmodels' ``var_weights``; 0 leaves the row out); returns self."""
+        self._unfit()
+        try:
+            return self._fit(X, y, sample_weight)
+        except BaseException:
+            self._unfit()  # a failed fit leaves the estimator unfitted (validate_data
+            raise          # has set n_features_in_ before the response is checked)
+
+    def _unfit(self):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            delattr(self, name)  # a failed fit leaves the estimator unfitted
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            delattr(self, name)
+
+    def _fit(self, X, y, sample_weight):
+        counts = self._two_columns(y)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
+                             multi_output=counts)
+        trials = None
+        if counts:
+            y, trials = self._counts(y)
         if X.shape[0] < 2:
             raise ValueError(f"{type(self).__name__}: 1 sample cannot fit a GLM; give at "
                              "least as many rows as coefficients, and one more for the scale")
@@ -76,12 +95,13 @@ class GLMRegressor(RegressorMixin, BaseEstimator):
                                self.solver)
         Z = self._design(X)
         try:
-            mean = kernels.mean_sums(spec, y, var_weights=sample_weight)
+            mean = kernels.mean_sums(spec, y, trials=trials, var_weights=sample_weight)
         except kernels.RowError as exc:
             raise InputError(f"y: {exc}") from None
         ybar = float(mean["sum_y"]) / int(mean["rows"])
         df_resid = float(mean["wnobs"]) - Z.shape[1]
         fit = run_irls(spec, lambda c: kernels.irls_sums(spec, Z, y, c, ybar=ybar,
+                                                         trials=trials,
                                                          var_weights=sample_weight),
                        df_resid=df_resid, tol=self.tol, maxiter=self.maxiter)
         if spec.fam.scale_estimated and df_resid <= 0:
@@ -99,6 +119,46 @@ class GLMRegressor(RegressorMixin, BaseEstimator):
         self.scale_ = scale
         self.n_iter_, self.converged_ = fit.iterations, fit.converged
         return self
+
+    def _two_columns(self, y) -> bool:
+        """Whether ``y`` is a binomial response of two columns of counts; a response of
+        two or more columns is refused (one line) for any other family or shape."""
+        shape = np.asarray(y).shape  # (np.shape refuses array-likes that only convert)
+        if len(shape) != 2 or shape[1] == 1:  # one column: scikit-learn's 1-d response
+            return False
+        name = type(self).__name__
+        if self.family != "binomial":
+            raise ValueError(f"{name}: y of shape {shape} has {shape[1]} columns; only "
+                             "family='binomial' takes two (successes, failures), the "
+                             f"{self.family} family one")
+        if shape[1] != 2:
+            raise ValueError(f"{name}: y of shape {shape}: a binomial response is one "
+                             "column (0/1 or proportions) or two of counts (successes, "
+                             "failures)")
+        return True
+
+    @staticmethod
+    def _counts(y):
+        """(successes, trials) of a two-column response, negative counts refused."""
+        try:
+            return kernels.counts_response(y)
+        except kernels.RowError as exc:
+            column = "successes" if exc.column == 0 else "failures"
+            raise InputError(f"y[:, {exc.column}] ({column}): {exc}") from None
+
+    def score(self, X, y, sample_weight=None):
+        """R² of ``predict(X)`` (scikit-learn's ``r2_score``); a two-column binomial
+        response is scored as its proportions, each weighted by its trials (times
+        ``sample_weight``)."""
+        if not self._two_columns(y):
+            return super().score(X, y, sample_weight=sample_weight)
+        from sklearn.metrics import r2_score
+
+        successes, trials = self._counts(np.asarray(y, np.float64))
+        weight = trials if sample_weight is None else trials * np.asarray(sample_weight)
+        proportion = np.divide(successes, trials, out=np.zeros_like(trials),
+                               where=trials > 0)  # a row of 0 trials weighs 0
+        return r2_score(proportion, self.predict(X), sample_weight=weight)
 
     def predict(self, X):
         """The fitted mean g⁻¹(Xβ) of each row of X."""

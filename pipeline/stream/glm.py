@@ -280,7 +280,9 @@ class GLMLoop:
             values.update(llf=float(llf), aic=stats["aic"], bic=stats["bic"],
                           llnull=float(final["llnull"]),
                           prsquared_cs=kernels.pseudo_rsquared_cs(float(llf),
-                                                                  float(final["llnull"]), rows))
+                                                                  float(final["llnull"]), rows),
+                          prsquared_mcf=kernels.pseudo_rsquared_mcf(float(llf),
+                                                                    float(final["llnull"])))
         return self.dataset(fit, stats, values, rows, problem)
 
     def problem(self, fit, last) -> str | None:

@@ -248,8 +248,9 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
     if a.get("model") == "glm":  # a generalised linear model's own (statsmodels' GLM summary)
         out.update({"kind": "glm", "family": a["family"], "link": a["link"],
                     "iterations": int(a["iterations"]), "converged": bool(a["converged"])})
-        for name in ("deviance", "null_deviance", "pearson_chi2", "llnull", "prsquared_cs"):
-            if name in ds:  # llnull and the pseudo R²: not in results written before them
+        for name in ("deviance", "null_deviance", "pearson_chi2", "llnull", "prsquared_cs",
+                     "prsquared_mcf"):
+            if name in ds:  # llnull and the pseudo R²s: not in results written before them
                 out[name] = float(ds[name].sel(target=label).item())
     return out
 

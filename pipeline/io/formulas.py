@@ -706,7 +706,9 @@ class DesignInput:
                 raise InputError(f"{self.label}: column '{name}' of the formula has dims "
                                  f"{raw[name].dims}, expected ('{dim}',): one value per row")
         read = self.inner.as_read({n: raw[n] for n in used}, labels=used)
-        kinds = {n: np.dtype(c.dtype).kind in "iufb" for n, c in read.items()}
+        # a pandas extension dtype (the strings of a Dataset's '<U' variable under pandas 3)
+        # is no NumPy dtype: its kind says whether it holds numbers
+        kinds = {n: getattr(c.dtype, "kind", "O") in "iufb" for n, c in read.items()}
         n = raw[counter[0]].n_rows
         self.chunk = self.inner.chunk_rows(counter[0], n, max(len(used), 1))
         self.inner_rows = self.inner.rows(self.chunk)

@@ -605,6 +605,20 @@ class DesignRows:
     def array(self, name: str):
         return self.inner.array(self.raw(name)[0])
 
+    def described(self, name: str, row: np.ndarray) -> str:
+        """Variable ``name`` as a message about the non-finite values of one of its rows
+        (``row``) names it: the formula's column that holds them, or the columns the formula
+        reads when the whole row is missing (a missing value in any of them)."""
+        if name not in (DESIGN, RESPONSE):
+            return f"variable '{name}'"
+        side = "design" if name == DESIGN else "response"
+        labels = self.design.terms if name == DESIGN else self.design.responses
+        bad = np.flatnonzero(~np.isfinite(row))
+        if bad.size and (bad.size < row.size or row.size == 1) and len(labels) == row.size:
+            return f"the column {labels[bad[0]]!r} of the formula's {side}"
+        read = ", ".join(self.raw(name))
+        return f"the formula's {side} (a value missing in a column it reads: {read})"
+
     def rows_per_chunk(self, name: str) -> int:
         names = self.raw(name)
         return self.inner.rows_per_chunk(names[0]) if names else self.inner.rows_per_chunk(

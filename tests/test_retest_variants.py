@@ -1,0 +1,192 @@
+"""Variants of the table, formula and result faults that the earlier tests did not try: a
+Dataset's string variable in a formula, a CSV text column whose first rows are missing, a CSV
+header naming a column twice, a result's record of its inputs and a converted store's levels
+edited by hand, a non-finite value of a formula's column. Each refusal is one line, exit code 2,
+and leaves the folder as it was; each fit equals statsmodels'."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+import xarray as xr
+import zarr
+
+import streamlsq
+from streamlsq import InputError
+
+from conftest import one_line
+from faultkit import leftovers, snapshot
+
+
+def _frame(n=60, seed=5):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
+                          "g": rng.choice(["a", "b", "c"], n)})
+    frame["y"] = 1 + 2 * frame.x1 - frame.x2 + (frame.g == "b") + 0.1 * rng.normal(size=n)
+    return frame
+
+
+def _same_as_statsmodels(fit, formula: str, frame) -> None:
+    """The last step's coefficients of ``fit`` (a result or its path) equal statsmodels'
+    ``ols`` on ``frame``, label by label."""
+    fit = streamlsq.open_result(fit) if not isinstance(fit, xr.Dataset) else fit
+    coef = fit.coef.isel(step=-1, target=0)
+    got = pd.Series(np.asarray(coef.values), index=[str(v) for v in coef.feature.values])
+    expected = smf.ols(formula, frame).fit().params
+    assert sorted(got.index) == sorted(expected.index)
+    np.testing.assert_allclose(got[expected.index].to_numpy(), expected.to_numpy(),
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory, client):
+    """A formula fit of a table with a category, published by the command line's code."""
+    root = tmp_path_factory.mktemp("fitted")
+    frame = _frame()
+    frame.to_parquet(root / "t.parquet", row_group_size=20)
+    frame.drop(columns="y").to_csv(root / "new.csv", index=False)
+    streamlsq.fit_stream(root / "t.parquet", formula="y ~ x1 + x2 + C(g)",
+                         out=root / "fit.zarr", client=client, progress=False)
+    return root
+
+
+def test_a_datasets_string_variable_enters_a_formula_as_statsmodels_reads_it(client):
+    # a NumPy '<U1' variable reaches the formula as a pandas string dtype (pandas 3), which is
+    # no NumPy dtype: the fit used to raise a raw TypeError ("Cannot interpret
+    # '<StringDtype(na_value=nan)>' as a data type")
+    frame = _frame()
+    ds = xr.Dataset({name: ("row", frame[name].to_numpy(dtype=str if name == "g" else float))
+                     for name in frame})
+    assert ds.g.dtype.kind == "U"
+    fit = streamlsq.fit_stream(ds, formula="y ~ x1 + x2 + C(g)", client=client,
+                               progress=False)
+    _same_as_statsmodels(fit, "y ~ x1 + x2 + C(g)", frame)
+
+
+def test_converting_a_dataset_names_it_by_its_type_in_one_line(tmp_path, client):
+    ds = xr.Dataset({"x": ("row", np.arange(5.0))})
+    with pytest.raises(InputError) as err:
+        streamlsq.convert(ds, tmp_path / "c.zarr", client=client)
+    message = str(err.value)
+    assert message.startswith("a xarray Dataset: not a table") and len(message) < 250, message
+    assert "\n" not in message and list(tmp_path.iterdir()) == []
+
+
+def test_a_csv_text_column_whose_first_rows_are_missing_fits_as_statsmodels(tmp_path, cli):
+    # dask infers a CSV column's dtype from its first 10 rows: a category missing there was
+    # read as numbers and its first level refused ("holds the value 'b' at row 20 ..., where
+    # its first rows are float64 numbers; correct the value")
+    frame = _frame()
+    frame.loc[:19, "g"] = None
+    frame.to_csv(tmp_path / "c.csv", index=False)
+    r = cli("fit", "kf4lls", tmp_path / "c.csv", "--out", tmp_path / "f.zarr",
+            "--formula", "y ~ x1 + x2 + C(g)", "--missing", "drop")
+    assert r.exit_code == 0, r.output
+    _same_as_statsmodels(tmp_path / "f.zarr", "y ~ x1 + x2 + C(g)", frame)
+
+
+def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path, cli):
+    # pandas renames the second 'x' to 'x.1': --x x used to fit the first without a word
+    (tmp_path / "d.csv").write_text("y,x,x\n1,2,3\n4,5,7\n3,1,1\n")
+    before = snapshot(tmp_path)
+    for args in (("fit", "kf4lls", tmp_path / "d.csv", "--out", tmp_path / "f.zarr",
+                  "--x", "x", "--y", "y"),
+                 ("convert", tmp_path / "d.csv", "--out", tmp_path / "s.zarr")):
+        line = one_line(cli(*args))
+        assert line.startswith("streamlsq: error: ") and line.endswith(
+            "d.csv: the column name 'x' appears 2 times in the header; the columns of a table "
+            "need distinct names"), line
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("attr, value, said", [
+    ("formula_levels", "not json", "its attribute formula_levels is not JSON: Expecting value"),
+    ("formula_levels", '{"g": [1, [2]]}',
+     "its attribute formula_levels is not an object of lists of levels"),
+    ("x_variables", "[", "its attribute x_variables is not JSON"),
+    ("parameters", "[1,2", "its attribute parameters is not JSON"),
+])
+def test_a_results_record_edited_by_hand_is_refused_by_predict_and_info_check(
+        fitted, tmp_path, cli, attr, value, said):
+    # each used to be "unexpected error (JSONDecodeError ...)", exit 1, in predict (or a
+    # refusal blaming the new rows' levels), while info --check called the result sound
+    fit = tmp_path / "fit.zarr"
+    shutil.copytree(fitted / "fit.zarr", fit)
+    zarr.open_group(str(fit), mode="r+").attrs[attr] = value
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    for args in (("predict", fit, fitted / "new.csv", "--out", out), ("info", fit, "--check")):
+        line = one_line(cli(*args))
+        assert f"fit.zarr: {said}" in line and line.endswith(
+            "the result is damaged: compute it again"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory, client):
+    """``_frame()`` converted to a store."""
+    store = tmp_path_factory.mktemp("converted") / "s.zarr"
+    streamlsq.convert(_frame(), store, client=client)
+    return store
+
+
+@pytest.mark.parametrize("categories, rows", [
+    ("not a list", None), (["a", "b", "c", "a"], None), (["a", "b", {"x": 1}], None),
+    (["a", "b", "c"], "60"),
+])
+def test_a_stores_levels_edited_by_hand_are_refused_naming_the_attribute(
+        converted, tmp_path, cli, categories, rows):
+    # a string was read as its letters (the fit "did not see" 'b'); duplicated levels and a
+    # dict were "unexpected error (ValueError/TypeError ...)", exit 1
+    store = tmp_path / "s.zarr"
+    shutil.copytree(converted, store)
+    g = zarr.open_group(str(store), mode="r+")["g"]
+    g.attrs["categories"] = categories
+    if rows is not None:
+        g.attrs["categories_rows"] = rows
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", store, "--out", out, "--formula", "y ~ x1 + C(g)"))
+    bad = "categories" if rows is None else "categories_rows"
+    assert f"s.zarr: variable 'g': its attribute {bad} (" in line and line.endswith(
+        "is not what streamlsq convert writes (a list of distinct levels, the rows they were "
+        "found over); the store is damaged: remove the attribute (the levels are then found "
+        "by a pass over the rows) or convert the table again"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_stores_levels_removed_are_found_by_a_pass(converted, tmp_path, client):
+    # the remedy the refusal above gives: without the attribute, the fit equals statsmodels'
+    frame = _frame()
+    store = tmp_path / "s.zarr"
+    shutil.copytree(converted, store)
+    g = zarr.open_group(str(store), mode="r+")["g"]
+    del g.attrs["categories"]
+    fit = streamlsq.fit_stream(store, formula="y ~ x1 + C(g)", client=client, progress=False)
+    _same_as_statsmodels(fit, "y ~ x1 + C(g)", frame)
+
+
+def test_a_non_finite_value_of_a_formula_names_its_column(tmp_path, cli):
+    # used to be "variable 'design' chunk 0 has NaN at row 1", a variable the user never named
+    frame = _frame()
+    frame.loc[7, "x2"] = np.nan
+    frame.to_parquet(tmp_path / "m.parquet", row_group_size=20)
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    x1 = frame.x1.to_numpy()
+    line = one_line(cli("fit", "kf4lls", tmp_path / "m.parquet", "--out", out,
+                        "--formula", "y ~ x2 + np.log(x1)"))
+    first = int(np.flatnonzero(x1 <= 0)[0])
+    assert line.endswith(f"m.parquet: the column 'np.log(x1)' of the formula's design chunk "
+                         f"{first // 20} has NaN at row {first}; remove or impute non-finite "
+                         "values, or drop their rows (--missing drop)"), line
+    line = one_line(cli("fit", "kf4lls", tmp_path / "m.parquet", "--out", out,
+                        "--formula", "y ~ x1 + x2"))
+    assert line.endswith("m.parquet: the formula's design (a value missing in a column it "
+                         "reads: x1, x2) chunk 0 has NaN at row 7; remove or impute "
+                         "non-finite values, or drop their rows (--missing drop)"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

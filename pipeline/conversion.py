@@ -127,6 +127,9 @@ class TableConversion(Job):
         table = run.open_input("table", self.data)
         names = table.found if self.columns is None else [str(c) for c in (
             [self.columns] if isinstance(self.columns, str) else self.columns)]
+        if not names:  # --columns ""
+            raise InputError(f"{table.label}: --columns names no column (found: "
+                             f"{table.found})")
         for name in names:
             if name not in table.members:
                 raise InputError(f"{table.label}: column '{name}' is missing (found: "

@@ -190,3 +190,28 @@ def test_a_non_finite_value_of_a_formula_names_its_column(tmp_path, cli):
                          "reads: x1, x2) chunk 0 has NaN at row 7; remove or impute "
                          "non-finite values, or drop their rows (--missing drop)"), line
     assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_info_of_a_table_says_it_is_a_table(fitted, tmp_path, cli):
+    # used to be "not a readable Zarr group (No group found in store ...)"
+    frame = _frame()
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    before = snapshot(tmp_path)
+    for table in (fitted / "t.parquet", tmp_path / "t.csv"):
+        line = one_line(cli("info", table, "--check"))
+        assert line.endswith(f"{table}: a table (Parquet or CSV), not a Zarr store: info "
+                             "describes stores and results; a fit reads the table as it is, "
+                             "and 'streamlsq convert' writes it as a store that info --check "
+                             "reads"), line
+    assert snapshot(tmp_path) == before
+
+
+def test_convert_with_no_column_named_is_one_line(fitted, tmp_path, cli):
+    # --columns "" used to be "unexpected error (IndexError ...)", exit 1
+    out = tmp_path / "s.zarr"
+    for given in ("", ","):
+        line = one_line(cli("convert", fitted / "t.parquet", "--out", out,
+                            "--columns", given))
+        assert line.endswith("t.parquet: --columns names no column (found: ['g', 'x1', 'x2', "
+                             "'y'])"), line
+    assert list(tmp_path.iterdir()) == [] and leftovers(out) == []

@@ -215,3 +215,23 @@ def test_convert_with_no_column_named_is_one_line(fitted, tmp_path, cli):
         assert line.endswith("t.parquet: --columns names no column (found: ['g', 'x1', 'x2', "
                              "'y'])"), line
     assert list(tmp_path.iterdir()) == [] and leftovers(out) == []
+
+
+@pytest.mark.parametrize("categories, said", [
+    ("not a list", "variable 'g': its attribute categories ('not a list') is not what "
+                   "streamlsq convert writes"),
+    (["a", "c"], "variable 'g' has the level 'b' at row "),
+])
+def test_info_check_refuses_a_stores_levels_edited_by_hand(converted, tmp_path, cli,
+                                                           categories, said):
+    # info --check used to call such a store sound ("every chunk of every column written and
+    # readable") while its fits were refused or read the string's letters as levels
+    store = tmp_path / "s.zarr"
+    shutil.copytree(converted, store)
+    zarr.open_group(str(store), mode="r+")["g"].attrs["categories"] = categories
+    before = snapshot(tmp_path)
+    line = one_line(cli("info", store, "--check"))
+    assert f"s.zarr: {said}" in line and line.endswith(
+        "the store is damaged: remove the attribute (the levels are then found by a pass over "
+        "the rows) or convert the table again"), line
+    assert snapshot(tmp_path) == before

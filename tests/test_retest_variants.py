@@ -235,3 +235,28 @@ def test_info_check_refuses_a_stores_levels_edited_by_hand(converted, tmp_path, 
         "the store is damaged: remove the attribute (the levels are then found by a pass over "
         "the rows) or convert the table again"), line
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("planted", ["file", "link", "marker link"])
+def test_a_users_file_named_as_a_checkpoint_file_is_never_removed(fitted, tmp_path, cli,
+                                                                  planted):
+    # a folder holding only a user's progress.json (or a link of that name) was taken for an
+    # earlier version's checkpoint: the fit ran and removed the file with the checkpoint
+    folder, mine = tmp_path / "ck", tmp_path / "mine.txt"
+    folder.mkdir()
+    mine.write_text("precious")
+    if planted == "file":
+        (folder / "progress.json").write_text("my notes, not streamlsq's")
+        name = "progress.json"
+    else:
+        name = "progress.json" if planted == "link" else "streamlsq-checkpoint.json"
+        (folder / name).symlink_to(mine)
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    for resume in ((), ("--resume",)):
+        line = one_line(cli("fit", "kf4lls", fitted / "t.parquet", "--out", out,
+                            "--formula", "y ~ x1", "--checkpoint", folder, *resume))
+        assert line.endswith(f"{folder}: not a streamlsq checkpoint (it holds {name}); "
+                             "streamlsq uses only a new or empty folder for --checkpoint: "
+                             "choose another"), line
+    assert snapshot(tmp_path) == before and mine.read_text() == "precious"

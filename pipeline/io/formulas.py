@@ -210,7 +210,14 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
     else:
         kind = {ast.Attribute: "the attribute", ast.Subscript: "the subscript",
                 ast.Lambda: "a lambda", ast.NamedExpr: "an assignment"}.get(type(node))
-        what = kind or f"a {type(node).__name__}"
+        # Python's own name of the node kept beside the words (IfExp, ListComp, ...)
+        words = {ast.IfExp: "a conditional expression", ast.BoolOp: "a Boolean operation",
+                 ast.JoinedStr: "an f-string", ast.Dict: "a dict", ast.Set: "a set",
+                 ast.List: "a list", ast.Tuple: "a tuple", ast.Starred: "a starred argument",
+                 ast.ListComp: "a comprehension", ast.SetComp: "a comprehension",
+                 ast.DictComp: "a comprehension", ast.GeneratorExp: "a comprehension",
+                 }.get(type(node), "the Python expression")
+        what = kind or f"{words} ({type(node).__name__})"
         raise _Refused(f"holds {what} {ast.unparse(node)}")
 
 

@@ -260,3 +260,42 @@ def test_a_users_file_named_as_a_checkpoint_file_is_never_removed(fitted, tmp_pa
                              "streamlsq uses only a new or empty folder for --checkpoint: "
                              "choose another"), line
     assert snapshot(tmp_path) == before and mine.read_text() == "precious"
+
+
+def test_resume_refuses_a_csv_table_replaced_with_the_same_size_and_time(
+        tmp_path, client, cli, stop_after_commits):
+    # the variant of a Parquet file replaced under a checkpoint: CSV files by a glob, read
+    # through a formula with a category, the first file replaced by one of as many bytes and
+    # the same modification time
+    import os
+
+    def write(path, seed):
+        rng = np.random.default_rng(seed)
+        frame = pd.DataFrame({"a": rng.uniform(1, 2, 500), "g": rng.choice(["p", "q"], 500)})
+        frame["y"] = frame.a + (frame.g == "q")
+        frame.to_csv(path, index=False, float_format="%.6f")
+
+    for i in range(4):
+        write(tmp_path / f"t-{i}.csv", i)
+    first = tmp_path / "t-0.csv"
+    table = str(tmp_path / "t-*.csv")
+    ckpt, out = tmp_path / "ckpt", tmp_path / "fit.zarr"
+    options = dict(formula="y ~ a + C(g)", block_size=250, segment_bytes=500 * 32,
+                   client=client, progress=False)
+    with stop_after_commits(2):
+        streamlsq.fit_stream(table, "kf4lls", checkpoint=ckpt, **options)
+    before = os.stat(first)
+    write(tmp_path / "other.csv", 9)
+    assert os.stat(tmp_path / "other.csv").st_size == before.st_size
+    os.replace(tmp_path / "other.csv", first)
+    os.utime(first, ns=(before.st_atime_ns, before.st_mtime_ns))
+    files = snapshot(tmp_path)
+    line = one_line(cli("fit", "kf4lls", table, "--formula", "y ~ a + C(g)", "--out", out,
+                        "--checkpoint", ckpt, "--resume", "--block-size", 250,
+                        "--segment-size", f"{500 * 32 / 2**20}"))
+    assert "changed since the checkpoint" in line, line
+    assert "resuming would mix two datasets: rerun without --resume" in line
+    files.pop("ckpt/lock")  # the lock's description names the last run that took it
+    after = snapshot(tmp_path)
+    assert after.pop("ckpt/lock")[0] == "file"
+    assert after == files and not out.exists() and leftovers(out) == []

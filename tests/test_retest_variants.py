@@ -299,3 +299,21 @@ def test_resume_refuses_a_csv_table_replaced_with_the_same_size_and_time(
     after = snapshot(tmp_path)
     assert after.pop("ckpt/lock")[0] == "file"
     assert after == files and not out.exists() and leftovers(out) == []
+
+
+@pytest.mark.parametrize("table", ["s3://streamlsq-none/t.csv", "s3://streamlsq-none/t.parquet"])
+def test_a_table_url_without_credentials_is_one_line(tmp_path, cli, monkeypatch, table):
+    # used to be "unexpected error (NoCredentialsError: Unable to locate credentials)", exit 1
+    pytest.importorskip("s3fs")
+    for name in list(__import__("os").environ):
+        if name.startswith(("AWS_", "FSSPEC_S3")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", table, "--formula", "y ~ x1", "--out", out))
+    assert line.endswith(f"{table}: cannot be reached (NoCredentialsError: Unable to locate "
+                         "credentials); check the URL, the credentials and the storage "
+                         "options"), line
+    assert list(tmp_path.iterdir()) == [] and leftovers(out) == []

@@ -415,14 +415,23 @@ def _filesystem(url: str, options: dict | None):
 def _list_files(text: str, options: dict | None, suffixes) -> list[tuple[str, str]]:
     """(URL or absolute path, stamp) of the files ``text`` names: one file, a folder of them
     (in name order, recursively) or a glob."""
-    fs, path = _filesystem(text, options)
-    if any(c in path for c in "*?["):
-        found = fs.glob(path, detail=True)
-    elif fs.isdir(path):
-        found = {p: info for p, info in fs.find(path, detail=True).items()
-                 if p.lower().endswith(suffixes) and not os.path.basename(p).startswith((".", "_"))}
-    else:
-        found = {path: fs.info(path)}
+    try:
+        fs, path = _filesystem(text, options)
+        if any(c in path for c in "*?["):
+            found = fs.glob(path, detail=True)
+        elif fs.isdir(path):
+            found = {p: info for p, info in fs.find(path, detail=True).items()
+                     if p.lower().endswith(suffixes)
+                     and not os.path.basename(p).startswith((".", "_"))}
+        else:
+            found = {path: fs.info(path)}
+    except FileNotFoundError:
+        raise InputError(f"{text}: no such file or folder") from None
+    except Exception as exc:  # an unreachable object store, missing credentials, ...
+        if not is_url(text):
+            raise
+        raise InputError(f"{text}: cannot be reached ({_reason(exc)}); check the URL, the "
+                         "credentials and the storage options") from None
     files = [(fs.unstrip_protocol(p) if is_url(text) else p, object_stamp(info))
              for p, info in sorted(found.items()) if info.get("type", "file") != "directory"]
     if not files:

@@ -317,3 +317,14 @@ def test_a_table_url_without_credentials_is_one_line(tmp_path, cli, monkeypatch,
                          "credentials); check the URL, the credentials and the storage "
                          "options"), line
     assert list(tmp_path.iterdir()) == [] and leftovers(out) == []
+
+
+@pytest.mark.parametrize("option", ["--out", "--checkpoint"])
+def test_an_empty_output_path_is_refused_as_empty(fitted, tmp_path, cli, option):
+    # --out "" used to be read as the current folder: "--out /cwd contains the input store"
+    args = {"--out": tmp_path / "f.zarr", "--checkpoint": None, option: ""}
+    given = [a for key, value in args.items() if value is not None for a in (key, value)]
+    before = snapshot(fitted)
+    line = one_line(cli("fit", "kf4lls", fitted / "t.parquet", "--formula", "y ~ x1", *given))
+    assert line.endswith(f"{option} is empty: name the path to write"), line
+    assert snapshot(fitted) == before and list(tmp_path.iterdir()) == []

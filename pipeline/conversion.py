@@ -13,6 +13,7 @@ writes them: the table never passes through the client.
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -115,11 +116,20 @@ class TableConversion(Job):
 
     def open(self, run: Run) -> list:
         if not is_table(self.data):
-            raise InputError(f"{self.data!r}: not a table (Parquet or CSV files, a pandas, "
-                             "polars or dask DataFrame)")
+            # a path as given; an object by its type (its repr spans many lines)
+            shown = (repr(self.data) if isinstance(self.data, (str, os.PathLike))
+                     else f"a {type(self.data).__module__.split('.')[0]} "
+                          f"{type(self.data).__name__}")
+            hint = ("; a Dataset is already a stream: fit it as it is, or write it with "
+                    "to_zarr" if type(self.data).__name__ == "Dataset" else "")
+            raise InputError(f"{shown}: not a table (Parquet or CSV files, a pandas, "
+                             f"polars or dask DataFrame){hint}")
         table = run.open_input("table", self.data)
         names = table.found if self.columns is None else [str(c) for c in (
             [self.columns] if isinstance(self.columns, str) else self.columns)]
+        if not names:  # --columns ""
+            raise InputError(f"{table.label}: --columns names no column (found: "
+                             f"{table.found})")
         for name in names:
             if name not in table.members:
                 raise InputError(f"{table.label}: column '{name}' is missing (found: "
@@ -131,7 +141,7 @@ class TableConversion(Job):
                                  f"Zarr store ({why}); rename it, or leave it out (--columns)")
         read = table.as_read(table.columns(names, ROW_DIM), labels=tuple(names))
         self.names = tuple(names)
-        self.strings = frozenset(n for n, c in read.items() if np.dtype(c.dtype).kind == "O")
+        self.strings = frozenset(n for n, c in read.items() if getattr(c.dtype, "kind", "O") == "O")
         self.rows = table.rows(table.chunk_rows(names[0], table.n, len(names)))
         self.n = table.n
         self.chunk = min(self.chunk_rows or self.rows.chunk_rows, max(self.n, 1))

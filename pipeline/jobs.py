@@ -400,6 +400,9 @@ class Run:
     def _check_options(self, job: Job) -> None:
         """The run's options, then the job's, before any input is opened or client started."""
         RUN.check({name: getattr(self, name) for name in RUN.names})
+        for name, value in (("--out", self.out), ("--checkpoint", self.checkpoint)):
+            if isinstance(value, str) and not value.strip():  # "" would be the current folder
+                raise InputError(f"{name} is empty: name the path to write")
         if self.checkpoint is not None and job.checkpoint_kind is None:
             raise InputError(f"{job.name} takes no --checkpoint: it is not resumable")
         job.check_options()

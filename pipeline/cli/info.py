@@ -6,6 +6,7 @@ import click
 
 from streamlsq.cli.common import CONTEXT, _client, _friendly_errors, _scheduler_options
 from streamlsq.cli.options import values
+from streamlsq.errors import InputError
 from streamlsq.options.run import CLUSTER
 
 __all__ = ["info"]
@@ -39,7 +40,18 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     from streamlsq.io.describe import CONVERTED, check_values, describe, store_kind
     from streamlsq.io.stores import open_group
 
-    click.echo(describe(store))
+    try:
+        described = describe(store)
+    except InputError:
+        from streamlsq.io.tables import is_table
+
+        if is_table(store):  # not a store, but a table a fit reads: say so, not "not Zarr"
+            raise InputError(
+                f"{store}: a table (Parquet or CSV), not a Zarr store: info describes stores "
+                "and results; a fit reads the table as it is, and 'streamlsq convert' writes "
+                "it as a store that info --check reads") from None
+        raise
+    click.echo(described)
     _print_summary(store)
     if plot is not None:
         _plot_result(store, plot, target)

@@ -110,6 +110,16 @@ def _lock_file_is_ours(path: Path) -> bool:
     return text == "" or bool(re.fullmatch(r"host .*, process \d+, since .*\n?", text))
 
 
+def _progress_file_is_ours(path: Path) -> bool:
+    """Whether a ``progress.json`` is one a checkpoint wrote (a JSON object with the run's
+    ``fingerprint``), not a user's file of that name, which is never removed."""
+    try:
+        saved = json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(saved, dict) and "fingerprint" in saved
+
+
 def fingerprint_digest(fingerprint: dict) -> str:
     """A short hash of a run's fingerprint (stored in its result as ``run_fingerprint``)."""
     return hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()
@@ -316,11 +326,13 @@ class CheckpointFolder:
         full) after it took the lock and before it wrote the marker (the ``lock`` file,
         which says who held it)."""
         d = self.directory
-        if not d.is_dir() or (d / MARKER).is_file():
+        if not d.is_dir() or (d / MARKER).is_file() and not (d / MARKER).is_symlink():
             return
         names = sorted(p.name for p in d.iterdir())
-        own = all(OWN_FILES.match(n) for n in names)
-        started = "progress.json" in names or any(n.startswith(MARKER) for n in names) or \
+        # a link is never streamlsq's (it writes no links), whatever its name
+        own = all(OWN_FILES.match(n) and not (d / n).is_symlink() for n in names)
+        started = "progress.json" in names and _progress_file_is_ours(d / "progress.json") or \
+            any(n.startswith(MARKER) for n in names) or \
             LOCK in names and _lock_file_is_ours(d / LOCK)
         foreign = [] if own and started else names
         if foreign:

@@ -10,7 +10,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
-from streamlsq.io.sources import open_stream
+from streamlsq.io.sources import declared_levels, open_stream
 from streamlsq.io.stores import (
     array_names,
     check_complete,
@@ -129,10 +129,19 @@ def _read_column(path: str, name: str, a: int, b: int) -> int:
     """Rows ``a:b`` of a converted table's column ``name`` read (each chunk file present and
     decodable); returns the missing values among them (NaN, or the empty string)."""
     g = open_group(path, None)
-    values = read_checked(path, None, name, get_array(g, path, name), a, b,
-                          remedy="convert the table again")
+    arr = get_array(g, path, name)
+    values = read_checked(path, None, name, arr, a, b, remedy="convert the table again")
     if values.dtype.kind == "f":
         return int(np.isnan(values).sum())
+    levels = declared_levels(arr.attrs, arr.shape[0], f"{path}: variable '{name}'")
+    if levels is not None:  # every value one of the levels the store declares
+        known = set(levels) | {"", None}
+        for i, v in enumerate(values.ravel()):
+            if v not in known:
+                raise InputError(f"{path}: variable '{name}' has the level {v!r} at row "
+                                 f"{a + i}, which its attribute categories does not list; the "
+                                 "store is damaged: remove the attribute (the levels are then "
+                                 "found by a pass over the rows) or convert the table again")
     return int(sum(1 for v in values.ravel() if v == "" or v is None))
 
 
@@ -151,6 +160,7 @@ def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
     for name in names:
         arr = get_array(g, path, name)
         check_complete(path, name, arr)
+        declared_levels(arr.attrs, arr.shape[0], f"{path}: variable '{name}'")
         rows = int(arr.chunks[0]) if arr.ndim else 1
         for i, a in enumerate(range(0, max(int(arr.shape[0]) if arr.ndim else 1, 1), rows)):
             b = min(a + rows, int(arr.shape[0]) if arr.ndim else 1)

@@ -210,7 +210,14 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
     else:
         kind = {ast.Attribute: "the attribute", ast.Subscript: "the subscript",
                 ast.Lambda: "a lambda", ast.NamedExpr: "an assignment"}.get(type(node))
-        what = kind or f"a {type(node).__name__}"
+        # Python's own name of the node kept beside the words (IfExp, ListComp, ...)
+        words = {ast.IfExp: "a conditional expression", ast.BoolOp: "a Boolean operation",
+                 ast.JoinedStr: "an f-string", ast.Dict: "a dict", ast.Set: "a set",
+                 ast.List: "a list", ast.Tuple: "a tuple", ast.Starred: "a starred argument",
+                 ast.ListComp: "a comprehension", ast.SetComp: "a comprehension",
+                 ast.DictComp: "a comprehension", ast.GeneratorExp: "a comprehension",
+                 }.get(type(node), "the Python expression")
+        what = kind or f"{words} ({type(node).__name__})"
         raise _Refused(f"holds {what} {ast.unparse(node)}")
 
 
@@ -605,6 +612,20 @@ class DesignRows:
     def array(self, name: str):
         return self.inner.array(self.raw(name)[0])
 
+    def described(self, name: str, row: np.ndarray) -> str:
+        """Variable ``name`` as a message about the non-finite values of one of its rows
+        (``row``) names it: the formula's column that holds them, or the columns the formula
+        reads when the whole row is missing (a missing value in any of them)."""
+        if name not in (DESIGN, RESPONSE):
+            return f"variable '{name}'"
+        side = "design" if name == DESIGN else "response"
+        labels = self.design.terms if name == DESIGN else self.design.responses
+        bad = np.flatnonzero(~np.isfinite(row))
+        if bad.size and (bad.size < row.size or row.size == 1) and len(labels) == row.size:
+            return f"the column {labels[bad[0]]!r} of the formula's {side}"
+        read = ", ".join(self.raw(name))
+        return f"the formula's {side} (a value missing in a column it reads: {read})"
+
     def rows_per_chunk(self, name: str) -> int:
         names = self.raw(name)
         return self.inner.rows_per_chunk(names[0]) if names else self.inner.rows_per_chunk(
@@ -706,7 +727,9 @@ class DesignInput:
                 raise InputError(f"{self.label}: column '{name}' of the formula has dims "
                                  f"{raw[name].dims}, expected ('{dim}',): one value per row")
         read = self.inner.as_read({n: raw[n] for n in used}, labels=used)
-        kinds = {n: np.dtype(c.dtype).kind in "iufb" for n, c in read.items()}
+        # a pandas extension dtype (the strings of a Dataset's '<U' variable under pandas 3)
+        # is no NumPy dtype: its kind says whether it holds numbers
+        kinds = {n: getattr(c.dtype, "kind", "O") in "iufb" for n, c in read.items()}
         n = raw[counter[0]].n_rows
         self.chunk = self.inner.chunk_rows(counter[0], n, max(len(used), 1))
         self.inner_rows = self.inner.rows(self.chunk)

@@ -246,6 +246,7 @@ def check_kept_formula(attrs: dict, label: str) -> None:
     check_formula`), naming the result; the formula is checked, never evaluated."""
     from streamlsq.io.formulas import check_formula
 
+    _check_kept_record(attrs, label)
     formula = attrs.get("formula")
     if formula is None:
         return
@@ -256,6 +257,43 @@ def check_kept_formula(attrs: dict, label: str) -> None:
         check_formula(formula)
     except InputError as exc:
         raise InputError(f"{label}: its attribute formula is refused: {exc}") from None
+
+
+#: the attributes (JSON text) a result keeps of what its fit read, and what each holds
+_KEPT_JSON = {"x_variables": "a list of names", "y_variables": "a list of names",
+              "parameters": "an object", "formula_levels": "an object of lists of levels",
+              "formula_contrasts": "an object"}
+
+
+def _check_kept_record(attrs: dict, label: str) -> None:
+    """Refuse a result whose record of what its fit read (JSON attributes: variables,
+    parameters, a formula's levels) is no longer what streamlsq wrote (edited by hand or
+    damaged), naming the attribute, before anything is read with it."""
+    import json
+
+    for name, holds in _KEPT_JSON.items():
+        text = attrs.get(name)
+        if text is None or (name == "parameters" and isinstance(text, dict)):
+            continue
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except ValueError as exc:
+            value, why = None, f"not JSON: {exc}"
+        else:
+            why = f"{type(text).__name__}, not JSON text" if value is None else None
+        if why is None:
+            names = (isinstance(value, list) and all(isinstance(v, str) for v in value))
+            objects = isinstance(value, dict) and all(isinstance(k, str) for k in value)
+            levels = objects and all(
+                isinstance(v, list) and all(isinstance(x, (str, int, float, bool)) for x in v)
+                and len(set(v)) == len(v)
+                for v in value.values())
+            ok = {"a list of names": names, "an object": objects,
+                  "an object of lists of levels": levels}[holds]
+            why = None if ok else f"not {holds}"
+        if why is not None:
+            raise InputError(f"{label}: its attribute {name} is {why} ({str(text)[:60]!r}); "
+                             f"{_DAMAGED}")
 
 
 #: arrays of a result up to this many bytes are read and checked when the result is opened

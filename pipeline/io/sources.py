@@ -42,6 +42,7 @@ temporary copy of the data is ever written.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import sys
 from dataclasses import dataclass, field, replace
 
@@ -452,18 +453,33 @@ class StoreInput:
         if name not in self.arrays:
             return None
         arr = self.arrays[name]
-        return declared_levels(arr.attrs, arr.shape[0])
+        return declared_levels(arr.attrs, arr.shape[0], f"{self.label}: variable '{name}'")
 
 
-def declared_levels(attrs, n_rows: int) -> tuple | None:
+def declared_levels(attrs, n_rows: int, where: str = "") -> tuple | None:
     """The levels a variable's ``categories`` attribute declares, else None. When the
     attribute says over how many rows they were found (``categories_rows``, as ``streamlsq
     convert`` writes it) and the variable has grown since, the levels are stale (the rows
-    appended may hold new ones): None, so that a pass over the rows finds them."""
+    appended may hold new ones): None, so that a pass over the rows finds them. Attributes
+    that are not what ``convert`` writes (a list of distinct strings or numbers, a count of
+    rows) are refused naming the variable (``where``)."""
     levels = attrs.get("categories")
     if levels is None:
         return None
     counted = attrs.get("categories_rows")
+    if isinstance(levels, (tuple, np.ndarray)):  # a Dataset's own attribute
+        levels = list(levels)
+    counts = counted is None or (isinstance(counted, numbers.Integral)
+                                 and not isinstance(counted, bool))
+    if not (isinstance(levels, list) and all(isinstance(v, (str, numbers.Real)) and
+                                             not isinstance(v, bool) for v in levels)
+            and len(set(levels)) == len(levels)) or not counts:
+        bad = "categories" if counts else "categories_rows"
+        raise InputError(f"{where or 'a variable'}: its attribute {bad} "
+                         f"({str(attrs.get(bad))[:60]!r}) is not what streamlsq convert writes "
+                         "(a list of distinct levels, the rows they were found over); the "
+                         "store is damaged: remove the attribute (the levels are then found "
+                         "by a pass over the rows) or convert the table again")
     if counted is not None and int(counted) != int(n_rows):
         return None
     return tuple(levels)
@@ -538,7 +554,8 @@ class DatasetInput:
 
     def categories(self, name: str) -> tuple | None:
         """The levels a variable declares (its ``categories`` attribute), else None."""
-        return declared_levels(self.ds[name].attrs, self.ds[name].shape[0])
+        return declared_levels(self.ds[name].attrs, self.ds[name].shape[0],
+                               f"{self.label}: variable '{name}'")
 
 
 def _open_input(data, group: str | None, storage_options: dict | None) -> OpenedInput:

@@ -344,7 +344,7 @@ class StoreSource:
         values = np.asarray(stored, dtype=dtype)
         if check:
             check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name),
-                              stored, allow_nan)
+                              stored, allow_nan, getattr(self.rows, "described", None))
         return values
 
     def chunk_stamps(self, names, contents: bool = False) -> dict:
@@ -734,11 +734,14 @@ DROP_REMEDY = "remove or impute non-finite values, or drop their rows (--missing
 
 
 def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int,
-                      stored: np.ndarray | None = None, allow_nan: bool = False) -> None:
+                      stored: np.ndarray | None = None, allow_nan: bool = False,
+                      described=None) -> None:
     """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row
     (Inf alone with ``allow_nan``: the rows with a NaN are dropped, an Inf is never a missing
     value). ``stored``: the values before they were cast to ``A``'s dtype; a finite one that
-    became Inf is too large for that dtype, and the message says so."""
+    became Inf is too large for that dtype, and the message says so. ``described(name,
+    row)``: how the message names the variable given its row at fault (a formula's design
+    names its column), else ``variable 'NAME'``."""
     bad = nonfinite(A)
     if bad is None:
         return
@@ -757,7 +760,9 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
     remedy = (DROP_REMEDY if kind == "NaN"
               else "remove or impute non-finite values" if not allow_nan
               else "an infinity is not a missing value: remove or replace it")
-    raise InputError(f"{label}: variable '{name}' chunk {row // chunk_rows} has {kind} at row "
+    shown = (described(name, np.asarray(A[row - start]).ravel()) if described is not None
+             else f"variable '{name}'")
+    raise InputError(f"{label}: {shown} chunk {row // chunk_rows} has {kind} at row "
                      f"{row}; {remedy}")
 
 

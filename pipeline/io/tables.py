@@ -415,14 +415,23 @@ def _filesystem(url: str, options: dict | None):
 def _list_files(text: str, options: dict | None, suffixes) -> list[tuple[str, str]]:
     """(URL or absolute path, stamp) of the files ``text`` names: one file, a folder of them
     (in name order, recursively) or a glob."""
-    fs, path = _filesystem(text, options)
-    if any(c in path for c in "*?["):
-        found = fs.glob(path, detail=True)
-    elif fs.isdir(path):
-        found = {p: info for p, info in fs.find(path, detail=True).items()
-                 if p.lower().endswith(suffixes) and not os.path.basename(p).startswith((".", "_"))}
-    else:
-        found = {path: fs.info(path)}
+    try:
+        fs, path = _filesystem(text, options)
+        if any(c in path for c in "*?["):
+            found = fs.glob(path, detail=True)
+        elif fs.isdir(path):
+            found = {p: info for p, info in fs.find(path, detail=True).items()
+                     if p.lower().endswith(suffixes)
+                     and not os.path.basename(p).startswith((".", "_"))}
+        else:
+            found = {path: fs.info(path)}
+    except FileNotFoundError:
+        raise InputError(f"{text}: no such file or folder") from None
+    except Exception as exc:  # an unreachable object store, missing credentials, ...
+        if not is_url(text):
+            raise
+        raise InputError(f"{text}: cannot be reached ({_reason(exc)}); check the URL, the "
+                         "credentials and the storage options") from None
     files = [(fs.unstrip_protocol(p) if is_url(text) else p, object_stamp(info))
              for p, info in sorted(found.items()) if info.get("type", "file") != "directory"]
     if not files:
@@ -608,6 +617,10 @@ def _not_numbers(frame, expected: dict) -> tuple[str, int, object] | None:
     return first
 
 
+#: bytes at the start of a CSV table whose rows (all of them) decide each column's dtype
+#: (dask's default sample)
+CSV_SAMPLE_BYTES = 256_000
+
 #: the column naming each row's file when a CSV table is read again to explain an error
 PATH_COLUMN = "__streamlsq_path__"
 
@@ -670,13 +683,35 @@ def _csv_rows(text: str, options: dict | None) -> TableRows:
     names = [f for f, _ in files]
     try:
         # numbers as floats: a column with a missing value further down then reads as it
-        # began
+        # began; the dtypes inferred from every row of dask's sample of the first bytes, not
+        # only its first 10 rows (a text column whose first 10 values were missing was read
+        # as numbers, and its first text value further down refused)
         ddf = dd.read_csv(names, sep=sep, assume_missing=True, storage_options=options,
-                          blocksize="64MB")
+                          blocksize="64MB", sample=CSV_SAMPLE_BYTES, sample_rows=None)
     except Exception as exc:
         raise InputError(f"{text}: cannot be read as CSV ({_reason(exc)})") from None
+    _distinct_csv_header(names[0], sep, options)
     return _dask_rows(ddf, text, text, token, token, diagnose=_csv_diagnosis(
         names, sep, options, dict(ddf.dtypes), text))
+
+
+def _distinct_csv_header(file: str, sep: str, options: dict | None) -> None:
+    """Refuse a CSV header naming a column twice: pandas renames the second 'x' to 'x.1',
+    and ``--x x`` then read the first of the two without a word."""
+    import csv
+
+    import fsspec
+
+    try:
+        with fsspec.open(file, mode="rt", compression="infer", encoding="utf-8-sig",
+                         newline="", **(options or {})) as handle:
+            names = next(csv.reader(handle, delimiter=sep), [])
+    except Exception as exc:  # noqa: BLE001 - the reader's own error, in its words
+        raise InputError(f"{file}: cannot be read as CSV ({_reason(exc)})") from None
+    twice = [name for name in names if names.count(name) > 1 and name != ""]
+    if twice:
+        raise InputError(f"{file}: the column name {twice[0]!r} appears {names.count(twice[0])} "
+                         "times in the header; the columns of a table need distinct names")
 
 
 # -- the table opened as a stream -------------------------------------------------------------

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from streamlsq import InputError, fit_stream, open_result
-from streamlsq.cli import main
 from streamlsq.kernels import KF4LLS, RLS, block_edges
 
 from conftest import read_all, write_stream
@@ -139,27 +137,24 @@ def test_per_sample_diagnostics_in_the_result(tmp_path, client):
         fit_stream(path, "kf4lls", engine="scan", diagnostics=True, client=client)
 
 
-def test_cli_solver_diagnostics_and_plot(tmp_path, kappa_stores):
-    runner = CliRunner()
+def test_cli_solver_diagnostics_and_plot(tmp_path, kappa_stores, cli):
     out = tmp_path / "fit.zarr"
-    r = runner.invoke(main, ["fit", "kf4lls", str(kappa_stores[1e12]), "--out", str(out),
-                             "--block-size", "50000", "--workers", "1"])
+    r = cli("fit", "kf4lls", kappa_stores[1e12], "--out", out, "--block-size", "50000")
     assert r.exit_code == 0, r.output
     assert "condition number 1e+12: about 4 significant digits" in r.output
-    r = runner.invoke(main, ["fit", "kf4lls", str(kappa_stores[1e12]), "--out",
-                             str(tmp_path / "n.zarr"), "--solver", "normal", "--workers", "1"])
+    r = cli("fit", "kf4lls", kappa_stores[1e12], "--out", tmp_path / "n.zarr", "--solver",
+            "normal")
     assert r.exit_code == 2 and "--ridge" in r.output
     rng = np.random.default_rng(5)
     X = rng.standard_normal((500, 2))
     data = write_stream(tmp_path / "d.zarr", X, X @ [[1.0], [2.0]] + rng.standard_normal((500, 1)),
                         100)
     out = tmp_path / "rls.zarr"
-    r = runner.invoke(main, ["fit", "rls", str(data), "--out", str(out), "--block-size", "1",
-                             "--ridge", "1e-3", "--forgetting", "1", "--diagnostics",
-                             "--workers", "1"])
+    r = cli("fit", "rls", data, "--out", out, "--block-size", "1", "--ridge", "1e-3",
+            "--forgetting", "1", "--diagnostics")
     assert r.exit_code == 0, r.output
     assert "CUSUM and CUSUM of squares within their 5% bounds" in r.output
     png = tmp_path / "rls.png"
-    r = runner.invoke(main, ["info", str(out), "--plot", str(png)])
+    r = cli("info", out, "--plot", png)
     assert r.exit_code == 0, r.output
     assert png.stat().st_size > 10_000 and "CUSUM tests" in r.output

@@ -171,8 +171,11 @@ def test_one_and_two_workers_give_the_same_statistics(grunfeld, client):
     d, _, stores = grunfeld
     two = fit_stream(stores[1], "kf4lls", engine="scan", block_size=5, client=client,
                      cov_type="cluster", groups="firm", **GRUNFELD)
-    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as one_client:
+    # one worker as a thread of this process: the same tasks, cut the same way, without
+    # starting a worker process and importing the kernels there
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster, set_as_default=False) as one_client:
         one = fit_stream(stores[1], "kf4lls", engine="scan", block_size=5, client=one_client,
                          cov_type="cluster", groups="firm", **GRUNFELD)
     _assert_same(one, two)

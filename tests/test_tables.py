@@ -74,15 +74,28 @@ def inputs(flights, client, tmp_path_factory):
     return _inputs(flights, client, tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def parquet_fit(inputs, client, tmp_path_factory):
+    """The formula's fit of the Parquet files on the sequential engine (the default), kept
+    in a result store: the fit several tests check (it was made once in each)."""
+    out = tmp_path_factory.mktemp("parquet-fit") / "fit.zarr"
+    ds = fit_stream(inputs["parquet"], "kf4lls", formula=FORMULA, missing="drop",
+                    engine="sequential", block_size=BLOCK, out=out, client=client,
+                    progress=False)
+    return ds, out
+
+
 def _by_label(ds) -> pd.Series:
     labels = ["Intercept" if v == "intercept" else str(v) for v in ds.feature.values]
     return pd.Series(ds.coef.values[-1, :, 0], index=labels)
 
 
 @pytest.mark.parametrize("engine", ["sequential", "scan"])
-def test_every_input_kind_gives_statsmodels_ols(inputs, reference, client, engine):
-    fits = {kind: fit_stream(data, "kf4lls", formula=FORMULA, missing="drop", engine=engine,
-                             block_size=BLOCK, client=client, progress=False)
+def test_every_input_kind_gives_statsmodels_ols(inputs, reference, parquet_fit, client,
+                                                engine):
+    fits = {kind: parquet_fit[0] if (kind, engine) == ("parquet", "sequential") else
+            fit_stream(data, "kf4lls", formula=FORMULA, missing="drop", engine=engine,
+                       block_size=BLOCK, client=client, progress=False)
             for kind, data in inputs.items()}
     first = fits["parquet"]
     coef = _by_label(first)
@@ -99,13 +112,11 @@ def test_every_input_kind_gives_statsmodels_ols(inputs, reference, client, engin
         assert list(ds.feature.values) == list(first.feature.values), kind
 
 
-def test_the_result_keeps_the_design_and_predicts_like_statsmodels(inputs, reference, flights,
-                                                                   client, tmp_path):
+def test_the_result_keeps_the_design_and_predicts_like_statsmodels(parquet_fit, reference,
+                                                                   flights, client):
     import json
 
-    out = tmp_path / "fit.zarr"
-    fit = fit_stream(inputs["parquet"], formula=FORMULA, missing="drop", block_size=BLOCK,
-                     out=out, client=client, progress=False)
+    fit, out = parquet_fit
     levels = json.loads(fit.attrs["formula_levels"])
     assert fit.attrs["formula"] == FORMULA
     assert levels["carrier"] == sorted(flights[0].carrier.unique())
@@ -256,12 +267,13 @@ def test_the_command_line_converts_fits_and_predicts(inputs, reference, cli, tmp
     assert result.exit_code == 2 and "has NaN at row" in result.output
 
 
-def test_a_checkpointed_fit_of_a_table_and_continuing_it_refused(inputs, client, tmp_path):
+def test_a_checkpointed_fit_of_a_table_and_continuing_it_refused(inputs, parquet_fit, client,
+                                                                 tmp_path):
     """A Parquet fit commits its segments to a checkpoint and gives the same coefficients;
     --continue-from on a table is refused in one line (a table that grows is converted)."""
     options = dict(formula=FORMULA, missing="drop", block_size=BLOCK, client=client,
                    progress=False)
-    plain = fit_stream(inputs["parquet"], **options)
+    plain = parquet_fit[0]
     ckpt = fit_stream(inputs["parquet"], out=tmp_path / "fit.zarr",
                       checkpoint=tmp_path / "ckpt", segment_bytes=2**20, **options)
     np.testing.assert_array_equal(ckpt.coef.values, plain.coef.values)

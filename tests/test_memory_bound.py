@@ -13,7 +13,6 @@ from tests/benchmarks/bench_memory.py.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 import numpy as np
@@ -41,39 +40,7 @@ def _load_the_fit_path(client, tmp_path):
         fit_stream(small, engine=engine, client=client, progress=False)
 
 
-@contextlib.contextmanager
-def _big_store(tmp_path, rows, features, seed):
-    """A client of 2 workers of 600 MB, a store of ``rows`` × ``features`` written by them,
-    and its rows read in this process (which has no memory limit)."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="600MB",
-                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
-            Client(cluster) as client:
-        path = simulate_stream(tmp_path / "big.zarr", rows, features, 1, chunk_rows=50_000,
-                               seed=seed, client=client)
-        yield client, path, *read_all(path)
-
-
-@pytest.mark.slow
-def test_store_larger_than_worker_memory(tmp_path):
-    rows, features = 7_000_000, 24  # X alone: 1.34 GB of float64
-    with _big_store(tmp_path, rows, features, 9) as (client, path, X, y):
-        assert X.nbytes > 2 * 600e6
-        reference = np.linalg.lstsq(X, y, rcond=None)[0]
-        del X, y
-        _load_the_fit_path(client, tmp_path)
-        before = client.run(_rss)
-        for engine in ("sequential", "scan"):
-            ds = fit_stream(path, engine=engine, client=client, progress=False)
-            coef = ds.coef.isel(step=-1).values
-            assert np.abs(coef - reference).max() / np.abs(reference).max() < 1e-10
-        after = client.run(_rss)
-        # no worker was restarted for going over its limit
-        assert len(client.scheduler_info()["workers"]) == 2
-        assert after.keys() == before.keys()
-        # the pages of 1.4 GB of reads went back to the system (was +180 MB per worker)
-        assert max(after[w] - before[w] for w in after) < 50e6, (before, after)
-
-
+# first: the cluster and the store of the tests below do not exist yet while it runs
 def test_roomy_workers_give_the_pages_back_when_the_run_ends(tmp_path):
     """With room to spare, reads keep their pages from task to task (faster), and the
     workers return them when the call ends (streamlsq.runtime.client.release_worker_pages)."""
@@ -88,6 +55,43 @@ def test_roomy_workers_give_the_pages_back_when_the_run_ends(tmp_path):
             fit_stream(path, engine=engine, client=client, progress=False)
         after = client.run(_rss)
         assert max(after[w] - before[w] for w in after) < 50e6, (before, after)
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory):
+    """A client of 2 workers of 600 MB and a store of 7,000,000 × 24 (X alone: 1.34 GB of
+    float64, more than both workers' memory together) written by them; the rows are read in
+    this process (which has no memory limit) for the references, then dropped: ``(client,
+    path, reference coefficients, HC1 standard errors by the textbook formula)``."""
+    tmp_path = tmp_path_factory.mktemp("big")
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="600MB",
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        path = simulate_stream(tmp_path / "big.zarr", 7_000_000, 24, 1, chunk_rows=50_000,
+                               seed=9, client=client)
+        X, y = read_all(path)
+        assert X.nbytes > 2 * 600e6
+        reference = np.linalg.lstsq(X, y, rcond=None)[0]
+        hc1 = _hc1_in_memory(X, y, reference[:, 0])
+        del X, y
+        yield client, path, reference, hc1
+
+
+@pytest.mark.slow
+def test_store_larger_than_worker_memory(big_store, tmp_path):
+    client, path, reference, _ = big_store
+    _load_the_fit_path(client, tmp_path)
+    before = client.run(_rss)
+    for engine in ("sequential", "scan"):
+        ds = fit_stream(path, engine=engine, client=client, progress=False)
+        coef = ds.coef.isel(step=-1).values
+        assert np.abs(coef - reference).max() / np.abs(reference).max() < 1e-10
+    after = client.run(_rss)
+    # no worker was restarted for going over its limit
+    assert len(client.scheduler_info()["workers"]) == 2
+    assert after.keys() == before.keys()
+    # the pages of 1.4 GB of reads went back to the system (was +180 MB per worker)
+    assert max(after[w] - before[w] for w in after) < 50e6, (before, after)
 
 
 def _hc1_in_memory(X, y, coef):
@@ -105,18 +109,13 @@ def _hc1_in_memory(X, y, coef):
 
 
 @pytest.mark.slow
-def test_a_store_larger_than_worker_memory_gets_robust_standard_errors(tmp_path):
+def test_a_store_larger_than_worker_memory_gets_robust_standard_errors(big_store):
     """The robust pass reads such a store piece by piece too (pieces bounded by the workers'
     memory, as the scan engine's): only k×k sums travel."""
-    rows, features = 6_000_000, 20  # X alone: 0.96 GB of float64
-    with _big_store(tmp_path, rows, features, 12) as (client, path, X, y):
-        assert X.nbytes > 600e6
-        coef = np.linalg.lstsq(X, y, rcond=None)[0][:, 0]
-        expected = _hc1_in_memory(X, y, coef)
-        del X, y
-        for engine in ("sequential", "scan"):
-            ds = fit_stream(path, engine=engine, cov_type="HC1", client=client, progress=False)
-            np.testing.assert_allclose(ds.bse.values[:, 0], expected, rtol=1e-9)
-            assert ds.attrs["cov_type"] == "HC1" and int(ds.nobs.values[0]) == rows
-        # no worker was restarted for going over its limit
-        assert len(client.scheduler_info()["workers"]) == 2
+    client, path, _, expected = big_store
+    for engine in ("sequential", "scan"):
+        ds = fit_stream(path, engine=engine, cov_type="HC1", client=client, progress=False)
+        np.testing.assert_allclose(ds.bse.values[:, 0], expected, rtol=1e-9)
+        assert ds.attrs["cov_type"] == "HC1" and int(ds.nobs.values[0]) == 7_000_000
+    # no worker was restarted for going over its limit
+    assert len(client.scheduler_info()["workers"]) == 2

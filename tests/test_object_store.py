@@ -277,18 +277,26 @@ def inputs(s3, threads, tmp_path_factory):
 @pytest.fixture(scope="module")
 def other_s3(inputs, threads, tmp_path_factory):
     """A second S3 server, in a process of its own (moto's servers in one process share their
-    buckets), holding a bucket of the same name with other data under the same names."""
+    buckets), holding a bucket of the same name with other data under the same names; it
+    records every request it receives once set up: ``(endpoint, requests)``, where
+    ``requests()`` is the list of requests recorded so far."""
+    import contextlib
+    import os
     import socket
     import subprocess
     import sys
     import time
+    import urllib.error
     import urllib.request
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    recording = tmp_path_factory.mktemp("other-s3") / "requests.jsonl"
+    recording.touch()
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "MOTO_RECORDER_FILEPATH": str(recording)})
     endpoint = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -306,7 +314,16 @@ def other_s3(inputs, threads, tmp_path_factory):
         x = zarr.open_group(inputs / "stream.zarr", mode="r")["X"][:]
         assert not np.array_equal(x, zarr.open_group(
             _store(f"s3://{BUCKET}/inputs/stream.zarr", options), mode="r")["X"][:])
-        yield endpoint, options
+        urllib.request.urlopen(urllib.request.Request(
+            f"{endpoint}/moto-api/recorder/start-recording", method="POST"), timeout=30)
+
+        def requests():
+            return recording.read_text().splitlines()
+
+        with contextlib.suppress(urllib.error.HTTPError):  # the recording works
+            urllib.request.urlopen(f"{endpoint}/", timeout=30)
+        assert len(requests()) == 1 and '"GET"' in requests()[0], requests()
+        yield endpoint, requests
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -441,28 +458,20 @@ def _assert_same_result(got: xr.Dataset, ref: xr.Dataset) -> None:
 
 
 @pytest.mark.parametrize("name", list(JOBS))
-def test_each_job_reads_s3_with_storage_options_alone(name, s3, inputs, threads, only_options,
-                                                      tmp_path_factory):
-    """The endpoint and the credentials only in storage_options: a job that did not give
-    them to every opener failed (no credentials)."""
+def test_each_job_reads_s3_by_its_storage_options_alone(name, s3, other_s3, inputs, threads,
+                                                        only_options, tmp_path_factory):
+    """The endpoint and the credentials only in storage_options, and another S3 server named
+    in the environment (AWS_ENDPOINT_URL, no credentials) holding a bucket of the same name
+    with other data: an opener not given the options failed (no credentials), or, given the
+    credentials alone, read that server and computed from other data; and that server
+    received no request at all (a read of its metadata alone, the same as here, is caught
+    there too)."""
     endpoint, options = s3
+    other_endpoint, other_requests = other_s3
+    only_options.setenv("AWS_ENDPOINT_URL", other_endpoint)
     ref = _local_result(name, inputs, threads, tmp_path_factory)
+    before = len(other_requests())
     got = JOBS[name](*_in_s3(f"options-alone-{name}"),
                      {"storage_options": options, "client": threads}).load()
     _assert_same_result(got, ref)
-
-
-@pytest.mark.parametrize("name", list(JOBS))
-def test_each_job_reads_the_endpoint_of_its_options_not_of_the_environment(
-        name, s3, other_s3, inputs, threads, only_options, tmp_path_factory):
-    """Another S3 server named in the environment (AWS_ENDPOINT_URL, with credentials) holds
-    a bucket of the same name with other data: a job that did not give the options to every
-    opener read there and computed from other data."""
-    endpoint, options = s3
-    only_options.setenv("AWS_ENDPOINT_URL", other_s3[0])
-    only_options.setenv("AWS_ACCESS_KEY_ID", "testing")
-    only_options.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    ref = _local_result(name, inputs, threads, tmp_path_factory)
-    got = JOBS[name](*_in_s3(f"options-over-environment-{name}"),
-                     {"storage_options": options, "client": threads}).load()
-    _assert_same_result(got, ref)
+    assert other_requests()[before:] == []

@@ -76,7 +76,8 @@ def slow_stream(tmp_path_factory, lb_client):
 
 @pytest.mark.parametrize("engine,prefix,kw", [
     ("sequential", "fold-", dict(block_size=1, record_every=250)),
-    ("scan", "solve-", dict(block_size=1, record_every=10)),
+    # 1,500 records to solve, over 8 tasks (every 10th row's took 40 s of the client's scan)
+    ("scan", "solve-", dict(block_size=1, record_every=40)),
 ])
 def test_a_worker_killed_mid_fit_changes_nothing(slow_stream, lb_client, tmp_path, engine,
                                                  prefix, kw):
@@ -97,8 +98,9 @@ def test_a_worker_killed_mid_fit_changes_nothing(slow_stream, lb_client, tmp_pat
 
 
 def test_a_worker_killed_mid_metalearn_changes_nothing(tmp_path, lb_client):
-    tasks = simulate_mlr(tmp_path / "t.zarr", k=3, d=6, n_light=60_000, t_light=4,
-                         n_heavy=150, t_heavy=60, n_light2=20_000, t_light2=8, seed=4,
+    # 88 subspace tasks of 300 tasks: a worker is killed after 20
+    tasks = simulate_mlr(tmp_path / "t.zarr", k=3, d=6, n_light=20_000, t_light=4,
+                         n_heavy=150, t_heavy=60, n_light2=6_000, t_light2=8, seed=4,
                          client=lb_client)
     kw = dict(chunk_tasks=300, client=lb_client, progress=False)
     reference = metalearn(tasks, 3, **kw)
@@ -118,7 +120,8 @@ def test_a_worker_killed_mid_predict_changes_nothing(tmp_path, lb_client):
                          client=lb_client)
     model = tmp_path / "m.zarr"
     metalearn(tasks, 2, out=model, client=lb_client)
-    new = simulate_mlr(tmp_path / "n.zarr", k=2, d=4, n_light=0, n_heavy=0, n_light2=150_000,
+    # 25 predict tasks of 2,000 tasks: a worker is killed after 10
+    new = simulate_mlr(tmp_path / "n.zarr", k=2, d=4, n_light=0, n_heavy=0, n_light2=50_000,
                        t_light2=6, seed=1, task_seed=7, client=lb_client)
     kw = dict(holdout=2, chunk_tasks=2_000, client=lb_client, progress=False)
     reference = predict(model, new, out=tmp_path / "ref.zarr", **kw)
@@ -136,9 +139,10 @@ def test_a_worker_killed_mid_study_changes_nothing(tmp_path, lb_client, client):
 
     from streamlsq.studies import run_study
 
-    reference = run_study("bfgs", tmp_path / "reference", quick=True, streams=200,
+    # 4 regression batches of 25 streams, then 4 binary ones: a worker is killed after 2
+    reference = run_study("bfgs", tmp_path / "reference", quick=True, streams=100,
                           client=client)  # the tables do not depend on the cluster
-    running = _in_background(run_study, "bfgs", tmp_path / "study", quick=True, streams=200,
+    running = _in_background(run_study, "bfgs", tmp_path / "study", quick=True, streams=100,
                              client=lb_client)
     _kill_busy_worker(lb_client, "study-bfgs-regression", done=2)
     running.result(timeout=300)
@@ -194,8 +198,8 @@ def test_a_lost_scheduler_stops_the_run_and_resume_continues_after_a_restart(slo
         assert "lost the connection to the Dask scheduler" in line and "--resume" in line
         assert not out.exists() and leftovers(out) == []
     with LoopbackCluster(n_workers=1, memory_limit="1GB") as address:  # the restart
-        resumed = start(cli(*args, "--resume", "--scheduler", address))
-        assert resumed.wait(timeout=300) == 0, resumed.stderr.read()
+        resumed = invoke(*args, "--resume", scheduler=address)  # in this process
+        assert resumed.exit_code == 0, resumed.output
         with Client(address) as c:
             reference = fit_stream(slow_stream, "rls", forgetting=0.999, ridge=1.0,
                                    block_size=1, record_every=250, segment_bytes=104_857,

@@ -25,10 +25,18 @@ def run(client):
     return _run
 
 
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory, client):
+    return simulate_stream(tmp_path_factory.mktemp("runs") / "d.zarr", 12_000, 4, 1,
+                           chunk_rows=1_000, seed=2, client=client)
+
+
 @pytest.fixture
-def data(tmp_path, client):
-    return simulate_stream(tmp_path / "d.zarr", 12_000, 4, 1, chunk_rows=1_000, seed=2,
-                           client=client)
+def data(tmp_path, simulated):
+    """The simulated store, a copy of its own for each test (some rewrite it)."""
+    import shutil
+
+    return shutil.copytree(simulated, tmp_path / "d.zarr")
 
 
 _ENTRY_SAVE = EntryCheckpoint.save
@@ -266,8 +274,8 @@ def test_an_explicit_segment_size_is_capped_by_the_workers_memory(tmp_path):
     with LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="1GB",
                       dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
             Client(cluster, set_as_default=False) as c:
-        data = simulate_stream(tmp_path / "d.zarr", 600_000, 20, 1, chunk_rows=10_000,
-                               client=c)  # 96 MB of X; the cap is 1 GB / 16 = 62.5 MB
+        data = simulate_stream(tmp_path / "d.zarr", 420_000, 20, 1, chunk_rows=10_000,
+                               client=c)  # 67.2 MB of X; the cap is 1 GB / 16 = 62.5 MB
         ckpt = tmp_path / "ckpt"
         from streamlsq.io.checkpoint import CheckpointFolder
 

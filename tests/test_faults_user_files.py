@@ -167,7 +167,8 @@ def test_leftovers_of_a_killed_run_are_reclaimed_a_live_runs_are_not(tmp_path):
     assert reclaim_leftovers(out) and not os.path.exists(live_path)
 
 
-def test_a_killed_simulate_leaves_a_partial_store_that_the_next_run_reclaims(tmp_path):
+def test_a_killed_simulate_leaves_a_partial_store_that_the_next_run_reclaims(tmp_path,
+                                                                            client):
     out = tmp_path / "sim.zarr"
     proc = start(cli("simulate", "stream", "--out", out, "--rows", 3_000_000, "--features", 10,
                      "--chunk-size", 50_000, "--workers", 1))
@@ -177,9 +178,9 @@ def test_a_killed_simulate_leaves_a_partial_store_that_the_next_run_reclaims(tmp
                        proc, what="the first chunks of the partial store")
     kill_session(proc)
     assert partial[0].exists() and not out.exists()  # what the kill left behind
-    ok = subprocess.run(cli("simulate", "stream", "--out", out, "--rows", 1000, "--features",
-                            3, "--workers", 1), capture_output=True, text=True)
-    assert ok.returncode == 0, ok.stderr
+    ok = invoke("simulate", "stream", "--out", out, "--rows", 1000, "--features", 3,
+                scheduler=client.scheduler.address)  # the next run: in this process
+    assert ok.exit_code == 0, ok.output
     assert leftovers(out) == [] and open_result(out).attrs["complete"] is True
 
 
@@ -263,7 +264,7 @@ def test_files_beside_the_output_are_published_and_replaced_with_it(tmp_path, ta
 
 # -- the demo's folder -----------------------------------------------------------------
 
-DEMO = ("--rows", 20_000, "--features", 4, "--tasks", 2_000)
+DEMO = ("--rows", 5_000, "--features", 4, "--tasks", 500)
 
 
 @pytest.mark.parametrize("holds", ["files", "store", "nothing"])
@@ -290,7 +291,7 @@ def test_the_demo_replaces_only_its_own_folder_and_restores_it_when_it_fails(tmp
     assert json_of(out / "demo.json")["complete"] is True
     truth = zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:]
     before = snapshot(tmp_path)
-    failed = invoke("demo", "--out", out, "--rows", 20_000, "--features", 0,
+    failed = invoke("demo", "--out", out, "--rows", 5_000, "--features", 0,
                     scheduler=client.scheduler.address)
     assert failed.exit_code == 2 and "features" in failed.stderr
     assert snapshot(tmp_path) == before  # the earlier demo put back, nothing else left

@@ -7,7 +7,15 @@ conditional write, and nothing is left under a temporary prefix."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 
 import numpy as np
 import pytest
@@ -25,21 +33,39 @@ s3fs = pytest.importorskip("s3fs")
 BUCKET = "streamlsq-test"
 
 
+@contextlib.contextmanager
+def _moto_server(env=None):
+    """moto's S3 server on a free loopback port, in a process of its own (sharing the test
+    process, its request threads compete for the interpreter with the Dask client that
+    drives the fit: a fit on S3 took twice as long); yields its endpoint."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, **(env or {})})
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 @pytest.fixture(scope="module")
 def s3():
     """An S3 server on loopback, a bucket, and the options that reach it."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    options = {"key": "testing", "secret": "testing",
-               "client_kwargs": {"endpoint_url": endpoint}}
-    s3fs.S3FileSystem(**options).mkdir(BUCKET)
-    yield endpoint, options
-    server.stop()
+    with _moto_server() as endpoint:
+        options = {"key": "testing", "secret": "testing",
+                   "client_kwargs": {"endpoint_url": endpoint}}
+        s3fs.S3FileSystem(**options).mkdir(BUCKET)
+        yield endpoint, options
 
 
 def _fs(options):
@@ -280,31 +306,9 @@ def other_s3(inputs, threads, tmp_path_factory):
     buckets), holding a bucket of the same name with other data under the same names; it
     records every request it receives once set up: ``(endpoint, requests)``, where
     ``requests()`` is the list of requests recorded so far."""
-    import contextlib
-    import os
-    import socket
-    import subprocess
-    import sys
-    import time
-    import urllib.error
-    import urllib.request
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     recording = tmp_path_factory.mktemp("other-s3") / "requests.jsonl"
     recording.touch()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env={**os.environ, "MOTO_RECORDER_FILEPATH": str(recording)})
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
+    with _moto_server({"MOTO_RECORDER_FILEPATH": str(recording)}) as endpoint:
         options = {"key": "testing", "secret": "testing",
                    "client_kwargs": {"endpoint_url": endpoint}}
         s3fs.S3FileSystem(**options).mkdir(BUCKET)
@@ -324,9 +328,6 @@ def other_s3(inputs, threads, tmp_path_factory):
             urllib.request.urlopen(f"{endpoint}/", timeout=30)
         assert len(requests()) == 1 and '"GET"' in requests()[0], requests()
         yield endpoint, requests
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
 @pytest.fixture

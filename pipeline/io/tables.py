@@ -206,7 +206,8 @@ class TableRows:
             if kind == "pandas":
                 a, b = self.edges[i], self.edges[i + 1]
                 return self.frame.iloc[a:b][names]
-            return self.frame[names].partitions[i].compute(scheduler="sync")
+            with _DASK_EXPRESSION_LOCK:
+                return self.frame[names].partitions[i].compute(scheduler="sync")
         except (InputError, MemoryError):
             raise
         except Exception as exc:
@@ -326,6 +327,15 @@ class _RangeRead:
             return None
         return {name: self.held.pop(name) for name in names}
 
+
+#: dask's DataFrame expressions cache their properties with functools.cached_property,
+#: which before Python 3.12 takes one lock per property shared by every instance: two
+#: threads of a worker optimising partitions of one frame at once (a segment's chunk
+#: reads run ahead in threads) can each hold one of those locks and wait on the other
+#: forever (CPython gh-87634; seen as a fit hanging with idle workers). Their reads take
+#: turns here; from 3.12 the locks are gone and so is this one.
+_DASK_EXPRESSION_LOCK = (threading.Lock() if sys.version_info < (3, 12)
+                         else contextlib.nullcontext())
 
 def forget_parts() -> None:
     """Drop the parts this process keeps (a task that read each part once, as ``convert``'s,

@@ -337,6 +337,15 @@ class _RangeRead:
 _DASK_EXPRESSION_LOCK = (threading.Lock() if sys.version_info < (3, 12)
                          else contextlib.nullcontext())
 
+
+def distinct_column_names(where: str, names: list[str], place: str = "") -> None:
+    """Refuse a table naming a column twice (the first such name, and how often)."""
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise InputError(f"{where}: the column name {twice!r} appears {names.count(twice)} "
+                         f"times{place}; the columns of a table need distinct names")
+
+
 def forget_parts() -> None:
     """Drop the parts this process keeps (a task that read each part once, as ``convert``'s,
     leaves the worker's memory as it found it)."""
@@ -513,10 +522,7 @@ def _parquet_dtypes(file: str, handle) -> dict:
 
     schema = handle.schema_arrow
     names = [str(n) for n in schema.names]
-    if len(set(names)) != len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        raise InputError(f"{file}: the column name {twice[0]!r} appears {names.count(twice[0])} "
-                         "times; the columns of a table need distinct names")
+    distinct_column_names(file, names)
     dtypes = dict(schema.empty_table().to_pandas().dtypes)
     counted = {str(c.get("name")): (c.get("metadata") or {}).get("num_categories")
                for c in (schema.pandas_metadata or {}).get("columns", [])}
@@ -718,10 +724,7 @@ def _distinct_csv_header(file: str, sep: str, options: dict | None) -> None:
             names = next(csv.reader(handle, delimiter=sep), [])
     except Exception as exc:  # noqa: BLE001 - the reader's own error, in its words
         raise InputError(f"{file}: cannot be read as CSV ({_reason(exc)})") from None
-    twice = [name for name in names if names.count(name) > 1 and name != ""]
-    if twice:
-        raise InputError(f"{file}: the column name {twice[0]!r} appears {names.count(twice[0])} "
-                         "times in the header; the columns of a table need distinct names")
+    distinct_column_names(file, [name for name in names if name != ""], " in the header")
 
 
 # -- the table opened as a stream -------------------------------------------------------------
@@ -804,11 +807,7 @@ def open_table(data, storage_options: dict | None = None) -> TableInput:
         shown = f"{kind} DataFrame"
         if not data.columns.map(lambda c: isinstance(c, str)).all():
             raise InputError(f"{shown}: name its columns with strings")
-        if data.columns.duplicated().any():
-            twice = str(data.columns[data.columns.duplicated()][0])
-            raise InputError(f"{shown}: the column name {twice!r} appears "
-                             f"{list(data.columns).count(twice)} times; the columns of a table "
-                             "need distinct names")
+        distinct_column_names(shown, [str(c) for c in data.columns])
     if kind == "pandas":
         rows = _pandas_rows(data, "pandas DataFrame")
         return _with_rows(TableInput(rows, dict(rows.frame.dtypes), rows.shown))

@@ -135,13 +135,16 @@ def _read_column(path: str, name: str, a: int, b: int) -> int:
         return int(np.isnan(values).sum())
     levels = declared_levels(arr.attrs, arr.shape[0], f"{path}: variable '{name}'")
     if levels is not None:  # every value one of the levels the store declares
-        known = set(levels) | {"", None}
-        for i, v in enumerate(values.ravel()):
-            if v not in known:
-                raise InputError(f"{path}: variable '{name}' has the level {v!r} at row "
-                                 f"{a + i}, which its attribute categories does not list; the "
-                                 "store is damaged: remove the attribute (the levels are then "
-                                 "found by a pass over the rows) or convert the table again")
+        import pandas as pd
+
+        column = pd.Series(values.ravel(), dtype=object)
+        unknown = np.flatnonzero(~column.isin([*levels, "", None]).to_numpy())
+        if unknown.size:
+            i = int(unknown[0])
+            raise InputError(f"{path}: variable '{name}' has the level {column[i]!r} at row "
+                             f"{a + i}, which its attribute categories does not list; the "
+                             "store is damaged: remove the attribute (the levels are then "
+                             "found by a pass over the rows) or convert the table again")
     return int(sum(1 for v in values.ravel() if v == "" or v is None))
 
 

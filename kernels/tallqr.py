@@ -8,13 +8,16 @@ upper-triangular R with a non-negative diagonal such that
 
 by Householder QR (Golub 1965), whose R is backward stable: the factor of rows within a
 modest multiple of ε of the given ones, so that ψ = R⁻¹z loses about log10(ε·κ(X)) digits,
-where the normal equations lose twice as many. It is a two-level TSQR (Demmel, Grigori,
-Hoemmen & Langou, 2012): the rows are cut into slices of ``slice_rows`` rows, each slice is
-copied into one column-major buffer that stays in the core's cache and factored there by
-LAPACK ``geqrt`` (compact WY, level-3 updates), and the slice factors are stacked and
-factored once more (in groups of :data:`FAN_IN`, so that the stack stays small whatever
-the block). What this costs against the alternatives, and their accuracy, is measured by
-``tests/benchmarks/bench_summaries.py`` (``docs/performance.md#summaries``).
+where the normal equations lose twice as many. It is the sequential (flat-tree) TSQR of
+Demmel, Grigori, Hoemmen & Langou (2012): the rows are cut into slices of ``slice_rows``
+rows, each slice is copied into one column-major buffer that stays in the core's cache,
+and LAPACK's triangular-pentagonal QR (``tpqrt``, compact WY) folds it into the running
+factor, R ← the factor of [R; slice], without forming a stack of slice factors. What this
+costs against the alternatives (``geqrt`` or ``geqrf`` per slice merged in a tree,
+CholeskyQR2), and their accuracy, is measured by ``tests/benchmarks/bench_summaries.py``
+(``docs/performance.md#summaries``): the fold is as fast as the best of them on an Intel
+core and 1.7× faster than ``geqrt`` on an AMD one, where ``geqrt``'s small level-3 updates
+are slow.
 """
 
 from __future__ import annotations
@@ -22,15 +25,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-__all__ = ["FAN_IN", "QR_BLOCK", "SLICE_ROWS", "rows_factor"]
+__all__ = ["QR_BLOCK", "SLICE_ROWS", "rows_factor"]
 
 #: rows of a slice: its column-major copy (4,096 × 21 float64: 688 KB) stays in a core's
-#: cache while geqrt works on it; measured fastest of 2,048–16,384 (bench_summaries.py)
+#: cache while tpqrt folds it; measured fastest of 2,048–16,384 (bench_summaries.py)
 SLICE_ROWS = 4096
-#: block size of LAPACK geqrt on a slice (compact WY): 8 measured faster than 4 and 16
+#: block size of LAPACK tpqrt (compact WY): 8 measured faster than 4 and 16
 QR_BLOCK = 8
-#: slice factors stacked before the stack is factored into one (a tree of this fan-in)
-FAN_IN = 64
 
 
 def rows_factor(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None, *,
@@ -64,10 +65,12 @@ def rows_factor(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None,
     if dtype is None:
         dtype = prior.dtype if prior is not None else np.result_type(X.dtype, np.float32)
     dtype = np.dtype(dtype)
-    stack = _Stack(p, dtype)
+    # tpqrt reads and writes only the upper triangle of R
+    R = np.zeros((p, p), dtype=dtype, order="F")
     if prior is not None:
-        stack.add(np.asarray(prior, dtype) * dtype.type(scale))
-    geqrt = sla.get_lapack_funcs("geqrt", dtype=dtype)
+        R[:] = np.asarray(prior, dtype) * dtype.type(scale)
+    tpqrt = sla.get_lapack_funcs("tpqrt", dtype=dtype)
+    block = max(1, min(QR_BLOCK, p))
     m = X.shape[0]
     size = max(1, min(int(slice_rows), m))
     buffer = np.empty((size, p), dtype=dtype, order="F")
@@ -86,55 +89,11 @@ def rows_factor(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None,
         if sums is not None:  # Σ w²·x = Σ w·(w·x); a matrix-vector product (BLAS gemv)
             # reads the slice's columns at half the cost of numpy's sum over them
             sums += (ones[:b - a] if weights is None else w[:, 0]) @ B[:, :n]
-        k = min(b - a, p)
-        qr, _, info = geqrt(max(1, min(QR_BLOCK, k)), B, overwrite_a=1)
-        if info != 0:  # pragma: no cover - geqrt fails only on bad arguments
-            raise np.linalg.LinAlgError(f"geqrt failed (info={info})")
-        stack.add(np.triu(qr[:k]))
-    return stack.factor()
-
-
-class _Stack:
-    """Triangular factors stacked row-wise; factored into one when :data:`FAN_IN` are held
-    (the tree's inner nodes) and at the end."""
-
-    def __init__(self, p: int, dtype):
-        self.p = p
-        self.rows = np.zeros(((FAN_IN + 1) * p, p), dtype=dtype, order="F")
-        self.used = 0
-        self.count = 0  # factors held
-        self.geqrf = sla.get_lapack_funcs("geqrf", dtype=dtype)
-
-    def add(self, R: np.ndarray) -> None:
-        k = R.shape[0]
-        if self.used + k > self.rows.shape[0]:
-            self._fold()
-        self.rows[self.used:self.used + k] = R
-        self.used += k
-        self.count += 1
-
-    def _fold(self) -> None:
-        R = self._top()
-        self.rows[:self.used] = 0
-        self.rows[:self.p] = R
-        self.used, self.count = self.p, 1
-
-    def _top(self) -> np.ndarray:
-        """The factor of the rows held (zero rows below the rank when fewer than p)."""
-        R = np.zeros((self.p, self.p), dtype=self.rows.dtype)
-        if self.count <= 1:  # one factor (or none): already triangular
-            R[:self.used] = self.rows[:self.used]
-            return R
-        qr, _, _, info = self.geqrf(self.rows[:self.used])
-        if info != 0:  # pragma: no cover
-            raise np.linalg.LinAlgError(f"geqrf failed (info={info})")
-        k = min(self.used, self.p)
-        R[:k] = np.triu(qr[:k])
-        return R
-
-    def factor(self) -> np.ndarray:
-        R = self._top()
-        negative = np.diag(R) < 0
-        if negative.any():  # the factor is unique with a non-negative diagonal
-            R[negative] *= -1
-        return R
+        R, _, _, info = tpqrt(0, block, R, B, overwrite_a=1, overwrite_b=1)
+        if info != 0:  # pragma: no cover - tpqrt fails only on bad arguments
+            raise np.linalg.LinAlgError(f"tpqrt failed (info={info})")
+    R = np.triu(R)
+    negative = np.diag(R) < 0
+    if negative.any():  # the factor is unique with a non-negative diagonal
+        R[negative] *= -1
+    return R

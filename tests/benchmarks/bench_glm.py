@@ -35,6 +35,10 @@ JSON. Not part of the test suite:
     python tests/benchmarks/bench_glm.py --memory-dir /data    # the 10⁸-row store there
     python tests/benchmarks/bench_glm.py --rows 100000 --peer-rows 50000 \\
         --memory-rows 100000,200000                            # a quick look
+
+The workers start with the allocator settings of the embedded cluster ``streamlsq fit``
+starts (``--allocator streamlsq``, the default) or with distributed's own
+(``--allocator distributed``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import time
 import warnings
 from pathlib import Path
 
+import dask
 import numpy as np
 import zarr
 from distributed import Client, LocalCluster
@@ -58,10 +63,10 @@ from streamlsq.stream.glm import GLMPass
 
 try:  # run as a script from this folder
     from _memory import WorkerPeak
-    from bench_stream import FloorPool
+    from bench_stream import FloorPool, add_allocator_argument, worker_environ
 except ImportError:  # pragma: no cover
     from tests.benchmarks._memory import WorkerPeak
-    from tests.benchmarks.bench_stream import FloorPool
+    from tests.benchmarks.bench_stream import FloorPool, add_allocator_argument, worker_environ
 
 #: the fits timed: family, target
 FITS = (("binomial", "yb"), ("poisson", "yc"))
@@ -214,6 +219,7 @@ def main() -> None:
     parser.add_argument("--memory-dir", type=Path, default=Path("."),
                         help="where the stores are written (a temporary folder in it)")
     parser.add_argument("--json", type=Path, default=Path("bench_glm.json"))
+    add_allocator_argument(parser)
     args = parser.parse_args()
     sizes = [int(float(r)) for r in args.memory_rows.split(",") if r.strip()]
     if sizes:
@@ -229,7 +235,9 @@ def main() -> None:
     pool = FloorPool(args.workers)  # before any nanny writes into os.environ
     kw = dict(threads_per_worker=1, memory_limit=args.memory_limit, dashboard_address=":0",
               silence_logs=logging.ERROR)
-    with tempfile.TemporaryDirectory(dir=args.memory_dir) as tmp, \
+    results["allocator"] = args.allocator
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ(args.allocator)}), \
+            tempfile.TemporaryDirectory(dir=args.memory_dir) as tmp, \
             LocalCluster(n_workers=args.workers, **kw) as cluster, Client(cluster) as client:
         store = args.store or Path(tmp) / "glm.zarr"
         if args.store is None:

@@ -35,6 +35,10 @@ The runs:
   ``FilterRLS`` (mu = 1), river ``BayesianLinearRegression``; a peer that is not
   installed (the ``bench`` extra) is left out with a note.
 
+The workers start with the allocator settings of the embedded cluster that ``streamlsq
+fit`` starts (``--allocator streamlsq``, the default: what a user gets) or with
+distributed's own (``--allocator distributed``: a cluster of the user's own, untuned).
+
 Writes everything (every run's seconds, the load average before and after, the machine)
 as JSON. Not part of the test suite:
 
@@ -55,11 +59,13 @@ import uuid
 import warnings
 from pathlib import Path
 
+import dask
 import numpy as np
 from distributed import Client, LocalCluster
 
 from streamlsq import fit_stream, open_stream, simulate_stream
 from streamlsq.io.stores import cached_array
+from streamlsq.runtime.client import embedded_worker_environ
 from streamlsq.runtime.memory import fast_large_allocations
 
 
@@ -125,6 +131,21 @@ class FloorPool:
 
     def close(self):
         self.pool.shutdown()
+
+
+def add_allocator_argument(parser) -> None:
+    parser.add_argument(
+        "--allocator", choices=("streamlsq", "distributed"), default="streamlsq",
+        help="the workers' allocator settings: those of the embedded cluster `streamlsq fit` "
+        "starts (streamlsq.runtime.client.WORKER_MALLOC), or distributed's default "
+        "(MALLOC_TRIM_THRESHOLD_=65536: a cluster of your own, untuned)")
+
+
+def worker_environ(allocator: str) -> dict:
+    """The ``distributed.nanny.pre-spawn-environ`` the benchmark's workers start with."""
+    if allocator == "streamlsq":
+        return embedded_worker_environ()
+    return dict(dask.config.get("distributed.nanny.pre-spawn-environ") or {})
 
 
 def _read_chunk(source, a, b):
@@ -255,6 +276,7 @@ def main() -> None:
     p.add_argument("--runs", default=None,
                    help="comma-separated parts of the names of the runs to keep besides the "
                    "floors (e.g. 'scan qr,scan normal')")
+    add_allocator_argument(p)
     p.add_argument("--json", default="bench_stream.json")
     args = p.parse_args()
     warnings.filterwarnings("ignore")
@@ -263,7 +285,11 @@ def main() -> None:
     kw = dict(threads_per_worker=1, memory_limit=args.memory_limit, dashboard_address=":0",
               silence_logs=logging.ERROR)
     floor_pool = FloorPool(args.workers)  # before any nanny writes into os.environ
-    with tempfile.TemporaryDirectory(dir=".") as tmp, \
+    # the workers start with the environment `streamlsq fit`'s embedded cluster gives them,
+    # or with distributed's own (what a cluster of the user's own has)
+    environ = worker_environ(args.allocator)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
+            tempfile.TemporaryDirectory(dir=".") as tmp, \
             LocalCluster(n_workers=args.workers, **kw) as cluster, Client(cluster) as client:
         one = None
         if args.one_worker:
@@ -282,7 +308,8 @@ def main() -> None:
         codec = str(cached_array(str(store), None, "X").compressors)
         print(f"store {store}: {n} rows x {q} features, {gb:.2f} GB in float64, chunks of "
               f"{source.chunk_rows} rows, codec {codec}; {args.workers} workers x 1 thread, "
-              f"memory limit {args.memory_limit}")
+              f"memory limit {args.memory_limit}, allocator settings of {args.allocator}: "
+              f"{ {k: v for k, v in environ.items() if k.startswith('MALLOC_')} }")
 
         ref = None
         X = y = None

@@ -19,9 +19,9 @@ factorisation. The ridge start H_0 = δI is A_0 = [[√δ I, √δ ψ_0], [0, 0]
 
 Three ways to apply it:
 
-- a block of many rows: LAPACK ``geqrt`` over the rows in slices of :data:`QR_ROWS` rows
-  (each copied into one buffer that stays in cache), the slice factors stacked under the
-  factor so far and factored once — :func:`qr_append`, which is
+- a block of many rows: the rows in slices of :data:`QR_ROWS` rows (each copied into one
+  buffer that stays in cache), each folded into the factor so far by LAPACK ``tpqrt`` —
+  :func:`qr_append`, which is
   :func:`streamlsq.kernels.tallqr.rows_factor`;
 - blocks of a few rows (per-sample RLS): Givens rotations row by row (QR-RLS, e.g.
   Haykin, *Adaptive Filter Theory*, 2002, ch. 15) in their square-root-free form

@@ -81,14 +81,18 @@ class LoopbackCluster:
         return self.address
 
     def stop(self) -> None:
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-        for p in self.procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        # the workers first, then the scheduler: a worker whose scheduler closes under it
+        # waits out its reconnection attempts before it ends
+        for group in (self.procs[1:], self.procs[:1]):
+            for p in group:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+            for p in group:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         self.procs.clear()
         self._tmp.cleanup()
 

@@ -44,6 +44,20 @@ def stream_200k(tmp_path_factory, client):
     return path
 
 
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory, client):
+    """The demo at small sizes, run once: ``(its folder, its report, what it printed)``
+    (tests/test_demo.py checks them; tests/test_faults_user_files.py replaces a copy of the
+    folder, as a user reruns the demo over an earlier one)."""
+    from streamlsq.studies.demo import run_demo
+
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    printed: list[str] = []
+    report = run_demo(out, rows=40_000, features=6, seed=3, client=client,
+                      echo=printed.append, tasks=4_000)
+    return out, report, "\n".join(printed)
+
+
 @pytest.fixture
 def cli(client):
     """``cli(*args)``: the ``streamlsq`` command line, run on the session cluster."""

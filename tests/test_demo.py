@@ -1,5 +1,6 @@
 """``streamlsq demo`` at small sizes: every step runs, its figures and summary are written,
-and its printed accuracies are the ones it claims."""
+and its printed accuracies are the ones it claims (the demo is run once, by the session
+fixture ``demo`` of tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,9 @@ import zarr
 from click.testing import CliRunner
 
 from streamlsq.cli.main import main
-from streamlsq.studies.demo import ESTIMATORS, TAUS, run_demo
+from streamlsq.studies.demo import ESTIMATORS, TAUS
 
 from conftest import lstsq, read_all
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory, client):
-    out = tmp_path_factory.mktemp("demo") / "demo"
-    printed: list[str] = []
-    report = run_demo(out, rows=40_000, features=6, seed=3, client=client,
-                      echo=printed.append, tasks=4_000)
-    return out, report, "\n".join(printed)
 
 
 def test_writes_stores_summary_and_figures(demo):

@@ -51,6 +51,7 @@ __all__ = [
     "check_writable",
     "output_failure",
     "publish",
+    "publish_objects",
     "reclaim_leftovers",
     "written_by_streamlsq",
 ]
@@ -330,15 +331,21 @@ def publish(tmp: OwnedTemporary, out, overwrite: bool,
 #    claim or the finished store, never a mixture that looks complete), and the temporary
 #    prefix is removed.
 #
+# A result computed in memory (a fit, a model: ``write_result``) is not built under a temporary
+# prefix: it is encoded, marked complete and consolidated in memory, then published by the same
+# three steps with its objects written straight to the destination in step 2
+# (:func:`publish_objects`). Every request to an object store is a round trip: this spares the
+# writing, listing, re-reading, copying and removal of a temporary prefix.
+#
 # ``--overwrite`` replaces only a store streamlsq wrote; the destination is marked incomplete
 # first, its objects removed, then the new ones copied: readers get a refusal, never a mixture,
 # but the earlier result is gone before the new one is complete. Where the store has no
 # conditional writes, step 1 is an existence check followed by a write: two runs that publish
 # within the same instant may both pass it (the second's copy then overwrites the first's).
-# A run killed while it computes leaves its ``.NAME.partial-*`` prefix behind: without locks
-# no later run can tell it from a live one, so none is removed automatically (they are named
-# in ``docs/faults.md``); a run killed while publishing leaves the claim, refused by readers
-# and replaced by ``--overwrite``.
+# A run killed while its workers write a store leaves its ``.NAME.partial-*`` prefix behind:
+# without locks no later run can tell it from a live one, so none is removed automatically
+# (they are named in ``docs/faults.md``); a run killed while publishing leaves the claim,
+# refused by readers and replaced by ``--overwrite``.
 
 
 class RemoteTemporary:
@@ -405,6 +412,38 @@ def _claim(fs, path: str, data: bytes) -> bool:
         return True
 
 
+def _claim_destination(fs, dst: str, root: bytes, out, overwrite: bool,
+                       source: str | None) -> None:
+    """Step 1 of a publication on an object store (see the comment above): claim ``dst`` (the
+    destination's path in ``fs``) with a conditional write of the finished ``root``
+    ``zarr.json`` marked incomplete; with ``overwrite``, a store streamlsq wrote there is
+    marked incomplete and its objects removed. ``source``: the temporary prefix the result
+    is published from (recorded in the claim), None for a result held in memory."""
+    meta = json.loads(root)
+    claim = dict(meta)
+    claim["attributes"] = {"complete": False, WRITTEN_BY: meta.get("attributes", {}).get(
+        WRITTEN_BY, "streamlsq")}
+    if source is not None:
+        claim["attributes"]["publishing_from"] = source
+    claim.pop("consolidated_metadata", None)
+    claim_bytes = json.dumps(claim).encode()
+    shown = out.shown or out.url
+    if _claim(fs, f"{dst}/zarr.json", claim_bytes):
+        return
+    if not overwrite:
+        raise OutputError(
+            f"{shown}: another run published a result here while this one was running; "
+            "nothing was replaced and this run's result was discarded (pass --overwrite "
+            "to replace it)")
+    if not remote_written_by_streamlsq(out):
+        raise InputError(f"{shown}: exists and was not written by streamlsq; --overwrite "
+                         "replaces only streamlsq's own results: choose another --out")
+    fs.pipe_file(f"{dst}/zarr.json", claim_bytes)  # readers now refuse it as incomplete
+    old = [k for k in fs.find(dst) if k.rstrip("/") != f"{dst}/zarr.json"]
+    if old:
+        fs.rm(old)
+
+
 def publish_remote(tmp: RemoteTemporary, out, overwrite: bool) -> None:
     """Publish the finished store under ``tmp`` as ``out`` (both on one object store); see the
     comment above for what holds."""
@@ -412,29 +451,25 @@ def publish_remote(tmp: RemoteTemporary, out, overwrite: bool) -> None:
     _, dst = out.filesystem()
     src, dst = src.rstrip("/"), dst.rstrip("/")
     root = fs.cat_file(f"{src}/zarr.json")
-    meta = json.loads(root)
-    claim = dict(meta)
-    claim["attributes"] = {"complete": False, WRITTEN_BY: meta.get("attributes", {}).get(
-        WRITTEN_BY, "streamlsq"), "publishing_from": tmp.location.url}
-    claim.pop("consolidated_metadata", None)
-    claim_bytes = json.dumps(claim).encode()
-    shown = out.shown or out.url
-    if not _claim(fs, f"{dst}/zarr.json", claim_bytes):
-        if not overwrite:
-            raise OutputError(
-                f"{shown}: another run published a result here while this one was running; "
-                "nothing was replaced and this run's result was discarded (pass --overwrite "
-                "to replace it)")
-        if not remote_written_by_streamlsq(out):
-            raise InputError(f"{shown}: exists and was not written by streamlsq; --overwrite "
-                             "replaces only streamlsq's own results: choose another --out")
-        fs.pipe_file(f"{dst}/zarr.json", claim_bytes)  # readers now refuse it as incomplete
-        old = [k for k in fs.find(dst) if k.rstrip("/") != f"{dst}/zarr.json"]
-        if old:
-            fs.rm(old)
+    _claim_destination(fs, dst, root, out, overwrite, tmp.location.url)
     keys = [k for k in fs.find(src) if k.rstrip("/") != f"{src}/zarr.json"]
     if keys:
         fs.copy(keys, [dst + k[len(src):] for k in keys])
+    fs.pipe_file(f"{dst}/zarr.json", root)
+
+
+def publish_objects(objects: dict[str, bytes], out, overwrite: bool) -> None:
+    """Publish a finished store held in memory (``objects``: key → bytes, its root
+    ``zarr.json`` among them, marked complete) as ``out`` on an object store: claimed as
+    :func:`publish_remote` claims, every other object written straight to the destination
+    (no temporary prefix: nothing to write twice, list, copy or remove), the root last."""
+    fs, dst = out.filesystem()
+    dst = dst.rstrip("/")
+    root = objects["zarr.json"]
+    _claim_destination(fs, dst, root, out, overwrite, None)
+    others = {f"{dst}/{key}": data for key, data in objects.items() if key != "zarr.json"}
+    if others:
+        fs.pipe(others)  # concurrent PUTs, all done before the root is written
     fs.pipe_file(f"{dst}/zarr.json", root)
 
 

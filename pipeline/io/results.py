@@ -32,6 +32,7 @@ from streamlsq.io.outputs import (
     check_writable,
     output_failure,
     publish,
+    publish_objects,
     publish_remote,
     reclaim_leftovers,
     remote_written_by_streamlsq,
@@ -44,6 +45,7 @@ from streamlsq.io.stores import (
     open_dataset,
     open_group,
     read_checked,
+    store_keys,
     unwritten_chunks,
 )
 
@@ -133,9 +135,7 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
         with RemoteTemporary(out, "partial") as tmp:
             store = tmp.store
             yield store
-            g = zarr.open_group(store, mode="r+")
-            g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}",
-                            EVERY_CHUNK_WRITTEN: _every_chunk_written(g)})
+            _mark_complete(store, list_once=True)
             consolidate(tmp.location)
             publish_remote(tmp, out, overwrite)
         return
@@ -163,10 +163,23 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
             raise failure from None
 
 
-def _every_chunk_written(g: zarr.Group) -> bool:
+def _mark_complete(store, list_once: bool = False) -> None:
+    """Set the root attributes of a finished store: ``complete=True``, the ``written_by``
+    mark and whether every chunk was written (``list_once``: the store's keys listed once
+    for all its arrays, :func:`_every_chunk_written`)."""
+    g = zarr.open_group(store, mode="r+")
+    g.attrs.update({"complete": True, WRITTEN_BY: f"streamlsq {_version()}",
+                    EVERY_CHUNK_WRITTEN: _every_chunk_written(g, list_once)})
+
+
+def _every_chunk_written(g: zarr.Group, list_once: bool = False) -> bool:
     """Whether no chunk of any array of the finished store ``g`` was left unwritten (what
-    lets :func:`check_result` take a missing chunk later for damage)."""
-    return all(unwritten_chunks(arr).count == 0 for _, arr in g.arrays())
+    lets :func:`check_result` take a missing chunk later for damage). ``list_once``: list
+    the store's keys once for all its arrays (an object store, where each listing is a
+    request; a zarr ``MemoryStore``, whose listing of an array ``a`` would also hold an
+    array ``a2``'s keys), rather than each array's."""
+    listing = store_keys(g.store_path.store, g.store_path.path) if list_once else None
+    return all(unwritten_chunks(arr, listing=listing).count == 0 for _, arr in g.arrays())
 
 
 def for_workers(tmp):
@@ -187,20 +200,42 @@ def published(out, storage_options=None):
 def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
                  storage_options=None, beside: dict | None = None):
     """Write ``ds`` atomically: temporary path, ``complete=True`` last, then published (renamed
-    into place; on an object store claimed, copied and marked complete last); ``beside``: the
-    files that belong to it (:func:`atomic_store`)."""
+    into place; on an object store claimed, copied and marked complete last, or, when ``ds``
+    is held in memory, encoded in memory and its objects written straight to the claimed
+    destination: :func:`~streamlsq.io.outputs.publish_objects`); ``beside``: the files that
+    belong to it (:func:`atomic_store`)."""
     ds = ds.copy()
     # zarr v3 has a specified variable-length string type, not numpy's fixed-width one
     strings = {n: ds[n].astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
     ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
     ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
     ds.attrs["complete"] = False
-    with atomic_store(out, overwrite, inputs, storage_options, beside) as tmp:
-        # every chunk stored, also one equal to the fill value (a chunk of zeros): a chunk
-        # found missing later is damage (check_result)
-        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, write_empty_chunks=True)
     loc = locate(out, storage_options)
+    if loc is not None and loc.remote and all(v.chunks is None for v in ds.variables.values()):
+        # held in memory: encoded, marked and consolidated in memory, and its objects written
+        # straight to the claimed destination (publish_objects), where a temporary prefix
+        # would cost a request per object to write it, list it, read its metadata back, copy
+        # it and remove it
+        target = prepare_output(out, overwrite, inputs, storage_options, beside)
+        from zarr.storage import MemoryStore
+
+        objects: dict = {}
+        store = MemoryStore(objects)
+        _write_dataset(ds, store)
+        _mark_complete(store, list_once=True)
+        consolidate(store)
+        publish_objects({key: buf.to_bytes() for key, buf in objects.items()}, target,
+                        overwrite)
+        return loc
+    with atomic_store(out, overwrite, inputs, storage_options, beside) as tmp:
+        _write_dataset(ds, tmp)
     return loc if loc.remote else Path(loc.url)
+
+
+def _write_dataset(ds: xr.Dataset, store) -> None:
+    # every chunk stored, also one equal to the fill value (a chunk of zeros): a chunk
+    # found missing later is damage (check_result)
+    ds.to_zarr(store, mode="w", zarr_format=3, consolidated=False, write_empty_chunks=True)
 
 
 def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
@@ -322,11 +357,14 @@ def check_result(g: zarr.Group, location: Location, whole: bool = False) -> list
     label = location.shown or location.url
     every = g.attrs.get(EVERY_CHUNK_WRITTEN) is True
     large = []
+    listing = None  # an object store's keys, listed once for all its arrays
     for name, arr in g.arrays():
         fill = np.asarray(arr.fill_value) if arr.fill_value is not None else None
         strict = every or (fill is not None and fill.dtype.kind in "fc"
                            and not np.isfinite(fill).all())
-        gaps = unwritten_chunks(arr) if strict else None
+        if strict and listing is None and location.remote:
+            listing = store_keys(g.store_path.store, g.store_path.path)
+        gaps = unwritten_chunks(arr, listing=listing) if strict else None
         if gaps is not None and gaps.count:
             coords, (a, b) = gaps.found[0]
             dims = dimension_names(arr)

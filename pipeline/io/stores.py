@@ -655,7 +655,7 @@ def _key(arr: zarr.Array, key: str) -> str:
 
 
 def unwritten_chunks(arr: zarr.Array, start: int = 0, stop: int | None = None,
-                     limit: int = 1) -> UnwrittenChunks:
+                     limit: int = 1, listing: set[str] | None = None) -> UnwrittenChunks:
     """The storage chunks of ``arr`` holding rows ``start:stop`` that were never written.
 
     Zarr reads a chunk that was never written as the fill value, without an error. A chunk
@@ -664,13 +664,15 @@ def unwritten_chunks(arr: zarr.Array, start: int = 0, stop: int | None = None,
     store written with ``write_empty_chunks=False``, or one whose writing was interrupted
     inside a shard, leaves behind (the shard's file exists: listing the objects cannot
     tell). The whole array (the default) is checked with one listing of its objects and,
-    when sharded, one read of each shard's index."""
+    when sharded, one read of each shard's index; ``listing``: the keys of every object of
+    the array's store (:func:`store_keys`), listed once for all its arrays (on an object
+    store each listing is a request)."""
     from zarr.core.sync import sync
 
     whole = start == 0 and stop is None
     stop = int(arr.shape[0]) if arr.ndim and stop is None else stop
     codec, _ = _shard_layout(arr)
-    if codec is None and whole and arr.nchunks_initialized == arr.nchunks:
+    if codec is None and whole and listing is None and arr.nchunks_initialized == arr.nchunks:
         return UnwrittenChunks([], 0, arr.nchunks)
     outer_rows = int(getattr(arr.metadata.chunk_grid, "chunk_shape", arr.chunks)[0]) \
         if arr.ndim else 1
@@ -683,12 +685,10 @@ def unwritten_chunks(arr: zarr.Array, start: int = 0, stop: int | None = None,
     listed = None
     if whole:
         prefix = arr.store_path.path
-
-        async def listing():
-            return {k[len(prefix) + 1:] if prefix else k
-                    async for k in arr.store_path.store.list_prefix(prefix)}
-
-        listed = sync(listing())
+        if listing is None:
+            listing = store_keys(arr.store_path.store, prefix)
+        listed = {k[len(prefix) + 1:] if prefix else k for k in listing
+                  if not prefix or k.startswith(prefix + "/")}
     try:
         gaps = sync(_unwritten_in(arr, outer, listed))
     except AttributeError as exc:  # a zarr whose sharding codec keeps its index elsewhere
@@ -699,6 +699,17 @@ def unwritten_chunks(arr: zarr.Array, start: int = 0, stop: int | None = None,
                 and _chunk_rows(arr, c)[1] > start]
     found = [(tuple(int(v) for v in c), _chunk_rows(arr, c)) for c in gaps[:limit]]
     return UnwrittenChunks(found, len(gaps), arr.nchunks)
+
+
+def store_keys(store, prefix: str = "") -> set[str]:
+    """The keys of every object of the zarr ``store`` under ``prefix`` (all of them by
+    default), in one listing."""
+    from zarr.core.sync import sync
+
+    async def listing():
+        return {k async for k in store.list_prefix(prefix)}
+
+    return sync(listing())
 
 
 def check_complete(label: str, name: str, arr: zarr.Array) -> None:

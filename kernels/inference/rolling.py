@@ -103,10 +103,10 @@ def _slide(M, starts, ends, j0, j1, state, back, marks, block, tstarts,
     state: [mid, hi, count, slot, loaded]: the front's boundary m, the rows appended so
     far, the front's distinct window starts (``tstarts[:count]``, and ``tstarts[count]`` =
     m), the slot of the current window's start in them and the block of suffix factors
-    held in ``block`` (−1: none). The suffix factors F(t) are not all kept: ``marks[q]`` holds F(tstarts[q·b])
-    (b = len(block)), and a block's b factors are rebuilt from the next mark when the
-    windows reach it; each row then enters two suffix factors and one back factor, and
-    the queue keeps about 2√(window) factors, not one per window start."""
+    held in ``block`` (−1: none). The suffix factors F(t) are not all kept: ``marks[q]``
+    holds F(tstarts[q·b]) (b = len(block)), and a block's b factors are rebuilt from the
+    next mark when the windows reach it; each row then enters two suffix factors and one
+    back factor, and the queue keeps about 2√(window) factors, not one per window start."""
     p = M.shape[1]
     nb = block.shape[0]
     v = np.empty(p)

@@ -237,3 +237,120 @@ def test_triangular_solves_equal_lu_solves():
                                    rtol=1e3 * EPS * kappa)
         np.testing.assert_allclose(normalized[i], (T[i] ** 2).sum(axis=1),
                                    rtol=1e3 * EPS * kappa)
+
+
+# -- expanding windows after a summary of the rows before them --------------------------
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(12, 120), k=st.integers(1, 4), cut=st.floats(0.0, 1.0),
+       cut2=st.floats(0.0, 1.0), min_nobs=st.integers(0, 6), seed=st.integers(0, 2**16))
+def test_expanding_windows_after_a_summary_equal_those_of_all_the_rows(
+        n, k, cut, cut2, min_nobs, seed):
+    """Expanding windows fitted from the rows after row c and the summary of rows [0, c)
+    (merged from two runs): every statistic of every window as from all the rows, with
+    weights (some zero) and a column constant only after row c (R² not centred)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, k)) + 1.0
+    a = int(cut * n * 0.8)
+    c = a + int(cut2 * (n * 0.8 - a))
+    X[c:, -1] = 3.0  # constant after the cut only: R² centred only if no earlier row weighs
+    y = X @ rng.standard_normal(k) + rng.standard_normal(n)
+    w = rng.uniform(0.2, 2.0, n)
+    w[rng.random(n) < 0.15] = 0.0
+    window = n + 5
+    ends = window_ends(n, window, min_nobs, 1, True)
+    ends = ends[ends >= c]
+    whole = rolling_fit(X, y, window, weights=w, ends=ends, min_nobs=min_nobs)
+    prior = rolling.merge_summaries(rolling.rows_summary(X[:a], y[:a], w[:a]),
+                                    rolling.rows_summary(X[a:c], y[a:c], w[a:c]))
+    after = rolling_fit(X[c:], y[c:], window, weights=w[c:], ends=ends - c,
+                        min_nobs=min_nobs, prior=prior)
+    np.testing.assert_array_equal(after["ends"], ends - c)
+    for name in rolling.ROLLING_STATISTICS:
+        np.testing.assert_allclose(after[name], whole[name], rtol=1e-9, atol=1e-12,
+                                   err_msg=name)
+    with pytest.raises(ValueError, match="does not hold the prior"):
+        rolling_fit(X[c:], y[c:], c + 1, ends=[n - c], prior=prior)
+
+
+def test_groups_of_expanding_windows_read_only_their_rows(monkeypatch):
+    """The groups of expanding windows of a 100,000-row stream in tasks of 2,000 windows:
+    each task reads the rows its windows add (after the summary of those before), the
+    summaries read each row once more: 2 reads a row, where reading from row 0 took 25."""
+    import streamlsq.stream.rolling as stream_rolling
+
+    n, window = 100_000, 150_000
+    ends = window_ends(n, window, 3, 1, True)
+    groups = stream_rolling.window_groups(ends, window, expanding=True)
+    firsts, runs = stream_rolling.expanding_reads(ends, groups, window)
+    assert len(firsts) == len(groups) == 50
+    reads = sum(int(ends[j - 1]) - f for f, (i, j) in zip(firsts, groups, strict=True))
+    reads += sum(b - a for a, b in runs)
+    assert reads <= 2 * n
+    assert sum(int(ends[j - 1]) for i, j in groups) > 25 * n  # from row 0 every time
+    # rolling windows after the expanding ones start groups of their own
+    ends = window_ends(n, 1_000, 3, 7, True)
+    groups = stream_rolling.window_groups(ends, 1_000, expanding=True)
+    assert all((ends[i:j] <= 1_000).all() or (ends[i:j] > 1_000).all() for i, j in groups)
+    firsts, runs = stream_rolling.expanding_reads(ends, groups, 1_000)
+    assert firsts == [0] and runs == []
+
+
+@pytest.fixture(scope="module")
+def macro_stores(tmp_path_factory):
+    """statsmodels' macrodata as stores of 7 and 50 rows a chunk."""
+    import warnings
+
+    import statsmodels.api as sm
+    import xarray as xr
+
+    d = sm.datasets.macrodata.load_pandas().data[["infl", "unemp", "tbilrate"]]
+    root = tmp_path_factory.mktemp("macro-expanding")
+    paths = []
+    for rows in (7, 50):
+        ds = xr.Dataset({c: ("row", d[c].to_numpy()) for c in d.columns})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ds.chunk({"row": rows}).to_zarr(root / f"m{rows}.zarr", mode="w", zarr_format=3,
+                                            consolidated=False)
+        paths.append(str(root / f"m{rows}.zarr"))
+    return d, paths
+
+
+def test_expanding_windows_in_many_tasks_equal_rolling_ols(macro_stores, client):
+    """Expanding windows of macrodata (203 rows) growing to 150 rows then rolling, in
+    tasks of 3 and of 2,000 windows, from 7- and 50-row chunks, on both engines: each
+    window as RollingOLS(expanding=True) gives it, and the same numbers whatever the
+    grouping and the chunking."""
+    from statsmodels.regression.rolling import RollingOLS
+
+    import streamlsq.stream.rolling as stream_rolling
+    from streamlsq import fit_stream
+
+    d, paths = macro_stores
+    X = np.column_stack([np.ones(len(d)), d[["unemp", "tbilrate"]].to_numpy()])
+    ref = RollingOLS(d.infl.to_numpy(), X, window=150, expanding=True).fit()
+    rows = np.arange(3, len(d))
+    options = dict(x=["unemp", "tbilrate"], y="infl", sample_dim="row", fit_intercept=True,
+                   window=150, expanding=True, client=client)
+    fits = []
+    for per_task, path, engine in ((3, paths[0], "scan"), (3, paths[1], "sequential"),
+                                   (2_000, paths[0], "sequential")):
+        mp = pytest.MonkeyPatch()
+        mp.setattr(stream_rolling, "WINDOWS_PER_TASK", per_task)
+        try:
+            ds = fit_stream(path, "kf4lls", engine=engine, **options)
+        finally:
+            mp.undo()
+        np.testing.assert_array_equal(ds.window_end.values, rows)
+        for name in ("params", "bse"):
+            np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, :, 0],
+                                       np.asarray(getattr(ref, name))[rows], rtol=1e-9)
+        for name in ("rsquared", "ssr", "llf"):
+            np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, 0],
+                                       np.asarray(getattr(ref, name))[rows], rtol=1e-9)
+        fits.append(ds)
+    for ds in fits[1:]:
+        for name in ("rolling_params", "rolling_bse", "rolling_rsquared", "rolling_llf"):
+            np.testing.assert_allclose(ds[name].values, fits[0][name].values, rtol=1e-12)

@@ -38,8 +38,8 @@ import numpy as np
 
 from streamlsq.kernels.linalg import has_full_column_rank
 
-__all__ = ["RANK_MARGIN", "ROLLING_STATISTICS", "WINDOW_BATCH", "rolling_fit",
-           "sliding_factors", "window_ends"]
+__all__ = ["RANK_MARGIN", "ROLLING_STATISTICS", "WINDOW_BATCH", "merge_summaries",
+           "rolling_fit", "rows_summary", "sliding_factors", "window_ends"]
 
 #: the statistics of each window: statsmodels' ``RollingRegressionResults`` names
 ROLLING_STATISTICS = ("params", "bse", "tvalues", "rsquared", "rsquared_adj", "ssr", "nobs",
@@ -217,14 +217,81 @@ def sliding_factors(M: np.ndarray, starts: Sequence[int], ends: Sequence[int]
         yield from queue.factors(j0, min(m, j0 + WINDOW_BATCH))
 
 
-def _constant_column(X: np.ndarray, w: np.ndarray) -> int | None:
-    """The index of a column constant (and not zero) on the rows of positive weight, or
-    None: whether the windows' R² is centred, as statsmodels' ``k_constant`` decides."""
+def _constant_part(X: np.ndarray, w: np.ndarray) -> tuple:
+    """(first, same) of the rows of positive weight: the first such row and which columns
+    equal it on all of them; (None, None) when no row weighs."""
     rows = X[w > 0]
     if not len(rows):
+        return None, None
+    return rows[0].copy(), (rows == rows[:1]).all(axis=0)
+
+
+def _constant_column(X: np.ndarray, w: np.ndarray, prior: dict | None = None) -> int | None:
+    """The index of a column constant (and not zero) on the rows of positive weight (those
+    of ``prior`` too, the summary of earlier rows), or None: whether the windows' R² is
+    centred, as statsmodels' ``k_constant`` decides."""
+    first, same = _merge_constant_parts(
+        (None, None) if prior is None else (prior["first"], prior["same"]),
+        _constant_part(X, w))
+    if first is None:
         return None
-    same = (rows == rows[:1]).all(axis=0) & (rows[0] != 0)
+    same = same & (first != 0)
     return int(np.flatnonzero(same)[0]) if same.any() else None
+
+
+def _merge_constant_parts(a: tuple, b: tuple) -> tuple:
+    """(first, same) of two runs of rows, the first before the second."""
+    if a[0] is None:
+        return b
+    if b[0] is None:
+        return a
+    return a[0], a[1] & b[1] & (a[0] == b[0])
+
+
+def _factor(M: np.ndarray) -> np.ndarray:
+    """The (p, p) upper-triangular factor of the rows ``M`` (fewer than p rows: zero rows
+    below), by Householder QR."""
+    p = M.shape[1]
+    R = np.zeros((p, p))
+    if len(M):
+        r = np.linalg.qr(M, mode="r")
+        R[:min(len(M), p)] = r[:p]
+    return R
+
+
+def rows_summary(X, Y, weights=None) -> dict:
+    """The summary of a run of rows that expanding windows hold whole, a ``prior`` of
+    :func:`rolling_fit` for the rows after them: the factor of [W^½X W^½Y] (``factor``),
+    the rows (``rows``), those of positive weight (``nobs``) and their Σ log w
+    (``sum_log_w``), and the first such row with the columns equal to it on all of them
+    (``first``, ``same``: the constant column's decision). Summaries of consecutive runs
+    merge by :func:`merge_summaries`.
+
+    >>> import numpy as np
+    >>> from streamlsq.kernels.inference.rolling import merge_summaries, rows_summary
+    >>> X = np.column_stack([np.ones(9), np.arange(9.0)]); y = X @ [1.0, 2.0]
+    >>> s = merge_summaries(rows_summary(X[:4], y[:4]), rows_summary(X[4:], y[4:]))
+    >>> s["rows"], s["nobs"], bool(np.allclose(s["factor"].T @ s["factor"],
+    ...     np.c_[X, y].T @ np.c_[X, y])), s["same"].tolist()
+    (9, 9, True, [True, False])
+    """
+    X, Y = np.asarray(X, np.float64), np.asarray(Y, np.float64)
+    Y = Y[:, None] if Y.ndim == 1 else Y
+    w = np.ones(len(X)) if weights is None else np.asarray(weights, np.float64)
+    positive = w > 0
+    first, same = _constant_part(X, w)
+    return {"factor": _factor(np.hstack([X, Y]) * np.sqrt(w)[:, None]), "rows": len(X),
+            "nobs": int(positive.sum()), "sum_log_w": float(np.log(w[positive]).sum()),
+            "first": first, "same": same}
+
+
+def merge_summaries(a: dict, b: dict) -> dict:
+    """The summary (:func:`rows_summary`) of the rows of ``a`` followed by those of ``b``:
+    the factor of both factors stacked (a QR of 2p rows), the counts added."""
+    first, same = _merge_constant_parts((a["first"], a["same"]), (b["first"], b["same"]))
+    return {"factor": _factor(np.vstack([a["factor"], b["factor"]])),
+            "rows": a["rows"] + b["rows"], "nobs": a["nobs"] + b["nobs"],
+            "sum_log_w": a["sum_log_w"] + b["sum_log_w"], "first": first, "same": same}
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -340,7 +407,7 @@ def window_ends(n_rows: int, window: int, min_nobs: int, step: int = 1,
 
 def rolling_fit(X, Y, window: int, *, min_nobs: int | None = None, step: int = 1,
                 expanding: bool = False, weights=None, constant: int | None = None,
-                ends=None) -> dict:
+                ends=None, prior: dict | None = None) -> dict:
     """Least squares over every recorded window of ``window`` rows of (X, Y): ``ends`` (the
     exclusive row ends of the windows) and the statistics of :data:`ROLLING_STATISTICS`
     per window, ``params``/``bse``/``tvalues`` (m, k, K), the others (m, K); a window whose
@@ -348,7 +415,10 @@ def rolling_fit(X, Y, window: int, *, min_nobs: int | None = None, step: int = 1
     default k, or aliased columns by the one rank rule) gets NaN, as in ``RollingOLS``.
     ``weights``: precision weights of the rows (as WLS); ``constant`` the index of the
     intercept column if known; ``ends`` the windows' ends (exclusive, sorted) instead of
-    every ``step`` rows.
+    every ``step`` rows. ``prior``: the summary (:func:`rows_summary`) of the rows before
+    X, which every window then holds whole (expanding windows that begin before X: the
+    windows' ends count from X's first row, and none may start after the prior's first
+    row); their rows are not needed again.
 
     Examples
     --------
@@ -376,14 +446,27 @@ def rolling_fit(X, Y, window: int, *, min_nobs: int | None = None, step: int = 1
     count = np.concatenate([[0], np.cumsum(positive)])
     sum_log_w = np.concatenate([[0.0], np.cumsum(np.where(positive, np.log(np.where(
         positive, w, 1.0)), 0.0))])
+    if prior is not None:  # its factor's p rows stand for the rows before X
+        if len(ends) and int((ends - int(window)).max()) + prior["rows"] > 0:
+            raise ValueError(f"a window of {window} rows ending at row "
+                             f"{int(ends.max()) + prior['rows']} does not hold the prior's "
+                             f"{prior['rows']} rows whole")
+        p = k + K
+        M = np.vstack([prior["factor"], M])
+        count = np.concatenate([[0], np.full(p, prior["nobs"]), prior["nobs"] + count[1:]])
+        sum_log_w = np.concatenate([[0.0], np.full(p, prior["sum_log_w"]),
+                                    prior["sum_log_w"] + sum_log_w[1:]])
+        rows_end, starts = ends + p, np.zeros_like(ends)
+    else:
+        rows_end = ends
     m = len(ends)
-    constant = _constant_column(X, w) if constant is None else constant
-    queue = _Queue(M, starts, ends)
+    constant = _constant_column(X, w, prior) if constant is None else constant
+    queue = _Queue(M, starts, rows_end)
     parts = []
     for j0 in range(0, m, WINDOW_BATCH):  # a batch of factors at a time: bounded memory
         j1 = min(m, j0 + WINDOW_BATCH)
-        parts.append(_window_statistics(queue.factors(j0, j1), k, count[ends[j0:j1]]
-                                        - count[starts[j0:j1]], sum_log_w[ends[j0:j1]]
+        parts.append(_window_statistics(queue.factors(j0, j1), k, count[rows_end[j0:j1]]
+                                        - count[starts[j0:j1]], sum_log_w[rows_end[j0:j1]]
                                         - sum_log_w[starts[j0:j1]], constant, min_nobs))
     if not parts:
         parts.append(_window_statistics(np.zeros((0, k + K, k + K)), k,

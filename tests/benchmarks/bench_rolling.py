@@ -23,7 +23,8 @@ then the seconds per window position of ``streamlsq`` for windows of ``--windows
 (default 100 … 100,000; 3·window + 2,001 positions each): it must not grow with the
 window (each position is one merge of two p × p factors and three rows rotated in). Prints
 medians and spreads (min–max), the ratios per round, the load average before and after,
-and writes everything as JSON. Not part of the test suite; a small run:
+with rows per CPU second beside rows per second (the load changes CPU time far less than
+wall time), and writes everything as JSON. Not part of the test suite; a small run:
 
     python tests/benchmarks/bench_rolling.py --rows 200000 --repeat 5
 """
@@ -70,21 +71,22 @@ def _polars_ols(X, y, window):
         *features, window_size=window, mode="coefficients"))
 
 
-def _ours_in_pieces(args, beta) -> float:
-    """Seconds of rolling_fit over ``args.rows`` rows, piece by piece (the rows made
-    outside the timer)."""
-    seconds, tail_X, tail_y = 0.0, None, None
+def _ours_in_pieces(args, beta) -> tuple[float, float]:
+    """Seconds and CPU seconds of rolling_fit over ``args.rows`` rows, piece by piece
+    (the rows made outside the timer)."""
+    seconds, cpu, tail_X, tail_y = 0.0, 0.0, None, None
     for piece, start in enumerate(range(0, args.rows, args.piece)):
         X, y = _rows(piece, min(args.piece, args.rows - start), args.features, beta)
         if tail_X is not None:
             X, y = np.vstack([tail_X, X]), np.concatenate([tail_y, y])
         if len(y) >= args.window:
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             _ours(X, y, args.window)
             seconds += time.perf_counter() - started
+            cpu += time.process_time() - started_cpu
         keep = max(0, len(y) - args.window + 1)
         tail_X, tail_y = X[keep:], y[keep:]
-    return seconds
+    return seconds, cpu
 
 
 def _spread(values) -> dict:
@@ -106,6 +108,7 @@ def main(argv=None) -> dict:
                         help="window lengths of the cost per position")
     parser.add_argument("--json", type=Path, default=Path("bench_rolling.json"))
     args = parser.parse_args(argv)
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")  # every run on one thread
     from threadpoolctl import threadpool_limits
 
     load_before = os.getloadavg()
@@ -129,37 +132,52 @@ def main(argv=None) -> dict:
     rows_of = {name: (args.rows if name == "streamlsq" else peer_rows) for name in candidates}
     windows = [int(w) for w in args.windows.split(",")]
     seconds = {name: [] for name in candidates}
+    cpu = {name: [] for name in candidates}
     per_position = {w: [] for w in windows}
     with threadpool_limits(1):
         _ours(X[:3 * k + 10], y[:3 * k + 10], 2 * k)  # compiled (or loaded) outside the timer
-        for _ in range(args.repeat):
+        for round_ in range(args.repeat):
             for name, fn in candidates.items():
-                started = time.perf_counter()
+                started, started_cpu = time.perf_counter(), time.process_time()
                 timed = fn()
                 elapsed = time.perf_counter() - started
-                seconds[name].append(timed if name == "streamlsq" else elapsed)
+                seconds[name].append(timed[0] if name == "streamlsq" else elapsed)
+                cpu[name].append(timed[1] if name == "streamlsq"
+                                 else time.process_time() - started_cpu)
             for w in windows:
                 rows = 4 * w + 2_000
                 Xw, yw = _rows(7, rows, k, beta)
                 started = time.perf_counter()
                 _ours(Xw, yw, w)
                 per_position[w].append((time.perf_counter() - started) / (rows - w + 1))
+            print(f"round {round_ + 1}: seconds {[round(v[-1], 2) for v in seconds.values()]}, "
+                  f"CPU {[round(v[-1], 2) for v in cpu.values()]}, load {os.getloadavg()[0]:.1f}",
+                  flush=True)
     rows_per_s = {name: [rows_of[name] / s for s in seconds[name]] for name in candidates}
+    rows_per_cpu_s = {name: [rows_of[name] / s for s in cpu[name]] for name in candidates}
     report["rows_per_s"] = {name: _spread(v) for name, v in rows_per_s.items()}
+    report["rows_per_cpu_s"] = {name: _spread(v) for name, v in rows_per_cpu_s.items()}
+    peers = [name for name in candidates if name not in ("streamlsq", "streamlsq, peer rows")]
     report["ratio_per_round"] = {
         f"streamlsq / {peer}": _spread(np.asarray(rows_per_s["streamlsq, peer rows"])
-                                       / np.asarray(rows_per_s[peer]))
-        for peer in candidates if peer not in ("streamlsq", "streamlsq, peer rows")}
+                                       / np.asarray(rows_per_s[peer])) for peer in peers}
+    report["cpu_ratio_per_round"] = {
+        f"streamlsq / {peer}": _spread(np.asarray(rows_per_cpu_s["streamlsq, peer rows"])
+                                       / np.asarray(rows_per_cpu_s[peer])) for peer in peers}
     report["seconds_per_position"] = {w: _spread(v) for w, v in per_position.items()}
     report["load_after"] = os.getloadavg()
     print(f"{args.rows:,} rows × {k} features, window {args.window}, {args.repeat} rounds, "
           f"load {load_before[0]:.1f} → {report['load_after'][0]:.1f}")
-    print(f"{'run':<24}{'rows':>12}{'rows/s median':>16}{'spread':>26}")
+    print(f"{'run':<24}{'rows':>12}{'rows/s median':>16}{'spread':>26}"
+          f"{'rows/CPU s median':>20}{'spread':>26}")
     for name, s in report["rows_per_s"].items():
+        c = report["rows_per_cpu_s"][name]
         print(f"{name:<24}{rows_of[name]:>12,}{s['median']:>16,.0f}"
-              f"{s['min']:>13,.0f} – {s['max']:<11,.0f}")
-    for name, s in report["ratio_per_round"].items():
-        print(f"{name:<40} {s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f})")
+              f"{s['min']:>13,.0f} – {s['max']:<11,.0f}{c['median']:>20,.0f}"
+              f"{c['min']:>13,.0f} – {c['max']:<11,.0f}")
+    for what in ("ratio_per_round", "cpu_ratio_per_round"):
+        for name, s in report[what].items():
+            print(f"{what} {name:<34} {s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f})")
     for w, s in report["seconds_per_position"].items():
         print(f"window {w:>7,}: {1e6 * s['median']:.2f} µs a position "
               f"({1e6 * s['min']:.2f}–{1e6 * s['max']:.2f})")

@@ -8,7 +8,13 @@ first window to the end of its last) and fits them in order; the groups run in p
 whichever engine fitted the rows (the windows' answers do not depend on it). A group holds
 at most :data:`WINDOWS_PER_TASK` windows and about :data:`GROUP_ROWS` rows besides its first
 window, so a task reads at most a window and a bounded stretch of rows after it, and every
-row but those of the first window of a group is read once.
+row but those of the first window of a group is read once. Expanding windows (which all
+start at row 0 until they hold ``window`` rows) are grouped apart from the rolling ones
+after them, and a task of expanding windows reads only the rows its windows add: the rows
+before them come as one summary (their factor and counts,
+:func:`~streamlsq.kernels.inference.rolling.rows_summary`), each run of rows between two
+groups summarised by a task of a first pass and the summaries merged in order on the client
+(p × p factors). Each row is then read twice in all, not once per group after it.
 
 The result gains, along the dimension ``window`` (the windows' last rows,
 ``window_end``), the statistics statsmodels' ``RollingOLS`` gives, named as it names them

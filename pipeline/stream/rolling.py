@@ -8,7 +8,13 @@ first window to the end of its last) and fits them in order; the groups run in p
 whichever engine fitted the rows (the windows' answers do not depend on it). A group holds
 at most :data:`WINDOWS_PER_TASK` windows and about :data:`GROUP_ROWS` rows besides its first
 window, so a task reads at most a window and a bounded stretch of rows after it, and every
-row but those of the first window of a group is read once.
+row but those of the first window of a group is read once. Expanding windows (which all
+start at row 0 until they hold ``window`` rows) are grouped apart from the rolling ones
+after them, and a task of expanding windows reads only the rows its windows add: the rows
+before them come as one summary (their factor and counts,
+:func:`~streamlsq.kernels.inference.rolling.rows_summary`), each run of rows between two
+groups summarised by a task of a first pass and the summaries merged in order on the client
+(p × p factors). Each row is then read twice in all, not once per group after it.
 
 The result gains, along the dimension ``window`` (the windows' last rows,
 ``window_end``), the statistics statsmodels' ``RollingOLS`` gives, named as it names them
@@ -31,7 +37,7 @@ from streamlsq.jobs import Context, Pass
 from streamlsq.kernels.inference import rolling as rolling_kernels
 from streamlsq.runtime.reduce import wait_progress
 
-__all__ = ["GROUP_ROWS", "RollingPass", "WINDOWS_PER_TASK", "window_groups"]
+__all__ = ["GROUP_ROWS", "RollingPass", "WINDOWS_PER_TASK", "expanding_reads", "window_groups"]
 
 #: rows a group of windows reaches beyond its first window (the rows each task reads once)
 GROUP_ROWS = 200_000
@@ -39,29 +45,55 @@ GROUP_ROWS = 200_000
 WINDOWS_PER_TASK = 2_000
 
 
-def window_groups(ends: np.ndarray, window: int) -> list[tuple[int, int]]:
+def window_groups(ends: np.ndarray, window: int, expanding: bool = False
+                  ) -> list[tuple[int, int]]:
     """Consecutive groups [i, j) of the window ends ``ends`` (exclusive row ends, sorted),
     each reaching at most :data:`GROUP_ROWS` rows past its first window's end and holding at
-    most :data:`WINDOWS_PER_TASK` windows."""
+    most :data:`WINDOWS_PER_TASK` windows; ``expanding``: no group holds both windows
+    starting at row 0 (ending at row ``window`` or before) and later ones."""
     groups, i = [], 0
     while i < len(ends):
         j = i + 1
         while (j < len(ends) and j - i < WINDOWS_PER_TASK
-               and ends[j] - ends[i] <= GROUP_ROWS):
+               and ends[j] - ends[i] <= GROUP_ROWS
+               and not (expanding and ends[i] <= window < ends[j])):
             j += 1
         groups.append((i, j))
         i = j
     return groups
 
 
+def expanding_reads(ends: np.ndarray, groups: list[tuple[int, int]], window: int
+                    ) -> tuple[list[int], list[tuple[int, int]]]:
+    """For the groups of expanding windows (those ending at row ``window`` or before, the
+    first groups): the first row each reads (the previous group's last window end, 0 for
+    the first group), and the runs of rows [a, b) between them whose summaries, merged in
+    order, are the priors of the groups after the first."""
+    firsts = [0]
+    for i, _ in groups[1:]:
+        if ends[i] > window:
+            break
+        firsts.append(int(ends[i - 1]))
+    return firsts, list(zip(firsts[:-1], firsts[1:], strict=True))
+
+
+def summarise_rows(source: StreamSource, start: int, stop: int) -> dict:
+    """Dask task: the summary of the rows ``start:stop`` (their factor and counts), a part
+    of the prior of the expanding windows after them."""
+    X, Y, w = source.read_weighted(start, stop)
+    return rolling_kernels.rows_summary(X, Y, w)
+
+
 def rolling_group(source: StreamSource, ends: np.ndarray, window: int, min_nobs: int,
-                  constant) -> dict:
-    """Dask task: the windows ending at ``ends`` fitted from the rows they cover."""
-    first = max(0, int(ends[0]) - window)
+                  constant, prior: dict | None = None) -> dict:
+    """Dask task: the windows ending at ``ends`` fitted from the rows they cover (after
+    ``prior``'s rows, the summary of the rows before them, when given)."""
+    first = prior["rows"] if prior is not None else max(0, int(ends[0]) - window)
     X, Y, w = source.read_weighted(first, int(ends[-1]))
     # the group's window ends counted from the first row read
     fit = rolling_kernels.rolling_fit(X, Y, window, min_nobs=min_nobs, weights=w,
-                                      constant=constant, ends=np.asarray(ends) - first)
+                                      constant=constant, ends=np.asarray(ends) - first,
+                                      prior=prior)
     fit["ends"] = np.asarray(ends)
     return fit
 
@@ -95,9 +127,19 @@ class RollingPass(Pass):
         if len(ends) == 0:
             return {"ends": ends}
         tag = uuid.uuid4().hex[:8]
-        groups = window_groups(ends, self.window)
+        groups = window_groups(ends, self.window, self.expanding)
+        priors = [None] * len(groups)
+        if self.expanding:  # the rows before each group of expanding windows, summarised
+            firsts, runs = expanding_reads(ends, groups, self.window)
+            parts = ctx.client.gather([
+                ctx.client.submit(summarise_rows, source, a, b, key=f"rolling-rows-{tag}-{n}",
+                                  pure=False) for n, (a, b) in enumerate(runs)])
+            for n, part in enumerate(parts, start=1):
+                priors[n] = part if n == 1 else rolling_kernels.merge_summaries(
+                    priors[n - 1], part)
         futures = [ctx.client.submit(rolling_group, source, ends[i:j], self.window, min_nobs,
-                                     self.constant, key=f"rolling-{tag}-{n}", pure=False)
+                                     self.constant, priors[n], key=f"rolling-{tag}-{n}",
+                                     pure=False)
                    for n, (i, j) in enumerate(groups)]
         wait_progress(ctx.client, futures, [j - i for i, j in groups], "rolling windows",
                       unit="windows", enabled=ctx.progress)

@@ -193,10 +193,11 @@ def test_parquet_blocks_are_read_as_equal_virtual_chunks(inputs, flights):
 def test_a_read_decodes_each_part_once_for_all_its_columns(inputs, flights, kind,
                                                             monkeypatch):
     """The columns a read of a row range takes (features, targets, weights, labels) parse
-    each CSV byte range, or compute each dask partition or frame slice, the range overlaps
-    once for all of them, not once per column; a Parquet row group is read once per column
-    (all its columns at once took small workers past their limit); the rows are those of
-    the frame, and nothing of the read is kept afterwards."""
+    each CSV byte range, or compute each dask partition or frame slice, or decode each
+    Parquet row group, the range overlaps once for all of them, not once per column; the
+    rows are those of the frame; the parts' rows outside the range are kept until the reads
+    of the neighbouring chunks take them, without reading the parts again, and nothing is
+    kept afterwards."""
     from streamlsq.io import tables
 
     reads = []
@@ -215,15 +216,13 @@ def test_a_read_decodes_each_part_once_for_all_its_columns(inputs, flights, kind
     reads.clear()
     X, Y, w = source.read_weighted(start, stop, check=False)
     every = tuple(sorted(["arr_delay", "dep_delay", "distance", "hour", "origin"]))
-    if kind.startswith("parquet"):  # a formula's right-hand side is one frame
-        apart = [("arr_delay",), ("hour",), ("origin",)] + (
-            [("dep_delay", "distance")] if kind.endswith("formula")
-            else [("dep_delay",), ("distance",)])
-        assert sorted(reads) == sorted((i, names) for i in (0, 1) for names in apart), reads
-        tables.forget_parts()
-    else:
-        assert reads == [(0, every), (1, every)], reads
-    assert not tables._kept and getattr(tables._together, "range", None) is None
+    assert reads == [(0, every), (1, every)], reads
+    assert sorted(key[2] for key in tables._kept) == [0, 1]
+    assert getattr(tables._together, "range", None) is None
+    before, after = (source.read_weighted(a, b, check=False)
+                     for a, b in ((edges[0], start), (stop, edges[2])))
+    assert reads == [(0, every), (1, every)] and not tables._kept, reads
+    assert len(before[0]) == start - edges[0] and len(after[0]) == edges[2] - stop
 
     frame = flights[0].iloc[start:stop]
     kept = frame[["arr_delay", "dep_delay", "distance", "hour", "origin"]].notna().all(

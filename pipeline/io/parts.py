@@ -97,8 +97,8 @@ class RowsReader(Protocol):
         """A block within which this thread's reads of rows ``start:stop`` of the variables
         ``names`` share their work: a table's part is decoded once for all of them, not once
         per column (:meth:`~streamlsq.io.tables.TableRows.reading`); nothing is kept after
-        it. Readers whose variables are stored apart (a store's arrays, a Dataset's) share
-        nothing."""
+        it but a part whose other rows are still to be read. Readers whose variables are
+        stored apart (a store's arrays, a Dataset's) share nothing."""
 
     def chunk_stamps(self, names: Iterable[str], contents: bool = False) -> dict:
         """{variable: [(first row, end row, stamp), ...]} identifying the rows stored (empty

@@ -11,16 +11,19 @@ slices of rows (a polars frame becomes one). Each table column is a variable of 
 The plans and the engines know storage chunks of equal rows (``chunk_rows``). A table's parts
 need not be equal (row groups of a last file, CSV byte ranges), so its rows are cut into
 *virtual chunks* of equal rows (the rows of a row group when all of them but the last are
-equal, else their mean): a virtual chunk is read from the parts it overlaps. The columns a
-task reads of one row range (features, targets, weights, labels) are read together
-(:meth:`TableRows.reading`): each CSV byte range or dask partition (or frame slice) the
-range overlaps is parsed or computed once for all of them, each column is handed out once,
-and nothing of it is kept after the read. A Parquet row group is still read a column at a
-time (all its columns at once took workers of 600 MB past their limit: docs/tables.md),
-and so is a column read alone (a pass over the labels, ``convert``), through the last few
-parts each process keeps. Equal chunks
+equal, else their mean): a virtual chunk is read from the parts it overlaps. Equal chunks
 keep every piece of arithmetic above the source as it is, and a prediction's output chunks
 one to one with the tasks that write them.
+
+Each part is read once for all the columns a fit takes (features, targets, weights, labels,
+a formula's variables: :meth:`TableRows.reading`): a CSV byte range parsed, a dask
+partition or frame slice computed, a Parquet row group decoded once, not once per column
+nor once per chunk that overlaps it. A part whose rows reach beyond the range read (a
+virtual chunk straddling two parts) is kept in the process until its other rows are handed
+out, and a part another thread of the process is reading (the next chunk, read ahead) is
+waited for rather than read twice (:meth:`TableRows.read_part`). A Parquet row group whose
+columns exceed a share of the worker's memory limit is read in pieces of columns
+(:func:`column_pieces`), each column chunk still decoded once.
 
 What identifies the rows read (``--resume``): the files' sizes and modification stamps (an
 object's ETag) and, for Parquet, each row group's rows and bytes, in the input's token; a
@@ -47,7 +50,8 @@ from streamlsq.io.location import is_url
 from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, RowsReader
 from streamlsq.io.stores import object_stamp
 
-__all__ = ["TableRows", "forget_parts", "is_table", "open_table", "read_frame"]
+__all__ = ["TableRows", "column_pieces", "forget_parts", "is_table", "open_table",
+           "kept_bytes", "part_budget", "read_frame"]
 
 #: the dimension of every column of a table
 ROW_DIM = "row"
@@ -55,10 +59,15 @@ PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
 #: rows of a pandas frame in one part (about 25 MB of float64 in ten columns)
 FRAME_PART_ROWS = TARGET_CHUNK_ELEMENTS // 10
-#: parts a process keeps after reading them (the chunks of one task, and the columns of one
-#: chunk, share parts), and the bytes they may hold at most: the last part read is kept
+#: parts a process keeps between reads, each until all its rows have been handed out (the
+#: chunks that straddle it read it once), at most this many and these bytes (on a worker
+#: with a memory limit, fewer: :func:`kept_bytes`): a bound for reads that leave rows of a
+#: part unread here (a scan piece's last part, whose other rows another worker reads)
 KEPT_PARTS = 4
 KEPT_BYTES = 32 * 2**20
+#: the share of a worker's memory limit a Parquet row group is decoded in at once: a row
+#: group whose columns are larger is read in pieces of columns (600 MB workers: 9.4 MB)
+PART_SHARE = 1 / 64
 _kept: OrderedDict = OrderedDict()
 _kept_lock = threading.Lock()
 #: the row range each thread reads together (:meth:`TableRows.reading`)
@@ -155,11 +164,11 @@ class TableRows:
     @contextlib.contextmanager
     def reading(self, names, start: int, stop: int):
         """A block within which this thread's reads of rows ``start:stop`` of the columns
-        ``names`` are one read: the first of them parses each CSV byte range, or computes
-        each dask partition, the rows overlap once for all of ``names`` (not once per
-        column), each column is then handed out once (a column read twice is read again
-        alone), and nothing is kept after the block, nor in any other thread. A Parquet row
-        group is read a column at a time whatever the block (see :meth:`column_rows`).
+        ``names`` are one read: the first of them reads each part the rows overlap once
+        for all of ``names`` (:meth:`read_part`: a CSV byte range parsed, a dask partition
+        computed, a Parquet row group decoded), each column is then handed out once (a
+        column read twice is read again alone), and nothing of the block is left after it,
+        nor in any other thread, but the parts whose other rows are still to be read.
         Within a block of another range, or of other columns, a block of its own is opened;
         within one that covers it, none."""
         names = tuple(dict.fromkeys(names))
@@ -173,20 +182,47 @@ class TableRows:
         finally:
             _together.range = outer
 
-    def read_part(self, i: int, names: tuple):
-        """Part ``i``'s columns ``names`` as a pandas DataFrame, kept for the next reads (the
-        next chunk often starts in the same part)."""
-        key = (self.token, self.path, i, names)
+    def read_part(self, i: int, names: tuple, lo: int = 0, hi: int | None = None):
+        """Part ``i``'s columns ``names`` (at least) as a pandas DataFrame, of which rows
+        ``lo:hi`` (of the part) are handed out: read here once for all of ``names``, or
+        taken from the parts this process keeps, or from the read of another thread, waited
+        for. A part is kept while some of its rows have not been handed out (the next chunk
+        starts in it), within KEPT_PARTS and the kept bytes (:func:`kept_bytes`), and
+        dropped once they all have been.
+
+        No thread holds a part's turn while it waits for another's: a thread reads one part
+        at a time, and waits only when it reads none, so two threads cannot wait on each
+        other (reads ahead in threads share parts without a deadlock)."""
+        wanted = frozenset(names)
+        while True:
+            with _kept_lock:
+                entry = next((e for k, e in _kept.items() if k[:3] == (self.token, self.path, i)
+                              and wanted <= e.names), None)
+                if entry is None:
+                    entry = _KeptPart((self.token, self.path, i, wanted))
+                    _kept[entry.key] = entry
+                    break
+                if entry.frame is not None:
+                    return entry.hand_out(lo, hi)
+                ready = entry.ready
+            ready.wait()  # another thread reads it
+            with _kept_lock:
+                if entry.frame is not None:  # read there (kept or not): taken from it
+                    return entry.hand_out(lo, hi)
+            # that read failed: read here (and fail here, in this read's words)
+        try:
+            frame = self._read_part(i, list(names))
+        except BaseException:
+            with _kept_lock:
+                if _kept.get(entry.key) is entry:
+                    del _kept[entry.key]
+            entry.ready.set()
+            raise
         with _kept_lock:
-            if key in _kept:
-                _kept.move_to_end(key)
-                return _kept[key]
-        frame = self._read_part(i, list(names))
-        with _kept_lock:
-            _kept[key] = frame
-            while len(_kept) > 1 and (len(_kept) > KEPT_PARTS or sum(
-                    int(f.memory_usage(deep=False).sum()) for f in _kept.values()) > KEPT_BYTES):
-                _kept.popitem(last=False)
+            entry.frame = frame
+            frame = entry.hand_out(lo, hi)
+            _bound_kept()
+        entry.ready.set()
         return frame
 
     def _read_part(self, i: int, names: list):
@@ -196,13 +232,21 @@ class TableRows:
                 import pyarrow as pa
 
                 file, group = self.parts[i]
-                frame = _parquet_file(file, self.token, _options_key(self.storage_options),
-                                      self.storage_options).read_row_group(
-                    group, columns=names).to_pandas()
-                # the pages of the Arrow buffers go back to the system, not to Arrow's pool:
-                # a worker's memory stays that of the chunks it holds
-                pa.default_memory_pool().release_unused()
-                return frame
+                handle = _parquet_file(file, self.token, _options_key(self.storage_options),
+                                       self.storage_options)
+                frames = []
+                for piece in column_pieces(handle.metadata.row_group(group), names,
+                                           part_budget()):
+                    frames.append(handle.read_row_group(group, columns=piece).to_pandas(
+                        split_blocks=True, self_destruct=True))
+                    # the pages of the Arrow buffers go back to the system, not to Arrow's
+                    # pool: a worker's memory stays that of the chunks it holds
+                    pa.default_memory_pool().release_unused()
+                if len(frames) == 1:
+                    return frames[0]
+                import pandas as pd
+
+                return pd.concat(frames, axis=1)
             if kind == "pandas":
                 a, b = self.edges[i], self.edges[i + 1]
                 return self.frame.iloc[a:b][names]
@@ -220,23 +264,20 @@ class TableRows:
     def column_rows(self, names, start: int, stop: int) -> dict:
         """Rows ``start:stop`` of each of the columns ``names`` as a pandas Series (index
         0..): taken from the range this thread reads together (:meth:`reading`) when it
-        covers them, else read through the parts kept (:meth:`read_part`)."""
+        covers them, else read for ``names`` alone (through :meth:`read_part`, which reads
+        each part once)."""
         names = tuple(names)
         together = getattr(_together, "range", None)
-        # a Parquet row group stays read a column at a time: all of its columns read at
-        # once, whether kept per process or only for the read, took workers of 600 MB past
-        # their limit (docs/tables.md gives the measure)
-        if self.kind != "parquet" and together is not None and together.covers(
-                self, names, start, stop):
+        if together is not None and together.covers(self, names, start, stop):
             taken = together.take(self, names)
             if taken is not None:
                 return taken
-        return self._column_rows(names, start, stop, kept=True)
+        return self._column_rows(names, start, stop)
 
-    def _column_rows(self, names: tuple, start: int, stop: int, kept: bool) -> dict:
+    def _column_rows(self, names: tuple, start: int, stop: int) -> dict:
         """Rows ``start:stop`` of the columns ``names``, each part they overlap read once
-        for all of them; through the parts this process keeps (``kept``), else read here
-        and not kept."""
+        for all of them (:meth:`read_part`); the rows are copies of the part's when the
+        part is kept for its other rows (they are not held by it afterwards)."""
         import pandas as pd
 
         first = int(np.searchsorted(self.edges, start, side="right")) - 1
@@ -244,15 +285,15 @@ class TableRows:
         i = max(first, 0)
         while i < len(self.parts) and self.edges[i] < stop:
             a, b = self.edges[i], self.edges[i + 1]
-            part = self.read_part(i, names) if kept else self._read_part(i, list(names))
+            lo, hi = max(start, a) - a, min(stop, b) - a
+            part = self.read_part(i, names, lo, hi)
             if len(part) != b - a:
                 raise InputError(f"{self.label}: part {i} has {len(part)} rows where it had "
                                  f"{b - a} when the table was opened: it changed since")
-            lo, hi = max(start, a) - a, min(stop, b) - a
             whole = lo == 0 and hi == b - a
             for name in names:
                 # a part's rows outside the range are not held beyond this read
-                column = part[name] if whole else part[name].iloc[lo:hi].copy(deep=not kept)
+                column = part[name] if whole else part[name].iloc[lo:hi].copy(deep=True)
                 pieces[name].append(column)
             del part
             i += 1
@@ -322,10 +363,104 @@ class _RangeRead:
         request; None for a column already handed out."""
         names = tuple(dict.fromkeys(names))
         if self.held is None:
-            self.held = rows._column_rows(self.names, self.start, self.stop, kept=False)
+            self.held = rows._column_rows(self.names, self.start, self.stop)
         if not all(name in self.held for name in names):
             return None
         return {name: self.held.pop(name) for name in names}
+
+
+class _KeptPart:
+    """A part of a table this process reads or keeps (``key``: the table, the part and the
+    columns read): its frame once read (``ready`` is set then, or when the read failed) and
+    the rows of it handed out so far (``handed``: (first, end) pairs, merged). Changed with
+    ``_kept_lock`` held."""
+
+    def __init__(self, key: tuple):
+        self.key, self.names = key, key[3]
+        self.frame, self.handed = None, []
+        self.ready = threading.Event()
+
+    def hand_out(self, lo: int, hi: int | None):
+        """The frame, rows ``lo:hi`` of it handed out: the part is no longer kept once all
+        of its rows have been (else it is the last used)."""
+        n = len(self.frame)
+        merged: list = []
+        for a, b in sorted([*self.handed, (lo, n if hi is None else hi)]):
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        self.handed = merged
+        if _kept.get(self.key) is self:
+            if merged[0][0] <= 0 and merged[0][1] >= n:
+                del _kept[self.key]
+            else:
+                _kept.move_to_end(self.key)
+        return self.frame
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.frame is None else int(self.frame.memory_usage(deep=False).sum())
+
+
+def _bound_kept() -> None:
+    """Drop the parts used longest ago (never one being read) while more than KEPT_PARTS,
+    or more than :func:`kept_bytes`, are kept; with ``_kept_lock`` held."""
+    limit = kept_bytes()
+    while True:
+        done = [(k, e) for k, e in _kept.items() if e.frame is not None]
+        if not done or (len(done) <= KEPT_PARTS and sum(e.nbytes for _, e in done) <= limit):
+            return
+        del _kept[done[0][0]]
+
+
+def kept_bytes() -> int:
+    """The bytes of parts a process keeps: KEPT_BYTES, and on a worker with a memory limit
+    at most two row groups' decoded at once (:func:`part_budget`): a part larger than that
+    is read again by the chunk that straddles it rather than kept on a small worker."""
+    budget = part_budget()
+    return KEPT_BYTES if budget is None else min(KEPT_BYTES, 2 * budget)
+
+
+def part_budget() -> int | None:
+    """Bytes of a Parquet row group decoded at once here: PART_SHARE of the memory limit of
+    this Dask worker (of the smallest of this process's workers from a thread of a task's
+    reads ahead, where the task's worker is not known); None (a row group whole) outside
+    a worker or without a limit."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    try:
+        workers = [distributed.get_worker()]
+    except ValueError:
+        workers = list(distributed.Worker._instances)
+    limits = [getattr(getattr(w, "memory_manager", None), "memory_limit", None)
+              for w in workers]
+    limits = [int(m) for m in limits if m]
+    return int(min(limits) * PART_SHARE) if limits else None
+
+
+def column_pieces(row_group, names: list, budget: int | None) -> list[list]:
+    """The columns ``names`` of a Parquet row group (its metadata) in pieces read one
+    after another: each piece's decoded bytes (a column's uncompressed bytes, at least 8
+    a row) within ``budget``, one column at least; all of them at once without a budget."""
+    if budget is None:
+        return [list(names)]
+    sizes = {}
+    for j in range(row_group.num_columns):
+        column = row_group.column(j)
+        sizes[column.path_in_schema] = column.total_uncompressed_size
+    rows = row_group.num_rows
+    pieces, size = [], 0
+    for name in names:
+        width = max(sizes.get(name, 0), 8 * rows)
+        if pieces and size + width <= budget:
+            pieces[-1].append(name)
+            size += width
+        else:
+            pieces.append([name])
+            size = width
+    return pieces
 
 
 #: dask's DataFrame expressions cache their properties with functools.cached_property,

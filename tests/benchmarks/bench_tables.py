@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Tables out of core: a fit of a Parquet file and of a CSV file of the same rows, side by
 side with the same rows converted to a stream store (``streamlsq convert``), and how many
-times each part of a table is read.
+times each part of a table is read, with the read path before and after in one run.
 
 Writes a Parquet file of ``--rows`` rows of float64 (``--features`` columns and a target y,
 row groups of ``--row-group`` rows, unequal when ``--ragged``: then the virtual chunks of the
@@ -15,19 +15,23 @@ round-robin (every input sees the same load), and prints for each:
   on the same engine;
 - the peak resident memory of the largest single worker (psutil, every 0.05 s), over the
   rounds;
-- **part reads**: the parts of the table the workers read (a Parquet row group decoded, a
-  CSV byte range parsed; counted in ``TableRows._read_part`` on the workers, one run at a
-  time) over its parts, and the columns each read took. A CSV byte range parsed once for
-  all the fit's columns is 1 read of 25 columns (a part that two chunks, or two scan
-  pieces, share is read by each of them: a little above 1); a Parquet row group is read a
-  column at a time (25 reads of 1 column: docs/tables.md says why).
-- ``--per-column`` adds each table read the way it was before: each column of a part read on
-  its own (``TableRows.reading`` made a no-op on the workers), as the baseline.
+- **reads/part**: the reads of parts of the table on the workers (a Parquet row group
+  decoded, a CSV byte range parsed; counted in ``TableRows._read_part``, one run at a time)
+  over its parts, and the columns each read took. Read once for all the fit's columns, a
+  part is 1.00 read of 25 columns (a part two scan pieces share, on two workers, is read on
+  each: a little above 1).
+- ``--before`` adds each table read the two ways it was before, in the same rounds, made so
+  on the workers: ``per column``, each column of a part read on its own by every chunk that
+  overlaps the part (``TableRows.reading`` a no-op and nothing shared between reads: 4 reads
+  of each part for 3 features and a target); ``per chunk``, each chunk reading the parts it
+  overlaps once for all its columns but sharing nothing with the next chunk (a part two
+  chunks straddle read by both).
 
-The coefficients of every run are compared with the first (max relative difference). Prints
-the load average before and after; writes JSON. Not part of the test suite:
+The coefficients of every recorded step of every run are compared with those of the first
+input on the same engine (max relative difference: 0 when they are equal bit for bit).
+Prints the load average before and after; writes JSON. Not part of the test suite:
 
-    python tests/benchmarks/bench_tables.py --rows 200000 --repeat 2 --per-column --dir /tmp
+    python tests/benchmarks/bench_tables.py --rows 200000 --repeat 3 --before --dir /tmp
     python tests/benchmarks/bench_tables.py --rows 3200000 --memory-limit 600MB --ragged
 """
 
@@ -46,6 +50,9 @@ from _memory import WorkerPeak
 from distributed import Client, LocalCluster
 
 from streamlsq import convert, fit_stream
+
+#: the read paths a table is fitted with: the one of the package, and the two before it
+PATHS = ("", "per column", "per chunk")
 
 
 def write_tables(parquet: Path, csv: Path, rows: int, features: int, group_rows: int,
@@ -73,16 +80,16 @@ def write_tables(parquet: Path, csv: Path, rows: int, features: int, group_rows:
     return names
 
 
-def _count_part_reads(per_column: bool) -> None:
+def _count_part_reads(path: str) -> None:
     """In a worker: count the parts of tables read, and the columns each read took, from
-    now on; ``per_column``: each column of a part read on its own, as before."""
+    now on, read the way ``path`` names (one of PATHS)."""
     import contextlib
 
     from streamlsq.io import tables
 
     rows = tables.TableRows
     if not hasattr(rows, "_bench_counts"):
-        read, reading = rows._read_part, rows.reading
+        read, reading, read_part = rows._read_part, rows.reading, rows.read_part
 
         def counted(self, i, names):
             rows._bench_counts[0] += 1
@@ -90,9 +97,12 @@ def _count_part_reads(per_column: bool) -> None:
             return read(self, i, names)
 
         rows._read_part = counted
-        rows._bench_reading = reading
+        rows._bench_paths = (reading, read_part)
+    reading, read_part = rows._bench_paths
     rows.reading = (lambda self, names, start, stop: contextlib.nullcontext()) \
-        if per_column else rows._bench_reading
+        if path == "per column" else reading
+    rows.read_part = (lambda self, i, names, lo=0, hi=None: self._read_part(i, list(names))) \
+        if path else read_part
     rows._bench_counts = [0, 0]
     tables.forget_parts()  # every run reads its parts anew
 
@@ -112,8 +122,8 @@ def main() -> None:
     p.add_argument("--memory-limit", default="2GB")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--per-column", action="store_true",
-                   help="also each table read column by column (the reads before)")
+    p.add_argument("--before", action="store_true",
+                   help="also each table read per column and per chunk (the reads before)")
     p.add_argument("--dir", type=Path, default=Path("."))
     p.add_argument("--json", type=Path, default=Path("bench_tables.json"))
     args = p.parse_args()
@@ -125,10 +135,9 @@ def main() -> None:
 
     parts = {"parquet": len(open_table(str(parquet)).table_rows.parts),
              "csv": len(open_table(str(csv)).table_rows.parts)}
-    inputs = [("parquet", "parquet", False), ("csv", "csv", False)]
-    if args.per_column:
-        inputs += [("parquet, per column", "parquet", True), ("csv, per column", "csv", True)]
-    inputs.append(("zarr", "zarr", False))
+    inputs = [(f"{kind}, {path}" if path else kind, kind, path)
+              for kind in ("parquet", "csv") for path in (PATHS if args.before else ("",))]
+    inputs.append(("zarr", "zarr", ""))
     paths = {"parquet": str(parquet), "csv": str(csv), "zarr": str(store)}
     runs = {(label, engine): {"seconds": [], "peak": 0, "reads": None, "columns": None,
                               "coef": None}
@@ -138,9 +147,9 @@ def main() -> None:
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         convert(str(parquet), store, client=client, overwrite=True, progress=False)
         for _ in range(args.repeat):  # round-robin: every input sees the same load
-            for label, kind, per_column in inputs:
+            for label, kind, path in inputs:
                 for engine in ("sequential", "scan"):
-                    client.run(_count_part_reads, per_column)
+                    client.run(_count_part_reads, path)
                     with WorkerPeak(client) as peak:
                         start = time.perf_counter()
                         ds = fit_stream(paths[kind], engine=engine, x=names, y="y",
@@ -153,10 +162,10 @@ def main() -> None:
                     counts = np.sum(list(client.run(_part_reads).values()), axis=0)
                     if kind != "zarr":
                         run["reads"], run["columns"] = int(counts[0]), int(counts[1])
-                    run["coef"] = ds.coef.isel(step=-1).values[:, 0]
-        client.run(_count_part_reads, False)
+                    run["coef"] = ds.coef.values
+        client.run(_count_part_reads, "")
     load_after = os.getloadavg()
-    first = runs[(inputs[0][0], "sequential")]["coef"]
+    first = {engine: runs[(inputs[0][0], engine)]["coef"] for engine in ("sequential", "scan")}
     print(f"{args.rows} rows x {args.features + 1} float64 columns (row groups of "
           f"{args.row_group}{', ragged' if args.ragged else ''}; Parquet {parts['parquet']} "
           f"parts, CSV {parts['csv']} parts); {args.workers} workers x 1 thread of "
@@ -175,12 +184,16 @@ def main() -> None:
         kind = label.split(",")[0]
         reads = None if run["reads"] is None else run["reads"] / parts[kind]
         columns = None if not run["reads"] else run["columns"] / run["reads"]
-        diff = float(np.abs(run["coef"] - first).max() / np.abs(first).max())
+        # every recorded step of the trajectory, against the first input's on the same
+        # engine (the two engines' sums differ by rounding)
+        ref = first[engine]
+        diff = float(np.abs(run["coef"] - ref).max() / np.abs(ref).max())
         row = {"input": label, "engine": engine, "rows": args.rows, "rows_per_s": median,
                "spread": [min(rates), max(rates)], "vs_zarr": median / zarr,
                "peak_worker_mb": run["peak"] / 1e6, "parts": parts.get(kind),
                "part_reads": run["reads"], "reads_per_part": reads,
-               "columns_per_read": columns, "coef_rel_diff": diff}
+               "columns_per_read": columns, "coef_rel_diff": diff,
+               "coef_equal_to_bit": bool(np.array_equal(run["coef"], ref))}
         out.append(row)
         print(f"{label:<22}{engine:<12}{median:>11.3e}"
               f"{f'{min(rates):.3e}–{max(rates):.3e}':>21}{median / zarr:>9.2f}"

@@ -52,6 +52,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+import dask
 import numpy as np
 from distributed import Client, LocalCluster
 from threadpoolctl import threadpool_limits
@@ -146,8 +147,13 @@ def scheduler_cpu(n_tasks, repeat, message, n_workers) -> dict:
     the wall seconds per task, on a LocalCluster of ``n_workers`` worker processes, each
     task carrying ``message``: median and spread over ``repeat`` rounds after a warm one."""
     cpu, wall = [], []
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    # a shared machine under load can leave the scheduler silent for longer than 30 s
+    dask.config.set({"distributed.comm.timeouts.tcp": "300s",
+                     "distributed.comm.timeouts.connect": "300s"})
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
+    try:
+        client = Client(cluster)
         client.wait_for_workers(n_workers)
         # what the scheduler's thread spends with nothing to do (heartbeats, the nannies)
         c0, t0 = client.run_on_scheduler(_thread_cpu), time.perf_counter()
@@ -164,6 +170,12 @@ def scheduler_cpu(n_tasks, repeat, message, n_workers) -> dict:
                 cpu.append(used / n_tasks)
                 wall.append(seconds / n_tasks)
         same_thread = client.run_on_scheduler(threading.get_ident) == client.sync(_ident)
+        client.close()
+    finally:
+        try:  # 8 nannies on a loaded machine may take longer than distributed waits
+            cluster.close(timeout=120)
+        except TimeoutError:
+            pass
     return {"cpu_s_per_task": float(np.median(cpu)), "cpu_s_per_task_range":
             [float(min(cpu)), float(max(cpu))], "wall_s_per_task": float(np.median(wall)),
             "wall_s_per_task_range": [float(min(wall)), float(max(wall))],

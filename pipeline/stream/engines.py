@@ -59,7 +59,8 @@ from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
 
 __all__ = [
     "Trajectory", "plan_segments", "overflow_in_span", "read_span", "run_scan",
-    "run_sequential", "bytes_per_call", "scan_tasks", "solve_groups", "stack_rows",
+    "run_sequential", "bytes_per_call", "scan_tasks", "solve_groups", "solves_per_task",
+    "stack_rows",
     "subnormal_coefficients_error", "summarize_pieces",
 ]
 
@@ -71,9 +72,6 @@ SEGMENT_BYTES = 256 * 2**20
 #: another (:func:`scan_tasks`), so that the scheduler's cost per task stays small on many
 #: workers (docs/performance.md#scaling)
 PIECE_BYTES = 32 * 2**20
-#: the least recorded steps one Dask task of the scan engine solves (a solve of 20
-#: features takes a fraction of a millisecond, a scheduler round trip a few)
-SOLVES_PER_TASK = 32
 #: a Dask task's bytes may be at most this share of the smallest worker memory limit
 MEMORY_SHARE = 1 / 16
 
@@ -468,10 +466,15 @@ def pieces_per_task(client: Client, plan: StreamPlan, n_pieces: int,
                           task_bytes(total, worker_threads(client), configured))
 
 
+def solves_per_task(n_solves: int, n_threads: int) -> int:
+    """Recorded steps one Dask task solves: about four tasks per worker thread (tiny tasks,
+    a few hundred at most; every worker runs some, and has loaded the solves' code)."""
+    return max(1, -(-n_solves // (4 * n_threads)))
+
+
 def solve_groups(n_solves: int, n_threads: int) -> int:
-    """Dask tasks of the solves at the recorded steps: at least :data:`SOLVES_PER_TASK`
-    solves each, at most four tasks per worker thread."""
-    return max(1, min(4 * n_threads, -(-n_solves // SOLVES_PER_TASK)))
+    """Dask tasks of the solves at the recorded steps (:func:`solves_per_task` each)."""
+    return -(-n_solves // solves_per_task(n_solves, n_threads))
 
 
 def finish_states(method, infos, steps, label, remedy, source=None):
@@ -578,7 +581,7 @@ def run_scan(
         infos = method.scan(method.to_info(state0), summaries)
     keep = [i for i, e in enumerate(ends) if e % record_every == 0 or e == plan.n_blocks]
     solve = sorted(set(keep) | {0})  # index 0 is step 1: checks the first block
-    per = -(-len(solve) // solve_groups(len(solve), worker_threads(client)))
+    per = solves_per_task(len(solve), worker_threads(client))
     groups = [solve[j : j + per] for j in range(0, len(solve), per)]
     try:
         solved = client.gather(client.map(

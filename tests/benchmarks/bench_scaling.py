@@ -112,7 +112,7 @@ def scan_layout(plan, pieces, record_every, workers, method, grouped=True) -> di
                          task_bytes(plan.nbytes, workers)) if grouped else 1
     groups = scan_tasks(range(len(pieces)), per)
     solves = len(range(0, plan.n_blocks, record_every)) + 1
-    n_solve = solve_groups(solves, workers) if grouped else min(solves, 4 * workers)
+    n_solve = solve_groups(solves, workers)  # as before: about four per worker
     g = groups[0]
     message = (plan.span(pieces[g[0]][0], pieces[g[-1]][1]), [pieces[i] for i in g], method,
                record_every, "float64")

@@ -39,7 +39,7 @@ from __future__ import annotations
 import operator
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Unpack
 
 import numpy as np
@@ -70,7 +70,15 @@ from streamlsq.options.mlr import (
     POOLED,
     TILE,
 )
-from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
+from streamlsq.runtime.reduce import (
+    TreeFold,
+    client_task_bytes,
+    map_chunks,
+    tree_levels,
+    tree_reduce,
+    tree_units_per_task,
+    wait_progress,
+)
 
 __all__ = ["DEFAULT_LINKAGE", "DEFAULT_SPLITS", "K_MAX", "MAX_FULL_HEAVY", "TILE", "MetaLearning",
            "PooledFit", "fit_pooled", "metalearn", "model_dataset"]
@@ -85,6 +93,42 @@ VALIDATION_EVERY = 4
 def _guarded(fn, chunk: TaskChunk, source: TaskSource, *args):
     with reading_chunk(source, chunk):
         return fn(chunk, source, *args)
+
+
+def _with_offsets(source: TaskSource, chunks: list[TaskChunk]) -> list[TaskChunk]:
+    """The chunks of work of one Dask task with their offsets ``task_ptr``, read once for all
+    of them (a task's message carries none: 80 kB a chunk of 10,000 tasks)."""
+    if all(c.ptr is not None for c in chunks):
+        return chunks
+    with reading_chunk(source, chunks[0]):
+        ptr = source.task_ptr(chunks[0].lo, chunks[-1].hi)
+    base = chunks[0].lo
+    return [replace(c, ptr=ptr[c.lo - base : c.hi - base + 1]) for c in chunks]
+
+
+def _map_group(chunks, fn, source, *args) -> list:
+    """Dask task: ``fn`` over consecutive chunks of work, one after another (each read,
+    computed and freed before the next); their results in order."""
+    return [_guarded(fn, c, source, *args) for c in _with_offsets(source, chunks)]
+
+
+def _reduce_group(chunks, fn, source, levels, leaf, keep, *args) -> tuple[list, dict]:
+    """Dask task: ``fn`` over ``SPLIT_EVERY ** levels`` consecutive chunks of work (or the
+    last ones), one after another; their sums (``leaf`` of each result) combined as the
+    lowest ``levels`` levels of the reduction tree (:class:`TreeFold`: the same bits as one
+    Dask task per chunk), and ``keep`` of each result (e.g. its labels) in order."""
+    fold = TreeFold(mlr.combine_stats, levels)
+    kept = []
+    for c in _with_offsets(source, chunks):
+        out = _guarded(fn, c, source, *args)
+        if keep is not None:
+            kept.append(keep(out))
+        fold.add(out if leaf is None else leaf(out))
+    return kept, fold.result()
+
+
+def _partial_sums(result):
+    return result[1]
 
 
 def _moments(chunk, source, holdout):
@@ -174,19 +218,49 @@ class Steps:
     def plan(self, mask):
         return plan_chunks(self.ptr, mask, self.chunk_tasks)
 
-    def map(self, fn, chunks, *args, name):
-        return map_chunks(self.client, _call, chunks, fn, self.source, *args, name=name)
+    def per_task(self, chunks) -> int:
+        """Chunks of work per Dask task: a power of ``SPLIT_EVERY`` (a whole subtree of the
+        reduction), near :func:`~streamlsq.runtime.reduce.task_bytes` of the chunks' rows
+        (sized from the data and the workers). The chunks fix the arithmetic; how many a
+        Dask task takes changes no bit of a result."""
+        if len(chunks) <= 1:
+            return 1
+        rows = int(self.ptr[chunks[-1].hi] - self.ptr[chunks[0].lo])
+        total = rows * (self.source.n_features + 1) * 8
+        return tree_units_per_task(len(chunks), total / len(chunks),
+                                   client_task_bytes(self.client, total))
 
-    def reduce(self, fn, chunks, *args, name, leaf=None):
-        futures = self.map(fn, chunks, *args, name=name)
-        total = tree_reduce(self.client, futures, mlr.combine_stats, leaf=leaf,
+    def groups(self, chunks) -> tuple[int, list[list[TaskChunk]]]:
+        """:meth:`per_task`, and the chunks of work of each Dask task: that many consecutive
+        chunks (the last task fewer; their offsets left out of the messages when several
+        share a task)."""
+        per = self.per_task(chunks)
+        if per == 1:
+            return per, [[c] for c in chunks]
+        return per, [[replace(c, ptr=None) for c in chunks[i : i + per]]
+                     for i in range(0, len(chunks), per)]
+
+    def map(self, fn, chunks, *args, name, desc=None) -> list:
+        """``fn`` over every chunk of work, the results in order (gathered to the client)."""
+        _, groups = self.groups(chunks)
+        futures = map_chunks(self.client, _map_group, groups, fn, self.source, *args, name=name)
+        wait_progress(self.client, futures, [sum(c.n for c in g) for g in groups],
+                      desc or name, enabled=self.progress)
+        return [r for part in self.client.gather(futures) for r in part]
+
+    def reduce(self, fn, chunks, *args, name, leaf=None, keep=None):
+        """The sum (``mlr.combine_stats``, a fixed tree over the chunks of work) of ``leaf``
+        of ``fn`` over every chunk; returns the Dask tasks' futures, each of (``keep`` of
+        each of its chunks' results, its partial sum), and the sum."""
+        per, groups = self.groups(chunks)
+        levels = tree_levels(per)
+        futures = map_chunks(self.client, _reduce_group, groups, fn, self.source, levels, leaf,
+                             keep, *args, name=name)
+        total = tree_reduce(self.client, futures, mlr.combine_stats, leaf=_partial_sums,
                             name=f"{name}-sum")
-        wait_progress(self.client, futures, [c.n for c in chunks], name, enabled=self.progress)
+        wait_progress(self.client, futures, [sum(c.n for c in g) for g in groups], name,
+                      enabled=self.progress)
         return futures, total.result()
-
-
-def _call(chunk, fn, source, *args):
-    return _guarded(fn, chunk, source, *args)
 
 
 def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, threshold,
@@ -448,11 +522,8 @@ def _heavy_estimates(run: Steps, sets: TaskSets, transform, U, splits, step="hea
     heavy_chunks = run.plan(sets.heavy)
 
     def heavy_estimates():
-        futures = run.map(_project, heavy_chunks, transform, run.holdout, U, splits,
-                          name="heavy-estimates")
-        wait_progress(run.client, futures, [c.n for c in heavy_chunks], "heavy estimates",
-                      enabled=run.progress)
-        parts = run.client.gather(futures)
+        parts = run.map(_project, heavy_chunks, transform, run.holdout, U, splits,
+                        name="heavy-estimates", desc="heavy estimates")
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     a, c = run.step(step, heavy_estimates, heavy_chunks, timing="heavy_estimates")
@@ -499,10 +570,11 @@ def _algorithm(run: Steps, sets: TaskSets, k, splits, linkage, threshold, whiten
 
     def classification_refinement():
         futures, stats = run.reduce(_classify, light2_chunks, transform, run.holdout, W0, r2,
-                                    name="classify", leaf=operator.itemgetter(1))
-        label_futures = [run.client.submit(operator.itemgetter(0), f, pure=False)
-                         for f in futures]
-        light_cluster = np.concatenate(run.client.gather(label_futures))
+                                    name="classify", leaf=operator.itemgetter(1),
+                                    keep=operator.itemgetter(0))
+        # each Dask task's labels, chunk by chunk, in task order (no task of their own)
+        light_cluster = np.concatenate([labels for kept, _ in run.client.gather(futures)
+                                        for labels in kept])
         try:
             refined = mlr.refine_with_fallback(stats, int(sets.light2.sum()), W0, r2)
         except ValueError as exc:

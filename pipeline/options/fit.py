@@ -76,10 +76,10 @@ _BLOCK_SIZE = Param("block_size", None, "Rows per step (default: the store's blo
 _RECORD_EVERY = Param("record_every", None, "Record coefficients every N steps (default: "
                       "~1000 steps in all).", type=int, gt=0, optional=True)
 _DTYPE = DTYPE.replace(help="Precision of the computation.")
-_SEGMENT_BYTES = Param("segment_bytes", None, "MB of X per Dask task (sequential default "
-                       "256, scan default 96, at most a sixteenth of the smallest worker "
-                       "memory limit).", type=int, gt=0, optional=True, flag="--segment-size",
-                       unit="MB", scale=2**20)
+_SEGMENT_BYTES = Param("segment_bytes", None, "MB of X per Dask task (default: sequential "
+                       "256; scan sized from the data and the workers, in pieces of 32; at "
+                       "most a sixteenth of the smallest worker memory limit).", type=int,
+                       gt=0, optional=True, flag="--segment-size", unit="MB", scale=2**20)
 #: the α of the confidence intervals of a least-squares fit's statistics (1 − α coverage)
 CONF_ALPHA = Param("alpha", 0.05, "Level of the confidence intervals: 1 - alpha coverage "
                    "(least-squares fits).", gt=0, lt=1)

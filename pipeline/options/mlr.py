@@ -36,14 +36,16 @@ ROLES = ("auto", "store", "rows")
 INITS = ("truth", "perturbed", "random")
 #: the estimators of a new task's regression vector
 ESTIMATORS = ("bayes", "map", "lstsq")
-#: tasks per chunk of work (~10⁴ tasks amortise a scheduler hop; docs/architecture.md)
+#: tasks per chunk of work, the unit a kernel call processes (~10⁴ tasks amortise its Python
+#: overhead; a Dask task takes one or more: docs/architecture.md)
 DEFAULT_CHUNK_TASKS = 10_000
 
 #: leave out the last rows of every task (for evaluation: ``predict(..., holdout=N)``)
 HOLDOUT = Param("holdout", 0, "Leave out the last N rows of every task (evaluate them with "
                 "predict).", type=int, ge=0, metavar="N")
 #: tasks per chunk of work, for the jobs that map a kernel over the chunks of a task store
-CHUNK_TASKS = Param("chunk_tasks", DEFAULT_CHUNK_TASKS, "Tasks per Dask task.", type=int,
+CHUNK_TASKS = Param("chunk_tasks", DEFAULT_CHUNK_TASKS, "Tasks per chunk of work (a Dask "
+                    "task takes one or more, sized from the data and the workers).", type=int,
                     gt=0)
 #: the group of the store that holds the tasks (``PATH#GROUP`` names it on the command line)
 GROUP = Param("group", None, "Group of the store that holds the tasks (default: its root).",

@@ -118,6 +118,9 @@ SETTINGS = {
     "streamlsq.in-process-bytes": _setting_param(
         "streamlsq.in-process-bytes", IN_PROCESS_BYTES, "Bytes of input up to which the "
         "embedded cluster's workers are threads.", ge=0),
+    "streamlsq.task-bytes": _setting_param(
+        "streamlsq.task-bytes", 0, "Bytes of data one Dask task of a parallel pass reads (0: "
+        "sized from the data and the workers).", ge=0),
 }
 
 

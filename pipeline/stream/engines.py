@@ -8,7 +8,11 @@ each segment's recorded coefficients in order and checkpoints them.
 
 ``scan`` (recursions derived from ``ScanRecursion``): per-piece block sums computed as a
 parallel map, an in-order prefix over the small summaries, then independent
-solves at the recorded steps, also as a map.
+solves at the recorded steps, also as a map. The pieces (about one chunk each) fix the
+summaries and so the numbers; a Dask task summarises several consecutive pieces one after
+another, as many as the data and the workers call for
+(:func:`~streamlsq.runtime.reduce.task_bytes`): the same bits for every task size and
+worker count, and a task's memory is one piece's whatever its size.
 
 Both run over a :class:`~streamlsq.plans.StreamPlan`: the virtual stream of
 blocks the recursion sees (one store in storage order, several epochs in a
@@ -38,8 +42,10 @@ from streamlsq.io.sources import StreamSource
 from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import BadRowError, Recursion, ScanRecursion
+from streamlsq.runtime.client import setting
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.progress import row_bar, track_futures
+from streamlsq.runtime.reduce import task_bytes, units_per_task, worker_threads
 from streamlsq.stream.guards import (
     NonFiniteSolve,
     nonfinite_error,
@@ -53,15 +59,18 @@ from streamlsq.stream.plans import BlockSpan, Section, StreamPlan, plan_segments
 
 __all__ = [
     "Trajectory", "plan_segments", "overflow_in_span", "read_span", "run_scan",
-    "run_sequential", "bytes_per_call", "stack_rows", "subnormal_coefficients_error",
+    "run_sequential", "bytes_per_call", "scan_tasks", "solve_groups", "solves_per_task",
+    "stack_rows",
+    "subnormal_coefficients_error", "summarize_pieces",
 ]
 
 #: rows-bytes of X a sequential segment folds in one Dask task (a few seconds of work)
 SEGMENT_BYTES = 256 * 2**20
-#: rows-bytes of X a scan piece summarises in one Dask task: about one chunk of the
-#: default size (25 MB of X), summarised right after it is decoded; many pieces per
-#: worker, so that the last ones leave no worker idle for long (96 MiB pieces of 8,000,000
-#: × 20 rows left a worker idle for a twelfth of the run, and faulted in more pages)
+#: rows-bytes of X a scan piece summarises at once: about one chunk of the default size
+#: (25 MB of X), summarised right after it is decoded (96 MiB pieces concatenated 4 decoded
+#: chunks and faulted in more pages). A Dask task summarises several pieces one after
+#: another (:func:`scan_tasks`), so that the scheduler's cost per task stays small on many
+#: workers (docs/performance.md#scaling)
 PIECE_BYTES = 32 * 2**20
 #: a Dask task's bytes may be at most this share of the smallest worker memory limit
 MEMORY_SHARE = 1 / 16
@@ -422,6 +431,52 @@ def summarize_piece(span: BlockSpan, method, record_every, dtype):
     return span.n_rows, summaries
 
 
+def summarize_pieces(span: BlockSpan, pieces, method, record_every, dtype):
+    """Dask task: the pieces ``[(K0, K1), ...]`` of ``span`` summarised one after another
+    (:func:`summarize_piece`: each read, summarised and freed before the next), returning
+    (rows, [(rows, summaries) of each piece])."""
+    out = [summarize_piece(span.within(K0, K1), method, record_every, dtype)
+           for K0, K1 in pieces]
+    return sum(n for n, _ in out), out
+
+
+def scan_tasks(pieces_todo, per_task: int) -> list[list[int]]:
+    """The pieces (indices, increasing) each Dask task summarises: runs of at most
+    ``per_task`` consecutive pieces (a piece already committed ends a run)."""
+    groups: list[list[int]] = []
+    for i in pieces_todo:
+        if groups and len(groups[-1]) < per_task and i == groups[-1][-1] + 1:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def pieces_per_task(client: Client, plan: StreamPlan, n_pieces: int,
+                    piece_bytes: int | None) -> int:
+    """Pieces one Dask task of the scan engine summarises: about
+    :func:`~streamlsq.runtime.reduce.task_bytes` of the plan's rows (sized from the data and
+    the workers, or the dask config ``streamlsq.task-bytes``); one when ``piece_bytes`` was
+    given (``--segment-size``: the bytes of a Dask task) and the config leaves it be."""
+    configured = int(setting("streamlsq.task-bytes"))
+    if piece_bytes is not None and not configured:
+        return 1
+    total = plan.nbytes
+    return units_per_task(n_pieces, total / max(n_pieces, 1),
+                          task_bytes(total, worker_threads(client), configured))
+
+
+def solves_per_task(n_solves: int, n_threads: int) -> int:
+    """Recorded steps one Dask task solves: about four tasks per worker thread (tiny tasks,
+    a few hundred at most; every worker runs some, and has loaded the solves' code)."""
+    return max(1, -(-n_solves // (4 * n_threads)))
+
+
+def solve_groups(n_solves: int, n_threads: int) -> int:
+    """Dask tasks of the solves at the recorded steps (:func:`solves_per_task` each)."""
+    return -(-n_solves // solves_per_task(n_solves, n_threads))
+
+
 def finish_states(method, infos, steps, label, remedy, source=None):
     """Dask task: the independent solves turning information states into states, and the
     diagnostics of each (``state_diagnostics``); ``source`` names the columns of a
@@ -480,9 +535,10 @@ def run_scan(
 ) -> Trajectory:
     """The parallel engine over the virtual stream of ``plan``: map summaries, prefix in
     order, map solves. ``piece_bytes`` defaults to :data:`PIECE_BYTES`, less on small
-    workers (:func:`bytes_per_call`). ``checkpoint`` (a
-    :class:`~streamlsq.stream.resume.ScanPieces`) keeps each piece's summaries as it
-    arrives, so a resumed run summarises only the pieces not yet committed."""
+    workers (:func:`bytes_per_call`); a Dask task summarises :func:`pieces_per_task`
+    consecutive pieces. ``checkpoint`` (a :class:`~streamlsq.stream.resume.ScanPieces`)
+    keeps each piece's summaries as its task returns them, so a resumed run summarises only
+    the pieces not yet committed."""
     if not isinstance(method, ScanRecursion):
         raise InputError(f"method '{method.name}' has no scan form; use --engine sequential")
     if checkpoint is not None and checkpoint.pieces is not None:
@@ -492,21 +548,29 @@ def run_scan(
     done = checkpoint.start(pieces) if checkpoint is not None else {}
     tag = uuid.uuid4().hex[:8]
     todo = [i for i in range(len(pieces)) if i not in done]
+    groups = scan_tasks(todo, pieces_per_task(client, plan, len(pieces), piece_bytes))
     futures = [
         client.submit(
-            summarize_piece, plan.span(*pieces[i]), method, record_every, dtype,
-            key=f"summarize-{method.name}-{tag}-{i}", pure=False,
+            summarize_pieces, plan.span(pieces[g[0]][0], pieces[g[-1]][1]),
+            [pieces[i] for i in g], method, record_every, dtype,
+            key=f"summarize-{method.name}-{tag}-{j}", pure=False,
         )
-        for i in todo
+        for j, g in enumerate(groups)
     ]
-    commit = None if checkpoint is None else (lambda j, res: checkpoint.commit(todo[j], res))
+
+    def commit(j, res):
+        for i, piece in zip(groups[j], res[1], strict=True):
+            checkpoint.commit(i, piece)
+
     fresh = track_futures(
         client, futures, plan.n_new_rows - sum(n for n, _ in done.values()),
-        f"fit {method.name} (scan)", enabled=progress, on_result=commit,
+        f"fit {method.name} (scan)", enabled=progress,
+        on_result=None if checkpoint is None else commit,
     )
     del futures
     results = dict(done)
-    results.update(zip(todo, fresh, strict=True))
+    for g, (_, parts) in zip(groups, fresh, strict=True):
+        results.update(zip(g, parts, strict=True))
     summaries = [s for i in range(len(pieces)) for s in results[i][1]]
     ends = np.concatenate(
         [k0 + _piece_cuts(k0, k1, record_every) for k0, k1 in pieces]
@@ -517,8 +581,7 @@ def run_scan(
         infos = method.scan(method.to_info(state0), summaries)
     keep = [i for i, e in enumerate(ends) if e % record_every == 0 or e == plan.n_blocks]
     solve = sorted(set(keep) | {0})  # index 0 is step 1: checks the first block
-    n_workers = max(1, len(client.scheduler_info().get("workers", {})))
-    per = -(-len(solve) // (4 * n_workers))
+    per = solves_per_task(len(solve), worker_threads(client))
     groups = [solve[j : j + per] for j in range(0, len(solve), per)]
     try:
         solved = client.gather(client.map(

@@ -10,7 +10,8 @@ sections) — and numbers the blocks of all sections consecutively: global step
 ``s`` is block ``s - step_base[i]`` of section ``i``.
 
 The engines cut the global block range into segments or pieces (:func:`plan_segments`)
-and hand each Dask task the :class:`BlockSpan` of its range, which lists its parts in
+and hand each Dask task the :class:`BlockSpan` of its range (a scan task, several pieces:
+:meth:`BlockSpan.within` gives each its own), which lists its parts in
 each section (:class:`SectionSpan`: a local block range of one section) and the chunk
 *loads* those parts need. This
 module only does the bookkeeping of rows, chunks and blocks; the permutations of
@@ -157,6 +158,19 @@ class BlockSpan:
     @property
     def n_rows(self) -> int:
         return sum(p.last_row - p.first_row for p in self.parts)
+
+    def within(self, K0: int, K1: int) -> BlockSpan:
+        """Global blocks ``K0+1..K1`` of this span (``self.K0 <= K0 < K1 <= self.K1``), as
+        :meth:`StreamPlan.span` would give them: what a Dask task that summarises several
+        pieces one after another hands each of them."""
+        if not self.K0 <= K0 < K1 <= self.K1:
+            raise ValueError(f"blocks {K0 + 1}..{K1} are not within {self.K0 + 1}..{self.K1}")
+        parts = []
+        for p in self.parts:
+            k0, k1 = max(K0 - p.step_base, p.k0), min(K1 - p.step_base, p.k1)
+            if k1 > k0:
+                parts.append(SectionSpan(p.section, k0, k1, p.step_base, p.row_base))
+        return BlockSpan(self.sources, tuple(parts), K0, K1, self.remedy)
 
     def loads(self) -> tuple[list[tuple], list[tuple]]:
         """The chunk reads this Dask task needs, in order of first use, and its slices.

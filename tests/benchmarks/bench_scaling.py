@@ -2,13 +2,16 @@
 """Past this machine: the scan engine and meta-learning on a terabyte, on paper and by
 simulation, from costs measured here.
 
-What it measures on this machine (one run, the load average printed with it):
+What it measures on this machine (the load average printed with it):
 
-- the Dask scheduler's cost of a task: ``--tasks`` no-op tasks, each carrying a scan
-  piece's description as the engine sends it, submitted to a local scheduler with two
-  workers and gathered (tasks per second, median of ``--repeat``);
-- what a scan summary weighs on the wire (pickled: the QR solver's triangular factor and
-  the normal equations' sums);
+- the Dask scheduler's CPU per task: ``--tasks`` no-op tasks, each carrying the message of a
+  scan engine's Dask task as the engine sends it (its span and pieces), submitted to a
+  LocalCluster of ``--workers`` worker processes and gathered; the CPU time of the
+  scheduler's thread (less what it spends idle over as long) per task, median and spread of
+  ``--repeat`` rounds, with the wall time per task beside it;
+- what a Dask task's message weighs (pickled: a scan task's span, pieces and recursion; a
+  meta-learning task's chunks of work, store and arguments) and a scan summary (the QR
+  solver's triangular factor and the normal equations' sums);
 - the client's serial part at full size, by simulation: the in-order prefix of the scan
   engine (``Recursion.scan``) over as many summaries as a terabyte makes, and the solves
   at the recorded steps;
@@ -16,18 +19,24 @@ What it measures on this machine (one run, the load average printed with it):
   of a 160,000 × 20 block; decoding per row per core is an argument (``--decode``,
   default: the quiet machine's 8.2e6 rows/s per core, docs/performance.md).
 
-What it computes for ``--tb`` terabytes of X (float64, ``--features`` columns, chunks of
+What it counts for ``--tb`` terabytes of X (float64, ``--features`` columns, chunks of
 ``--chunk-rows`` rows, the default pieces and recorded steps), and for meta-learning
 (light tasks of ``--task-rows`` rows of ``--d`` features, chunks of work of 10,000
-tasks): Dask tasks, bytes through the scheduler and back to the client, the serial time
-on the client, and the modelled time on 2, 10 and 100 workers (one core each):
+tasks), on 2, 10 and 100 workers (one thread each), with the engines' own sizing
+(``streamlsq.runtime.reduce.task_bytes``) and, for comparison, one piece or one chunk of
+work per Dask task as before: Dask tasks, bytes of task messages through the scheduler and
+of results back to the client, the serial time on the client, and the modelled time
 
-    time(W) = max(rows × (decode + summary) / W, tasks × scheduler time per task)
+    time(W) = max(rounds × seconds of work per Dask task, Dask tasks × scheduler CPU per task)
               + prefix + solves + a cluster's start-up
+
+with rounds = ceil(Dask tasks doing the work / W) (the last round of a worker may be
+partly idle) and the work per row = decode + summary (per light task: ``--metalearn-task-s``
+per chunk of work).
 
 Not part of the test suite:
 
-    python tests/benchmarks/bench_scaling.py --repeat 3
+    python tests/benchmarks/bench_scaling.py --repeat 5
 """
 
 from __future__ import annotations
@@ -35,27 +44,44 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import pickle
+import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import dask
 import numpy as np
 from distributed import Client, LocalCluster
 from threadpoolctl import threadpool_limits
 
+from streamlsq import open_tasks, simulate_mlr
+from streamlsq.io.tasks import CHUNK_TASKS, plan_chunks
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.kernels.synthetic.streams import stream_design, stream_rows
 from streamlsq.kernels.tallqr import rows_factor
-from streamlsq.stream.engines import PIECE_BYTES, _piece_cuts
+from streamlsq.mlr.metalearn import _reduce_group, _subspace
+from streamlsq.runtime.reduce import (
+    SPLIT_EVERY,
+    task_bytes,
+    tree_levels,
+    tree_units_per_task,
+    units_per_task,
+)
+from streamlsq.stream.engines import (
+    PIECE_BYTES,
+    _piece_cuts,
+    scan_tasks,
+    solve_groups,
+)
 from streamlsq.stream.fit import DEFAULT_RECORDED_STEPS
 from streamlsq.stream.methods import make_method
 from streamlsq.stream.plans import Section, StreamPlan, plan_segments
 
-#: fan-in of meta-learning's tree reductions (streamlsq.runtime.reduce.SPLIT_EVERY)
-SPLIT_EVERY = 8
-#: tasks per chunk of work of meta-learning (streamlsq.io.tasks.CHUNK_TASKS)
-CHUNK_TASKS = 10_000
+#: the worker counts of the model
+WORKERS = (2, 10, 100)
 
 
 @dataclass(frozen=True)
@@ -79,25 +105,98 @@ def scan_plan(n_rows, n_features, chunk_rows, piece_bytes):
     return plan, pieces, summaries, record_every
 
 
-def _noop(span, method, record_every, dtype):
-    return span.n_rows
+def scan_layout(plan, pieces, record_every, workers, method, grouped=True) -> dict:
+    """The Dask tasks of a scan fit on ``workers`` threads, as the engine cuts it (one piece
+    a task: ``grouped=False``, as before), and the message of its first summarising task."""
+    per = units_per_task(len(pieces), plan.nbytes / len(pieces),
+                         task_bytes(plan.nbytes, workers)) if grouped else 1
+    groups = scan_tasks(range(len(pieces)), per)
+    solves = len(range(0, plan.n_blocks, record_every)) + 1
+    n_solve = solve_groups(solves, workers)  # as before: about four per worker
+    g = groups[0]
+    message = (plan.span(pieces[g[0]][0], pieces[g[-1]][1]), [pieces[i] for i in g], method,
+               record_every, "float64")
+    return {"pieces_per_task": per, "summarise_tasks": len(groups), "solve_tasks": n_solve,
+            "message": message, "message_bytes": len(pickle.dumps(message, protocol=5))}
 
 
-def scheduler_rate(n_tasks, repeat, plan, pieces, method) -> float:
-    """Tasks per second through a local scheduler (two worker processes), each task
-    carrying a scan piece's arguments as the engine sends them."""
-    rates = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
-        spans = [plan.span(*pieces[i % len(pieces)]) for i in range(n_tasks)]
-        for _ in range(repeat + 1):  # the first round warms the workers
-            t = time.perf_counter()
-            futures = [client.submit(_noop, s, method, 1, "float64", pure=False)
-                       for s in spans]
+def tree_tasks(leaves: int) -> int:
+    """Combine tasks of ``tree_reduce`` over ``leaves`` futures (one level at least)."""
+    level, tasks = leaves, 0
+    while True:
+        level = -(-level // SPLIT_EVERY)
+        tasks += level
+        if level == 1:
+            return tasks
+
+
+def _noop(*args):
+    return 1
+
+
+def _thread_cpu():
+    return time.thread_time()
+
+
+async def _ident():
+    return threading.get_ident()
+
+
+def scheduler_cpu(n_tasks, repeat, message, n_workers) -> dict:
+    """The scheduler's CPU seconds per task (its thread's CPU time, less its idle rate), and
+    the wall seconds per task, on a LocalCluster of ``n_workers`` worker processes, each
+    task carrying ``message``: median and spread over ``repeat`` rounds after a warm one."""
+    cpu, wall = [], []
+    # a shared machine under load can leave the scheduler silent for longer than 30 s
+    dask.config.set({"distributed.comm.timeouts.tcp": "300s",
+                     "distributed.comm.timeouts.connect": "300s"})
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
+    try:
+        client = Client(cluster)
+        client.wait_for_workers(n_workers)
+        # what the scheduler's thread spends with nothing to do (heartbeats, the nannies)
+        c0, t0 = client.run_on_scheduler(_thread_cpu), time.perf_counter()
+        time.sleep(3.0)
+        idle = (client.run_on_scheduler(_thread_cpu) - c0) / (time.perf_counter() - t0)
+        for r in range(repeat + 1):  # the first round warms the workers
+            c0, t0 = client.run_on_scheduler(_thread_cpu), time.perf_counter()
+            futures = [client.submit(_noop, *message, pure=False) for _ in range(n_tasks)]
             client.gather(futures)
-            rates.append(n_tasks / (time.perf_counter() - t))
             del futures
-    return float(np.median(rates[1:]))
+            seconds = time.perf_counter() - t0
+            used = client.run_on_scheduler(_thread_cpu) - c0 - idle * seconds
+            if r:
+                cpu.append(used / n_tasks)
+                wall.append(seconds / n_tasks)
+        same_thread = client.run_on_scheduler(threading.get_ident) == client.sync(_ident)
+        client.close()
+    finally:
+        try:  # 8 nannies on a loaded machine may take longer than distributed waits
+            cluster.close(timeout=120)
+        except TimeoutError:
+            pass
+    return {"cpu_s_per_task": float(np.median(cpu)), "cpu_s_per_task_range":
+            [float(min(cpu)), float(max(cpu))], "wall_s_per_task": float(np.median(wall)),
+            "wall_s_per_task_range": [float(min(wall)), float(max(wall))],
+            "idle_cpu_share": float(idle), "workers": n_workers, "tasks": n_tasks,
+            "rounds": repeat, "scheduler_on_callers_thread": bool(same_thread)}
+
+
+def metalearn_message_bytes(client, per: int, d: int) -> int:
+    """Pickled bytes of a meta-learning Dask task of ``per`` chunks of work of light tasks
+    (the subspace step's arguments; the store, a small one of their layout written here):
+    one chunk carries its offsets (10,001 int64), several read theirs in the task."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = simulate_mlr(f"{tmp}/tasks.zarr", k=2, d=d, n_light=CHUNK_TASKS, t_light=4,
+                            n_heavy=4, t_heavy=8, n_light2=4, t_light2=4, seed=1, client=client)
+        source = open_tasks(path)
+        one = plan_chunks(source.task_ptr(), None, CHUNK_TASKS)[0]
+        chunks = [one] if per == 1 else [
+            replace(one, lo=i * CHUNK_TASKS, hi=(i + 1) * CHUNK_TASKS, first=i * CHUNK_TASKS,
+                    ptr=None) for i in range(per)]
+        message = (chunks, _subspace, source, tree_levels(per), None, None, None, 0)
+        return len(pickle.dumps((_reduce_group, message), protocol=5))
 
 
 def summary_bytes(method, n_features) -> int:
@@ -141,46 +240,60 @@ def arithmetic_per_row(n_features) -> dict:
     return out
 
 
-def model(args, measured) -> dict:
+def model(args, measured, layouts) -> dict:
+    """The counts and the modelled times per ``--tb`` (see the module docstring)."""
     row_bytes = 8 * args.features
     n_rows = int(args.tb * 1e12 // row_bytes)
+    sched = measured["scheduler"]["cpu_s_per_task"]
     out = {"scan": {}, "metalearn": {}}
     for solver in ("qr", "normal"):
-        plan, pieces, summaries, record_every = scan_plan(
-            n_rows, args.features, args.chunk_rows, PIECE_BYTES)
-        method = make_method("kf4lls", solver=solver)
         prefix, solves = measured["prefix"][solver]
         per_row = 1 / args.decode + measured["arithmetic"][solver]
-        tasks = len(pieces) + 4 * 100  # pieces, and at most 4 solve tasks per worker
-        sched = tasks / measured["scheduler_tasks_per_s"]
-        row = {"rows": n_rows, "blocks": plan.n_blocks, "record_every": record_every,
-               "dask_tasks": tasks, "summaries": summaries,
-               "bytes_to_client": summaries * measured["summary_bytes"][solver],
-               "bytes_through_scheduler": tasks * measured["task_message_bytes"],
-               "prefix_s": prefix, "solves_s": solves, "scheduler_s": sched,
-               "work_cpu_s": n_rows * per_row}
-        for w in (2, 10, 100):
-            row[f"time_{w}_workers_s"] = (max(n_rows * per_row / w, sched) + prefix
-                                          + solves / min(w, 4 * w) + args.startup)
-        out["scan"][solver] = row
-        del method
+        work = n_rows * per_row
+        rows = {}
+        for layout, by_workers in layouts["scan"].items():
+            for w in WORKERS:
+                lay = by_workers[w]
+                tasks = lay["summarise_tasks"] + lay["solve_tasks"]
+                rounds = math.ceil(lay["summarise_tasks"] / w)
+                row = {"dask_tasks": tasks, "summarise_tasks": lay["summarise_tasks"],
+                       "pieces_per_task": lay["pieces_per_task"],
+                       "solve_tasks": lay["solve_tasks"],
+                       "bytes_through_scheduler": tasks * lay["message_bytes"],
+                       "scheduler_s": tasks * sched,
+                       "time_s": max(rounds * work / lay["summarise_tasks"], tasks * sched)
+                       + prefix + solves / min(w, lay["solve_tasks"]) + args.startup}
+                row["time_over_work_per_worker"] = row["time_s"] / (work / w)
+                rows[f"{layout}_{w}"] = row
+        out["scan"][solver] = {"rows": n_rows, "summaries": layouts["summaries"],
+                               "bytes_to_client": layouts["summaries"]
+                               * measured["summary_bytes"][solver],
+                               "prefix_s": prefix, "solves_s": solves, "work_cpu_s": work,
+                               "by_layout": rows}
     # meta-learning: one pass over light tasks of task_rows rows, d features and a target
-    task_bytes = args.task_rows * (args.d + 1) * 8
-    n_tasks = int(args.tb * 1e12 // task_bytes)
-    chunks = -(-n_tasks // CHUNK_TASKS)
-    reduce_tasks, level = 0, chunks
-    while level > 1:
-        level = -(-level // SPLIT_EVERY)
-        reduce_tasks += level
-    per_chunk = args.metalearn_task_s
-    sched = (chunks + reduce_tasks) / measured["scheduler_tasks_per_s"]
-    row = {"light_tasks": n_tasks, "chunks_of_work": chunks, "reduce_tasks": reduce_tasks,
-           "bytes_through_scheduler": (chunks + reduce_tasks) * measured["task_message_bytes"],
-           "bytes_of_partial_sums": (chunks + reduce_tasks) * args.d * args.d * 8,
-           "scheduler_s_per_pass": sched, "work_cpu_s_per_pass": chunks * per_chunk}
-    for w in (2, 10, 100):
-        row[f"time_{w}_workers_s_per_pass"] = max(chunks * per_chunk / w, sched) + args.startup
-    out["metalearn"] = row
+    task_bytes_ = args.task_rows * (args.d + 1) * 8
+    n_tasks = int(args.tb * 1e12 // task_bytes_)
+    units = -(-n_tasks // CHUNK_TASKS)
+    unit_bytes = CHUNK_TASKS * task_bytes_
+    work = units * args.metalearn_task_s
+    rows = {}
+    for layout in ("before", "sized"):
+        for w in WORKERS:
+            per = 1 if layout == "before" else tree_units_per_task(
+                units, unit_bytes, task_bytes(n_tasks * task_bytes_, w))
+            tasks = -(-units // per)
+            reduce_tasks = tree_tasks(tasks)
+            message = layouts["metalearn_message_bytes"][per]
+            row = {"chunks_per_task": per, "dask_tasks": tasks, "reduce_tasks": reduce_tasks,
+                   "bytes_through_scheduler": tasks * message,  # combines: keys only
+                   "bytes_of_partial_sums": (tasks + reduce_tasks) * args.d * args.d * 8,
+                   "scheduler_s": (tasks + reduce_tasks) * sched,
+                   "time_s": max(math.ceil(tasks / w) * per * args.metalearn_task_s,
+                                 (tasks + reduce_tasks) * sched) + args.startup}
+            row["time_over_work_per_worker"] = row["time_s"] / (work / w)
+            rows[f"{layout}_{w}"] = row
+    out["metalearn"] = {"light_tasks": n_tasks, "chunks_of_work": units, "work_cpu_s": work,
+                        "by_layout": rows}
     return out
 
 
@@ -196,10 +309,12 @@ def main() -> None:
     p.add_argument("--task-rows", type=int, default=4, help="rows of a light task")
     p.add_argument("--d", type=int, default=8, help="features of a meta-learning task")
     p.add_argument("--metalearn-task-s", type=float, default=0.015,
-                   help="seconds of one Dask task of 10,000 light tasks (measured: 9 ms in "
-                   "a plain process, 15-27 ms in a loaded worker; bench_metalearn.py)")
+                   help="seconds of one chunk of work of 10,000 light tasks (measured: 9 ms "
+                   "in a plain process, 15-27 ms in a loaded worker; bench_metalearn.py)")
+    p.add_argument("--workers", type=int, default=8,
+                   help="worker processes of the cluster the scheduler is measured on")
     p.add_argument("--tasks", type=int, default=2000, help="no-op tasks for the scheduler")
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", default="bench_scaling.json")
     args = p.parse_args()
     load_before = os.getloadavg()
@@ -207,10 +322,24 @@ def main() -> None:
     plan, pieces, summaries, record_every = scan_plan(n_rows, args.features, args.chunk_rows,
                                                       PIECE_BYTES)
     qr, normal = make_method("kf4lls", solver="qr"), make_method("kf4lls", solver="normal")
-    span_bytes = len(pickle.dumps((plan.span(*pieces[1]), qr, 1, "float64"), protocol=5))
+    layouts = {"summaries": summaries, "scan": {
+        layout: {w: scan_layout(plan, pieces, record_every, w, qr, layout == "sized")
+                 for w in WORKERS} for layout in ("before", "sized")}}
+    message = layouts["scan"]["sized"][100]["message"]
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        pers = {1} | {tree_units_per_task(-(-int(args.tb * 1e12 // (args.task_rows * (args.d + 1)
+                                                                      * 8)) // CHUNK_TASKS),
+                                          CHUNK_TASKS * args.task_rows * (args.d + 1) * 8,
+                                          task_bytes(args.tb * 1e12, w)) for w in WORKERS}
+        layouts["metalearn_message_bytes"] = {per: metalearn_message_bytes(client, per, args.d)
+                                              for per in sorted(pers)}
     measured = {
-        "scheduler_tasks_per_s": scheduler_rate(args.tasks, args.repeat, plan, pieces, qr),
-        "task_message_bytes": span_bytes,
+        "scheduler": scheduler_cpu(args.tasks, args.repeat, message, args.workers),
+        "scan_message_bytes": {f"{lay}_{w}": layouts["scan"][lay][w]["message_bytes"]
+                               for lay in ("before", "sized") for w in WORKERS},
+        "metalearn_message_bytes": layouts["metalearn_message_bytes"],
         "summary_bytes": {"qr": summary_bytes(qr, args.features),
                           "normal": summary_bytes(normal, args.features)},
         "prefix": {"qr": prefix_seconds(qr, args.features, summaries, DEFAULT_RECORDED_STEPS),
@@ -218,38 +347,50 @@ def main() -> None:
                                             DEFAULT_RECORDED_STEPS)},
         "arithmetic": arithmetic_per_row(args.features),
     }
-    out = model(args, measured)
+    for lay in layouts["scan"].values():
+        for w in lay:
+            lay[w].pop("message")
+    out = model(args, measured, layouts)
     load = os.getloadavg()
+    sc = measured["scheduler"]
     print(f"load average before {load_before[0]:.2f}, after {load[0]:.2f}; measured here: "
-          f"scheduler {measured['scheduler_tasks_per_s']:.0f} tasks/s "
-          f"({1e3 / measured['scheduler_tasks_per_s']:.2f} ms per task), a piece's task "
-          f"{span_bytes} bytes pickled, summary {measured['summary_bytes']['qr']} B (qr) / "
-          f"{measured['summary_bytes']['normal']} B (normal), arithmetic per row "
-          f"{1e9 * measured['arithmetic']['qr']:.0f} ns (qr) / "
+          f"scheduler CPU {1e3 * sc['cpu_s_per_task']:.2f} ms per task "
+          f"({1e3 * sc['cpu_s_per_task_range'][0]:.2f}-{1e3 * sc['cpu_s_per_task_range'][1]:.2f}"
+          f" over {args.repeat} rounds of {args.tasks} tasks, {args.workers} worker processes;"
+          f" wall {1e3 * sc['wall_s_per_task']:.2f} ms per task), summary "
+          f"{measured['summary_bytes']['qr']} B (qr) / {measured['summary_bytes']['normal']} B "
+          f"(normal), arithmetic per row {1e9 * measured['arithmetic']['qr']:.0f} ns (qr) / "
           f"{1e9 * measured['arithmetic']['normal']:.0f} ns (normal); decoding "
-          f"{args.decode:.3g} rows/s per core (given)\n")
+          f"{args.decode:.3g} rows/s per core (given)")
+    print("task messages (bytes):", measured["scan_message_bytes"],
+          measured["metalearn_message_bytes"], "\n")
     print(f"{args.tb:g} TB of X ({n_rows:.3g} rows x {args.features}), chunks of "
-          f"{args.chunk_rows} rows, pieces of {PIECE_BYTES >> 20} MiB:")
+          f"{args.chunk_rows} rows, pieces of {PIECE_BYTES >> 20} MiB, {summaries} summaries:")
     for solver, r in out["scan"].items():
-        print(f"  scan {solver}: {r['dask_tasks']} Dask tasks, {r['summaries']} summaries "
-              f"({r['bytes_to_client'] / 1e6:.0f} MB to the client), "
-              f"{r['bytes_through_scheduler'] / 1e6:.0f} MB of task messages; serial: prefix "
-              f"{r['prefix_s']:.2f} s, solves {r['solves_s']:.2f} s, scheduler "
-              f"{r['scheduler_s']:.1f} s; work {r['work_cpu_s']:.0f} core-s; modelled time "
-              + ", ".join(f"{w} workers {r[f'time_{w}_workers_s']:.0f} s" for w in (2, 10, 100)))
+        print(f"  scan {solver}: {r['bytes_to_client'] / 1e6:.0f} MB of summaries to the "
+              f"client; serial: prefix {r['prefix_s']:.2f} s, solves {r['solves_s']:.2f} s; "
+              f"work {r['work_cpu_s']:.0f} core-s")
+        for key, row in r["by_layout"].items():
+            print(f"    {key:>10}: {row['dask_tasks']:>6} Dask tasks ({row['pieces_per_task']} "
+                  f"pieces a task, {row['solve_tasks']} solve tasks), "
+                  f"{row['bytes_through_scheduler'] / 1e6:.1f} MB of messages, scheduler "
+                  f"{row['scheduler_s']:.1f} s, time {row['time_s']:.1f} s "
+                  f"= {row['time_over_work_per_worker']:.2f} x work/workers")
     m = out["metalearn"]
-    print(f"\nmeta-learning, one pass over {m['light_tasks']:.3g} light tasks of {args.task_rows} "
-          f"rows x {args.d}: {m['chunks_of_work']} chunks of work + {m['reduce_tasks']} "
-          f"reduce tasks, {m['bytes_through_scheduler'] / 1e6:.0f} MB of task messages, "
-          f"{m['bytes_of_partial_sums'] / 1e6:.1f} MB of partial sums; scheduler "
-          f"{m['scheduler_s_per_pass']:.0f} s, work {m['work_cpu_s_per_pass']:.0f} core-s; "
-          "modelled time per pass "
-          + ", ".join(f"{w} workers {m[f'time_{w}_workers_s_per_pass']:.0f} s"
-                      for w in (2, 10, 100)))
+    print(f"\nmeta-learning, one pass over {m['light_tasks']:.3g} light tasks of "
+          f"{args.task_rows} rows x {args.d}: {m['chunks_of_work']} chunks of work, work "
+          f"{m['work_cpu_s']:.0f} core-s")
+    for key, row in m["by_layout"].items():
+        print(f"    {key:>10}: {row['dask_tasks']:>6} + {row['reduce_tasks']} reduce Dask tasks "
+              f"({row['chunks_per_task']} chunks a task), "
+              f"{row['bytes_through_scheduler'] / 1e6:.1f} MB of messages, "
+              f"{row['bytes_of_partial_sums'] / 1e6:.2f} MB of partial sums, scheduler "
+              f"{row['scheduler_s']:.1f} s, time {row['time_s']:.1f} s "
+              f"= {row['time_over_work_per_worker']:.2f} x work/workers")
     with open(args.json, "w") as f:
         json.dump({"settings": vars(args), "load_average_before": load_before,
                    "load_average_after": load, "measured": measured, "model": out}, f,
-                  indent=1)
+                  indent=1, default=str)
     print(f"wrote {args.json}")
 
 

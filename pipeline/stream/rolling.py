@@ -15,7 +15,10 @@ The result gains, along the dimension ``window`` (the windows' last rows,
 with ``rolling_`` in front: ``rolling_params``, ``rolling_bse``, ``rolling_tvalues``
 ``(window, feature, target)`` and ``rolling_rsquared``, ``rolling_rsquared_adj``,
 ``rolling_ssr``, ``rolling_nobs``, ``rolling_llf``, ``rolling_aic``, ``rolling_bic``
-``(window, target)``.
+``(window, target)``. With ``cov_type="HC0"`` the windows' ``rolling_bse`` and
+``rolling_tvalues`` are those of ``RollingOLS(...).fit(cov_type="HCCM")``, each window's
+from its own residuals (:func:`streamlsq.kernels.inference.rolling_robust.rolling_hc0`);
+the attribute ``rolling_cov_type`` says which.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import xarray as xr
 from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Pass
 from streamlsq.kernels.inference import rolling as rolling_kernels
+from streamlsq.kernels.inference import rolling_robust
 from streamlsq.runtime.reduce import wait_progress
 
 __all__ = ["GROUP_ROWS", "RollingPass", "WINDOWS_PER_TASK", "window_groups"]
@@ -55,13 +59,17 @@ def window_groups(ends: np.ndarray, window: int) -> list[tuple[int, int]]:
 
 
 def rolling_group(source: StreamSource, ends: np.ndarray, window: int, min_nobs: int,
-                  constant) -> dict:
-    """Dask task: the windows ending at ``ends`` fitted from the rows they cover."""
+                  constant, cov_type: str = "nonrobust") -> dict:
+    """Dask task: the windows ending at ``ends`` fitted from the rows they cover (their
+    covariance ``cov_type``: nonrobust or HC0)."""
     first = max(0, int(ends[0]) - window)
     X, Y, w = source.read_weighted(first, int(ends[-1]))
     # the group's window ends counted from the first row read
     fit = rolling_kernels.rolling_fit(X, Y, window, min_nobs=min_nobs, weights=w,
                                       constant=constant, ends=np.asarray(ends) - first)
+    if cov_type == "HC0":  # each window's own residuals, from the rows read
+        robust = rolling_robust.rolling_hc0(X, Y, fit["params"], fit["ends"], window, w)
+        fit["bse"], fit["tvalues"] = robust["bse"], robust["tvalues"]
     fit["ends"] = np.asarray(ends)
     return fit
 
@@ -74,7 +82,8 @@ class RollingPass(Pass):
     ``RollingOLS(expanding=True)``; ``min_nobs`` rows of positive weight at least, default
     the number of coefficients), and adds the windows' statistics to the ``fit`` (the
     module's docstring). ``constant``: the intercept's column, if the fit has one (else a
-    column constant on all the rows, as statsmodels' ``k_constant``)."""
+    column constant on all the rows, as statsmodels' ``k_constant``); ``cov_type``: the
+    windows' covariance, ``"nonrobust"`` or ``"HC0"`` (``RollingOLS``' names)."""
 
     fit: xr.Dataset
     source: StreamSource
@@ -83,6 +92,7 @@ class RollingPass(Pass):
     min_nobs: int | None = None
     constant: int | None = None
     expanding: bool = False
+    cov_type: str = "nonrobust"
 
     name = "rolling"
 
@@ -97,7 +107,8 @@ class RollingPass(Pass):
         tag = uuid.uuid4().hex[:8]
         groups = window_groups(ends, self.window)
         futures = [ctx.client.submit(rolling_group, source, ends[i:j], self.window, min_nobs,
-                                     self.constant, key=f"rolling-{tag}-{n}", pure=False)
+                                     self.constant, self.cov_type, key=f"rolling-{tag}-{n}",
+                                     pure=False)
                    for n, (i, j) in enumerate(groups)]
         wait_progress(ctx.client, futures, [j - i for i, j in groups], "rolling windows",
                       unit="windows", enabled=ctx.progress)
@@ -114,7 +125,7 @@ class RollingPass(Pass):
         ends = np.asarray(state["ends"])[keep]
         if len(ends) == 0:
             ds = ds.copy()
-            ds.attrs["rolling_window"] = int(self.window)
+            ds.attrs.update(rolling_window=int(self.window), rolling_cov_type=self.cov_type)
             return ds
         variables = {"window_end": ("window", ends - 1)}
         for name in rolling_kernels.ROLLING_STATISTICS:
@@ -126,5 +137,5 @@ class RollingPass(Pass):
         ds = ds.assign(variables)
         ds.attrs.update(rolling_window=int(self.window), rolling_step=int(self.window_step),
                         rolling_min_nobs=int(self.min_nobs or self.source.n_features),
-                        rolling_expanding=bool(self.expanding))
+                        rolling_expanding=bool(self.expanding), rolling_cov_type=self.cov_type)
         return ds

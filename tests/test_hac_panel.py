@@ -74,19 +74,50 @@ def test_hac_panel_equals_statsmodels_on_both_engines_stores_and_parquet(
             "the hac small-sample correction)") in summary_text(ds)
 
 
-@pytest.mark.parametrize("correction", ["cluster", False, "hac"])
+@pytest.mark.parametrize("correction", ["cluster", False, "hac", True])
 def test_hac_panel_small_sample_corrections_and_the_uniform_kernel(grunfeld, client,
                                                                    correction):
+    """'hac' (the default), 'cluster', False; True (--use-correction) is 'hac' (statsmodels'
+    True applies none)."""
     frame, inputs = grunfeld
-    ref = _reference(frame, 5, use_correction=correction, kernel="uniform")
+    ref = _reference(frame, 5, use_correction="hac" if correction is True else correction,
+                     kernel="uniform")
     fit = fit_stream(inputs[0], "kf4lls", client=client, **PANEL)
     ds = robust_covariance(fit, inputs[0], cov_type="hac-panel", groups="firm", maxlags=5,
                            kernel="uniform", use_correction=correction, client=client)
     _like(ds, ref)
     words = {"cluster": "with the cluster small-sample correction",
-             False: "without small-sample correction",
-             "hac": "with the hac small-sample correction"}[correction]
+             False: "without small-sample correction"}.get(
+        correction, "with the hac small-sample correction")
     assert f"uniform kernel, 5 lags within the panels of 'firm', {words}" in summary_text(ds)
+
+
+OPTION_REFUSALS = [
+    ({"cov_type": "HAC", "maxlags": 2, "use_correction": "cluster"},
+     "use_correction='cluster' goes with cov_type='hac-panel'"),
+    ({"cov_type": "hac-groupsum", "time": "t", "maxlags": 2, "use_correction": "hac"},
+     "use_correction='hac' goes with cov_type='hac-panel'"),
+    ({"cov_type": "hac-panel", "groups": "g", "maxlags": 2, "use_correction": "both"},
+     "use_correction must be"),
+    ({"cov_type": "hac-panel", "groups": "g"},
+     "--cov-type hac-panel needs the rows' panel labels and the number of lags"),
+    ({"cov_type": "HC1", "time": "t"}, "--time VAR goes with --cov-type hac-groupsum or "
+     "hac-panel"),
+]
+
+
+@pytest.mark.parametrize("values, message", OPTION_REFUSALS)
+def test_the_options_of_hac_panel_are_checked_before_anything_runs(values, message):
+    from streamlsq.errors import InputError
+    from streamlsq.options.fit import FIT, ROBUST
+
+    for options in (FIT, ROBUST):
+        with pytest.raises(InputError, match=None) as info:
+            options.check(values)
+        assert message in str(info.value)
+    checked = FIT.check({"cov_type": "hac-panel", "groups": "g", "time": "t", "maxlags": 3,
+                         "use_correction": "cluster"})
+    assert checked["use_correction"] == "cluster" and checked["time"] == "t"
 
 
 def test_time_labels_check_the_order_and_change_nothing_else(grunfeld, client):

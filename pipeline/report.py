@@ -105,6 +105,8 @@ def summary_lines(frame, title: str, dep_variable: str | None = None) -> str:
         lines.append(f"undefined for these data: {', '.join(model['undefined_statistics'])}")
     if "identified_from_row" in model:
         lines.append(f"coefficients identified from row {model['identified_from_row']}")
+    if "windows" in model:
+        lines.append(f"rolling windows of {model['windows']}")
     return "\n".join(lines)
 
 

@@ -11,7 +11,9 @@ the rows; the robust covariances need one more pass, as per-chunk sums that add 
 - :mod:`.classical`: standard errors, t tests, intervals, R², F, log-likelihood, AIC,
   BIC (:func:`classical_statistics`) and the recursive confidence bands
 - :mod:`.robust`: HC0–HC3 and cluster-robust sandwich covariances from chunked sums
-- :mod:`.timeseries`: HAC (Newey–West), Driscoll–Kraay and two-way cluster meats
+- :mod:`.timeseries`: HAC (Newey–West), HAC within panels, Driscoll–Kraay and two-way
+  cluster meats
+- :mod:`.rolling_robust`: the HC0 covariance of each rolling window, from its own residuals
 - :mod:`.prediction`: the mean and the observation intervals of predictions
 - :mod:`.wald`: F tests of linear restrictions Rψ = q
 
@@ -26,7 +28,8 @@ from typing import TYPE_CHECKING
 
 #: the covariance types: statsmodels' names (the declarations of the options hold the same
 #: tuple, streamlsq.options.fit.COV_TYPES; a test holds them equal)
-COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum")
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-panel",
+             "hac-groupsum")
 
 #: public name -> module that defines it (imported on first use)
 _PUBLIC = {
@@ -42,6 +45,10 @@ _PUBLIC = {
     "sandwich": "robust",
     "HAC_KERNELS": "timeseries", "hac_meat": "timeseries", "kernel_weights": "timeseries",
     "row_scores": "timeseries", "series_hac_meat": "timeseries", "two_way_terms": "timeseries",
+    "merge_panel_runs": "timeseries", "panel_hac_meat": "timeseries", "panel_ids": "timeseries",
+    "panel_runs": "timeseries", "repeated_panel": "timeseries",
+    "time_order_break": "timeseries",
+    "rolling_hc0": "rolling_robust",
     "WaldTest": "wald", "wald_test": "wald",
 }
 
@@ -84,12 +91,19 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
         robust_statistics,
         sandwich,
     )
+    from streamlsq.kernels.inference.rolling_robust import rolling_hc0
     from streamlsq.kernels.inference.timeseries import (
         HAC_KERNELS,
         hac_meat,
         kernel_weights,
+        merge_panel_runs,
+        panel_hac_meat,
+        panel_ids,
+        panel_runs,
+        repeated_panel,
         row_scores,
         series_hac_meat,
+        time_order_break,
         two_way_terms,
     )
     from streamlsq.kernels.inference.wald import WaldTest, wald_test

@@ -216,7 +216,7 @@ def sandwich(R: np.ndarray, meat: np.ndarray) -> np.ndarray:
 
 def robust_statistics(fac: RegressionFactor, meat: np.ndarray | None, cov_type: str,
                       n_groups: int | None = None, alpha: float = 0.05,
-                      constant: int | None = None, *, use_correction: bool | None = None,
+                      constant: int | None = None, *, use_correction: bool | str | None = None,
                       n_panels: int | None = None, two_way: list | None = None) -> dict:
     """The statistics of :func:`~.classical.classical_statistics` with the robust
     covariance ``cov_type`` from the summed ``meat`` (and, for clusters, the number of
@@ -226,7 +226,11 @@ def robust_statistics(fac: RegressionFactor, meat: np.ndarray | None, cov_type: 
     as for the nonrobust covariance.
 
     ``HAC`` (the meat of :func:`~.timeseries.hac_meat`) is scaled by n/(n − k) when
-    ``use_correction`` (statsmodels' default: not); ``hac-groupsum`` (the meat of
+    ``use_correction`` (statsmodels' default: not); ``hac-panel`` (the meat of
+    :func:`~.timeseries.panel_hac_meat` over ``n_panels`` panels) by n/(n − k) when
+    ``use_correction`` is None, True or ``"hac"`` (statsmodels' default), by
+    G/(G − 1)·(n − 1)/(n − k) when ``"cluster"``, not when False, its Wald test with
+    ``n_panels`` − 1 denominator degrees of freedom; ``hac-groupsum`` (the meat of
     :func:`~.timeseries.series_hac_meat` over ``n_groups`` periods) by
     T/(T − 1)·(n − 1)/(n − k) unless ``use_correction`` is False, its Wald test with
     ``n_panels`` − 1 denominator degrees of freedom (statsmodels counts the panels as the
@@ -242,6 +246,15 @@ def robust_statistics(fac: RegressionFactor, meat: np.ndarray | None, cov_type: 
     df_denom = n - k
     if cov_type == "HC1" or (cov_type == "HAC" and use_correction):
         correction = n / (n - k)
+    elif cov_type == "hac-panel":
+        G = np.float64(n_panels)
+        if use_correction == "cluster":
+            correction = G / (G - 1.0) * (n - 1.0) / (n - k)
+        elif use_correction is not False:  # None, True, "hac"
+            correction = n / (n - k)
+        df_denom = G - 1.0
+        out["df_resid_inference"] = df_denom
+        out["n_groups"] = int(n_panels)
     elif cov_type == "hac-groupsum":
         if use_correction is not False:
             correction = n_groups / (n_groups - 1.0) * (n - 1.0) / (n - k)

@@ -122,5 +122,6 @@ def _plot_result(store, path, target):
     bands = " with their confidence bands" if "recursive_bse" in ds else ""
     tests = "and its CUSUM tests" if "cusum" in ds else "(no recursive residuals recorded)"
     windows = (f"; the coefficients of its windows of {ds.attrs.get('rolling_window')} rows "
-               "with their bands") if "rolling_params" in ds else ""
+               f"with their bands ({ds.attrs.get('rolling_cov_type', 'nonrobust')} "
+               "covariance)") if "rolling_params" in ds else ""
     click.echo(f"wrote {path}: coefficients{bands} {tests}{windows}")

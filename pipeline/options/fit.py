@@ -22,22 +22,25 @@ streamlsq.errors.InputError: missing must be 'raise' or 'drop', got 'keep'
 >>> FIT.check({"groups": "firm"})
 Traceback (most recent call last):
 ...
-streamlsq.errors.InputError: --groups VAR goes with --cov-type cluster
+streamlsq.errors.InputError: --groups VAR goes with --cov-type cluster or hac-panel
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from streamlsq.errors import InputError
 from streamlsq.options import Options, Param, Rule
 from streamlsq.options.common import DTYPE, FLOAT_DTYPES
 
 __all__ = ["ALPHA_ESTIMATORS", "ALPHA_GIVEN_OR_ESTIMATED", "CONF_ALPHA", "CONVERT",
            "COV_TYPES", "DTYPES", "ENGINES", "FIT", "INTERLEAVED", "JOB_OPTIONS", "MISSING",
-           "PREDICT_STREAM", "ROBUST", "SEVERAL_STORES", "fit_options", "names"]
+           "PREDICT_STREAM", "ROBUST", "SEVERAL_STORES", "fit_options", "label_variables",
+           "names"]
 
 #: the covariance types of a least-squares fit's coefficients: statsmodels' names
-COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum")
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-panel",
+             "hac-groupsum")
 #: the engines of a fit: an in-order fold, or parallel sums and a prefix scan
 ENGINES = ("sequential", "scan")
 #: the floating-point types of a fit's arithmetic
@@ -86,21 +89,47 @@ CONF_ALPHA = Param("alpha", 0.05, "Level of the confidence intervals: 1 - alpha 
 _ALPHA = CONF_ALPHA.replace(default=None, optional=True, help="Confidence intervals of "
                             "1 - ALPHA coverage (default 0.05). Least squares only.")
 _GROUPS = Param("groups", None, "Group labels of the rows (integers or strings), a variable "
-                "of DATA, or two comma-separated (A,B: two-way), for --cov-type cluster.",
-                type=str, optional=True, metavar="VAR")
+                "of DATA, or two comma-separated (A,B: two-way), for --cov-type cluster; the "
+                "panel of each row for --cov-type hac-panel.", type=str, optional=True,
+                metavar="VAR")
 
 _TIME = Param("time", None, "Time labels of the rows (integers or strings; sorted, they are "
-              "the periods in order), a variable of DATA, for --cov-type hac-groupsum.",
-              type=str, optional=True, metavar="VAR")
-_MAXLAGS = Param("maxlags", None, "Lags of the HAC covariances (HAC, hac-groupsum): rows, or "
-                 "periods.", type=int, ge=0, optional=True, metavar="L")
+              "the periods in order), a variable of DATA, for --cov-type hac-groupsum; with "
+              "hac-panel, checked increasing within each panel.", type=str, optional=True,
+              metavar="VAR")
+_MAXLAGS = Param("maxlags", None, "Lags of the HAC covariances (HAC, hac-panel, "
+                 "hac-groupsum): rows, or periods.", type=int, ge=0, optional=True,
+                 metavar="L")
 _KERNEL = Param("kernel", "bartlett", "Weights of the lags of a HAC covariance: Bartlett's "
                 "1 - l/(L+1) (Newey-West) or uniform.", type=str, choices=("bartlett",
                                                                            "uniform"))
 _USE_CORRECTION = Param("use_correction", None, "Small-sample factor of a HAC covariance "
-                        "(default as statsmodels: none for HAC, the cluster factor for "
-                        "hac-groupsum).", type=bool, optional=True,
+                        "(default as statsmodels: none for HAC, n/(n-k) for hac-panel, the "
+                        "cluster factor for hac-groupsum; from Python, hac-panel also takes "
+                        "'hac' or 'cluster').", type=bool, optional=True,
+                        choices=("hac", "cluster"),
                         flag="--use-correction/--no-use-correction")
+
+
+class _OneOf:
+    """The condition of a :class:`Rule` that an option equals one of ``values`` (a rule
+    compares an option's value with ``==``, which this answers)."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def __eq__(self, other):
+        return other in self.values
+
+    __hash__ = None
+
+    def __repr__(self):
+        return " or ".join(map(str, self.values))
+
+
+#: the covariances that read the rows' time labels, and their panel (or group) labels
+_WITH_TIME = _OneOf("hac-groupsum", "hac-panel")
+_WITH_GROUPS = _OneOf("cluster", "hac-panel")
 
 #: --cov-type HAC and hac-groupsum need their lags, hac-groupsum its time labels
 _HAC_RULES = [
@@ -109,18 +138,27 @@ _HAC_RULES = [
     Rule("cov_type", "hac-groupsum", needs={"maxlags": Rule.GIVEN, "time": Rule.GIVEN},
          message="--cov-type hac-groupsum needs the rows' time labels and the number of "
                  "lags: --time VAR --maxlags L"),
-    Rule("time", needs={"cov_type": "hac-groupsum"},
-         message="--time VAR goes with --cov-type hac-groupsum"),
-    Rule("time", excludes=("groups",),
+    Rule("cov_type", "hac-panel", needs={"maxlags": Rule.GIVEN, "groups": Rule.GIVEN},
+         message="--cov-type hac-panel needs the rows' panel labels and the number of lags: "
+                 "--groups VAR --maxlags L"),
+    Rule("time", needs={"cov_type": _WITH_TIME},
+         message="--time VAR goes with --cov-type hac-groupsum or hac-panel"),
+    Rule("cov_type", "hac-groupsum", excludes=("groups",),
          message="--time VAR (hac-groupsum) does not go with --groups VAR (cluster)"),
+    Rule("use_correction", "hac", needs={"cov_type": "hac-panel"},
+         message="use_correction='hac' goes with cov_type='hac-panel' (HAC and hac-groupsum "
+                 "take True or False)"),
+    Rule("use_correction", "cluster", needs={"cov_type": "hac-panel"},
+         message="use_correction='cluster' goes with cov_type='hac-panel' (HAC and "
+                 "hac-groupsum take True or False)"),
 ]
 
 #: --cov-type cluster and --groups go together
 _CLUSTER_RULES = [
     Rule("cov_type", "cluster", needs={"groups": Rule.GIVEN},
          message="--cov-type cluster needs the rows' group labels: --groups VAR"),
-    Rule("groups", needs={"cov_type": "cluster"},
-         message="--groups VAR goes with --cov-type cluster"),
+    Rule("groups", needs={"cov_type": _WITH_GROUPS},
+         message="--groups VAR goes with --cov-type cluster or hac-panel"),
 ]
 
 #: every option of a fit of a recursion over one stream store (besides the store, the
@@ -151,8 +189,9 @@ FIT = Options(
           choices=MISSING),
     _ALPHA,
     Param("cov_type", None, "Covariance of the coefficients (default nonrobust, from the final "
-          "state); HC0-HC3 and cluster take one more pass over the rows.", type=str,
-          optional=True, choices=COV_TYPES),
+          "state); the others take one more pass over the rows. With --window, HC0 is "
+          "also each window's (RollingOLS' HCCM).", type=str, optional=True,
+          choices=COV_TYPES),
     _GROUPS, _TIME, _MAXLAGS, _KERNEL, _USE_CORRECTION,
     Param("window", None, "Also fit every window of N rows (exact at each: QR factors merged, "
           "none downdated) and store the statistics of RollingOLS as rolling_* along "
@@ -239,12 +278,31 @@ PREDICT_STREAM = Options(
 #: a robust covariance of a least-squares fit (:func:`streamlsq.robust_covariance`)
 ROBUST = Options(
     Param("cov_type", "HC1", "The robust covariance: HC0-HC3, cluster with --groups, HAC with "
-          "--maxlags, hac-groupsum with --time and --maxlags.", type=str,
-          choices=COV_TYPES[1:]),
+          "--maxlags, hac-panel with --groups (the panels) and --maxlags, hac-groupsum with "
+          "--time and --maxlags.", type=str, choices=COV_TYPES[1:]),
     _GROUPS, _TIME, _MAXLAGS, _KERNEL, _USE_CORRECTION,
     _ALPHA.replace(help="Confidence intervals of 1 - ALPHA coverage (default 0.05)."),
     rules=[*_CLUSTER_RULES, *_HAC_RULES],
 )
+
+def label_variables(cov_type: str | None, groups: str | None, time: str | None) -> str | None:
+    """The variables of labels a covariance reads from the rows, comma-separated: the
+    groups of ``cluster`` (one or two), the periods of ``hac-groupsum`` (``time``), the
+    panels of ``hac-panel`` (``groups``) and, to check their order, their ``time``.
+
+    Examples
+    --------
+    >>> from streamlsq.options.fit import label_variables
+    >>> label_variables("hac-panel", "firm", "year"), label_variables("hac-groupsum", None, "year")
+    ('firm,year', 'year')
+    """
+    if cov_type == "hac-panel":
+        if groups is not None and "," in groups:
+            raise InputError(f"--cov-type hac-panel takes one panel variable, got --groups "
+                             f"{groups} (two-way panels are --cov-type cluster)")
+        return groups if time is None else f"{groups},{time}"
+    return groups if time is None else time
+
 
 #: a table written as a stream store (:func:`streamlsq.convert`)
 CONVERT = Options(

@@ -32,7 +32,7 @@ LINK_NAMES = ("logit", "probit", "cloglog", "log", "identity", "sqrt", "inverse_
 SOLVERS = ("qr", "normal")
 
 #: the covariances of a GLM fit (no HAC: those are least squares')
-GLM_COV_TYPES = tuple(c for c in COV_TYPES if c not in ("HAC", "hac-groupsum"))
+GLM_COV_TYPES = tuple(c for c in COV_TYPES if c not in ("HAC", "hac-panel", "hac-groupsum"))
 
 _PER_ROW = dict(type=str, optional=True, metavar="VAR")
 

@@ -23,7 +23,7 @@ from streamlsq.jobs import Context, Job, Run
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import Recursion, ScanRecursion
 from streamlsq.options import Options
-from streamlsq.options.fit import FIT
+from streamlsq.options.fit import FIT, label_variables
 from streamlsq.stream.engines import (
     Trajectory,
     run_scan,
@@ -87,7 +87,7 @@ def fit_stream(
     time: str | None = None,
     maxlags: int | None = None,
     kernel: str = "bartlett",
-    use_correction: bool | None = None,
+    use_correction: bool | str | None = None,
     window: int | None = None,
     window_step: int = 1,
     min_nobs: int | None = None,
@@ -183,19 +183,27 @@ def fit_stream(
         least-squares fits (KF4LLS; RLS with ``forgetting=1`` and ``ridge=0``); for a
         recursion that declares a parameter ``alpha`` (interleaved KF4LLS's mixing
         weight), that parameter.
-    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum"} or None
-        The covariance of the coefficients (default ``"nonrobust"``, from the final
-        state). A robust one needs the final coefficients: one more pass over all rows,
+    cov_type : str or None
+        The covariance of the coefficients: ``"nonrobust"`` (the default, from the final
+        state), ``"HC0"``–``"HC3"``, ``"cluster"``, ``"HAC"``, ``"hac-panel"`` or
+        ``"hac-groupsum"``. A robust one needs the final coefficients: one more pass over all rows,
         a parallel chunked reduction (``docs/inference.md``); ``"cluster"`` needs
-        ``groups``, ``"HAC"`` (Newey–West) ``maxlags``, ``"hac-groupsum"``
-        (Driscoll–Kraay) ``time`` and ``maxlags``.
+        ``groups``, ``"HAC"`` (Newey–West) ``maxlags``, ``"hac-panel"`` (HAC within
+        each panel) ``groups`` and ``maxlags``, ``"hac-groupsum"`` (Driscoll–Kraay)
+        ``time`` and ``maxlags``. With ``window``, ``"HC0"`` is also each window's
+        covariance (``RollingOLS``' ``"HCCM"``); the windows of a fit with another
+        covariance keep the nonrobust one (``rolling_cov_type`` says which).
     groups : str or None
         A variable of ``data`` holding the rows' group labels (integers or strings) for
-        ``cov_type="cluster"``, or two comma-separated (``"firm,year"``: two-way).
+        ``cov_type="cluster"``, or two comma-separated (``"firm,year"``: two-way); the
+        rows' panel labels for ``cov_type="hac-panel"`` (each panel's rows together, in
+        time order).
     time, maxlags, kernel, use_correction
-        The time labels of ``cov_type="hac-groupsum"`` (a variable of ``data``); the lags
-        of a HAC covariance (rows, or periods), their weights (``"bartlett"`` or
-        ``"uniform"``) and its small-sample factor (default: statsmodels').
+        The time labels of ``cov_type="hac-groupsum"`` (a variable of ``data``; with
+        ``"hac-panel"``, checked increasing within each panel); the lags of a HAC
+        covariance (rows, or periods), their weights (``"bartlett"`` or ``"uniform"``) and
+        its small-sample factor (default: statsmodels'; ``"hac-panel"`` takes ``"hac"``,
+        ``"cluster"`` or False).
     window, window_step, min_nobs, expanding
         Also fit every window of ``window`` rows ending every ``window_step`` rows (with at
         least ``min_nobs`` rows of positive weight), exactly, and store statsmodels'
@@ -341,7 +349,7 @@ class StreamFit(Job):
         return [run.open_input("stream", d, self.group, x=self.x, y=self.y,
                                sample_dim=self.sample_dim, fit_intercept=fit_intercept,
                                weights=self.weights, missing=self.missing,
-                               groups=self.groups if self.time is None else self.time,
+                               groups=label_variables(self.cov_type, self.groups, self.time),
                                formula=self.formula)
                 for d in stores]
 
@@ -394,8 +402,10 @@ class StreamFit(Job):
         if self.window is not None and "statistics_unavailable" not in ds.attrs:
             from streamlsq.stream.rolling import RollingPass
 
+            window_cov = "HC0" if self.cov_type == "HC0" else "nonrobust"  # RollingOLS' own
             ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, self.window_step,
-                                          self.min_nobs, constant_index(ds), self.expanding))
+                                          self.min_nobs, constant_index(ds), self.expanding,
+                                          window_cov))
         return ds
 
     def intercept(self) -> bool | None:

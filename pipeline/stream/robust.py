@@ -35,7 +35,7 @@ from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Job, Pass, Run, RunOptions
 from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
-from streamlsq.options.fit import ROBUST
+from streamlsq.options.fit import ROBUST, label_variables
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
@@ -55,7 +55,8 @@ __all__ = ["RobustCovariance", "RobustPass", "robust_covariance"]
 def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type: str,
                  maxlags: int | None = None, kernel: str = "bartlett"):
     """Dask task: (rows, part) of rows ``start:stop``: the meat of HC0–HC3 or of HAC (whose
-    lags reach back into the ``maxlags`` rows before ``start``, read as its halo), the
+    lags reach back into the ``maxlags`` rows before ``start``, read as its halo; within
+    panels for hac-panel, with the runs of panel labels: :func:`_panel_part`), the
     score sums of the groups of a cluster-robust covariance (one table per grouping of a
     two-way one: A, B and A∩B), or of the periods of hac-groupsum (with the number of times
     the time labels decrease, statsmodels' count of panels)."""
@@ -67,6 +68,8 @@ def robust_piece(source: StreamSource, start: int, stop: int, coef, R, cov_type:
         if cov_type == "HAC":
             X, Y, w, halo = _hac_rows(source, start, stop, int(maxlags))
             part = inference.hac_meat(X, Y, coef, maxlags, kernel, w, halo)
+        elif cov_type == "hac-panel":
+            part = _panel_part(source, start, stop, coef, int(maxlags), kernel)
         elif cov_type == "hac-groupsum" or (cov_type == "cluster" and "," in source.groups):
             part = _grouped_scores(source, start, stop, coef, cov_type)
         else:
@@ -100,6 +103,48 @@ def _hac_rows(source: StreamSource, start: int, stop: int, maxlags: int):
         w = np.concatenate([np.ones(more) if wb is None else wb, w])
         halo += more
     return X, Y, w, halo
+
+
+def _label_text(value) -> str:
+    """A label as a message shows it (a NumPy scalar as the Python value it holds)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _panel_part(source: StreamSource, start: int, stop: int, coef, maxlags: int,
+                kernel: str) -> dict:
+    """The part of the hac-panel meat of rows ``start:stop`` (their halo: the ``maxlags``
+    rows of positive weight before ``start``, at least one, with their panel labels), and
+    the runs of panel labels of its own rows (:func:`~streamlsq.kernels.inference.panel_runs`,
+    the rows kept). With a time variable (the source's second label variable) the rows of
+    each panel must be in increasing time order, from the halo's last row on: refused
+    naming the row where they are not."""
+    X, Y, w, halo = _hac_rows(source, start, stop, max(maxlags, 1))
+    columns = source.read_label_columns(start - halo, stop)
+    kept = np.ones(len(X), bool) if w is None else np.asarray(w) > 0
+    rows = np.arange(start - halo, stop)[kept]
+    panels = np.asarray(columns[0])
+    part = inference.panel_hac_meat(X, Y, coef, maxlags, panels, kernel, w, halo)
+    del X, Y
+    panels = panels[kept]
+    own = int(np.count_nonzero(kept[:halo]))  # the first of the piece's own rows kept
+    if len(columns) > 1:
+        time = np.asarray(columns[1])[kept]
+        i = inference.time_order_break(inference.panel_ids(panels), time, own)
+        if i is not None:
+            name = source.groups.split(",")[1].strip()
+            raise InputError(
+                f"{source.label}: variable '{name}' row {rows[i]}: time {_label_text(time[i])} "
+                f"is not after {_label_text(time[i - 1])} of the row before in panel "
+                f"{_label_text(panels[i])}; hac-panel needs the rows of each panel in time "
+                "order (sort the rows by panel, then time)")
+    part.update(inference.panel_runs(panels[own:], rows[own:]))
+    return part
+
+
+def combine_panels(*parts: dict) -> dict:
+    """hac-panel's parts of several pieces: their meats added (in the order of the parts)
+    and their runs of panel labels joined."""
+    return {**inference.combine_meats(*parts), **inference.merge_panel_runs(*parts)}
 
 
 def _group_sums(scores, labels) -> dict:
@@ -173,14 +218,16 @@ def combine_grouped(*parts: dict) -> dict:
 
 def robust_covariance(result, data, *, cov_type: str = "HC1", groups: str | None = None,
                       time: str | None = None, maxlags: int | None = None,
-                      kernel: str = "bartlett", use_correction: bool | None = None,
+                      kernel: str = "bartlett", use_correction: bool | str | None = None,
                       alpha: float | None = None, out=None, **run: Unpack[RunOptions]
                       ) -> xr.Dataset:
     """The least-squares fit ``result`` (a store or its Dataset) with the robust
     covariance ``cov_type`` (``"HC0"``–``"HC3"``; ``"cluster"`` with the variable of
     group labels ``groups``, or two comma-separated for two-way clusters; ``"HAC"`` with
-    ``maxlags``, ``kernel`` and ``use_correction``; ``"hac-groupsum"`` with the variable of
-    time labels ``time`` as well) computed from the rows of ``data`` (the store it was fitted
+    ``maxlags``, ``kernel`` and ``use_correction``; ``"hac-panel"`` with the variable of
+    panel labels ``groups`` as well (and ``time`` to check the order of each panel's rows;
+    ``use_correction`` ``"hac"``, ``"cluster"`` or False); ``"hac-groupsum"`` with the
+    variable of time labels ``time``) computed from the rows of ``data`` (the store it was fitted
     on, read as the fit read it): its statistics replaced by the robust ones, as
     statsmodels' ``fit(cov_type=...)`` gives them. One pass over all the rows.
 
@@ -212,7 +259,7 @@ class RobustCovariance(Job):
     time: str | None = None
     maxlags: int | None = None
     kernel: str = "bartlett"
-    use_correction: bool | None = None
+    use_correction: bool | str | None = None
     alpha: float | None = None
     segment_bytes: int | None = None
 
@@ -236,7 +283,7 @@ class RobustCovariance(Job):
             reason = why or a.get("statistics_unavailable", "it holds no statistics")
             raise InputError(f"the fit has no robust covariance: {reason}")
         read = {**FitInputs.from_attrs(a).stream_options(),
-                "groups": self.groups if self.time is None else self.time}
+                "groups": label_variables(self.cov_type, self.groups, self.time)}
         self.source = run.open_input("stream", self.data, **read)
         if (self.source.n_rows, self.source.n_features) != (int(a["n_rows"]),
                                                             self.fit.sizes["feature"]):
@@ -258,7 +305,8 @@ class RobustCovariance(Job):
 class RobustPass(Pass):
     """The pass over the rows of ``source`` that gives the least-squares ``fit`` (fitted by
     ``recursion`` on those rows) the robust covariance ``cov_type`` (its group labels are
-    the source's ``groups``: two for two-way clusters, the time labels for hac-groupsum)
+    the source's ``groups``: two for two-way clusters, the time labels for hac-groupsum,
+    the panel labels, and possibly their time labels, for hac-panel)
     and the statistics that follow at level ``alpha``; pieces of about ``segment_bytes``
     (default: the scan engine's); a HAC covariance's ``maxlags``, ``kernel`` and
     ``use_correction``. Its state is the sandwich's meat (three, of A, B and A∩B, for two-way
@@ -272,7 +320,7 @@ class RobustPass(Pass):
     segment_bytes: int | None = None
     maxlags: int | None = None
     kernel: str = "bartlett"
-    use_correction: bool | None = None
+    use_correction: bool | str | None = None
 
     @property
     def name(self) -> str:
@@ -305,12 +353,43 @@ class RobustPass(Pass):
             meats = [inference.cluster_meat(tables[name]) for name in ("a", "b", "ab")]
             return {"meat": np.stack([m for m, _ in meats]),
                     "n_groups": np.array([g for _, g in meats])}
+        if self.cov_type == "hac-panel":
+            root = tree_reduce(ctx.client, futures, combine_panels, leaf=_part,
+                               name=f"robust-combine-{tag}").result()
+            return {"meat": root["meat"], "n_groups": self.checked_panels(root)}
         cluster = self.cov_type == "cluster"
         combine = inference.merge_score_sums if cluster else inference.combine_meats
         root = tree_reduce(ctx.client, futures, combine, leaf=_part,
                            name=f"robust-combine-{tag}").result()
         meat, n_groups = inference.cluster_meat(root) if cluster else (root["meat"], -1)
         return {"meat": meat, "n_groups": n_groups}
+
+    def checked_panels(self, runs: dict) -> int:
+        """The number of panels of hac-panel from the runs of panel labels of all the rows,
+        refused naming the variable and a row: a panel whose rows are not together (a
+        label starting a second run), a panel of at most ``maxlags`` rows (its lags pair
+        none of its rows), a single panel."""
+        source, name = self.source, self.source.groups.split(",")[0].strip()
+        labels, starts, counts = runs["labels"], runs["starts"], runs["counts"]
+        j = inference.repeated_panel(runs)
+        if j is not None:
+            raise InputError(
+                f"{source.label}: variable '{name}' row {starts[j]}: panel "
+                f"{_label_text(labels[j])} starts again after rows of other panels; "
+                "hac-panel needs the rows of each panel together, in time order (sort the "
+                "rows by panel, then time)")
+        short = np.flatnonzero(counts <= self.maxlags)
+        if short.size:
+            j = int(short[0])
+            raise InputError(
+                f"{source.label}: variable '{name}' row {starts[j]}: panel "
+                f"{_label_text(labels[j])} holds {counts[j]} row(s), not more than --maxlags "
+                f"{self.maxlags}; hac-panel needs panels longer than the lags (give fewer "
+                "lags, or leave the short panels out)")
+        if len(labels) < 2:
+            raise InputError(f"{source.label}: variable '{name}' holds {len(labels)} "
+                             "panel(s): hac-panel needs at least 2")
+        return len(labels)
 
     @property
     def grouped(self) -> bool:
@@ -323,6 +402,14 @@ class RobustPass(Pass):
         """Which covariance, in words the summary shows: the kernel and lags of a HAC
         covariance, the variables of a clustered one."""
         source = self.source
+        if self.cov_type == "hac-panel":
+            names = [g.strip() for g in source.groups.split(",")]
+            order = f" in the order of '{names[1]}'" if len(names) > 1 else ""
+            correction = {False: "without small-sample correction",
+                          "cluster": "with the cluster small-sample correction"}.get(
+                self.use_correction, "with the hac small-sample correction")
+            return (f"hac-panel ({self.kernel} kernel, {self.maxlags} lags within the panels "
+                    f"of '{names[0]}'{order}, {correction})")
         if self.cov_type in ("HAC", "hac-groupsum"):
             default = self.cov_type == "hac-groupsum"
             corrected = default if self.use_correction is None else self.use_correction
@@ -351,6 +438,8 @@ class RobustPass(Pass):
             two_way, meat = inference.two_way_terms(meat, n_groups), None
         elif self.cov_type == "hac-groupsum":
             panels = int(n_groups[1])
+        elif self.cov_type == "hac-panel":
+            panels = int(n_groups[0])
         try:
             stats = inference.robust_statistics(
                 fac, meat, self.cov_type, int(n_groups[0]) if cluster or panels else None,
@@ -362,8 +451,10 @@ class RobustPass(Pass):
         ds = with_statistics(self.fit.copy(), stats)
         if cluster:
             ds.attrs["groups_variable"] = source.groups
-        if self.cov_type in ("HAC", "hac-groupsum") or self.grouped:
+        elif self.cov_type == "hac-panel":
+            ds.attrs["groups_variable"] = source.groups.split(",")[0].strip()
+        if self.cov_type in ("HAC", "hac-panel", "hac-groupsum") or self.grouped:
             ds.attrs["cov_description"] = self.description()
-        if self.cov_type in ("HAC", "hac-groupsum"):
+        if self.cov_type in ("HAC", "hac-panel", "hac-groupsum"):
             ds.attrs.update(maxlags=int(self.maxlags), kernel=self.kernel)
         return ds

@@ -21,7 +21,10 @@ The result gains, along the dimension ``window`` (the windows' last rows,
 with ``rolling_`` in front: ``rolling_params``, ``rolling_bse``, ``rolling_tvalues``
 ``(window, feature, target)`` and ``rolling_rsquared``, ``rolling_rsquared_adj``,
 ``rolling_ssr``, ``rolling_nobs``, ``rolling_llf``, ``rolling_aic``, ``rolling_bic``
-``(window, target)``.
+``(window, target)``. With ``cov_type="HC0"`` the windows' ``rolling_bse`` and
+``rolling_tvalues`` are those of ``RollingOLS(...).fit(cov_type="HCCM")``, each window's
+from its own residuals (:func:`streamlsq.kernels.inference.rolling_robust.rolling_hc0`);
+the attribute ``rolling_cov_type`` says which.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import xarray as xr
 from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Pass
 from streamlsq.kernels.inference import rolling as rolling_kernels
+from streamlsq.kernels.inference import rolling_robust
 from streamlsq.runtime.reduce import wait_progress
 
 __all__ = ["GROUP_ROWS", "RollingPass", "WINDOWS_PER_TASK", "expanding_reads", "window_groups"]
@@ -85,15 +89,19 @@ def summarise_rows(source: StreamSource, start: int, stop: int) -> dict:
 
 
 def rolling_group(source: StreamSource, ends: np.ndarray, window: int, min_nobs: int,
-                  constant, prior: dict | None = None) -> dict:
+                  constant, prior: dict | None = None, cov_type: str = "nonrobust") -> dict:
     """Dask task: the windows ending at ``ends`` fitted from the rows they cover (after
-    ``prior``'s rows, the summary of the rows before them, when given)."""
+    ``prior``'s rows, the summary of the rows before them, when given; their covariance
+    ``cov_type``: nonrobust or HC0, which needs every row of each window, so no prior)."""
     first = prior["rows"] if prior is not None else max(0, int(ends[0]) - window)
     X, Y, w = source.read_weighted(first, int(ends[-1]))
     # the group's window ends counted from the first row read
     fit = rolling_kernels.rolling_fit(X, Y, window, min_nobs=min_nobs, weights=w,
                                       constant=constant, ends=np.asarray(ends) - first,
                                       prior=prior)
+    if cov_type == "HC0":  # each window's own residuals, from the rows read
+        robust = rolling_robust.rolling_hc0(X, Y, fit["params"], fit["ends"], window, w)
+        fit["bse"], fit["tvalues"] = robust["bse"], robust["tvalues"]
     fit["ends"] = np.asarray(ends)
     return fit
 
@@ -106,7 +114,8 @@ class RollingPass(Pass):
     ``RollingOLS(expanding=True)``; ``min_nobs`` rows of positive weight at least, default
     the number of coefficients), and adds the windows' statistics to the ``fit`` (the
     module's docstring). ``constant``: the intercept's column, if the fit has one (else a
-    column constant on all the rows, as statsmodels' ``k_constant``)."""
+    column constant on all the rows, as statsmodels' ``k_constant``); ``cov_type``: the
+    windows' covariance, ``"nonrobust"`` or ``"HC0"`` (``RollingOLS``' names)."""
 
     fit: xr.Dataset
     source: StreamSource
@@ -115,6 +124,7 @@ class RollingPass(Pass):
     min_nobs: int | None = None
     constant: int | None = None
     expanding: bool = False
+    cov_type: str = "nonrobust"
 
     name = "rolling"
 
@@ -129,7 +139,9 @@ class RollingPass(Pass):
         tag = uuid.uuid4().hex[:8]
         groups = window_groups(ends, self.window, self.expanding)
         priors = [None] * len(groups)
-        if self.expanding:  # the rows before each group of expanding windows, summarised
+        # the rows before each group of expanding windows, summarised (not for HC0, whose
+        # windows' residuals need every row of the window)
+        if self.expanding and self.cov_type != "HC0":
             firsts, runs = expanding_reads(ends, groups, self.window)
             parts = ctx.client.gather([
                 ctx.client.submit(summarise_rows, source, a, b, key=f"rolling-rows-{tag}-{n}",
@@ -138,7 +150,8 @@ class RollingPass(Pass):
                 priors[n] = part if n == 1 else rolling_kernels.merge_summaries(
                     priors[n - 1], part)
         futures = [ctx.client.submit(rolling_group, source, ends[i:j], self.window, min_nobs,
-                                     self.constant, priors[n], key=f"rolling-{tag}-{n}",
+                                     self.constant, priors[n], self.cov_type,
+                                     key=f"rolling-{tag}-{n}",
                                      pure=False)
                    for n, (i, j) in enumerate(groups)]
         wait_progress(ctx.client, futures, [j - i for i, j in groups], "rolling windows",
@@ -156,7 +169,7 @@ class RollingPass(Pass):
         ends = np.asarray(state["ends"])[keep]
         if len(ends) == 0:
             ds = ds.copy()
-            ds.attrs["rolling_window"] = int(self.window)
+            ds.attrs.update(rolling_window=int(self.window), rolling_cov_type=self.cov_type)
             return ds
         variables = {"window_end": ("window", ends - 1)}
         for name in rolling_kernels.ROLLING_STATISTICS:
@@ -168,5 +181,5 @@ class RollingPass(Pass):
         ds = ds.assign(variables)
         ds.attrs.update(rolling_window=int(self.window), rolling_step=int(self.window_step),
                         rolling_min_nobs=int(self.min_nobs or self.source.n_features),
-                        rolling_expanding=bool(self.expanding))
+                        rolling_expanding=bool(self.expanding), rolling_cov_type=self.cov_type)
         return ds

@@ -245,6 +245,9 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
     for key in ("identified_from_row", "n_groups", "undefined_statistics"):
         if key in a:
             out[key] = a[key]
+    if "rolling_params" in ds:  # the windows' own covariance (RollingOLS' cov_type)
+        out["windows"] = (f"{a.get('rolling_window')} rows, "
+                          f"{a.get('rolling_cov_type', 'nonrobust')} covariance")
     if a.get("model") == "glm":  # a generalised linear model's own (statsmodels' GLM summary)
         out.update({"kind": "glm", "family": a["family"], "link": a["link"],
                     "iterations": int(a["iterations"]), "converged": bool(a["converged"])})

@@ -25,6 +25,7 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.formulas import find_levels
+from streamlsq.io.names import look_alike
 from streamlsq.io.tables import ROW_DIM, forget_parts, is_table, read_frame
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.options.fit import CONVERT
@@ -133,7 +134,7 @@ class TableConversion(Job):
         for name in names:
             if name not in table.members:
                 raise InputError(f"{table.label}: column '{name}' is missing (found: "
-                                 f"{table.found})")
+                                 f"{table.found}){look_alike(name, table.members)}")
             why = _unstorable(name)
             if why:
                 raise InputError(f"{table.label}: column {name[:60]!r}"

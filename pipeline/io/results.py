@@ -246,6 +246,7 @@ def check_kept_formula(attrs: dict, label: str) -> None:
     check_formula`), naming the result; the formula is checked, never evaluated."""
     from streamlsq.io.formulas import check_formula
 
+    check_method(attrs, label)
     _check_kept_record(attrs, label)
     formula = attrs.get("formula")
     if formula is None:
@@ -257,6 +258,36 @@ def check_kept_formula(attrs: dict, label: str) -> None:
         check_formula(formula)
     except InputError as exc:
         raise InputError(f"{label}: its attribute formula is refused: {exc}") from None
+
+
+#: what a result's ``method`` attribute names besides a registered recursion (a stream fit):
+#: the jobs whose results are not a recursion's (``Job.name``: a GLM, the models of tasks, a
+#: prediction) and the stores of tables ``convert`` writes
+OTHER_METHODS = ("glm", "metalearn", "pooled", "em", "predict", "convert")
+
+
+def result_methods() -> list[str]:
+    """Every value a result's ``method`` attribute may hold: the registered recursions'
+    names (those found by discovery and plugins too), then :data:`OTHER_METHODS`."""
+    from streamlsq.kernels.recursions.registry import RECURSIONS
+
+    return [*RECURSIONS, *OTHER_METHODS]
+
+
+def check_method(attrs: dict, label: str) -> None:
+    """Refuse a result whose ``method`` attribute (what made it, which decides how it is read
+    and applied) is missing or names nothing streamlsq writes (edited by hand, damaged, or
+    of a recursion not registered here), naming the value and the accepted ones, before
+    anything reads it as the kind of result it is not."""
+    from streamlsq.kernels.recursions.registry import RECURSIONS
+
+    method = attrs.get("method")
+    if isinstance(method, str) and (method in OTHER_METHODS or method in RECURSIONS):
+        return  # a known name: the registry is listed (and searched) on a refusal only
+    said = ("is missing" if method is None
+            else f"is {method!r}, which names no method streamlsq knows")
+    raise InputError(f"{label}: its attribute method {said} (one of: "
+                     f"{', '.join(result_methods())}); {_DAMAGED}")
 
 
 #: the attributes (JSON text) a result keeps of what its fit read, and what each holds

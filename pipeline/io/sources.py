@@ -51,6 +51,7 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.io.formulas import DESIGN, RESPONSE, DesignInput
 from streamlsq.io.location import locate
+from streamlsq.io.names import look_alike
 from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, OpenedInput, RowsReader
 from streamlsq.io.stores import (
     StoreRows,
@@ -696,8 +697,9 @@ def _require(table: OpenedInput, names, strict: bool) -> None:
               else "name the feature variables with --x (x=) and the targets with --y (y=)")
     for name in names:
         if name not in table.members:
+            similar = look_alike(name, table.members, "variable")
             raise InputError(f"{table.label}: variable '{name}' is missing (found: "
-                             f"{table.found or 'none'}); {layout}")
+                             f"{table.found or 'none'}){similar or '; ' + layout}")
 
 
 def _check_stream_dims(label: str, columns: dict[str, Column]) -> None:

@@ -189,3 +189,126 @@ def test_look_alike_names_in_the_table_and_in_options(fitted, tmp_path, cli):
             continue
         assert said in line, line
     assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+# -- the re-test's new variants -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("result, edit, said", [
+    ("fit.zarr", {"method": "metalearn"},
+     "its attribute method is 'metalearn', whose results hold noise_var, but it holds no "
+     "noise_var"),
+    ("glm.zarr", {"method": "kf4lls"},
+     "its attribute method is 'kf4lls', but its attribute model says a GLM (whose method is "
+     "'glm')"),
+    ("fit.zarr", {"n_rows": "many"}, "its attribute n_rows is 'many', not a count"),
+    ("fit.zarr", {"conf_int_alpha": 5}, "its attribute conf_int_alpha is 5, not a number in "
+                                        "(0, 1)"),
+])
+def test_a_result_edited_into_another_kind_is_one_line(fitted, tmp_path, cli, result, edit,
+                                                       said):
+    # a model's method made a recursion's: info and predict failed with Python's errors
+    # ('Dataset' object has no attribute 'target', exit 1); a GLM's made kf4lls was applied
+    # as a linear fit; n_rows made text: info --check "unexpected error (ValueError ...)"
+    fit = _copy(fitted, tmp_path, result)
+    zarr.open_group(str(fit), mode="r+").attrs.update(edit)
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    for args in (("info", fit), ("info", fit, "--check"),
+                 ("predict", fit, fitted / "new.csv", "--out", out)):
+        line = one_line(cli(*args))
+        assert line.endswith(f"{fit}: {said}; {DAMAGED}"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_glm_applied_to_columns_named_in_another_order_is_refused(fitted, tmp_path, cli,
+                                                                   client):
+    # --x x2,x1 on a GLM fitted on x1,x2 applied x1's coefficient to x2 (a stream fit's
+    # prediction refused it)
+    import statsmodels.api as sm
+
+    frame = _frame()
+    fit = tmp_path / "g.zarr"
+    streamlsq.fit_glm(fitted / "t.parquet", x="x1,x2", y="k", fit_intercept=True,
+                      family="poisson", out=fit, client=client, progress=False)
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    line = one_line(cli("predict", fit, fitted / "new.csv", "--out", out, "--x", "x2,x1"))
+    assert line.endswith(f"new.csv: its features ['x2', 'x1'] are not those {fit} was fitted "
+                         "on (['x1', 'x2'])"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    got = streamlsq.predict(fit, fitted / "new.csv", x="x1,x2", client=client)
+    X = sm.add_constant(frame[["x1", "x2"]])
+    ref = sm.GLM(frame.k, X, family=sm.families.Poisson()).fit().predict(X)
+    np.testing.assert_allclose(got.yhat.values[:, 0], ref.to_numpy(), rtol=1e-8)
+
+
+@pytest.mark.parametrize("extra, said", [
+    (("--cov-type", "cluster", "--groups", "g,x1,x2"),
+     "--groups g,x1,x2: names 3 variables; a cluster-robust covariance takes one group "
+     "variable, or two (A,B: two-way)"),
+    (("--cov-type", "cluster", "--groups", "g, g"),
+     "--groups g, g: names 'g' twice; two-way clusters take two different variables (one: "
+     "--groups g)"),
+    (("--window", "61"),
+     "--window 61: longer than the 60 rows of {table}, so no window fits in them: choose "
+     "--window 60 or less, or --expanding (the windows grow from --min-nobs rows)"),
+    (("--window", "3"),
+     "--window 3: a window of 3 rows for 3 coefficients leaves no residual degree of freedom "
+     "(no standard errors): choose --window 4 or more"),
+    (("--window", "10", "--min-nobs", "11"),
+     "--min-nobs 11: a window needs at least the rows of its 3 coefficients and holds at "
+     "most its 10 rows (--window): choose --min-nobs in 3..10"),
+])
+def test_options_that_gave_nothing_or_failed_late_are_refused(fitted, tmp_path, cli, extra,
+                                                              said):
+    # three group variables: "unexpected error (ValueError: too many values to unpack)",
+    # exit 1, after the fit; a variable named twice, a window longer than the rows or of no
+    # more rows than coefficients, --min-nobs above the window: published without a word
+    # (no window, or a one-way covariance)
+    table = fitted / "t.parquet"
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", table, "--out", out, "--formula", "y ~ x1 + x2",
+                        *extra))
+    assert line.endswith(said.format(table=table)), line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_expanding_windows_longer_than_the_rows_are_still_fitted(fitted, client):
+    # the refusal above is the rolling windows': expanding ones fit every row seen so far
+    ds = streamlsq.fit_stream(fitted / "t.parquet", formula="y ~ x1 + x2", window=61,
+                              expanding=True, client=client, progress=False)
+    assert ds.sizes["window"] == 60 - 3  # windows of 4 to 60 rows (3 rows: no df)
+
+
+def test_an_exposure_with_a_link_other_than_log_is_refused(fitted, tmp_path, cli):
+    # fitted with log(exposure) added to an identity link's predictor; statsmodels refuses it
+    frame = _frame().assign(e=np.linspace(0.5, 2.0, 60))
+    frame.to_parquet(tmp_path / "e.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "e.parquet", "--out", out, "--family",
+                        "poisson", "--link", "identity", "--formula", "k ~ x1",
+                        "--exposure", "e"))
+    assert line.endswith("--exposure e: an exposure goes with a log link (its logarithm is "
+                         "added to the linear predictor), not with --link identity; give "
+                         "log(exposure) as --offset if that is what you mean"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+@pytest.mark.parametrize("formula", ["y ~ x1 + d", "y ~ C(d)"])
+def test_a_date_column_in_a_formula_is_one_line(tmp_path, cli, formula):
+    # read as levels: a column per row (refused as singular), or in C() levels no result
+    # keeps: "unexpected error (TypeError: Object of type Timestamp is not JSON
+    # serializable)", exit 1 (the advice of --x d's refusal led there)
+    frame = _frame().assign(d=pd.date_range("2020-01-01", periods=60))
+    frame.to_parquet(tmp_path / "d.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", tmp_path / "d.parquet", "--out", out, "--formula",
+                        formula))
+    assert line.endswith(f"d.parquet: column 'd' of the formula {formula!r} holds "
+                         "datetime64[us] values (dates or durations), which a formula reads "
+                         "neither as numbers nor as levels: compute a number of them before "
+                         "the fit (e.g. days since a date), or make them text for C(d)"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

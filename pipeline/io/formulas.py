@@ -747,6 +747,14 @@ class DesignInput:
             if raw[name].dims[:1] != (dim,) or len(raw[name].shape) != 1:
                 raise InputError(f"{self.label}: column '{name}' of the formula has dims "
                                  f"{raw[name].dims}, expected ('{dim}',): one value per row")
+            if getattr(raw[name].dtype, "kind", "O") in "mM":
+                # read as levels, a date made a column per row (singular) or, in C(),
+                # levels no result can keep (unexpected error, exit 1)
+                raise InputError(f"{self.label}: column '{name}' of the formula "
+                                 f"{self.formula!r} holds {raw[name].dtype} values (dates or "
+                                 "durations), which a formula reads neither as numbers nor as "
+                                 "levels: compute a number of them before the fit (e.g. days "
+                                 f"since a date), or make them text for C({name})")
         read = self.inner.as_read({n: raw[n] for n in used}, labels=used)
         # a pandas extension dtype (the strings of a Dataset's '<U' variable under pandas 3)
         # is no NumPy dtype: its kind says whether it holds numbers

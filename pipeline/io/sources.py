@@ -681,7 +681,17 @@ def _group_names(groups: str | None) -> tuple[str, ...]:
     """The group variables of ``groups``: none, one, or two comma-separated (two-way)."""
     if groups is None:
         return ()
-    return tuple(name.strip() for name in str(groups).split(",") if name.strip())
+    names = tuple(name.strip() for name in str(groups).split(",") if name.strip())
+    # a third variable used to fail after the fit (exit 1), a variable named twice made a
+    # two-way covariance of one way
+    if len(names) > 2:
+        raise InputError(f"--groups {groups}: names {len(names)} variables; a cluster-robust "
+                         "covariance takes one group variable, or two (A,B: two-way)")
+    if len(names) == 2 and names[0] == names[1]:
+        raise InputError(f"--groups {groups}: names '{names[0]}' twice; two-way clusters "
+                         "take two different variables (one: --groups "
+                         f"{names[0]})")
+    return names
 
 
 def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:

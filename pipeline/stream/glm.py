@@ -138,6 +138,13 @@ class GLMFit(Job):
             self.spec.fam.link(self.link)  # refuses a link the family does not take
         except ValueError as exc:
             raise InputError(f"--link: {exc}") from None
+        if self.exposure is not None and self.spec.lnk.name != "log":
+            # log(exposure) in the linear predictor is a rate only under a log link: statsmodels
+            # refuses it otherwise ("exposure can only be used with the log link function")
+            raise InputError(f"--exposure {self.exposure}: an exposure goes with a log link "
+                             f"(its logarithm is added to the linear predictor), not with "
+                             f"--link {self.spec.lnk.name}; give log(exposure) as --offset if "
+                             "that is what you mean")
         if self.groups is not None and "," in self.groups:
             raise InputError(f"--groups {self.groups}: a GLM's cluster-robust covariance takes "
                              "one group variable (two-way clusters are least squares' only)")

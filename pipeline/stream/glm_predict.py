@@ -20,7 +20,13 @@ from streamlsq.io.location import locate
 from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Run
 from streamlsq.kernels import glm as kernels
-from streamlsq.stream.apply import StreamPrediction, create_prediction_arrays, predict_chunks
+from streamlsq.stream.apply import (
+    FitCoefficients,
+    StreamPrediction,
+    check_new_rows,
+    create_prediction_arrays,
+    predict_chunks,
+)
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["GLMPrediction", "INTERVAL_COLUMNS", "is_glm_fit", "predict_glm"]
@@ -103,10 +109,10 @@ class GLMPrediction(StreamPrediction):
         self.coef = type("Coef", (), {"intercept": bool(self.labels)
                                       and self.labels[0] == "intercept"})()
         self.source = self.open_rows(a, run)
-        if self.source.n_features != len(self.params):
-            raise InputError(f"{self.source.label}: has {self.source.n_data_features} "
-                             f"feature column(s) but {self.shown} was fitted on "
-                             f"{len(self.params) - int(self.coef.intercept)}")
+        # the columns named anew (--x) must be those fitted, in their order, as a stream
+        # fit's are: a GLM's coefficients applied to other columns were published
+        check_new_rows(self.source, FitCoefficients(self.params[:, None], 1, "glm",
+                                                    self.labels, self.target), self.shown)
         self.aux_names = {k: a[f"{k}_variable"] for k in ("offset", "exposure")
                           if f"{k}_variable" in a}
         self.aux = None

@@ -110,9 +110,11 @@ class GLMPrediction(StreamPrediction):
                                       and self.labels[0] == "intercept"})()
         self.source = self.open_rows(a, run)
         # the columns named anew (--x) must be those fitted, in their order, as a stream
-        # fit's are: a GLM's coefficients applied to other columns were published
+        # fit's are: a GLM's coefficients applied to other columns were published (the
+        # response is not compared: a binomial one of two columns predicts one target)
         check_new_rows(self.source, FitCoefficients(self.params[:, None], 1, "glm",
-                                                    self.labels, self.target), self.shown)
+                                                    self.labels, self.target), self.shown,
+                       targets=False)
         self.aux_names = {k: a[f"{k}_variable"] for k in ("offset", "exposure")
                           if f"{k}_variable" in a}
         self.aux = None

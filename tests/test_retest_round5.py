@@ -312,3 +312,95 @@ def test_a_date_column_in_a_formula_is_one_line(tmp_path, cli, formula):
                          "neither as numbers nor as levels: compute a number of them before "
                          "the fit (e.g. days since a date), or make them text for C(d)"), line
     assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_column_named_as_a_formulas_side_is_not_read_as_it(fitted, tmp_path, cli):
+    # --weights design with a formula read the formula's design matrix as the weights
+    # (refused as "variable 'design' has dims ('row', 'term')", dims the user never saw)
+    frame = _frame().assign(design=1.0)
+    frame.to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", tmp_path / "t.parquet", "--out", out, "--formula",
+                        "y ~ x1", "--weights", "design"))
+    assert line.endswith("t.parquet: the variable 'design' of the rows' weights or labels "
+                         "is, with a formula, the formula's design matrix; rename the column "
+                         "'design' of the input to use it so"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def _lstsq(frame):
+    X = np.column_stack([np.ones(len(frame)), frame.x1.to_numpy()])
+    return np.linalg.lstsq(X, frame.y.to_numpy(), rcond=None)[0]
+
+
+def test_a_parquet_folder_of_partitions_is_read_recursively(tmp_path, client):
+    # documented ("a folder of files, in name order, recursively"); a folder whose files lie
+    # in subfolders (name=value/part.parquet) was taken for a Zarr store: "not a readable
+    # Zarr group"
+    frame = _frame()
+    for i, part in enumerate((frame.iloc[:25], frame.iloc[25:])):
+        (tmp_path / "t" / f"part={i}").mkdir(parents=True)
+        part.to_parquet(tmp_path / "t" / f"part={i}" / "p.parquet")
+    ds = streamlsq.fit_stream(tmp_path / "t", formula="y ~ x1", client=client, progress=False)
+    np.testing.assert_allclose(ds.coef.isel(step=-1, target=0).values, _lstsq(frame),
+                               rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def s3_options():
+    """moto's S3 server on loopback in a process of its own (as tests/test_object_store.py
+    starts it), a bucket, and the options that reach it."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    pytest.importorskip("moto.server")
+    s3fs = pytest.importorskip("s3fs")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                               str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=dict(os.environ))
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        options = {"key": "testing", "secret": "testing",
+                   "client_kwargs": {"endpoint_url": endpoint}}
+        s3fs.S3FileSystem(**options).mkdir("retest-round5")
+        yield options
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_a_parquet_folder_by_url_is_a_table(s3_options, tmp_path, client):
+    # documented (s3://bucket/flights/, storage_options=): refused as "not a readable Zarr
+    # group" by fit, fit glm and convert; the folder is listed only once no store opened
+    import s3fs
+
+    frame = _frame()
+    fs = s3fs.S3FileSystem(**s3_options)
+    for i, part in enumerate((frame.iloc[:25], frame.iloc[25:])):
+        with fs.open(f"retest-round5/pq/{i}.parquet", "wb") as f:
+            part.to_parquet(f)
+    for url in ("s3://retest-round5/pq", "s3://retest-round5/pq/"):
+        ds = streamlsq.fit_stream(url, formula="y ~ x1", storage_options=s3_options,
+                                  client=client, progress=False)
+        np.testing.assert_allclose(ds.coef.isel(step=-1, target=0).values, _lstsq(frame),
+                                   rtol=1e-10)
+    converted = streamlsq.convert("s3://retest-round5/pq/", tmp_path / "c.zarr",
+                                  storage_options=s3_options, client=client, progress=False)
+    np.testing.assert_array_equal(converted.x1.values, frame.x1.to_numpy())
+    with pytest.raises(InputError, match="nothing/: no such store"):  # no Parquet: refused
+        streamlsq.fit_stream("s3://retest-round5/nothing/", formula="y ~ x1",
+                             storage_options=s3_options, client=client, progress=False)

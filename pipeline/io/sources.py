@@ -70,7 +70,7 @@ from streamlsq.io.stores import (
     store_label,
     store_token,
 )
-from streamlsq.io.tables import is_table, open_table
+from streamlsq.io.tables import is_parquet_folder_url, is_table, open_table
 
 __all__ = [
     "MISSING",
@@ -574,7 +574,15 @@ def _open_input(data, group: str | None, storage_options: dict | None) -> Opened
         return open_table(data, storage_options)
     loc = locate(data, storage_options)
     if loc is not None:
-        return StoreInput(loc, group)
+        try:
+            return StoreInput(loc, group)
+        except InputError:
+            # a folder of Parquet files by URL (s3://bucket/flights/: no suffix tells it from
+            # a store; it was refused as "not a readable Zarr group")
+            if group is None and isinstance(data, str) and is_parquet_folder_url(
+                    data, storage_options):
+                return open_table(data, storage_options, file_kind="parquet")
+            raise
     import xarray as xr
 
     try:
@@ -641,6 +649,11 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     names = (*x_vars, *y_vars)
     group_vars = _group_names(groups)
     per_row = tuple(v for v in (weights, *group_vars) if v is not None)
+    taken = [v for v in per_row if formula is not None and v in (DESIGN, RESPONSE)]
+    if taken:  # the formula's two sides by name: a column so named was read as one of them
+        raise InputError(f"{table.label}: the variable '{taken[0]}' of the rows' weights or "
+                         f"labels is, with a formula, the formula's {taken[0]} matrix; "
+                         f"rename the column '{taken[0]}' of the input to use it so")
     strict = table.sample_first and x is None and y is None and sample_dim is None and targets
     _require(table, names + per_row, strict)
     dim = sample_dim or table.default_sample_dim(names)

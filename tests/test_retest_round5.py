@@ -404,3 +404,34 @@ def test_a_parquet_folder_by_url_is_a_table(s3_options, tmp_path, client):
     with pytest.raises(InputError, match="nothing/: no such store"):  # no Parquet: refused
         streamlsq.fit_stream("s3://retest-round5/nothing/", formula="y ~ x1",
                              storage_options=s3_options, client=client, progress=False)
+
+
+@pytest.mark.parametrize("attr, value, said", [
+    ("family", "poison", "family must be one of gaussian, binomial, poisson, gamma, "
+                         "inverse_gaussian, negative_binomial, tweedie, got 'poison'"),
+    ("link", "cloglog", "the poisson family takes the links log, identity, sqrt, got "
+                        "'cloglog'"),
+])
+def test_a_glms_family_or_link_edited_is_one_line(fitted, tmp_path, cli, attr, value, said):
+    # predict failed with "unexpected error (ValueError: ...)", exit 1
+    fit = _copy(fitted, tmp_path, "glm.zarr")
+    zarr.open_group(str(fit), mode="r+").attrs[attr] = value
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    line = one_line(cli("predict", fit, fitted / "new.csv", "--out", out))
+    family, link = ("poison", "log") if attr == "family" else ("poisson", "cloglog")
+    assert line.endswith(f"{fit}: its attributes family and link ({family!r}, {link!r}) are "
+                         f"refused: {said}; {DAMAGED}"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_time_labels_of_two_variables_are_refused(fitted, tmp_path, cli):
+    # read as two-way clusters: "unexpected error (ValueError: too many values to unpack)",
+    # exit 1, after the fit
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", fitted / "t.parquet", "--out", out, "--formula",
+                        "y ~ x1", "--cov-type", "hac-groupsum", "--time", "g,x2",
+                        "--maxlags", "2"))
+    assert line.endswith("--time g,x2: names 2 variables; the periods are the labels of one "
+                         "variable"), line
+    assert list(tmp_path.iterdir()) == []

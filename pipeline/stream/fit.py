@@ -448,6 +448,11 @@ def check_fit_options(job: StreamFit) -> None:
             setattr(job, name, value)
     if job.formula is not None:  # a formula is data: checked before anything is opened
         check_formula_intercept(job.method, job.formula)
+    given = getattr(job, "time", None)
+    time = [] if given is None else [n for n in str(given).split(",") if n.strip()]
+    if len(time) > 1:  # was read as two-way clusters: exit 1 after the fit
+        raise InputError(f"--time {given}: names {len(time)} variables; the periods are "
+                         "the labels of one variable")
     if isinstance(job.method, str) and job.method in RECURSIONS:  # its parameters' values
         declaration = RECURSIONS.declaration(job.method)
         for p in declaration.params:

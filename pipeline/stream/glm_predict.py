@@ -98,6 +98,12 @@ class GLMPrediction(StreamPrediction):
         params = {"family": a["family"], "link": a["link"], "alpha": a.get("nb_alpha"),
                   "power": a.get("var_power")}
         self.spec = kernels.GLMSpec(**params)
+        try:  # a family or link edited by hand: one line, not Python's ValueError (exit 1)
+            self.spec.fam.link(self.spec.link)
+        except ValueError as exc:
+            raise InputError(f"{self.shown}: its attributes family and link ({a['family']!r}, "
+                             f"{a['link']!r}) are refused: {exc}; the result is damaged: "
+                             "compute it again") from None
         self.labels = [str(v) for v in fit.feature.values]
         self.params = np.asarray(fit.coef.isel(step=-1, target=0).values, np.float64)
         self.target = fit.target.values

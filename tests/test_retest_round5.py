@@ -435,3 +435,20 @@ def test_time_labels_of_two_variables_are_refused(fitted, tmp_path, cli):
     assert line.endswith("--time g,x2: names 2 variables; the periods are the labels of one "
                          "variable"), line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_glm_response_of_text_says_so(tmp_path, cli):
+    # a count column holding one word was read as levels: "a GLM has one response, got 6
+    # target columns", naming neither the columns nor why
+    frame = _frame()
+    frame["k"] = frame.k.astype(str)
+    frame.loc[2, "k"] = "many"
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    levels = frame.k.nunique()
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.csv", "--out", out, "--family", "poisson",
+                        "--formula", "k ~ x1"))
+    assert f"t.csv: a GLM has one response, got {levels} target columns (" in line, line
+    assert "k[many]" in line and line.endswith(
+        "a column of text or levels makes one per level; a GLM's response holds numbers)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"] and leftovers(out) == []

@@ -164,9 +164,14 @@ class GLMFit(Job):
             fit_intercept=self.intercept(), weights=self.weights, groups=self.groups,
             missing=self.missing, formula=self.formula)
         if self.source.n_targets != (2 if self.counts else 1):
+            # the columns named: a response of text reads as one column per level
+            named = ", ".join(map(str, self.source.targets))
+            shown = (f" ({named[:120]}{'...' if len(named) > 120 else ''}: a column of text "
+                     "or levels makes one per level; a GLM's response holds numbers)"
+                     if named and self.source.n_targets > 1 else "")
             raise InputError(f"{self.source.label}: a GLM has one response"
                              f"{' (or successes + failures)' if self.counts else ''}, got "
-                             f"{self.source.n_targets} target columns")
+                             f"{self.source.n_targets} target columns{shown}")
         self.aux_names = {k: getattr(self, k) for k in AUX if getattr(self, k) is not None}
         self.aux = None
         if self.aux_names:

@@ -25,7 +25,14 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.formulas import find_levels
-from streamlsq.io.tables import ROW_DIM, forget_parts, is_table, read_frame
+from streamlsq.io.names import look_alike
+from streamlsq.io.tables import (
+    ROW_DIM,
+    forget_parts,
+    is_parquet_folder_url,
+    is_table,
+    read_frame,
+)
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.options.fit import CONVERT
 from streamlsq.runtime.progress import track_futures
@@ -115,7 +122,10 @@ class TableConversion(Job):
     writes_chunks = True
 
     def open(self, run: Run) -> list:
-        if not is_table(self.data):
+        # a folder of Parquet files by URL has no suffix to tell it by: asked of the store
+        folder = (not is_table(self.data) and isinstance(self.data, str)
+                  and is_parquet_folder_url(self.data, run.storage_options))
+        if not is_table(self.data) and not folder:
             # a path as given; an object by its type (its repr spans many lines)
             shown = (repr(self.data) if isinstance(self.data, (str, os.PathLike))
                      else f"a {type(self.data).__module__.split('.')[0]} "
@@ -124,7 +134,7 @@ class TableConversion(Job):
                     "to_zarr" if type(self.data).__name__ == "Dataset" else "")
             raise InputError(f"{shown}: not a table (Parquet or CSV files, a pandas, "
                              f"polars or dask DataFrame){hint}")
-        table = run.open_input("table", self.data)
+        table = run.open_input("table", self.data, file_kind="parquet" if folder else None)
         names = table.found if self.columns is None else [str(c) for c in (
             [self.columns] if isinstance(self.columns, str) else self.columns)]
         if not names:  # --columns ""
@@ -133,7 +143,7 @@ class TableConversion(Job):
         for name in names:
             if name not in table.members:
                 raise InputError(f"{table.label}: column '{name}' is missing (found: "
-                                 f"{table.found})")
+                                 f"{table.found}){look_alike(name, table.members)}")
             why = _unstorable(name)
             if why:
                 raise InputError(f"{table.label}: column {name[:60]!r}"

@@ -15,6 +15,7 @@ from typing import Any, Unpack
 import xarray as xr
 
 from streamlsq.errors import InputError
+from streamlsq.io.results import check_method
 from streamlsq.io.tasks import CHUNK_TASKS
 from streamlsq.jobs import Run, RunOptions
 from streamlsq.mlr.predict import predict as predict_tasks
@@ -29,14 +30,28 @@ __all__ = ["applies_to_rows", "predict", "predict_rows"]
 ROW_OPTIONS = PREDICT_STREAM.without("group").defaults()
 #: the options of predicting tasks under a meta-learned model, with their defaults
 TASK_OPTIONS = PREDICT.without("group").defaults()
+#: the methods of models of tasks (``metalearn``, ``fit_pooled``, ``fit_em``)
+TASK_MODELS = ("metalearn", "pooled", "em")
 
 
 def _result_attrs(result, storage_options: dict | None) -> dict:
     """The attributes of a result: a Dataset's, or a store's, opened and checked
     (:func:`~streamlsq.io.results.open_result`: an incomplete store is refused)."""
     if isinstance(result, xr.Dataset):
-        return dict(result.attrs)
-    return dict(Run(storage_options=storage_options).open_input("result", result).attrs)
+        attrs, label = dict(result.attrs), "the fit"
+        check_method(attrs, label)
+    else:
+        attrs = dict(Run(storage_options=storage_options).open_input("result", result).attrs)
+        label = str(result)
+    if attrs["method"] == "glm" and not is_glm_fit(attrs):
+        raise InputError(f"{label}: its attribute model is {attrs.get('model')!r}, where a "
+                         "GLM's (method 'glm') is 'glm'; the result is damaged: compute it "
+                         "again")
+    if not (is_stream_fit(attrs) or is_glm_fit(attrs) or attrs["method"] in TASK_MODELS):
+        raise InputError(f"{label}: its attribute method is {attrs['method']!r}: not a result "
+                         "predict applies (a fit of one stream, 'fit glm', to rows; a model "
+                         f"of tasks, {', '.join(TASK_MODELS)}, to tasks)")
+    return attrs
 
 
 def applies_to_rows(result, storage_options: dict | None = None) -> bool:

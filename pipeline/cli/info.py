@@ -85,8 +85,15 @@ def _print_summary(store):
     attrs = dict(open_group(str(store), None).attrs)
     if "coef" not in zarr.open_group(str(store), mode="r") or attrs.get("complete") is not True:
         return
+    from streamlsq.io.results import check_kept_formula, check_layout
+    from streamlsq.io.stores import dimension_names
     from streamlsq.stream.apply import is_stream_fit
 
+    # what the summary reads checked first: a hand-edited record is one line, not a
+    # Python error (a model's method made a recursion's, a count made text)
+    g = zarr.open_group(str(store), mode="r")
+    check_kept_formula(attrs, str(store))
+    check_layout(attrs, {n: dimension_names(a) for n, a in g.arrays()}, str(store))
     if not is_stream_fit(attrs) and attrs.get("model") != "glm":
         return
     from streamlsq.stream.statistics import summary_text

@@ -9,6 +9,7 @@ import numpy as np
 import zarr
 
 from streamlsq.errors import InputError
+from streamlsq.io.formulas import undeclared_level
 from streamlsq.io.location import locate
 from streamlsq.io.sources import declared_levels, open_stream
 from streamlsq.io.stores import (
@@ -46,6 +47,8 @@ def store_kind(g: zarr.Group) -> str:
         return "multi-task"
     if {"X", "y"} <= names:
         return "stream"
+    if "written_by" in g.attrs:  # streamlsq's, no data: a result whose method is gone,
+        return "result"  # refused as such by info --check (open_result)
     if any(True for _ in g.group_keys()):
         return "groups"
     return "unknown"
@@ -141,10 +144,7 @@ def _read_column(path: str, name: str, a: int, b: int) -> int:
         unknown = np.flatnonzero(~column.isin([*levels, "", None]).to_numpy())
         if unknown.size:
             i = int(unknown[0])
-            raise InputError(f"{path}: variable '{name}' has the level {column[i]!r} at row "
-                             f"{a + i}, which its attribute categories does not list; the "
-                             "store is damaged: remove the attribute (the levels are then "
-                             "found by a pass over the rows) or convert the table again")
+            raise InputError(undeclared_level(path, name, column[i], a + i, levels))
     return int(sum(1 for v in values.ravel() if v == "" or v is None))
 
 

@@ -44,6 +44,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from streamlsq.errors import InputError
+from streamlsq.io.names import look_alike
 from streamlsq.io.parts import Column, OpenedInput, RowsReader
 from streamlsq.io.tables import read_frame
 
@@ -401,6 +402,10 @@ class Design:
     rhs_spec: object = field(compare=False, hash=False, repr=False)
     lhs_spec: object = field(default=None, compare=False, hash=False, repr=False)
     contrasts: tuple = ()
+    #: the categorical columns whose levels the input declares itself (a converted store's
+    #: attribute categories), not found by a pass over the rows: a value outside them is
+    #: the input's inconsistency, not a level the fit did not see
+    declared: tuple[str, ...] = ()
 
     def encode(self, frame, label: str, start: int):
         """The frame's categorical columns as pandas categories of the design's levels; a
@@ -417,6 +422,9 @@ class Design:
             unseen = np.flatnonzero(present & ~known)
             if unseen.size:
                 i = int(unseen[0])
+                if name in self.declared:
+                    raise InputError(undeclared_level(label, name, values.iloc[i], start + i,
+                                                      levels))
                 raise InputError(f"{label}: column '{name}' has the level {values.iloc[i]!r} at "
                                  f"row {start + i}, which the fit did not see (its levels: "
                                  f"{_shown(levels)}); a formula's design holds the levels of "
@@ -458,6 +466,16 @@ def _columns_of(frame, names):
 def _shown(levels) -> str:
     text = ", ".join(map(repr, levels[:8]))
     return text + (f", … ({len(levels)} in all)" if len(levels) > 8 else "")
+
+
+def undeclared_level(label: str, name: str, level, row: int, levels) -> str:
+    """The refusal of a value of the variable ``name`` outside the ``levels`` its attribute
+    ``categories`` declares (a converted store's, edited or damaged since): the store's
+    inconsistency, said alike by a fit and by ``info --check``."""
+    return (f"{label}: variable '{name}' has the level {level!r} at row {row}, which its "
+            f"attribute categories ({_shown(tuple(levels))}) does not list; the store is "
+            "damaged: remove the attribute (the levels are then found by a pass over the rows) "
+            "or convert the table again")
 
 
 def _sorted_levels(values) -> tuple:
@@ -509,9 +527,11 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
                          | (set(names.lhs_categorical) if response else set()))
     if levels is None:
         levels = {n: categories[n] for n in categorical if categories.get(n) is not None}
+        declared = tuple(sorted(levels))
         levels.update(find_levels(rows, [n for n in categorical if n not in levels], n_rows,
                                   chunk_rows))
     else:
+        declared = ()
         missing = [n for n in categorical if n not in levels]
         if missing:
             raise InputError(f"{label}: column '{missing[0]}' is a category the fit's design "
@@ -520,7 +540,7 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
     check_design_size(least_columns(formula, {n: levels[n] for n in categorical
                                               if n in rhs_vars}), formula, label, least=True)
     draft = Design(formula, tuple((n, tuple(levels[n])) for n in categorical), (), (), False,
-                   rhs_vars, lhs_vars, (), None)
+                   rhs_vars, lhs_vars, (), None, declared=declared)
     # the specs are built on a few rows: the levels are the categories' own, every transform
     # is stateless, so the spec is the same as of any rows, and the design's width is known
     # before a chunk of it is made (check_design_size)
@@ -553,7 +573,7 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
     responses = tuple(specs["lhs"].column_names) if "lhs" in specs else tuple(lhs_vars)
     return Design(formula, draft.levels, tuple(columns[i] for i in keep), responses,
                   "Intercept" in columns, rhs_vars, lhs_vars, keep, rhs, specs.get("lhs"),
-                  contrasts)
+                  contrasts, draft.declared)
 
 
 def _plain(value):
@@ -713,7 +733,8 @@ class DesignInput:
         for name in used:
             if name not in self.inner.members:
                 raise InputError(f"{self.label}: column '{name}' of the formula "
-                                 f"{self.formula!r} is missing (found: {self.found or 'none'})")
+                                 f"{self.formula!r} is missing (found: {self.found or 'none'})"
+                                 + look_alike(name, self.inner.members))
         per_row = [n for n in names if n not in (DESIGN, RESPONSE)]
         # the column that counts the rows: the formula's first, else (the intercept alone,
         # y ~ 1, on new rows without y) any of the input's
@@ -726,6 +747,14 @@ class DesignInput:
             if raw[name].dims[:1] != (dim,) or len(raw[name].shape) != 1:
                 raise InputError(f"{self.label}: column '{name}' of the formula has dims "
                                  f"{raw[name].dims}, expected ('{dim}',): one value per row")
+            if getattr(raw[name].dtype, "kind", "O") in "mM":
+                # read as levels, a date made a column per row (singular) or, in C(),
+                # levels no result can keep (unexpected error, exit 1)
+                raise InputError(f"{self.label}: column '{name}' of the formula "
+                                 f"{self.formula!r} holds {raw[name].dtype} values (dates or "
+                                 "durations), which a formula reads neither as numbers nor as "
+                                 "levels: compute a number of them before the fit (e.g. days "
+                                 f"since a date), or make them text for C({name})")
         read = self.inner.as_read({n: raw[n] for n in used}, labels=used)
         # a pandas extension dtype (the strings of a Dataset's '<U' variable under pandas 3)
         # is no NumPy dtype: its kind says whether it holds numbers

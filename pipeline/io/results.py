@@ -261,11 +261,14 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
         if ds.attrs.get("complete") is not True:
             raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
         check_kept_formula(ds.attrs, str(path))
+        check_layout(ds.attrs, {n: v.dims for n, v in ds.variables.items()}, str(path))
         return ds
     g = open_group(loc, None)
     if g.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
     check_kept_formula(dict(g.attrs), loc.shown or loc.url)
+    check_layout(dict(g.attrs), {n: dimension_names(a) for n, a in g.arrays()},
+                 loc.shown or loc.url)
     large = check_result(g, loc, whole=not lazy)
     ds = open_dataset(loc, lazy=lazy)
     for name in large:
@@ -281,6 +284,7 @@ def check_kept_formula(attrs: dict, label: str) -> None:
     check_formula`), naming the result; the formula is checked, never evaluated."""
     from streamlsq.io.formulas import check_formula
 
+    check_method(attrs, label)
     _check_kept_record(attrs, label)
     formula = attrs.get("formula")
     if formula is None:
@@ -294,6 +298,66 @@ def check_kept_formula(attrs: dict, label: str) -> None:
         raise InputError(f"{label}: its attribute formula is refused: {exc}") from None
 
 
+#: what a result's ``method`` attribute names besides a registered recursion (a stream fit):
+#: the jobs whose results are not a recursion's (``Job.name``: a GLM, the models of tasks, a
+#: prediction) and the stores of tables ``convert`` writes
+OTHER_METHODS = ("glm", "metalearn", "pooled", "em", "predict", "convert")
+
+
+def result_methods() -> list[str]:
+    """Every value a result's ``method`` attribute may hold: the registered recursions'
+    names (those found by discovery and plugins too), then :data:`OTHER_METHODS`."""
+    from streamlsq.kernels.recursions.registry import RECURSIONS
+
+    return [*RECURSIONS, *OTHER_METHODS]
+
+
+def check_method(attrs: dict, label: str) -> None:
+    """Refuse a result whose ``method`` attribute (what made it, which decides how it is read
+    and applied) is missing or names nothing streamlsq writes (edited by hand, damaged, or
+    of a recursion not registered here), naming the value and the accepted ones, before
+    anything reads it as the kind of result it is not."""
+    from streamlsq.kernels.recursions.registry import RECURSIONS
+
+    method = attrs.get("method")
+    if isinstance(method, str) and (method in OTHER_METHODS or method in RECURSIONS):
+        return  # a known name: the registry is listed (and searched) on a refusal only
+    said = ("is missing" if method is None
+            else f"is {method!r}, which names no method streamlsq knows")
+    raise InputError(f"{label}: its attribute method {said} (one of: "
+                     f"{', '.join(result_methods())}); {_DAMAGED}")
+
+
+#: the variables (and their dims, None: any) each kind of result holds, by its method
+_FIT_LAYOUT = {"coef": ("step", "feature", "target")}
+_MODEL_LAYOUT = {"coef": None, "noise_var": None, "weight": None}
+
+
+def check_layout(attrs: dict, dims: dict, label: str) -> None:
+    """Refuse a result whose variables (``dims``: name -> dims) are not those its ``method``
+    attribute makes (a stream fit's or a GLM's ``coef (step, feature, target)``, a model's
+    ``coef``, ``noise_var`` and ``weight``): a method edited into another kind's, read as
+    that kind, used to fail with Python's errors (exit 1)."""
+    from streamlsq.kernels.recursions.registry import RECURSIONS
+
+    method = attrs.get("method")
+    if attrs.get("model") == "glm" and method != "glm":  # a GLM's coefficients read as linear
+        raise InputError(f"{label}: its attribute method is {method!r}, but its attribute "
+                         f"model says a GLM (whose method is 'glm'); {_DAMAGED}")
+    layout = (_MODEL_LAYOUT if method in ("metalearn", "pooled", "em") else _FIT_LAYOUT
+              if method == "glm" or (isinstance(method, str) and method in RECURSIONS) else {})
+    for name, wanted in layout.items():
+        if name not in dims or (wanted is not None and tuple(dims[name]) != wanted):
+            found = f"{name} {tuple(dims[name])}" if name in dims else f"no {name}"
+            need = name if wanted is None else f"{name} {wanted}"
+            raise InputError(f"{label}: its attribute method is {method!r}, whose results hold "
+                             f"{need}, but it holds {found}; {_DAMAGED}")
+
+
+#: the attributes (numbers) a result's summary reads, and the values each may take
+_KEPT_NUMBERS = {"n_rows": "a count", "rows_dropped": "a count", "iterations": "a count",
+                 "conf_int_alpha": "a number in (0, 1)"}
+
 #: the attributes (JSON text) a result keeps of what its fit read, and what each holds
 _KEPT_JSON = {"x_variables": "a list of names", "y_variables": "a list of names",
               "parameters": "an object", "formula_levels": "an object of lists of levels",
@@ -305,7 +369,19 @@ def _check_kept_record(attrs: dict, label: str) -> None:
     parameters, a formula's levels) is no longer what streamlsq wrote (edited by hand or
     damaged), naming the attribute, before anything is read with it."""
     import json
+    import numbers
 
+    for name, holds in _KEPT_NUMBERS.items():
+        value = attrs.get(name)
+        if value is None:
+            continue
+        count = isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+            and value >= 0
+        level = isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and 0 < value < 1
+        if not (count if holds == "a count" else level):
+            raise InputError(f"{label}: its attribute {name} is {value!r}, not {holds}; "
+                             f"{_DAMAGED}")
     for name, holds in _KEPT_JSON.items():
         text = attrs.get(name)
         if text is None or (name == "parameters" and isinstance(text, dict)):

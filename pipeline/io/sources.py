@@ -51,6 +51,7 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.io.formulas import DESIGN, RESPONSE, DesignInput
 from streamlsq.io.location import locate
+from streamlsq.io.names import look_alike
 from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, OpenedInput, RowsReader
 from streamlsq.io.stores import (
     StoreRows,
@@ -69,7 +70,7 @@ from streamlsq.io.stores import (
     store_label,
     store_token,
 )
-from streamlsq.io.tables import is_table, open_table
+from streamlsq.io.tables import is_parquet_folder_url, is_table, open_table
 
 __all__ = [
     "MISSING",
@@ -573,7 +574,15 @@ def _open_input(data, group: str | None, storage_options: dict | None) -> Opened
         return open_table(data, storage_options)
     loc = locate(data, storage_options)
     if loc is not None:
-        return StoreInput(loc, group)
+        try:
+            return StoreInput(loc, group)
+        except InputError:
+            # a folder of Parquet files by URL (s3://bucket/flights/: no suffix tells it from
+            # a store; it was refused as "not a readable Zarr group")
+            if group is None and isinstance(data, str) and is_parquet_folder_url(
+                    data, storage_options):
+                return open_table(data, storage_options, file_kind="parquet")
+            raise
     import xarray as xr
 
     try:
@@ -640,6 +649,11 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     names = (*x_vars, *y_vars)
     group_vars = _group_names(groups)
     per_row = tuple(v for v in (weights, *group_vars) if v is not None)
+    taken = [v for v in per_row if formula is not None and v in (DESIGN, RESPONSE)]
+    if taken:  # the formula's two sides by name: a column so named was read as one of them
+        raise InputError(f"{table.label}: the variable '{taken[0]}' of the rows' weights or "
+                         f"labels is, with a formula, the formula's {taken[0]} matrix; "
+                         f"rename the column '{taken[0]}' of the input to use it so")
     strict = table.sample_first and x is None and y is None and sample_dim is None and targets
     _require(table, names + per_row, strict)
     dim = sample_dim or table.default_sample_dim(names)
@@ -680,7 +694,17 @@ def _group_names(groups: str | None) -> tuple[str, ...]:
     """The group variables of ``groups``: none, one, or two comma-separated (two-way)."""
     if groups is None:
         return ()
-    return tuple(name.strip() for name in str(groups).split(",") if name.strip())
+    names = tuple(name.strip() for name in str(groups).split(",") if name.strip())
+    # a third variable used to fail after the fit (exit 1), a variable named twice made a
+    # two-way covariance of one way
+    if len(names) > 2:
+        raise InputError(f"--groups {groups}: names {len(names)} variables; a cluster-robust "
+                         "covariance takes one group variable, or two (A,B: two-way)")
+    if len(names) == 2 and names[0] == names[1]:
+        raise InputError(f"--groups {groups}: names '{names[0]}' twice; two-way clusters "
+                         "take two different variables (one: --groups "
+                         f"{names[0]})")
+    return names
 
 
 def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:
@@ -696,8 +720,9 @@ def _require(table: OpenedInput, names, strict: bool) -> None:
               else "name the feature variables with --x (x=) and the targets with --y (y=)")
     for name in names:
         if name not in table.members:
+            similar = look_alike(name, table.members, "variable")
             raise InputError(f"{table.label}: variable '{name}' is missing (found: "
-                             f"{table.found or 'none'}); {layout}")
+                             f"{table.found or 'none'}){similar or '; ' + layout}")
 
 
 def _check_stream_dims(label: str, columns: dict[str, Column]) -> None:

@@ -30,6 +30,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import Location, locate
+from streamlsq.io.names import look_alike
 from streamlsq.io.parts import RowsReader
 
 if TYPE_CHECKING:  # xarray is imported where a Dataset is made: opening a store stays light
@@ -494,8 +495,8 @@ def require_variables(g: zarr.Group, label: str, names, layout: str) -> set[str]
     for name in names:
         if name not in members:
             raise InputError(
-                f"{label}: variable '{name}' is missing (found: {sorted(members) or 'none'}); "
-                f"{layout}")
+                f"{label}: variable '{name}' is missing (found: {sorted(members) or 'none'})"
+                f"{look_alike(name, members, 'variable') or '; ' + layout}")
     return members
 
 

@@ -98,9 +98,11 @@ def _file_kind(text: str) -> str | None:
         return "csv"
     if not is_url(text) and os.path.isdir(text) and not os.path.exists(
             os.path.join(text, "zarr.json")) and not os.path.exists(os.path.join(text, ".zgroup")):
-        with os.scandir(text) as entries:
-            if any(e.name.lower().endswith(PARQUET_SUFFIXES) for e in entries):
-                return "parquet"
+        # its files are read recursively (in name order): found so too, the first one
+        # enough (a folder of partitions, name=value/part.parquet, was taken for a store)
+        if any(f.lower().endswith(PARQUET_SUFFIXES) for _, _, files in os.walk(text)
+               for f in files):
+            return "parquet"
     return None
 
 
@@ -112,6 +114,19 @@ def is_table(data) -> bool:
     if isinstance(data, str | os.PathLike):
         return _file_kind(os.fspath(data)) is not None
     return False
+
+
+def is_parquet_folder_url(text: str, storage_options: dict | None = None) -> bool:
+    """Whether the URL ``text`` (no suffix of a table's files) is a folder of Parquet files
+    (``s3://bucket/flights/``): asked of the object store only once ``text`` could not be
+    opened as a Zarr store, so that a store by URL costs no listing."""
+    if not is_url(text):
+        return False
+    try:
+        fs, path = _filesystem(text, storage_options)
+        return any(p.lower().endswith(PARQUET_SUFFIXES) for p in fs.find(path))
+    except Exception:  # unreachable, or no such folder: the store's own refusal stands
+        return False
 
 
 # -- where the rows come from -------------------------------------------------------------------
@@ -932,9 +947,10 @@ class TableInput:
         return None
 
 
-def open_table(data, storage_options: dict | None = None) -> TableInput:
+def open_table(data, storage_options: dict | None = None, file_kind: str | None = None
+               ) -> TableInput:
     """A table (see :func:`is_table`) opened and its parts counted; refused when it has no
-    rows."""
+    rows. ``file_kind``: ``"parquet"`` for files no suffix tells (a folder by URL)."""
     kind = _frame_kind(data)
     if kind == "polars":
         data, kind = data.to_pandas(), "pandas"
@@ -954,7 +970,7 @@ def open_table(data, storage_options: dict | None = None) -> TableInput:
     text = os.fspath(data)
     if not is_url(text) and not any(c in text for c in "*?[") and not os.path.exists(text):
         raise InputError(f"{text}: no such file or folder")
-    if _file_kind(text) == "parquet":
+    if (file_kind or _file_kind(text)) == "parquet":
         rows, dtypes = _parquet_rows(text, storage_options)
     else:
         rows = _csv_rows(text, storage_options)

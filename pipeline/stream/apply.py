@@ -181,8 +181,10 @@ def prediction_uncertainty(fit: xr.Dataset, step: int, alpha: float | None,
             "use_t": bool(fit.attrs.get("use_t", True))}
 
 
-def check_new_rows(source: StreamSource, coef: FitCoefficients, shown: str) -> None:
-    """Refuse new rows whose features or targets are not those the fit was fitted on."""
+def check_new_rows(source: StreamSource, coef: FitCoefficients, shown: str,
+                   targets: bool = True) -> None:
+    """Refuse new rows whose features or (``targets``) targets are not those the fit was
+    fitted on."""
     W, intercept = coef.W, coef.intercept
     if source.n_features != W.shape[0]:
         raise InputError(f"{source.label}: has {source.n_data_features} feature column(s) "
@@ -193,7 +195,7 @@ def check_new_rows(source: StreamSource, coef: FitCoefficients, shown: str) -> N
         raise InputError(f"{source.label}: its features "
                          f"{list(map(str, source.features))} are not those {shown} was "
                          f"fitted on ({fitted})")
-    if source.y_vars and source.n_targets != W.shape[1]:
+    if targets and source.y_vars and source.n_targets != W.shape[1]:
         raise InputError(f"{source.label}: has {source.n_targets} target(s) but {shown} "
                          f"predicts {W.shape[1]}")
 

@@ -336,6 +336,7 @@ class StreamFit(Job):
             self.recursion = self.recursion.counting_rows()  # to tell that no row weighed
         check_engine(self.recursion, self.engine)
         check_layout(self.sources, self.recursion, self.dtype)
+        check_windows(self, self.sources[0])
         self.previous, self.plan = plan_rows(self, run)
         if self.plan is not None and self.record_every is None:
             self.record_every = max(1, -(-self.plan.n_blocks // DEFAULT_RECORDED_STEPS))
@@ -457,6 +458,11 @@ def check_fit_options(job: StreamFit) -> None:
             setattr(job, name, value)
     if job.formula is not None:  # a formula is data: checked before anything is opened
         check_formula_intercept(job.method, job.formula)
+    given = getattr(job, "time", None)
+    time = [] if given is None else [n for n in str(given).split(",") if n.strip()]
+    if len(time) > 1:  # was read as two-way clusters: exit 1 after the fit
+        raise InputError(f"--time {given}: names {len(time)} variables; the periods are "
+                         "the labels of one variable")
     if isinstance(job.method, str) and job.method in RECURSIONS:  # its parameters' values
         declaration = RECURSIONS.declaration(job.method)
         for p in declaration.params:
@@ -465,6 +471,29 @@ def check_fit_options(job: StreamFit) -> None:
                     job.params[p.name] = p.check(job.params[p.name])
                 except ValueError as exc:
                     raise InputError(f"{declaration.name}: {exc}") from None
+
+
+def check_windows(job: StreamFit, source) -> None:
+    """Refuse ``--window`` options that leave no window to record, before any work (the fit
+    used to be published without a window and without a word): ``--min-nobs`` below the
+    coefficients or above the window (as statsmodels' ``RollingOLS`` refuses them), rolling
+    windows longer than the rows, or of no more rows than coefficients (no residual degree of
+    freedom: no standard errors)."""
+    if getattr(job, "window", None) is None:
+        return
+    q, n, window = source.n_features, source.n_rows, int(job.window)
+    if window <= q:
+        raise InputError(f"--window {window}: a window of {window} rows for {q} coefficients "
+                         "leaves no residual degree of freedom (no standard errors): choose "
+                         f"--window {q + 1} or more")
+    if job.min_nobs is not None and not q <= job.min_nobs <= window:
+        raise InputError(f"--min-nobs {job.min_nobs}: a window needs at least the rows of its "
+                         f"{q} coefficients and holds at most its {window} rows (--window): "
+                         f"choose --min-nobs in {q}..{window}")
+    if window > n and not job.expanding:
+        raise InputError(f"--window {window}: longer than the {n} rows of {source.label}, so "
+                         f"no window fits in them: choose --window {n} or less, or "
+                         "--expanding (the windows grow from --min-nobs rows)")
 
 
 def fit_checkpoint(job: StreamFit, directory, fingerprint, resume, inputs):

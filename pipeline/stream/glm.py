@@ -138,6 +138,13 @@ class GLMFit(Job):
             self.spec.fam.link(self.link)  # refuses a link the family does not take
         except ValueError as exc:
             raise InputError(f"--link: {exc}") from None
+        if self.exposure is not None and self.spec.lnk.name != "log":
+            # log(exposure) in the linear predictor is a rate only under a log link: statsmodels
+            # refuses it otherwise ("exposure can only be used with the log link function")
+            raise InputError(f"--exposure {self.exposure}: an exposure goes with a log link "
+                             f"(its logarithm is added to the linear predictor), not with "
+                             f"--link {self.spec.lnk.name}; give log(exposure) as --offset if "
+                             "that is what you mean")
         if self.groups is not None and "," in self.groups:
             raise InputError(f"--groups {self.groups}: a GLM's cluster-robust covariance takes "
                              "one group variable (two-way clusters are least squares' only)")
@@ -157,9 +164,14 @@ class GLMFit(Job):
             fit_intercept=self.intercept(), weights=self.weights, groups=self.groups,
             missing=self.missing, formula=self.formula)
         if self.source.n_targets != (2 if self.counts else 1):
+            # the columns named: a response of text reads as one column per level
+            named = ", ".join(map(str, self.source.targets))
+            shown = (f" ({named[:120]}{'...' if len(named) > 120 else ''}: a column of text "
+                     "or levels makes one per level; a GLM's response holds numbers)"
+                     if named and self.source.n_targets > 1 else "")
             raise InputError(f"{self.source.label}: a GLM has one response"
                              f"{' (or successes + failures)' if self.counts else ''}, got "
-                             f"{self.source.n_targets} target columns")
+                             f"{self.source.n_targets} target columns{shown}")
         self.aux_names = {k: getattr(self, k) for k in AUX if getattr(self, k) is not None}
         self.aux = None
         if self.aux_names:

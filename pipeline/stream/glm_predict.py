@@ -20,7 +20,13 @@ from streamlsq.io.location import locate
 from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Run
 from streamlsq.kernels import glm as kernels
-from streamlsq.stream.apply import StreamPrediction, create_prediction_arrays, predict_chunks
+from streamlsq.stream.apply import (
+    FitCoefficients,
+    StreamPrediction,
+    check_new_rows,
+    create_prediction_arrays,
+    predict_chunks,
+)
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["GLMPrediction", "INTERVAL_COLUMNS", "is_glm_fit", "predict_glm"]
@@ -92,6 +98,12 @@ class GLMPrediction(StreamPrediction):
         params = {"family": a["family"], "link": a["link"], "alpha": a.get("nb_alpha"),
                   "power": a.get("var_power")}
         self.spec = kernels.GLMSpec(**params)
+        try:  # a family or link edited by hand: one line, not Python's ValueError (exit 1)
+            self.spec.fam.link(self.spec.link)
+        except ValueError as exc:
+            raise InputError(f"{self.shown}: its attributes family and link ({a['family']!r}, "
+                             f"{a['link']!r}) are refused: {exc}; the result is damaged: "
+                             "compute it again") from None
         self.labels = [str(v) for v in fit.feature.values]
         self.params = np.asarray(fit.coef.isel(step=-1, target=0).values, np.float64)
         self.target = fit.target.values
@@ -103,10 +115,12 @@ class GLMPrediction(StreamPrediction):
         self.coef = type("Coef", (), {"intercept": bool(self.labels)
                                       and self.labels[0] == "intercept"})()
         self.source = self.open_rows(a, run)
-        if self.source.n_features != len(self.params):
-            raise InputError(f"{self.source.label}: has {self.source.n_data_features} "
-                             f"feature column(s) but {self.shown} was fitted on "
-                             f"{len(self.params) - int(self.coef.intercept)}")
+        # the columns named anew (--x) must be those fitted, in their order, as a stream
+        # fit's are: a GLM's coefficients applied to other columns were published (the
+        # response is not compared: a binomial one of two columns predicts one target)
+        check_new_rows(self.source, FitCoefficients(self.params[:, None], 1, "glm",
+                                                    self.labels, self.target), self.shown,
+                       targets=False)
         self.aux_names = {k: a[f"{k}_variable"] for k in ("offset", "exposure")
                           if f"{k}_variable" in a}
         self.aux = None

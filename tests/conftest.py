@@ -3,8 +3,14 @@ and small synthetic stores written by streamlsq itself."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +19,31 @@ import zarr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "cluster"))
+
+
+@contextlib.contextmanager
+def moto_server(env=None):
+    """moto's S3 server on a free loopback port, in a process of its own (sharing the test
+    process, its request threads compete for the interpreter with the Dask client that
+    drives the fit: a fit on S3 took twice as long); yields its endpoint."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, **(env or {})})
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -26,36 +24,12 @@ import streamlsq
 from streamlsq import InputError, open_result
 
 from conftest import lstsq
+from conftest import moto_server as _moto_server
 
 pytest.importorskip("moto.server")
 s3fs = pytest.importorskip("s3fs")
 
 BUCKET = "streamlsq-test"
-
-
-@contextlib.contextmanager
-def _moto_server(env=None):
-    """moto's S3 server on a free loopback port, in a process of its own (sharing the test
-    process, its request threads compete for the interpreter with the Dask client that
-    drives the fit: a fit on S3 took twice as long); yields its endpoint."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env={**os.environ, **(env or {})})
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -217,9 +191,6 @@ def test_a_concurrent_publication_is_refused_by_the_conditional_write(s3):
 def test_the_command_line_reads_s3_urls_with_credentials_from_the_environment(s3):
     """A new process, as a user runs it: its embedded cluster's workers inherit the
     environment, where fsspec finds the endpoint and the credentials."""
-    import os
-    import subprocess
-    import sys
 
     endpoint, options = s3
     env = {**os.environ, "FSSPEC_S3_ENDPOINT_URL": endpoint, "FSSPEC_S3_KEY": "testing",
@@ -334,7 +305,6 @@ def other_s3(inputs, threads, tmp_path_factory):
 def only_options(monkeypatch, tmp_path):
     """No credentials or endpoint anywhere but in storage_options: no AWS_* or FSSPEC_S3_*
     variables, and the AWS configuration files point at nothing."""
-    import os
 
     for name in list(os.environ):
         if name.startswith(("AWS_", "FSSPEC_S3")):

@@ -17,7 +17,7 @@ import zarr
 import streamlsq
 from streamlsq import InputError
 
-from conftest import one_line
+from conftest import moto_server, one_line
 from faultkit import leftovers, snapshot
 
 DAMAGED = "the result is damaged: compute it again"
@@ -259,13 +259,17 @@ def test_a_glm_applied_to_columns_named_in_another_order_is_refused(fitted, tmp_
     (("--window", "10", "--min-nobs", "11"),
      "--min-nobs 11: a window needs at least the rows of its 3 coefficients and holds at "
      "most its 10 rows (--window): choose --min-nobs in 3..10"),
+    (("--cov-type", "HC1", "--maxlags", "3"),
+     "--maxlags L goes with --cov-type HAC, hac-groupsum or hac-panel"),
+    (("--maxlags", "3"), "--maxlags L goes with --cov-type HAC, hac-groupsum or hac-panel"),
 ])
 def test_options_that_gave_nothing_or_failed_late_are_refused(fitted, tmp_path, cli, extra,
                                                               said):
     # three group variables: "unexpected error (ValueError: too many values to unpack)",
     # exit 1, after the fit; a variable named twice, a window longer than the rows or of no
     # more rows than coefficients, --min-nobs above the window: published without a word
-    # (no window, or a one-way covariance)
+    # (no window, or a one-way covariance); lags without a covariance that takes them:
+    # ignored without a word
     table = fitted / "t.parquet"
     out = tmp_path / "f.zarr"
     line = one_line(cli("fit", "kf4lls", table, "--out", out, "--formula", "y ~ x1 + x2",
@@ -351,36 +355,13 @@ def test_a_parquet_folder_of_partitions_is_read_recursively(tmp_path, client):
 def s3_options():
     """moto's S3 server on loopback in a process of its own (as tests/test_object_store.py
     starts it), a bucket, and the options that reach it."""
-    import os
-    import socket
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
     pytest.importorskip("moto.server")
     s3fs = pytest.importorskip("s3fs")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                               str(port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=dict(os.environ))
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
+    with moto_server() as endpoint:
         options = {"key": "testing", "secret": "testing",
                    "client_kwargs": {"endpoint_url": endpoint}}
         s3fs.S3FileSystem(**options).mkdir("retest-round5")
         yield options
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
 def test_a_parquet_folder_by_url_is_a_table(s3_options, tmp_path, client):

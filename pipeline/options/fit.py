@@ -130,6 +130,8 @@ class _OneOf:
 #: the covariances that read the rows' time labels, and their panel (or group) labels
 _WITH_TIME = _OneOf("hac-groupsum", "hac-panel")
 _WITH_GROUPS = _OneOf("cluster", "hac-panel")
+#: the covariances that take lags
+_WITH_LAGS = _OneOf("HAC", "hac-groupsum", "hac-panel")
 
 #: --cov-type HAC and hac-groupsum need their lags, hac-groupsum its time labels
 _HAC_RULES = [
@@ -141,6 +143,8 @@ _HAC_RULES = [
     Rule("cov_type", "hac-panel", needs={"maxlags": Rule.GIVEN, "groups": Rule.GIVEN},
          message="--cov-type hac-panel needs the rows' panel labels and the number of lags: "
                  "--groups VAR --maxlags L"),
+    Rule("maxlags", needs={"cov_type": _WITH_LAGS},
+         message="--maxlags L goes with --cov-type HAC, hac-groupsum or hac-panel"),
     Rule("time", needs={"cov_type": _WITH_TIME},
          message="--time VAR goes with --cov-type hac-groupsum or hac-panel"),
     Rule("cov_type", "hac-groupsum", excludes=("groups",),

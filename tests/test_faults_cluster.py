@@ -98,15 +98,18 @@ def test_a_worker_killed_mid_fit_changes_nothing(slow_stream, lb_client, tmp_pat
 
 
 def test_a_worker_killed_mid_metalearn_changes_nothing(tmp_path, lb_client):
-    # 88 subspace tasks of 300 tasks: a worker is killed after 20
+    # 88 chunks of work of 300 tasks, 8 to a Dask task (task bytes set so: sized from the
+    # data alone, this small store would be one task): a worker is killed after 3 of the 11
+    # subspace tasks, holding a task of several chunks of work
     tasks = simulate_mlr(tmp_path / "t.zarr", k=3, d=6, n_light=20_000, t_light=4,
                          n_heavy=150, t_heavy=60, n_light2=6_000, t_light2=8, seed=4,
                          client=lb_client)
     kw = dict(chunk_tasks=300, client=lb_client, progress=False)
-    reference = metalearn(tasks, 3, **kw)
-    running = _in_background(metalearn, tasks, 3, **kw)
-    _kill_busy_worker(lb_client, "subspace-", done=20)
-    got = running.result(timeout=300)
+    with dask.config.set({"streamlsq.task-bytes": 400_000}):
+        reference = metalearn(tasks, 3, **kw)
+        running = _in_background(metalearn, tasks, 3, **kw)
+        _kill_busy_worker(lb_client, "subspace-", done=3)
+        got = running.result(timeout=300)
     for name in ("basis", "coef", "noise_var", "weight", "light_cluster", "heavy_cluster"):
         np.testing.assert_array_equal(got[name], reference[name])
     lb_client.wait_for_workers(2, timeout=60)

@@ -47,7 +47,9 @@ def test_publication_is_exclusive(tmp_path):
     import xarray as xr
 
     out = tmp_path / "r.zarr"
-    first = xr.Dataset({"v": ("i", np.arange(3.0))}, attrs={"streamlsq_version": "x"})
+    # a result names what made it (open_result refuses one without a method)
+    first = xr.Dataset({"v": ("i", np.arange(3.0))},
+                       attrs={"streamlsq_version": "x", "method": "predict"})
     with pytest.raises(OutputError, match=r"r.zarr: another run published a result here while "
                                           r"this one was running; nothing was replaced"):
         with atomic_store(out) as tmp:  # this run computes ...

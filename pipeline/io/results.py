@@ -260,13 +260,14 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
         ds = open_dataset(path, lazy=lazy)
         if ds.attrs.get("complete") is not True:
             raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
-        check_kept_formula(ds.attrs, str(path))
+        check_kept_formula(ds.attrs, str(path), variables=set(ds.variables))
         check_layout(ds.attrs, {n: v.dims for n, v in ds.variables.items()}, str(path))
         return ds
     g = open_group(loc, None)
     if g.attrs.get("complete") is not True:
         raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
-    check_kept_formula(dict(g.attrs), loc.shown or loc.url)
+    check_kept_formula(dict(g.attrs), loc.shown or loc.url,
+                       variables={n for n, _ in g.arrays()})
     check_layout(dict(g.attrs), {n: dimension_names(a) for n, a in g.arrays()},
                  loc.shown or loc.url)
     large = check_result(g, loc, whole=not lazy)
@@ -278,13 +279,14 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     return ds
 
 
-def check_kept_formula(attrs: dict, label: str) -> None:
+def check_kept_formula(attrs: dict, label: str, variables: set | None = None) -> None:
     """Refuse a result whose attribute ``formula`` holds anything a formula may not (a name,
     call or attribute outside the declared transforms: :func:`~streamlsq.io.formulas.
-    check_formula`), naming the result; the formula is checked, never evaluated."""
+    check_formula`), naming the result; the formula is checked, never evaluated.
+    ``variables``: the store's variables, when known (:func:`check_method`)."""
     from streamlsq.io.formulas import check_formula
 
-    check_method(attrs, label)
+    check_method(attrs, label, variables)
     _check_kept_record(attrs, label)
     formula = attrs.get("formula")
     if formula is None:
@@ -312,14 +314,19 @@ def result_methods() -> list[str]:
     return [*RECURSIONS, *OTHER_METHODS]
 
 
-def check_method(attrs: dict, label: str) -> None:
+def check_method(attrs: dict, label: str, variables: set | None = None) -> None:
     """Refuse a result whose ``method`` attribute (what made it, which decides how it is read
     and applied) is missing or names nothing streamlsq writes (edited by hand, damaged, or
     of a recursion not registered here), naming the value and the accepted ones, before
-    anything reads it as the kind of result it is not."""
+    anything reads it as the kind of result it is not. ``variables``: the store's variables,
+    when known; a store without a ``method`` and without fitted coefficients (``coef``) is
+    data streamlsq wrote (a simulated stream, a task store of examples), not a result, and
+    passes."""
     from streamlsq.kernels.recursions.registry import RECURSIONS
 
     method = attrs.get("method")
+    if method is None and variables is not None and "coef" not in variables:
+        return
     if isinstance(method, str) and (method in OTHER_METHODS or method in RECURSIONS):
         return  # a known name: the registry is listed (and searched) on a refusal only
     said = ("is missing" if method is None

@@ -408,16 +408,20 @@ def run_irls(spec: GLMSpec, step, *, df_resid: float, tol: float = 1e-8,
     def scale(s):
         return s["x2"] / df_resid if estimated else 1.0
 
+    def scaled(deviance, by):
+        # an exact fit has no residual scale: its deviance is 0 too, and nothing is left
+        return deviance / by if by else (0.0 if deviance == 0 else np.inf)
+
     sums = step(start)
     deviances = [sums["deviance"]]
-    criterion = [sums["deviance"] / scale(sums)]
+    criterion = [scaled(sums["deviance"], scale(sums))]
     coef, ncov = solve_step(spec, sums)
     iterations, converged = 1, False
     while True:
         previous = scale(sums)
         sums = step(coef)
         deviances.append(sums["deviance"])
-        criterion.append(sums["deviance"] / previous)
+        criterion.append(scaled(sums["deviance"], previous))
         if abs(criterion[-1] - criterion[-2]) <= tol:
             converged = True
             break

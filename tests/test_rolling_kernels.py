@@ -351,6 +351,10 @@ def test_expanding_windows_in_many_tasks_equal_rolling_ols(macro_stores, client)
             np.testing.assert_allclose(ds[f"rolling_{name}"].values[:, 0],
                                        np.asarray(getattr(ref, name))[rows], rtol=1e-9)
         fits.append(ds)
+    # groupings and chunkings merge the rows' factors in other orders: the same numbers to
+    # rounding, which follows the worst window's conditioning (the first, of 3 to 4 rows)
+    kappa = max(np.linalg.cond(X[max(0, e - 150):e]) for e in rows + 1)
+    tol = max(1e-12, 1e3 * np.finfo(float).eps * kappa)
     for ds in fits[1:]:
         for name in ("rolling_params", "rolling_bse", "rolling_rsquared", "rolling_llf"):
-            np.testing.assert_allclose(ds[name].values, fits[0][name].values, rtol=1e-12)
+            np.testing.assert_allclose(ds[name].values, fits[0][name].values, rtol=tol)

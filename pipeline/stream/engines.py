@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +43,7 @@ from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import BadRowError, Recursion, ScanRecursion
 from streamlsq.runtime.client import setting
-from streamlsq.runtime.memory import fast_large_allocations
+from streamlsq.runtime.memory import fast_large_allocations, read_ahead_pool
 from streamlsq.runtime.progress import row_bar, track_futures
 from streamlsq.runtime.reduce import task_bytes, units_per_task, worker_threads
 from streamlsq.stream.guards import (
@@ -202,63 +202,74 @@ def fold_segment(
 
 def _fold_segment(span, method, state, record_every, dtype, prefetch):
     loads, slices = span.loads()
+    futures: dict = {}  # chunk index -> its read, submitted to the read-ahead threads
+    pool = read_ahead_pool(prefetch)
+    try:
+        return _fold_slices(span, method, state, record_every, dtype, prefetch, pool, loads,
+                            slices, futures)
+    finally:  # a failed fold leaves no read running on behind it
+        for future in futures.values():
+            future.cancel()
+        wait(list(futures.values()))
+
+
+def _fold_slices(span, method, state, record_every, dtype, prefetch, pool, loads, slices,
+                 futures):
     last_use = {j: n for n, (_, j, *_rest) in enumerate(slices)}
     steps, coefs, rows, diags = [], [], [], {}
-    futures: dict = {}
     submitted = 0
     current = -1
-    with ThreadPoolExecutor(max_workers=prefetch) as pool:
-        for n, (pi, j, lo, hi, vend) in enumerate(slices):
-            # keep ``prefetch`` chunk reads ahead of the one being folded
-            while submitted < len(loads) and submitted <= j + prefetch:
-                si, chunk, a, b, sec = loads[submitted]
-                futures[submitted] = pool.submit(_load, span.sources[si], chunk, a, b, sec, dtype)
-                submitted += 1
-            X, Y, w = futures[j].result()
-            if last_use[j] == n:
-                del futures[j]
-            X, Y, w = X[lo:hi], Y[lo:hi], None if w is None else w[lo:hi]
-            if pi != current:  # a new section: blocks never straddle sections
-                current = pi
-                part = span.parts[pi]
-                grid = part.section.grid
-                k = part.k0
-                buffer = None
-                buf_start = part.first_row
-            if buffer is not None and len(buffer[0]):
-                X, Y, w = stack_rows([buffer, (X, Y, w)])
-            kend = part.k1 if vend >= part.last_row else min(grid.floor_edge(vend), part.k1)
-            if kend > k:
-                edges = grid.edges(k, kend) - buf_start
-                used = int(edges[-1])
-                weights = None if w is None else w[:used]
-                try:
-                    with np.errstate(all="ignore"):  # every result is checked finite below
-                        res = method.fold(state, X[:used], Y[:used], edges,
-                                          part.step_base + k + 1, record_every,
-                                          part.row_base + buf_start, **_weighted(weights))
-                except SingularMatrixError as exc:
-                    raise (overflow_error(span, part, X, Y, edges, k, buf_start)
-                           or _singular_block_error(span, part, method, state, X, Y, edges, k,
-                                                    buf_start, exc, weights)) from None
-                except BadRowError as exc:
-                    raise _bad_row_error(span, part, exc) from None
-                except ValueError as exc:
-                    raise (overflow_error(span, part, X, Y, edges, k, buf_start)
-                           or _kernel_error(span, part, k, kend, exc)) from None
-                if not (state_is_finite(res.state) and np.isfinite(res.coefs).all()):
-                    raise nonfinite_error(span, part, method, state, X, Y, edges, k, buf_start)
-                state = res.state
-                steps.append(res.steps)
-                coefs.append(res.coefs)
-                rows.append(res.rows_seen)
-                for name, v in res.diagnostics.items():
-                    diags.setdefault(name, []).append(v)
-                buffer = (X[used:], Y[used:], None if w is None else w[used:])
-                buf_start += used
-                k = kend
-            else:
-                buffer = (X, Y, w)
+    for n, (pi, j, lo, hi, vend) in enumerate(slices):
+        # keep ``prefetch`` chunk reads ahead of the one being folded
+        while submitted < len(loads) and submitted <= j + prefetch:
+            si, chunk, a, b, sec = loads[submitted]
+            futures[submitted] = pool.submit(_load, span.sources[si], chunk, a, b, sec, dtype)
+            submitted += 1
+        X, Y, w = futures[j].result()
+        if last_use[j] == n:
+            del futures[j]
+        X, Y, w = X[lo:hi], Y[lo:hi], None if w is None else w[lo:hi]
+        if pi != current:  # a new section: blocks never straddle sections
+            current = pi
+            part = span.parts[pi]
+            grid = part.section.grid
+            k = part.k0
+            buffer = None
+            buf_start = part.first_row
+        if buffer is not None and len(buffer[0]):
+            X, Y, w = stack_rows([buffer, (X, Y, w)])
+        kend = part.k1 if vend >= part.last_row else min(grid.floor_edge(vend), part.k1)
+        if kend > k:
+            edges = grid.edges(k, kend) - buf_start
+            used = int(edges[-1])
+            weights = None if w is None else w[:used]
+            try:
+                with np.errstate(all="ignore"):  # every result is checked finite below
+                    res = method.fold(state, X[:used], Y[:used], edges,
+                                      part.step_base + k + 1, record_every,
+                                      part.row_base + buf_start, **_weighted(weights))
+            except SingularMatrixError as exc:
+                raise (overflow_error(span, part, X, Y, edges, k, buf_start)
+                       or _singular_block_error(span, part, method, state, X, Y, edges, k,
+                                                buf_start, exc, weights)) from None
+            except BadRowError as exc:
+                raise _bad_row_error(span, part, exc) from None
+            except ValueError as exc:
+                raise (overflow_error(span, part, X, Y, edges, k, buf_start)
+                       or _kernel_error(span, part, k, kend, exc)) from None
+            if not (state_is_finite(res.state) and np.isfinite(res.coefs).all()):
+                raise nonfinite_error(span, part, method, state, X, Y, edges, k, buf_start)
+            state = res.state
+            steps.append(res.steps)
+            coefs.append(res.coefs)
+            rows.append(res.rows_seen)
+            for name, v in res.diagnostics.items():
+                diags.setdefault(name, []).append(v)
+            buffer = (X[used:], Y[used:], None if w is None else w[used:])
+            buf_start += used
+            k = kend
+        else:
+            buffer = (X, Y, w)
     return span.n_rows, {
         "state": state,
         "steps": np.concatenate(steps) if steps else np.zeros(0, np.int64),

@@ -80,9 +80,16 @@ def look_alike(name: str, found: Iterable, kind: str = "column") -> str:
             chars = [f"{who} has {', '.join(said)}" for who, said in
                      (("the name given", _unusual(name)), (f"the {kind}", _unusual(other)))
                      if said]
+            remedy = "write the name as the input spells it"
+            if unicodedata.normalize("NFKC", other) == name:
+                # Python's parser NFKC-normalises the names of an expression (backticks
+                # too, as formulaic leaves a valid identifier as it is): a formula's
+                # np.log(ｘ1) asks for x1 whatever the user typed
+                remedy += (f"; inside a formula's expressions Python reads every name "
+                           f"NFKC-normalised, so no expression can name this column: "
+                           f"rename it {name!r} in the input")
             return (f"; {ascii(name)} differs from the {kind} {ascii(other)} only by "
-                    f"look-alike characters ({'; '.join(chars) or 'white space'}): write "
-                    f"the name as the input spells it")
+                    f"look-alike characters ({'; '.join(chars) or 'white space'}): {remedy}")
     for other in others:
         if skeleton(other).casefold() == key.casefold():
             return (f"; {name!r} differs from the {kind} {other!r} only in case (names are "

@@ -750,12 +750,23 @@ def _dask_rows(ddf, path: str, shown: str, token: str, stamp: str | None,
                      _virtual_chunk([s for s in sizes if s] or [1]), frame=ddf, stamps=stamps)
 
 
+#: the first bytes of the compressed files a CSV table may be (by its name's suffix)
+COMPRESSED_MAGIC = ((b"\x1f\x8b", "gz"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"),
+                    (b"\x28\xb5\x2f\xfd", "zst"))
+
+
 def _reason(exc: BaseException) -> str:
     """Why a table could not be read, in a few words: the innermost cause (dask wraps a
     reader's error in its own), with the remedy of an encoding or a truncated file."""
     while exc.__cause__ is not None:
         exc = exc.__cause__
     if isinstance(exc, UnicodeDecodeError):
+        packed = next((f".{kind}" for magic, kind in COMPRESSED_MAGIC
+                       if bytes(exc.object[:len(magic)]) == magic), None)
+        if packed is not None:
+            return (f"UnicodeDecodeError: the file is {packed[1:]}-compressed but its name "
+                    f"does not say so: name it ending in .csv{packed} (or .tsv{packed}), "
+                    "or decompress it")
         return (f"UnicodeDecodeError: byte 0x{exc.object[exc.start]:02x} is not UTF-8; "
                 "streamlsq reads text files as UTF-8: convert the file (e.g. iconv -f "
                 "latin1 -t utf-8)")
@@ -874,6 +885,15 @@ def _distinct_csv_header(file: str, sep: str, options: dict | None) -> None:
             names = next(csv.reader(handle, delimiter=sep), [])
     except Exception as exc:  # noqa: BLE001 - the reader's own error, in its words
         raise InputError(f"{file}: cannot be read as CSV ({_reason(exc)})") from None
+    if len(names) == 1:
+        other = next((c for c in ";\t|" if c != sep and len(names[0].split(c)) > 1), None)
+        if other is not None:
+            said = {";": "';'", "\t": "tabs", "|": "'|'"}[other]
+            raise InputError(
+                f"{file}: the header is one column, {names[0][:80]!r}, which {said} "
+                f"separate: streamlsq reads CSV files separated by commas (by tabs when "
+                f"named .tsv); write the file with commas (e.g. pandas' read_csv(path, "
+                f"sep={other!r}).to_csv(new_path, index=False))")
     distinct_column_names(file, [name for name in names if name != ""], " in the header")
 
 

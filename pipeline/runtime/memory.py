@@ -47,16 +47,15 @@ with 600 MB workers, where every task gives its pages back, 2.1 and 2.2.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import ctypes
 import ctypes.util
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
-__all__ = ["READ_THREAD_PREFIX", "fast_large_allocations", "read_ahead_pool", "release_pages"]
+__all__ = ["fast_large_allocations", "read_ahead_pool", "release_pages"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -66,9 +65,8 @@ _DEFAULT_MMAP = 128 * 1024
 _TRIM_PROBE = 96 * 1024
 _lock = threading.Lock()
 _depth = 0
-#: the names of the read-ahead threads (:func:`read_ahead_pool`)
-READ_THREAD_PREFIX = "streamlsq_read"
-_read_pool: ThreadPoolExecutor | None = None
+_read_pool: ThreadPoolExecutor | None = None  # :func:`read_ahead_pool`
+_read_threads = 0  # its size
 
 
 def _libc():
@@ -139,7 +137,7 @@ def read_ahead_pool(per_task: int) -> ThreadPoolExecutor:
     outside one). They live as long as the process: the pages their glibc arenas keep
     serve the next task's reads, and :func:`release_pages` can reach them (a thread that
     has ended leaves its arena, and the pages in it, where no probe reaches)."""
-    global _read_pool
+    global _read_pool, _read_threads
     try:
         from distributed import get_worker
 
@@ -148,10 +146,11 @@ def read_ahead_pool(per_task: int) -> ThreadPoolExecutor:
         tasks = os.cpu_count() or 1
     threads = max(1, per_task) * max(1, tasks)
     with _lock:
-        if _read_pool is None or _read_pool._max_workers < threads:
+        if _read_threads < threads:
             if _read_pool is not None:  # its threads end once their reads are done
                 _read_pool.shutdown(wait=False)
-            _read_pool = ThreadPoolExecutor(threads, thread_name_prefix=READ_THREAD_PREFIX)
+            _read_pool = ThreadPoolExecutor(threads, thread_name_prefix="streamlsq_read")
+            _read_threads = threads
         return _read_pool
 
 
@@ -164,7 +163,7 @@ def _trim_read_arenas():
         return
     barrier = threading.Barrier(n)
     probes = [pool.submit(_probe, barrier) for _ in range(n)]
-    concurrent.futures.wait(probes, timeout=2.0)
+    wait(probes, timeout=2.0)
 
 
 def _release_arrow_pool():

@@ -30,13 +30,17 @@ this, each decoder thread kept a few chunks' worth of pages for good (about
 180 MB per worker for 10 MB chunks), which paused a 600 MB worker for ever.
 The same holds for the threads that read chunks ahead of a task: they are kept for the
 life of the process (:func:`read_ahead_pool`; threads that ended with their task left
-arenas no probe could reach), and probed too. Arrow's own allocator keeps the pages of
-decoded Parquet row groups: they are given back as well. Measured on two 600 MB
+arenas no probe could reach), and probed too. Arrow's own allocator (mimalloc) keeps the
+pages of decoded Parquet row groups in a heap per thread, which only that thread or the
+process's main thread can give back: each probe asks for its thread's, and the worker's
+event loop (on its main thread) for the rest. Measured on two 600 MB
 workers fitting a 640 MB Parquet file (tests/test_table_memory.py) with distributed's
 settings, a worker idle after the sequential fit held 447-499 MB when the read-ahead
 threads ended with each task (the pause is at 480 MB: such a worker stayed paused), 371 MB
 once their arenas were trimmed, and about 313 MB with Arrow's pages given back (180 MB of
-it the libraries the worker had imported).
+it the libraries the worker had imported); asked only from the task's thread, Arrow
+kept about 55 MB of that (397 MB idle: the CI once had two workers paused at 483-489 MB),
+asked as now, 340-357 MB.
 
 Measured on a 1.34 GB store (7,000,000 × 24, 10 MB chunks), two workers, default
 task sizes, best of 4 (seconds): with 2 GB workers, sequential 1.9 and scan 1.6
@@ -67,6 +71,8 @@ _lock = threading.Lock()
 _depth = 0
 _read_pool: ThreadPoolExecutor | None = None  # :func:`read_ahead_pool`
 _read_threads = 0  # its size
+#: seconds a thread waits for the worker's event loop to give Arrow's pages back
+_MAIN_THREAD_WAIT = 2.0
 
 
 def _libc():
@@ -86,6 +92,7 @@ if _LIBC is not None:
 
 def _probe(barrier=None):
     _LIBC.free(_LIBC.malloc(_TRIM_PROBE))
+    _release_arrow_heap()
     if barrier is not None:
         with contextlib.suppress(threading.BrokenBarrierError):
             barrier.wait(timeout=0.5)
@@ -113,8 +120,9 @@ def _trim_decoder_arenas():
 
 
 def release_pages() -> None:
-    """Give the pages kept by earlier reads back to the system: a probe in this thread
-    and in each of zarr's decoder threads, then ``malloc_trim(0)`` (glibc only)."""
+    """Give the pages kept by earlier reads back to the system: a probe in this thread,
+    in each of zarr's decoder threads and in each read-ahead thread, then
+    ``malloc_trim(0)``, then Arrow's pages on the main thread (glibc only)."""
     if _LIBC is None:
         return
     with _lock:
@@ -127,7 +135,7 @@ def _release():
     _trim_decoder_arenas()
     _trim_read_arenas()
     _LIBC.malloc_trim(0)
-    _release_arrow_pool()
+    _release_arrow_on_the_main_thread()
 
 
 def read_ahead_pool(per_task: int) -> ThreadPoolExecutor:
@@ -166,13 +174,68 @@ def _trim_read_arenas():
     wait(probes, timeout=2.0)
 
 
-def _release_arrow_pool():
-    """Arrow's allocator (mimalloc or jemalloc in pyarrow's wheels) keeps the pages of
-    the Parquet row groups a table read decoded; give them back when pyarrow is loaded."""
+def _release_arrow_heap():
+    """Arrow's allocator (mimalloc or jemalloc in pyarrow's wheels) keeps the pages of the
+    Parquet row groups a table read decoded, in a heap per thread: give back this
+    thread's, when pyarrow is loaded."""
     pa = sys.modules.get("pyarrow")
     if pa is not None:
         with contextlib.suppress(Exception):
             pa.default_memory_pool().release_unused()
+
+
+def _release_arrow_on_the_main_thread():
+    """Arrow's pages of the threads no probe reaches (Arrow's own decoding threads):
+    mimalloc gives those back only when asked from the process's main thread. Measured on
+    a 600 MB worker after a sequential fit of a 640 MB Parquet file: 397 MB before and
+    after asking from a Dask task's thread, 342 MB after asking from the worker's main
+    thread. From another thread the call is made on the Dask worker's event loop, which
+    runs on the main thread of a worker process, and waited for (at most
+    ``_MAIN_THREAD_WAIT`` seconds)."""
+    if "pyarrow" not in sys.modules:
+        return
+    loop = None if _on_main_thread_or_a_loop() else _worker_loop()
+    if loop is None:
+        _release_arrow_heap()
+        return
+    done = threading.Event()
+
+    def release_and_tell():
+        try:
+            _release_arrow_heap()
+        finally:
+            done.set()
+
+    try:
+        loop.add_callback(release_and_tell)
+    except Exception:  # the loop is closing
+        return
+    done.wait(_MAIN_THREAD_WAIT)
+
+
+def _on_main_thread_or_a_loop() -> bool:
+    """Is this the main thread, or a thread running an event loop (which must not wait
+    for a callback it would itself have to run)?"""
+    if threading.current_thread() is threading.main_thread():
+        return True
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _worker_loop():
+    """The event loop of this process's Dask worker (a tornado IOLoop), or None outside
+    a worker."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    try:
+        return distributed.get_worker().loop
+    except (ValueError, AttributeError):
+        workers = list(getattr(distributed.Worker, "_instances", ()))
+        return workers[0].loop if len(workers) == 1 else None
 
 
 def _default_thresholds() -> None:

@@ -488,3 +488,30 @@ def test_a_full_width_name_inside_an_expression_is_told_to_rename_it(tmp_path, c
             "input"), line
     assert cli("fit", "kf4lls", tmp_path / "t.parquet", "--formula", "y ~ \uff581",
                "--out", tmp_path / "g.zarr").exit_code == 0
+
+
+@pytest.mark.parametrize("command, formula, column", [
+    (("fit", "kf4lls"), "y ~ x1 + C(g)", "C(g)[T.z]"),
+    (("fit", "kf4lls", "--engine", "scan"), "y ~ x1 + g", "g[T.z]"),
+    (("fit", "glm", "--family", "poisson"), "k ~ x1 + C(g)", "C(g)[T.z]"),
+])
+def test_a_declared_level_no_row_holds_is_named_as_such(tmp_path, cli, command, formula,
+                                                        column):
+    # a pandas category column declaring a level 'z' that no row holds was refused only as
+    # "column 'C(g)[T.z]' is zero in every row: remove collinear or constant columns"
+    frame = _frame()
+    frame["g"] = pd.Categorical(frame.g, categories=["a", "b", "c", "z"])
+    frame.to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli(*command, tmp_path / "t.parquet", "--formula", formula, "--out", out))
+    assert (f"column {column!r} is zero in every row (level 'z' of column 'g': declared in "
+            "the column's categories, held by none of these rows; drop unused levels, e.g. "
+            "with pandas' cat.remove_unused_categories(), or start with rows that hold each "
+            "level)") in line, line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    # the same rows with the level dropped fit
+    frame["g"] = frame.g.cat.remove_unused_categories()
+    frame.to_parquet(tmp_path / "t.parquet")
+    assert cli(*command, tmp_path / "t.parquet", "--formula", formula, "--out",
+               out).exit_code == 0

@@ -26,13 +26,14 @@ from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels import glm as kernels
 from streamlsq.kernels.glm.irls import run_irls
-from streamlsq.kernels.linalg import SingularMatrixError, aliased_phrase
+from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.options import Options
 from streamlsq.options.glm import GLM
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
 from streamlsq.stream.fit_inputs import FitInputs
+from streamlsq.stream.guards import rank_phrase
 from streamlsq.stream.plans import StreamPlan, plan_segments
 
 __all__ = ["GLMFit", "GLMPass", "fit_glm"]
@@ -243,10 +244,7 @@ class GLMLoop:
         try:
             fit = run_irls(spec, step, df_resid=df_resid, tol=job.tol, maxiter=job.maxiter)
         except SingularMatrixError as exc:
-            found = str(exc) if exc.rank is None else (
-                f"numerical rank {exc.rank} of {exc.size}" + (
-                    ": " + aliased_phrase(exc.aliased, list(coef_labels(job.source)))
-                    if exc.aliased else ""))
+            found = rank_phrase(exc, None, list(coef_labels(job.source)))
             raise InputError(f"{job.source.label}: the weighted columns of the design are "
                              f"collinear ({found}): remove collinear or constant columns"
                              ) from None

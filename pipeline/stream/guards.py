@@ -14,6 +14,8 @@ the value at fault, with the remedy.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from streamlsq.errors import InputError
@@ -32,6 +34,7 @@ __all__ = [
     "rank_phrase",
     "source_labels",
     "remedy",
+    "unheld_levels",
     "subnormal_in_buffer",
     "subnormal_in_rows",
 ]
@@ -54,16 +57,40 @@ class NonFiniteSolve(InputError):
 
 def rank_phrase(exc: SingularMatrixError, rec, labels, rows: int | None = None) -> str:
     """"numerical rank r of k" of a refused design and, when its rows are enough and
-    weigh alike (no forgetting factor), which columns are aliased, by their ``labels``
-    ("column 'one' is aliased with 'intercept'"; the rule of
-    :func:`~streamlsq.kernels.linalg.column_rank`)."""
+    weigh alike (no forgetting factor; ``rec`` None: a GLM's weighted design), which
+    columns are aliased, by their ``labels`` ("column 'one' is aliased with 'intercept'";
+    the rule of :func:`~streamlsq.kernels.linalg.column_rank`), and for a zero column of a
+    categorical level, that no row holds the level (:func:`unheld_levels`)."""
     if exc.rank is None:
         return str(exc)
     text = f"numerical rank {exc.rank} of {exc.size}"
-    forgetting = rec.get_params().get("forgetting", 1.0)
+    forgetting = 1.0 if rec is None else rec.get_params().get("forgetting", 1.0)
     if exc.aliased and forgetting == 1.0 and (rows is None or rows >= exc.size):
-        text += ": " + aliased_phrase(exc.aliased, labels)
+        text += ": " + aliased_phrase(exc.aliased, labels) + unheld_levels(exc.aliased, labels)
     return text
+
+
+#: formulaic's label of the column of one level of a categorical column (treatment
+#: contrasts, the only ones a formula may ask for): "g[T.z]", "C(g)[T.z]"
+_LEVEL_LABEL = re.compile(r"^(?:C\((?P<called>.+)\)|(?P<column>.+))\[T\.(?P<level>.*)\]$")
+
+
+def unheld_levels(aliased, labels) -> str:
+    """Why a level's column is zero in every row: the rows hold no such value, though the
+    column's categories declare it (a pandas ``category`` column, or a converted store's
+    ``categories``). "" when no zero column is a level's."""
+    found = []
+    for j, others in aliased:
+        match = None if others or labels is None or j >= len(labels) else \
+            _LEVEL_LABEL.match(str(labels[j]))
+        if match:
+            found.append((match["called"] or match["column"], match["level"]))
+    if not found:
+        return ""
+    named = ", ".join(f"level {level!r} of column {column!r}" for column, level in found)
+    return (f" ({named}: declared in the column's categories, held by none of these "
+            "rows; drop unused levels, e.g. with pandas' cat.remove_unused_categories(), "
+            "or start with rows that hold each level)")
 
 
 def source_labels(source, n_coef: int) -> list | None:

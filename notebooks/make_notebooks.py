@@ -362,6 +362,16 @@ for name in ("rsquared", "rsquared_adj", "ssr", "llf", "aic", "bic"):
     diff = max_rel(hac[f"rolling_{name}"].values[:, 0], np.asarray(getattr(rolling, name))[rows])
     print(f"  {name:13s} {diff:.1e}")"""
 
+TS_ROBUST_WINDOWS = """robust = streamlsq.fit_stream(DATA / "macrodata.parquet", "kf4lls", formula=FORMULA,
+                              cov_type="HC0", window=40, client=client)
+hccm = RollingOLS.from_formula(FORMULA, macro, window=40).fit(cov_type="HCCM")
+ends = robust.window_end.values
+print(f"{len(ends)} windows of 40 quarters, White's covariance in each; max relative "
+      "difference to RollingOLS(...).fit(cov_type='HCCM'):")
+for name in ("bse", "tvalues"):
+    diff = max_rel(robust[f"rolling_{name}"].values[:, :, 0], np.asarray(getattr(hccm, name))[ends])
+    print(f"  HC0 {name:9s} {diff:.1e}")"""
+
 TS_EXPANDING = """grown = streamlsq.fit_stream(DATA / "macrodata.parquet", "kf4lls", formula=FORMULA,
                              window=len(macro), expanding=True, client=client)
 expanding = RollingOLS.from_formula(FORMULA, macro, window=len(macro), expanding=True).fit()
@@ -429,6 +439,9 @@ covariances = {  # name: (streamlsq's options, statsmodels' fit arguments)
     "two-way: firm, year": ({"cov_type": "cluster", "groups": "firm,year"},
                             {"cov_type": "cluster",
                              "cov_kwds": {"groups": np.column_stack([firm, year])}}),
+    "HAC within firms, 2 lags": ({"cov_type": "hac-panel", "groups": "firm", "maxlags": 2},
+                                 {"cov_type": "hac-panel",
+                                  "cov_kwds": {"groups": firm, "maxlags": 2}}),
     "Driscoll-Kraay, 2 lags": ({"cov_type": "hac-groupsum", "time": "year", "maxlags": 2},
                                {"cov_type": "hac-groupsum",
                                 "cov_kwds": {"time": year, "maxlags": 2}}),
@@ -460,7 +473,7 @@ def timeseries_notebook() -> nbformat.NotebookNode:
            "Parquet files: a regression written as a formula, its HAC (Newey–West) standard "
            "errors and summary, the coefficients of rolling windows with their bands, "
            "predictions with intervals; and on a panel (firms × years) one- and two-way "
-           "cluster and Driscoll–Kraay standard errors. Every number is compared with "
+           "cluster, HAC within panels and Driscoll–Kraay standard errors. Every number is compared with "
            "statsmodels in the notebook, printed as the largest relative difference.\n\n"
            "The methods, their equations and options: [docs/inference.md](../docs/inference.md)"
            " (sections *Autocorrelation*, *Two-way clusters*, *Rolling windows*, *Prediction "
@@ -497,6 +510,12 @@ def timeseries_notebook() -> nbformat.NotebookNode:
            "the series, each is the fit of the quarters seen so far — the trajectory at every "
            "row, with each step's own standard errors and R²."),
         code(TS_EXPANDING),
+        md("**Robust windows** (`cov_type=\"HC0\"` with `window=40`): each window's "
+           "standard errors are White's, computed from that window's own rows, as "
+           "`RollingOLS(...).fit(cov_type=\"HCCM\")` gives them. (With `HAC` or clusters, "
+           "as in the fit above, only the whole fit's covariance is robust: each window's "
+           "is the nonrobust one, and the result says so in its attributes.)"),
+        code(TS_ROBUST_WINDOWS),
         md("**What to look at.** The coefficient of the T-bill rate is far from constant: "
            "its 10-year windows move well outside each other's bands, so the whole-sample "
            "coefficient (grey) averages different regimes. Dotted: the bands of "
@@ -513,10 +532,12 @@ def timeseries_notebook() -> nbformat.NotebookNode:
            "statsmodels' `get_prediction().summary_frame()` does."),
         code(TS_PREDICT),
         md("**A panel: Grunfeld's investment data**, 11 firms × 20 years (firms as strings, "
-           "years as integers). The standard errors of the same regression under four "
+           "years as integers). The standard errors of the same regression under five "
            "covariances — clustered by firm, two-way by firm and year (`groups=\"firm,year\"`), "
-           "and Driscoll–Kraay's over the years with 2 lags (`cov_type=\"hac-groupsum\", "
-           "time=\"year\"`) — each against statsmodels' (bse and p-values)."),
+           "Newey–West within each firm's years (`cov_type=\"hac-panel\", groups=\"firm\"`; "
+           "the rows are stacked by firm, years increasing) and Driscoll–Kraay's over the "
+           "years with 2 lags (`cov_type=\"hac-groupsum\", time=\"year\"`) — each against "
+           "statsmodels' (bse and p-values)."),
         code(TS_PANEL),
         md("The summary of the Driscoll–Kraay fit names the covariance with its options."),
         code(TS_PANEL_SUMMARY),

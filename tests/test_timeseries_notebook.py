@@ -1,6 +1,7 @@
 """notebooks/timeseries.ipynb: the analysis a user publishes on statsmodels' macrodata and
 grunfeld, read from Parquet, executed again in quick mode on the session cluster; every
-difference to statsmodels it prints is below 1e-9 and it draws its three figures."""
+difference to statsmodels it prints (HAC, rolling and HC0 windows, predictions, five panel
+covariances among them hac-panel) is below 1e-9 and it draws its three figures."""
 
 from __future__ import annotations
 
@@ -30,13 +31,14 @@ def test_timeseries_notebook_executes_and_agrees_with_statsmodels(kernel_env, cl
     text = "\n".join(_text(c) for c in code)
     differences = dict(DIFFERENCE.findall(text))
     # HAC statistics, the rolling windows, the prediction frame; each panel covariance
-    for name in ("bse", "cov_params", "rsquared_adj", "obs_ci_lower", "mean_se"):
+    for name in ("bse", "cov_params", "rsquared_adj", "obs_ci_lower", "mean_se", "HC0 bse",
+                 "HC0 tvalues"):
         assert name in differences, (name, text)
-    assert sum(line.startswith(("nonrobust", "cluster by firm", "two-way", "Driscoll"))
-               for line in text.splitlines()) >= 4
+    assert sum(line.startswith(("nonrobust", "cluster by firm", "two-way", "HAC within firms",
+                                "Driscoll")) for line in text.splitlines()) >= 5
     panel = re.findall(r"\s(\d\.\de[+-]\d\d)\s*$", text.split("nonrobust", 1)[1],
-                       re.MULTILINE)[:4]
-    assert len(panel) == 4
+                       re.MULTILINE)[:5]
+    assert len(panel) == 5
     for value in [*differences.values(), *panel]:
         assert float(value) < 1e-9, text
     assert "HAC (bartlett kernel, 4 lags, without small-sample correction)" in text

@@ -11,9 +11,18 @@ from dataclasses import dataclass
 import dask
 import numpy as np
 import pytest
+import xarray as xr
 from distributed import Client, LocalCluster, get_task_stream
 
-from streamlsq import fit_pooled, fit_stream, metalearn, simulate_mlr, simulate_stream
+from streamlsq import (
+    fit_em,
+    fit_pooled,
+    fit_stream,
+    metalearn,
+    predict,
+    simulate_mlr,
+    simulate_stream,
+)
 from streamlsq.io.tasks import CHUNK_TASKS
 from streamlsq.kernels.mlr import combine_stats
 from streamlsq.kernels.recursions.contract import BlockGrid
@@ -282,3 +291,50 @@ def test_a_bad_task_bytes_setting_is_one_line_naming_it(small_chunks, tmp_path, 
         from streamlsq.runtime.client import setting
 
         assert setting("streamlsq.task-bytes") == 2**20
+
+
+@pytest.mark.parametrize("cache_bytes", [None, 0])  # statistics kept on the workers, or not
+def test_em_is_the_same_bits_for_every_task_size(tasks_store, client, cache_bytes):
+    """EM's Dask tasks take several chunks of work (one subtree of the reduction each), with
+    the statistics cached per task or read again at each iteration: every variable of
+    the result is the same bits as with one chunk per task."""
+    kw = dict(init="random", iterations=4, tol=0.0, chunk_tasks=1_000, seed=3,
+              cache_bytes=cache_bytes, client=client, progress=False)
+    with dask.config.set({"streamlsq.task-bytes": 1}), get_task_stream(client) as stream:
+        reference = fit_em(tasks_store, 3, **kw)
+    assert reference.attrs["statistics_cached"] is (cache_bytes is None)
+    # 30,120 tasks in chunks of 1,000, four iterations
+    assert _count(stream, "em-iteration-") == 4 * 31
+    for per in (8, 64):
+        with dask.config.set({"streamlsq.task-bytes": per * LIGHT_CHUNK}), \
+                get_task_stream(client) as stream:
+            run = fit_em(tasks_store, 3, **kw)
+        assert _count(stream, "em-iteration-") == 4 * -(-31 // per)
+        for name, var in reference.data_vars.items():
+            assert run[name].values.tobytes() == var.values.tobytes(), name
+
+
+def test_task_prediction_is_the_same_bits_for_every_task_size(tasks_store, client, tmp_path):
+    """The multi-task prediction's Dask tasks take several chunks (their outputs in order,
+    the held-out sums one subtree of the reduction): in memory and written to a store,
+    every variable and the held-out MSE are the same bits as with one chunk per task."""
+    model_path = tmp_path / "model.zarr"
+    metalearn(tasks_store, 3, out=model_path, client=client, chunk_tasks=1_000, tile=64,
+              progress=False)
+    kw = dict(holdout=1, chunk_tasks=1_000, client=client, progress=False)
+    runs = []
+    for i, per in enumerate((None, 8, 64)):
+        setting = 1 if per is None else per * LIGHT_CHUNK
+        with dask.config.set({"streamlsq.task-bytes": setting}), \
+                get_task_stream(client) as stream:
+            in_memory = predict(model_path, tasks_store, **kw)
+            stored = predict(model_path, tasks_store, out=tmp_path / f"p{i}.zarr", **kw)
+        assert _count(stream, "predict-") - _count(stream, "predict-sse") == \
+            2 * -(-31 // (per or 1))
+        runs.append((in_memory, xr.open_zarr(tmp_path / f"p{i}.zarr")))
+    (memory_ref, stored_ref), rest = runs[0], runs[1:]
+    for in_memory, stored in rest:
+        for ref, run in ((memory_ref, in_memory), (stored_ref, stored)):
+            for name, var in ref.data_vars.items():
+                assert run[name].values.tobytes() == var.values.tobytes(), name
+            assert run.attrs["holdout_mse"] == ref.attrs["holdout_mse"]

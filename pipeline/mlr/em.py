@@ -8,7 +8,11 @@ limit), otherwise every iteration recomputes them from the rows inside its
 own tasks — memory stays bounded either way. An iteration is a map over the
 chunks (E-step and M-step sums, ``em_e_step`` + ``em_accumulate``), a tree
 reduction of the sums (``combine_stats``) and the M-step on the client
-(``em_m_step``). It stops when the log-likelihood changes by at most
+(``em_m_step``). A Dask task takes several consecutive chunks, one whole subtree of
+that reduction, sized from the data and the workers as meta-learning's are
+(:func:`~streamlsq.runtime.reduce.tree_units_per_task`), and combines their sums as the
+tree would (:class:`~streamlsq.runtime.reduce.TreeFold`): the same bits for every task
+size. It stops when the log-likelihood changes by at most
 ``tol``·|log-likelihood|, or after ``iterations``.
 
 A component whose responsibilities vanish (EM collapsed it) or whose weighted
@@ -41,7 +45,13 @@ from streamlsq.io.tasks import (
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
 from streamlsq.options.mlr import EM, INITS
-from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
+from streamlsq.runtime.reduce import (
+    TreeFold,
+    map_chunks,
+    tree_groups,
+    tree_reduce,
+    wait_progress,
+)
 
 __all__ = ["EMFit", "INITS", "fit_em"]
 
@@ -67,6 +77,20 @@ def _iteration(stats_or_chunk, source, W, s2, p):
 def _moments(stats_or_chunk, source):
     stats = stats_or_chunk if isinstance(stats_or_chunk, dict) else _stats(stats_or_chunk, source)
     return {"yty": stats["yty"].sum(), "rows": stats["rows"].sum()}
+
+
+def _group_stats(chunks: list, source: TaskSource) -> list:
+    """Dask task: the statistics of consecutive chunks, one chunk read at a time."""
+    return [_stats(c, source) for c in chunks]
+
+
+def _fold_group(items: list, fn, levels: int, *args):
+    """Dask task: ``fn`` over a group's chunks (or their statistics), one after another,
+    the sums combined as the lowest ``levels`` levels of the reduction tree."""
+    fold = TreeFold(mlr.combine_stats, levels)
+    for item in items:
+        fold.add(fn(item, *args))
+    return fold.result()
 
 
 def _worker_memory(client: Client) -> int:
@@ -181,7 +205,10 @@ class EMFit(Job):
         ptr = self.source.task_ptr()
         chunks = plan_chunks(ptr, np.diff(ptr) > 0, self.chunk_tasks)
         self.n_used = sum(c.n for c in chunks)
-        items, cached = _statistics(self, ctx, chunks)
+        # several chunks per Dask task, one subtree of the reduction each
+        self.levels, groups = tree_groups(ctx.client, chunks,
+                                          int(ptr[-1]) * (self.source.n_features + 1) * 8)
+        items, cached = _statistics(self, ctx, groups)
         saved = None  # the entry of the last committed iteration (each replaces the last)
         if ctx.checkpoint is not None and any(n.startswith("iteration-")
                                               for n in ctx.checkpoint.entries):
@@ -196,19 +223,19 @@ class EMFit(Job):
         return _em_result(self, run, cached)
 
 
-def _statistics(job: EMFit, ctx: Context, chunks) -> tuple[list, bool]:
-    """The per-task statistics as futures kept on the workers when they fit in
-    ``cache_bytes`` (default: a quarter of the workers' memory), else the chunks (each
-    iteration then recomputes them)."""
+def _statistics(job: EMFit, ctx: Context, groups) -> tuple[list, bool]:
+    """The per-task statistics as futures kept on the workers, one per group of chunks
+    (a list of each chunk's), when they fit in ``cache_bytes`` (default: a quarter of the
+    workers' memory), else the groups of chunks (each iteration then recomputes them)."""
     d = job.source.n_features
     need = job.n_used * (d * d + d + 2) * 8
     cache_bytes = job.cache_bytes
     if cache_bytes is None:  # a quarter of the workers' memory (1 GiB if unlimited)
         cache_bytes = _worker_memory(ctx.client) // 4 or 2**30
     if need > cache_bytes:
-        return chunks, False
-    items = map_chunks(ctx.client, _stats, chunks, job.source, name="em-task-stats")
-    wait_progress(ctx.client, items, [c.n for c in chunks], "task statistics",
+        return groups, False
+    items = map_chunks(ctx.client, _group_stats, groups, job.source, name="em-task-stats")
+    wait_progress(ctx.client, items, [sum(c.n for c in g) for g in groups], "task statistics",
                   enabled=ctx.progress)
     return items, True
 
@@ -226,8 +253,8 @@ def _start_values(job: EMFit, ctx: Context, items) -> tuple:
             raise InputError(f"--scale: {exc}") from None
         s2 = s**2
     else:
-        m = tree_reduce(ctx.client, map_chunks(ctx.client, _moments, items, job.source,
-                                               name="em-y"),
+        m = tree_reduce(ctx.client, map_chunks(ctx.client, _fold_group, items, _moments,
+                                               job.levels, job.source, name="em-y"),
                         mlr.combine_stats, name="em-y-sum").result()
         W, s, p = mlr.em_init_random(job.seed, job.k, job.source.n_features,
                                      float(np.sqrt(m["yty"] / m["rows"])))
@@ -242,8 +269,8 @@ def _iterate(job: EMFit, ctx: Context, items, run: dict) -> dict:
     history, status, failure = list(run["history"]), run["status"], run["failure"]
     ended = status != "max_iterations"
     for _ in range(len(history), 0 if ended else job.iterations):
-        futures = map_chunks(ctx.client, _iteration, items, job.source, W, s2, p,
-                             name="em-iteration")
+        futures = map_chunks(ctx.client, _fold_group, items, _iteration, job.levels,
+                             job.source, W, s2, p, name="em-iteration")
         sums = tree_reduce(ctx.client, futures, mlr.combine_stats, name="em-sum").result()
         history.append(float(sums["loglik"]))
         try:

@@ -49,7 +49,7 @@ from streamlsq.io.tasks import (
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
 from streamlsq.options.mlr import ESTIMATORS, PREDICT
-from streamlsq.runtime.reduce import map_chunks, tree_reduce, wait_progress
+from streamlsq.runtime.reduce import TreeFold, map_chunks, tree_groups, tree_reduce, wait_progress
 
 __all__ = ["ESTIMATORS", "TaskPrediction", "predict"]
 
@@ -80,6 +80,19 @@ def _predict_chunk(chunk: TaskChunk, source: TaskSource, W, s2, p, estimator, ho
     for name, values in out.items():
         g[name][chunk.lo : chunk.hi] = values
     return None, sums
+
+
+def _predict_group(chunks: list, levels: int, *args):
+    """Dask task: :func:`_predict_chunk` over consecutive chunks, one after another; their
+    outputs in order and their sums combined as the lowest ``levels`` levels of the
+    reduction tree (:class:`TreeFold`: the same bits as one Dask task per chunk)."""
+    fold = TreeFold(mlr.combine_stats, levels)
+    outs = []
+    for chunk in chunks:
+        out, sums = _predict_chunk(chunk, *args)
+        outs.append(out)
+        fold.add(sums)
+    return outs, fold.result()
 
 
 def _yhat_chunk(r0: int, r1: int, source: TaskSource, ptr, coef, path, name):
@@ -230,16 +243,20 @@ class TaskPrediction(Job):
         if store is not None:
             _create_result(store, source.n_tasks, source.n_features, self.W.shape[0],
                            self.chunk_tasks, self.holdout)
-        futures = map_chunks(ctx.client, _predict_chunk, chunks, source, self.W, self.s2,
-                             self.p, self.estimator, int(self.holdout), store, name="predict")
+        # several chunks per Dask task, one subtree of the reduction each
+        levels, groups = tree_groups(ctx.client, chunks,
+                                     source.n_rows * (source.n_features + 1) * 8)
+        futures = map_chunks(ctx.client, _predict_group, groups, levels, source, self.W,
+                             self.s2, self.p, self.estimator, int(self.holdout), store,
+                             name="predict")
         total = tree_reduce(ctx.client, futures, mlr.combine_stats, leaf=_sums,
                             name="predict-sse")
-        wait_progress(ctx.client, futures, [c.n for c in chunks], "predict",
+        wait_progress(ctx.client, futures, [sum(c.n for c in g) for g in groups], "predict",
                       enabled=ctx.progress)
         sums = total.result()
         ds = xr.Dataset()
         if store is None:
-            ds = _in_memory([f[0] for f in ctx.client.gather(futures)])
+            ds = _in_memory([out for f in ctx.client.gather(futures) for out in f[0]])
         coef = None if store is not None else ds.coef.values
         for name, rows, dim in (("yhat", source if self.yhat else None, "row"),
                                 ("new_yhat", self.covariates, "new_row")):

@@ -31,7 +31,8 @@ from streamlsq.runtime.progress import row_bar
 
 __all__ = ["LEAST_TASK_BYTES", "MOST_TASK_BYTES", "SPLIT_EVERY", "TASKS_PER_WORKER", "TreeFold",
            "client_task_bytes", "map_chunks", "task_bytes", "tree_levels", "tree_reduce",
-           "tree_units_per_task", "units_per_task", "wait_progress", "worker_threads"]
+           "tree_groups", "tree_units_per_task", "units_per_task", "wait_progress",
+           "worker_threads"]
 
 #: fan-in of each combine task
 SPLIT_EVERY = 8
@@ -143,6 +144,16 @@ def tree_levels(units: int, split_every: int = SPLIT_EVERY) -> int:
     if split_every ** levels != units:
         raise ValueError(f"{units} is not a power of {split_every}")
     return levels
+
+
+def tree_groups(client: Client, units: list, total_bytes: int) -> tuple[int, list[list]]:
+    """(levels, groups): the ``units`` of a pass over ``total_bytes`` in consecutive groups
+    of ``SPLIT_EVERY ** levels`` (the last one fewer), one Dask task each
+    (:func:`tree_units_per_task` on these workers): each group is one subtree of
+    :func:`tree_reduce`'s tree, to fold with :class:`TreeFold` of ``levels``."""
+    per = tree_units_per_task(len(units), total_bytes / max(len(units), 1),
+                              client_task_bytes(client, total_bytes))
+    return tree_levels(per), [units[i : i + per] for i in range(0, len(units), per)]
 
 
 def map_chunks(client: Client, fn, items, *args, name: str, **kwargs) -> list:

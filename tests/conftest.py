@@ -20,14 +20,15 @@ import zarr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "cluster"))
 
-#: the files that take longest (a few minutes each, measured with --durations=0), run
-#: first: the suite's processes (pytest-xdist, one whole file each) take the other files
-#: meanwhile, so that no long file runs alone at the end (test_object_store did: 295 s
-#: of a 1,396 s run)
-LONGEST_FIRST = ("test_object_store", "test_kill_resume", "test_faults_cluster",
-                 "test_memory_bound", "test_paused_workers", "test_faults_property",
-                 "test_studies", "test_rank_rule", "test_tables", "test_faults_user_files",
-                 "test_faults_runs", "test_readme_snippets", "test_inference_pipeline")
+#: the files that take longest (1-4 minutes each in two processes, measured with
+#: --durations=0 on 26 November 2026), run first: the suite's processes (pytest-xdist,
+#: one whole file each) take the other files meanwhile, so that no long file runs alone
+#: at the end (test_object_store did: 295 s of a 1,396 s run)
+LONGEST_FIRST = ("test_object_store", "test_faults_cluster", "test_memory_bound",
+                 "test_faults_runs", "test_timeseries_inference", "test_faults_user_files",
+                 "test_inference_pipeline", "test_doctests", "test_tables", "test_kill_resume",
+                 "test_studies", "test_estimators", "test_faults_property", "test_faults_stores",
+                 "test_hac_panel", "test_glm")
 
 
 def pytest_collection_modifyitems(config, items):

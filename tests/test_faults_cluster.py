@@ -123,14 +123,16 @@ def test_a_worker_killed_mid_predict_changes_nothing(tmp_path, lb_client):
                          client=lb_client)
     model = tmp_path / "m.zarr"
     metalearn(tasks, 2, out=model, client=lb_client)
-    # 25 predict tasks of 2,000 tasks: a worker is killed after 10
+    # 25 chunks of 2,000 tasks, one to a Dask task (task bytes set so: sized from the data
+    # alone, this small store would be one task): a worker is killed after 10
     new = simulate_mlr(tmp_path / "n.zarr", k=2, d=4, n_light=0, n_heavy=0, n_light2=50_000,
                        t_light2=6, seed=1, task_seed=7, client=lb_client)
     kw = dict(holdout=2, chunk_tasks=2_000, client=lb_client, progress=False)
-    reference = predict(model, new, out=tmp_path / "ref.zarr", **kw)
-    running = _in_background(predict, model, new, out=tmp_path / "p.zarr", **kw)
-    _kill_busy_worker(lb_client, "predict-", done=10)
-    running.result(timeout=300)
+    with dask.config.set({"streamlsq.task-bytes": 1}):
+        reference = predict(model, new, out=tmp_path / "ref.zarr", **kw)
+        running = _in_background(predict, model, new, out=tmp_path / "p.zarr", **kw)
+        _kill_busy_worker(lb_client, "predict-", done=10)
+        running.result(timeout=300)
     got = open_result(tmp_path / "p.zarr")
     np.testing.assert_array_equal(got.coef, reference.coef)
     assert got.attrs["holdout_mse"] == reference.attrs["holdout_mse"]

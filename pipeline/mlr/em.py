@@ -46,7 +46,7 @@ from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
 from streamlsq.options.mlr import EM, INITS
 from streamlsq.runtime.reduce import (
-    TreeFold,
+    fold_units,
     map_chunks,
     tree_groups,
     tree_reduce,
@@ -87,10 +87,7 @@ def _group_stats(chunks: list, source: TaskSource) -> list:
 def _fold_group(items: list, fn, levels: int, *args):
     """Dask task: ``fn`` over a group's chunks (or their statistics), one after another,
     the sums combined as the lowest ``levels`` levels of the reduction tree."""
-    fold = TreeFold(mlr.combine_stats, levels)
-    for item in items:
-        fold.add(fn(item, *args))
-    return fold.result()
+    return fold_units(items, lambda item: fn(item, *args), mlr.combine_stats, levels)[1]
 
 
 def _worker_memory(client: Client) -> int:

@@ -71,12 +71,10 @@ from streamlsq.options.mlr import (
     TILE,
 )
 from streamlsq.runtime.reduce import (
-    TreeFold,
-    client_task_bytes,
+    fold_units,
     map_chunks,
-    tree_levels,
+    tree_groups,
     tree_reduce,
-    tree_units_per_task,
     wait_progress,
 )
 
@@ -115,16 +113,10 @@ def _map_group(chunks, fn, source, *args) -> list:
 def _reduce_group(chunks, fn, source, levels, leaf, keep, *args) -> tuple[list, dict]:
     """Dask task: ``fn`` over ``SPLIT_EVERY ** levels`` consecutive chunks of work (or the
     last ones), one after another; their sums (``leaf`` of each result) combined as the
-    lowest ``levels`` levels of the reduction tree (:class:`TreeFold`: the same bits as one
+    lowest ``levels`` levels of the reduction tree (:func:`fold_units`: the same bits as one
     Dask task per chunk), and ``keep`` of each result (e.g. its labels) in order."""
-    fold = TreeFold(mlr.combine_stats, levels)
-    kept = []
-    for c in _with_offsets(source, chunks):
-        out = _guarded(fn, c, source, *args)
-        if keep is not None:
-            kept.append(keep(out))
-        fold.add(out if leaf is None else leaf(out))
-    return kept, fold.result()
+    return fold_units(_with_offsets(source, chunks), lambda c: _guarded(fn, c, source, *args),
+                      mlr.combine_stats, levels, leaf, keep)
 
 
 def _partial_sums(result):
@@ -218,27 +210,18 @@ class Steps:
     def plan(self, mask):
         return plan_chunks(self.ptr, mask, self.chunk_tasks)
 
-    def per_task(self, chunks) -> int:
-        """Chunks of work per Dask task: a power of ``SPLIT_EVERY`` (a whole subtree of the
-        reduction), near :func:`~streamlsq.runtime.reduce.task_bytes` of the chunks' rows
-        (sized from the data and the workers). The chunks fix the arithmetic; how many a
-        Dask task takes changes no bit of a result."""
-        if len(chunks) <= 1:
-            return 1
-        rows = int(self.ptr[chunks[-1].hi] - self.ptr[chunks[0].lo])
-        total = rows * (self.source.n_features + 1) * 8
-        return tree_units_per_task(len(chunks), total / len(chunks),
-                                   client_task_bytes(self.client, total))
-
     def groups(self, chunks) -> tuple[int, list[list[TaskChunk]]]:
-        """:meth:`per_task`, and the chunks of work of each Dask task: that many consecutive
-        chunks (the last task fewer; their offsets left out of the messages when several
-        share a task)."""
-        per = self.per_task(chunks)
-        if per == 1:
-            return per, [[c] for c in chunks]
-        return per, [[replace(c, ptr=None) for c in chunks[i : i + per]]
-                     for i in range(0, len(chunks), per)]
+        """(levels, groups): the chunks of work of each Dask task, a whole subtree of the
+        reduction near :func:`~streamlsq.runtime.reduce.task_bytes` of the chunks' rows
+        (:func:`~streamlsq.runtime.reduce.tree_groups`; the chunks fix the arithmetic, how
+        many a Dask task takes changes no bit of a result), their offsets left out of the
+        messages when several share a task."""
+        rows = int(self.ptr[chunks[-1].hi] - self.ptr[chunks[0].lo]) if chunks else 0
+        levels, groups = tree_groups(self.client, chunks,
+                                     rows * (self.source.n_features + 1) * 8)
+        if levels == 0:
+            return levels, groups
+        return levels, [[replace(c, ptr=None) for c in g] for g in groups]
 
     def map(self, fn, chunks, *args, name, desc=None) -> list:
         """``fn`` over every chunk of work, the results in order (gathered to the client)."""
@@ -252,8 +235,7 @@ class Steps:
         """The sum (``mlr.combine_stats``, a fixed tree over the chunks of work) of ``leaf``
         of ``fn`` over every chunk; returns the Dask tasks' futures, each of (``keep`` of
         each of its chunks' results, its partial sum), and the sum."""
-        per, groups = self.groups(chunks)
-        levels = tree_levels(per)
+        levels, groups = self.groups(chunks)
         futures = map_chunks(self.client, _reduce_group, groups, fn, self.source, levels, leaf,
                              keep, *args, name=name)
         total = tree_reduce(self.client, futures, mlr.combine_stats, leaf=_partial_sums,

@@ -49,7 +49,7 @@ from streamlsq.io.tasks import (
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
 from streamlsq.options.mlr import ESTIMATORS, PREDICT
-from streamlsq.runtime.reduce import TreeFold, map_chunks, tree_groups, tree_reduce, wait_progress
+from streamlsq.runtime.reduce import fold_units, map_chunks, tree_groups, tree_reduce, wait_progress
 
 __all__ = ["ESTIMATORS", "TaskPrediction", "predict"]
 
@@ -86,13 +86,12 @@ def _predict_group(chunks: list, levels: int, *args):
     """Dask task: :func:`_predict_chunk` over consecutive chunks, one after another; their
     outputs in order and their sums combined as the lowest ``levels`` levels of the
     reduction tree (:class:`TreeFold`: the same bits as one Dask task per chunk)."""
-    fold = TreeFold(mlr.combine_stats, levels)
-    outs = []
-    for chunk in chunks:
-        out, sums = _predict_chunk(chunk, *args)
-        outs.append(out)
-        fold.add(sums)
-    return outs, fold.result()
+    return fold_units(chunks, lambda chunk: _predict_chunk(chunk, *args), mlr.combine_stats,
+                      levels, leaf=_sums, keep=_outputs)
+
+
+def _outputs(result):
+    return result[0]
 
 
 def _yhat_chunk(r0: int, r1: int, source: TaskSource, ptr, coef, path, name):

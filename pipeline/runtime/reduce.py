@@ -30,9 +30,9 @@ from streamlsq.runtime.client import setting
 from streamlsq.runtime.progress import row_bar
 
 __all__ = ["LEAST_TASK_BYTES", "MOST_TASK_BYTES", "SPLIT_EVERY", "TASKS_PER_WORKER", "TreeFold",
-           "client_task_bytes", "map_chunks", "task_bytes", "tree_levels", "tree_reduce",
-           "tree_groups", "tree_units_per_task", "units_per_task", "wait_progress",
-           "worker_threads"]
+           "client_task_bytes", "fold_units", "map_chunks", "task_bytes", "tree_groups",
+           "tree_levels", "tree_reduce", "tree_units_per_task", "units_per_task",
+           "wait_progress", "worker_threads"]
 
 #: fan-in of each combine task
 SPLIT_EVERY = 8
@@ -154,6 +154,20 @@ def tree_groups(client: Client, units: list, total_bytes: int) -> tuple[int, lis
     per = tree_units_per_task(len(units), total_bytes / max(len(units), 1),
                               client_task_bytes(client, total_bytes))
     return tree_levels(per), [units[i : i + per] for i in range(0, len(units), per)]
+
+
+def fold_units(units, fn, combine, levels: int, leaf=None, keep=None) -> tuple[list, object]:
+    """In one Dask task: ``fn(unit)`` for each of consecutive ``units``, one after another
+    (each computed and freed before the next); ``keep`` of each result, in order, and
+    ``leaf`` of each (the result itself when None) combined as the lowest ``levels`` levels
+    of :func:`tree_reduce`'s tree (:class:`TreeFold`: the same bits as one task a unit)."""
+    fold, kept = TreeFold(combine, levels), []
+    for unit in units:
+        out = fn(unit)
+        if keep is not None:
+            kept.append(keep(out))
+        fold.add(out if leaf is None else leaf(out))
+    return kept, fold.result()
 
 
 def map_chunks(client: Client, fn, items, *args, name: str, **kwargs) -> list:

@@ -4,15 +4,21 @@ fixture ``demo`` of tests/conftest.py)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import numpy as np
 import pytest
 import zarr
 from click.testing import CliRunner
+from test_faults_user_files import DEMO
 
+from streamlsq import open_result
 from streamlsq.cli.main import main
 from streamlsq.studies.demo import ESTIMATORS, TAUS
 
 from conftest import lstsq, read_all
+from faultkit import invoke, snapshot
 
 
 def test_writes_stores_summary_and_figures(demo):
@@ -70,3 +76,26 @@ def test_metalearning_and_prediction_against_truth(demo):
 def test_cli_help_lists_the_demo_options():
     r = CliRunner().invoke(main, ["demo", "--help"])
     assert r.exit_code == 0 and "--tasks" in r.output and "Examples:" in r.output
+
+
+# here rather than in test_faults_user_files.py: pytest-xdist runs a file in one process,
+# so the session fixture ``demo`` (37 s) is computed once, not once per process
+def test_the_demo_replaces_only_its_own_folder_and_restores_it_when_it_fails(tmp_path, client,
+                                                                            demo):
+    out = tmp_path / "demo"
+    # an earlier demo's folder: a copy of the session's (tests/conftest.py), rather than a
+    # demo run of its own (the replacing run below is the command line's)
+    shutil.copytree(demo[0], out)
+    assert json.loads((out / "demo.json").read_text())["complete"] is True
+    truth = zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:]
+    before = snapshot(tmp_path)
+    failed = invoke("demo", "--out", out, "--rows", 5_000, "--features", 0,
+                    scheduler=client.scheduler.address)
+    assert failed.exit_code == 2 and "features" in failed.stderr
+    assert snapshot(tmp_path) == before  # the earlier demo put back, nothing else left
+    again = invoke("demo", "--out", out, *DEMO, "--seed", 1, scheduler=client.scheduler.address)
+    assert again.exit_code == 0, again.output
+    assert not np.array_equal(zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:],
+                              truth)  # the new demo's (seed 1), not a mixture
+    assert open_result(out / "model.zarr").attrs["complete"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]

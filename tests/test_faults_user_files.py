@@ -5,7 +5,6 @@ runs are reclaimed by the next run on the same output, a live run's never."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -283,33 +282,6 @@ def test_the_demo_refuses_a_users_folder_before_writing_anything(tmp_path, clien
     line = refusal(invoke("demo", "--out", mine, *DEMO, scheduler=client.scheduler.address))
     assert f"{mine}: exists and was not written by streamlsq demo" in line
     assert snapshot(tmp_path) == before
-
-
-def test_the_demo_replaces_only_its_own_folder_and_restores_it_when_it_fails(tmp_path, client,
-                                                                            demo):
-    out = tmp_path / "demo"
-    # an earlier demo's folder: a copy of the session's (tests/conftest.py), rather than a
-    # demo run of its own (the replacing run below is the command line's)
-    shutil.copytree(demo[0], out)
-    assert json_of(out / "demo.json")["complete"] is True
-    truth = zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:]
-    before = snapshot(tmp_path)
-    failed = invoke("demo", "--out", out, "--rows", 5_000, "--features", 0,
-                    scheduler=client.scheduler.address)
-    assert failed.exit_code == 2 and "features" in failed.stderr
-    assert snapshot(tmp_path) == before  # the earlier demo put back, nothing else left
-    again = invoke("demo", "--out", out, *DEMO, "--seed", 1, scheduler=client.scheduler.address)
-    assert again.exit_code == 0, again.output
-    assert not np.array_equal(zarr.open_group(str(out / "stream.zarr"), mode="r")["coef_true"][:],
-                              truth)  # the new demo's (seed 1), not a mixture
-    assert open_result(out / "model.zarr").attrs["complete"] is True
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
-
-
-def json_of(path):
-    import json
-
-    return json.loads(path.read_text())
 
 
 def test_info_plot_writes_only_its_own_png(folder, run):

@@ -12,12 +12,13 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 import xarray as xr
-from conftest import one_line
 from test_timeseries_inference import PANEL, RTOL, _like, _parquet, _same, _store
 
 from streamlsq import fit_stream, robust_covariance
 from streamlsq.kernels import inference
 from streamlsq.stream.statistics import summary_text
+
+from conftest import one_line
 
 
 @pytest.fixture(scope="module")

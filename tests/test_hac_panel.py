@@ -18,6 +18,8 @@ from streamlsq import fit_stream, robust_covariance
 from streamlsq.kernels import inference
 from streamlsq.stream.statistics import summary_text
 
+from conftest import one_line
+
 
 @pytest.fixture(scope="module")
 def grunfeld(tmp_path_factory):
@@ -90,6 +92,32 @@ def test_hac_panel_small_sample_corrections_and_the_uniform_kernel(grunfeld, cli
              False: "without small-sample correction"}.get(
         correction, "with the hac small-sample correction")
     assert f"uniform kernel, 5 lags within the panels of 'firm', {words}" in summary_text(ds)
+
+
+@pytest.mark.parametrize("switch, correction", [
+    (["--use-correction", "cluster"], "cluster"), (["--use-correction=hac"], "hac"),
+    (["--use-correction"], "hac"), (["--no-use-correction"], False)])
+def test_the_command_line_takes_each_small_sample_correction(grunfeld, cli, tmp_path, switch,
+                                                             correction):
+    """``--use-correction [hac|cluster]`` and ``--no-use-correction``: one option of the
+    command line for the one declaration, each spelling the fit Python makes."""
+    frame, inputs = grunfeld
+    out = tmp_path / "fit.zarr"
+    done = cli("fit", "kf4lls", inputs[0], "--x", "value,capital", "--y", "invest",
+               "--sample-dim", "row", "--intercept", "--cov-type", "hac-panel", "--groups",
+               "firm", "--maxlags", "5", *switch, "--out", out)
+    assert done.exit_code == 0, done.output
+    _like(xr.open_zarr(out), _reference(frame, 5, use_correction=correction))
+
+
+def test_the_command_line_refuses_another_correction_in_one_line(grunfeld, cli, tmp_path):
+    out = tmp_path / "fit.zarr"
+    refused = cli("fit", "kf4lls", grunfeld[1][0], "--x", "value,capital", "--y", "invest",
+                  "--sample-dim", "row", "--cov-type", "hac-panel", "--groups", "firm",
+                  "--maxlags", "5", "--use-correction", "both", "--out", out)
+    assert "--use-correction: use_correction must be 'hac', 'cluster', True or False, got " \
+        "'both'" in one_line(refused)
+    assert not out.exists()
 
 
 OPTION_REFUSALS = [

@@ -2,7 +2,9 @@
 
 Each declared :class:`~streamlsq.kernels.recursions.params.Param` becomes one click option,
 its help written once in the declaration: ``--name`` (or the declared ``flag``), a switch
-for a boolean (a pair ``--x/--no-x`` whose "not given" is None when declared so), repeated
+for a boolean (a pair ``--x/--no-x`` whose "not given" is None when declared so; a boolean
+that also takes named values, such as ``use_correction``, is ``--x`` with an optional value
+and ``--no-x``: ``--use-correction``, ``--use-correction cluster``), repeated
 or of several numbers when declared so. Every other value is taken as text and converted
 and checked by the declaration itself (:func:`values`), so that a bad value is refused in
 the one format of every check, in one line naming the option and the value — not by click's
@@ -18,7 +20,7 @@ import click
 from streamlsq.errors import InputError
 from streamlsq.options import Options, Param
 
-__all__ = ["DeclaredOption", "click_option", "click_options", "values"]
+__all__ = ["DeclaredOption", "SwitchOrChoice", "click_option", "click_options", "values"]
 
 
 class DeclaredOption(click.Option):
@@ -28,6 +30,28 @@ class DeclaredOption(click.Option):
     def __init__(self, *args, declaration: Param, **kwargs):
         super().__init__(*args, **kwargs)
         self.declaration = declaration
+
+
+class SwitchOrChoice(DeclaredOption):
+    """A boolean declaration that also takes named values (``choices``): ``--x`` alone is
+    True, ``--x VALUE`` one of the choices, ``--no-x`` False (not given: None). One option,
+    so that the declaration stays one: click's pair of switches takes no value, and its
+    option with an optional value has no negative form, which this adds to the parser."""
+
+    def __init__(self, param_decls=(), *, p: Param, **kwargs):
+        positive, negative = p.flag.split("/")
+        super().__init__([positive, p.name], is_flag=False, flag_value=True,
+                         type=click.UNPROCESSED, default=None, declaration=p, **kwargs)
+        self.negative = negative
+
+    def add_to_parser(self, parser, ctx):
+        super().add_to_parser(parser, ctx)
+        parser.add_option(obj=self, opts=[self.negative], dest=self.name,
+                          action="store_const", const=False)
+
+    def get_help_record(self, ctx):
+        names, text = super().get_help_record(ctx)
+        return f"{names} / {self.negative}", text
 
 
 def _help(p: Param) -> str:
@@ -54,6 +78,9 @@ def click_option(p: Param):
     """The click option of one declaration (its value: the text given, or None)."""
     kept = {"cls": DeclaredOption, "declaration": p, "hidden": p.hidden}
     if p.type is bool:
+        if p.flag is not None and "/" in p.flag and p.choices is not None:
+            return click.option(cls=SwitchOrChoice, p=p, help=p.help,
+                                metavar=f"[{'|'.join(p.choices)}]", hidden=p.hidden)
         if p.flag is not None and "/" in p.flag:
             return click.option(p.flag, p.name, default=None, help=p.help, **kept)
         return click.option(p.option, p.name, is_flag=True, default=bool(p.default),

@@ -105,8 +105,8 @@ _KERNEL = Param("kernel", "bartlett", "Weights of the lags of a HAC covariance: 
                                                                            "uniform"))
 _USE_CORRECTION = Param("use_correction", None, "Small-sample factor of a HAC covariance "
                         "(default as statsmodels: none for HAC, n/(n-k) for hac-panel, the "
-                        "cluster factor for hac-groupsum; from Python, hac-panel also takes "
-                        "'hac' or 'cluster').", type=bool, optional=True,
+                        "cluster factor for hac-groupsum); hac-panel also takes 'hac' (the "
+                        "switch alone) or 'cluster'.", type=bool, optional=True,
                         choices=("hac", "cluster"),
                         flag="--use-correction/--no-use-correction")
 

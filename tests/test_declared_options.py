@@ -232,7 +232,7 @@ def test_the_statistics_alpha_and_interleaveds_mixing_weight_are_told_apart():
     ({"engine": "fast"}, "engine must be 'sequential' or 'scan', got 'fast'"),
     ({"dtype": "float16"}, "dtype must be 'float64' or 'float32', got 'float16'"),
     ({"epochs": 0}, "epochs must be a positive integer, got 0"),
-    ({"fit_intercept": "yes"}, "fit_intercept must be True or False or None, got 'yes'"),
+    ({"fit_intercept": "yes"}, "fit_intercept must be True, False or None, got 'yes'"),
     ({"formula": "y ~ a", "x": "a"}, "--formula names the features and the targets: leave "
                                      "out --x"),
     ({"solver": "svd"}, "kf4lls: solver must be 'qr' or 'normal', got 'svd'"),

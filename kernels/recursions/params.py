@@ -170,7 +170,7 @@ class Param:
             words = [f"a {group} of {self._number_noun()}s"]
             return words + [f"one {group} per input dimension"] if self.multiple else words
         if self.type is bool:
-            return ["True or False"]
+            return ["True", "False"]
         if self.type in (int, float):
             return [self._interval_text()]
         if self.type is str:

@@ -38,7 +38,8 @@ class SwitchOrChoice(DeclaredOption):
     so that the declaration stays one: click's pair of switches takes no value, and its
     option with an optional value has no negative form, which this adds to the parser."""
 
-    def __init__(self, param_decls=(), *, p: Param, **kwargs):
+    def __init__(self, _param_decls=(), *, p: Param, **kwargs):
+        # click passes the option's names first; here they come from the declaration
         positive, negative = p.flag.split("/")
         super().__init__([positive, p.name], is_flag=False, flag_value=True,
                          type=click.UNPROCESSED, default=None, declaration=p, **kwargs)

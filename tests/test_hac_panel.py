@@ -115,8 +115,8 @@ def test_the_command_line_refuses_another_correction_in_one_line(grunfeld, cli, 
     refused = cli("fit", "kf4lls", grunfeld[1][0], "--x", "value,capital", "--y", "invest",
                   "--sample-dim", "row", "--cov-type", "hac-panel", "--groups", "firm",
                   "--maxlags", "5", "--use-correction", "both", "--out", out)
-    assert "--use-correction: use_correction must be 'hac', 'cluster', True or False, got " \
-        "'both'" in one_line(refused)
+    assert ("--use-correction: alone, or with 'hac' or 'cluster' (--no-use-correction for "
+            "none), got 'both'") in one_line(refused)
     assert not out.exists()
 
 

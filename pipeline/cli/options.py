@@ -120,6 +120,13 @@ def values(options: Options, given: Mapping, *, check: bool = True) -> dict:
         if name not in options or raw is None or (raw == () and options.param(name).multiple):
             continue
         p = options.param(name).replace(optional=False)  # a value given is never None
+        if p.type is bool and p.choices is not None and isinstance(raw, str) \
+                and raw not in p.choices:
+            # the command line's True and False are the switches, not words
+            negative = p.flag.split("/")[1]
+            raise InputError(f"{p.option}: alone, or with "
+                             f"{' or '.join(map(repr, p.choices))} ({negative} for none), "
+                             f"got {raw!r}")
         if p.type is bool and raw is False and p.default is False:
             continue
         try:

@@ -537,6 +537,7 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
             raise InputError(f"{label}: column '{missing[0]}' is a category the fit's design "
                              "does not know")
         levels = {n: tuple(levels[n]) for n in categorical}
+    _refuse_formulaic_names(formula, used, levels, categorical, label)
     check_design_size(least_columns(formula, {n: levels[n] for n in categorical
                                               if n in rhs_vars}), formula, label, least=True)
     draft = Design(formula, tuple((n, tuple(levels[n])) for n in categorical), (), (), False,
@@ -574,6 +575,24 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
     return Design(formula, draft.levels, tuple(columns[i] for i in keep), responses,
                   "Intercept" in columns, rhs_vars, lhs_vars, keep, rhs, specs.get("lhs"),
                   contrasts, draft.declared)
+
+
+def _refuse_formulaic_names(formula: str, used, levels: dict, categorical, label: str) -> None:
+    """Names formulaic would take for something else, refused rather than fitted wrongly: a
+    column named ``Intercept`` (the name of the design's constant, which replaces it without a
+    word) and a level beginning with ``__`` (formulaic leaves that level's column out of the
+    design: three levels, one column fewer than statsmodels' or R's)."""
+    if "Intercept" in used:
+        raise InputError(f"{label}: the formula {formula!r} reads the column 'Intercept', the "
+                         "name a formula's design gives its constant, which would take the "
+                         "column's place; rename the column")
+    for name in categorical:
+        hidden = [v for v in levels[name] if isinstance(v, str) and v.startswith("__")]
+        if hidden:
+            raise InputError(f"{label}: column '{name}' has the level {hidden[0]!r}: formulaic, "
+                             "which builds the design, leaves out the column of a level whose "
+                             "name begins with '__'; rename the level (e.g. with pandas' "
+                             "cat.rename_categories) or the values")
 
 
 def _plain(value):

@@ -636,7 +636,9 @@ def _cluster_heavy(run: Steps, a, c, linkage, cut, tile) -> np.ndarray:
     n = a.shape[0]
     edges = list(range(0, n, tile)) + [n]
     blocks = [(i, j) for i in range(len(edges) - 1) for j in range(i, len(edges) - 1)]
-    ac = run.client.scatter((a, c), broadcast=True)
+    # hash=False: a key of its own, so the release of an earlier scatter of the same
+    # arrays cannot take it away while this pass uses it (as in mlr/predict.py)
+    ac = run.client.scatter((a, c), broadcast=True, hash=False)
     forest = linkage == "single"
     futures = [
         run.client.submit(_tile, ac, edges[i], edges[i + 1], edges[j], edges[j + 1], forest,

@@ -301,7 +301,9 @@ class StreamPrediction(Job):
         dims, columns = [source.sample_dim, "target"], prediction_columns(source, self.intervals)
         if ctx.store is not None:
             create_prediction_arrays(ctx.store, source, columns, coef.target, dims)
-        W = ctx.client.scatter(coef.W, broadcast=True)
+        # hash=False: a key of its own, so the release of an earlier scatter of the same
+        # coefficients cannot take it away while this pass uses it (as in mlr/predict.py)
+        W = ctx.client.scatter(coef.W, broadcast=True, hash=False)
         parts = predict_chunks(ctx, source, "predict-stream",
                                lambda a, b: (_apply_chunk, source, a, b, W, ctx.store,
                                              self.uncertainty))

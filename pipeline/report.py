@@ -103,6 +103,8 @@ def summary_lines(frame, title: str, dep_variable: str | None = None) -> str:
     lines += ["=" * width, frame.to_string(float_format=lambda v: f"{v:.4g}"), "=" * width]
     if model.get("undefined_statistics"):
         lines.append(f"undefined for these data: {', '.join(model['undefined_statistics'])}")
+        if model.get("undefined_because"):
+            lines.append(f"  {model['undefined_because']}")
     if "identified_from_row" in model:
         lines.append(f"coefficients identified from row {model['identified_from_row']}")
     if "windows" in model:

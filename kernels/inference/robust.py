@@ -235,7 +235,10 @@ def robust_statistics(fac: RegressionFactor, meat: np.ndarray | None, cov_type: 
     T/(T − 1)·(n − 1)/(n − k) unless ``use_correction`` is False, its Wald test with
     ``n_panels`` − 1 denominator degrees of freedom (statsmodels counts the panels as the
     runs of increasing time labels); a two-way ``cluster`` takes ``two_way``, the terms
-    (meat, G, sign) of :func:`~.timeseries.two_way_terms`, instead of ``meat``."""
+    (meat, G, sign) of :func:`~.timeseries.two_way_terms`, instead of ``meat``.
+    ``negative_variance``: the indices of the coefficients whose variance is negative
+    (possible for two-way clusters, V_A + V_B − V_A∩B; their ``bse`` is NaN, as
+    statsmodels')."""
     if cov_type not in COV_TYPES[1:]:
         raise ValueError(f"cov_type must be one of {', '.join(COV_TYPES[1:])}, got "
                          f"{cov_type!r}")
@@ -275,10 +278,14 @@ def robust_statistics(fac: RegressionFactor, meat: np.ndarray | None, cov_type: 
                   for m, g, sign in two_way)
     else:
         cov = correction * sandwich(fac.R, meat)
+    variances = np.diagonal(cov, axis1=0, axis2=1).T
     with np.errstate(divide="ignore", invalid="ignore"):
-        bse = np.sqrt(np.diagonal(cov, axis1=0, axis2=1).T)
+        bse = np.sqrt(variances)
         tvalues = fac.coef / bse
     q = critical_value(alpha, None, False)
+    # a two-way covariance is a difference of covariances: a variance can come out
+    # negative, and the coefficients it leaves without a standard error are named
+    out["negative_variance"] = np.flatnonzero((variances < 0).any(axis=1))
     out.update(cov_params=cov, bse=bse, tvalues=tvalues,
                pvalues=two_sided_pvalues(tvalues, None, False),
                conf_int_lower=fac.coef - q * bse, conf_int_upper=fac.coef + q * bse,

@@ -155,6 +155,11 @@ _HAC_RULES = [
     Rule("use_correction", "cluster", needs={"cov_type": "hac-panel"},
          message="use_correction='cluster' goes with cov_type='hac-panel' (HAC and "
                  "hac-groupsum take True or False)"),
+    # a switch no covariance reads would be ignored without a word (False is "given" too)
+    Rule("use_correction", True, needs={"cov_type": _WITH_LAGS},
+         message="--use-correction goes with --cov-type HAC, hac-groupsum or hac-panel"),
+    Rule("use_correction", False, needs={"cov_type": _WITH_LAGS},
+         message="--no-use-correction goes with --cov-type HAC, hac-groupsum or hac-panel"),
 ]
 
 #: --cov-type cluster and --groups go together
@@ -193,15 +198,15 @@ FIT = Options(
           choices=MISSING),
     _ALPHA,
     Param("cov_type", None, "Covariance of the coefficients (default nonrobust, from the final "
-          "state); the others take one more pass over the rows. With --window, HC0 is "
-          "also each window's (RollingOLS' HCCM).", type=str, optional=True,
+          "state); the others take one more pass over the rows. With --window, HC0 "
+          "(RollingOLS' HCCM) and HAC are also each window's.", type=str, optional=True,
           choices=COV_TYPES),
     _GROUPS, _TIME, _MAXLAGS, _KERNEL, _USE_CORRECTION,
     Param("window", None, "Also fit every window of N rows (exact at each: QR factors merged, "
           "none downdated) and store the statistics of RollingOLS as rolling_* along "
           "'window'. Least squares only.", type=int, gt=0, optional=True, metavar="N"),
-    Param("window_step", 1, "With --window: record a window every N rows.", type=int, gt=0,
-          flag="--window-step", metavar="N"),
+    Param("window_step", None, "With --window: record a window every N rows (default 1).",
+          type=int, gt=0, optional=True, flag="--window-step", metavar="N"),
     Param("min_nobs", None, "With --window: the rows of positive weight a window needs "
           "(default: the number of coefficients).", type=int, gt=0, optional=True,
           metavar="N"),
@@ -214,6 +219,8 @@ FIT = Options(
     rules=[*_CLUSTER_RULES, *_HAC_RULES,
            Rule("min_nobs", needs={"window": Rule.GIVEN},
                 message="--min-nobs N goes with --window N"),
+           Rule("window_step", needs={"window": Rule.GIVEN},
+                message="--window-step N goes with --window N"),
            Rule("expanding", needs={"window": Rule.GIVEN},
                 message="--expanding goes with --window N"),
            Rule("formula", excludes=("x", "y"),

@@ -42,7 +42,13 @@ GLM = Options(
     FIT.without("continue_from", "engine", "block_size", "first_block_size", "record_every",
                 "epochs", "shuffle", "seed", "dtype", "time", "maxlags", "kernel",
                 "use_correction", "window", "window_step", "min_nobs", "expanding")
-    .replace("cov_type", choices=GLM_COV_TYPES),
+    .replace("cov_type", choices=GLM_COV_TYPES)
+    # the linear fit's help says which recursions take these; every GLM does
+    .replace("weights", help="Variance weights of the rows, a variable of DATA "
+             "(statsmodels' var_weights).")
+    .replace("missing", help="A NaN in a selected variable (response, features, weights, "
+             "offset, exposure, trials, groups): refuse it, or drop its row.")
+    .replace("alpha", help="Confidence intervals of 1 - ALPHA coverage (default 0.05)."),
     Param("family", "gaussian", "The family of the response.", type=str,
           choices=FAMILY_NAMES),
     Param("link", None, "The link (default: the family's, as statsmodels').", type=str,

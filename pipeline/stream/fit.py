@@ -89,7 +89,7 @@ def fit_stream(
     kernel: str = "bartlett",
     use_correction: bool | str | None = None,
     window: int | None = None,
-    window_step: int = 1,
+    window_step: int | None = None,
     min_nobs: int | None = None,
     expanding: bool = False,
     formula: str | None = None,
@@ -191,8 +191,9 @@ def fit_stream(
         ``groups``, ``"HAC"`` (Newey–West) ``maxlags``, ``"hac-panel"`` (HAC within
         each panel) ``groups`` and ``maxlags``, ``"hac-groupsum"`` (Driscoll–Kraay)
         ``time`` and ``maxlags``. With ``window``, ``"HC0"`` is also each window's
-        covariance (``RollingOLS``' ``"HCCM"``); the windows of a fit with another
-        covariance keep the nonrobust one (``rolling_cov_type`` says which).
+        covariance (``RollingOLS``' ``"HCCM"``), and ``"HAC"`` each window's Newey–West
+        covariance from its own residuals; the windows of a fit with another covariance
+        keep the nonrobust one (``rolling_cov_type`` says which).
     groups : str or None
         A variable of ``data`` holding the rows' group labels (integers or strings) for
         ``cov_type="cluster"``, or two comma-separated (``"firm,year"``: two-way); the
@@ -205,9 +206,10 @@ def fit_stream(
         its small-sample factor (default: statsmodels'; ``"hac-panel"`` takes ``"hac"``,
         ``"cluster"`` or False).
     window, window_step, min_nobs, expanding
-        Also fit every window of ``window`` rows ending every ``window_step`` rows (with at
-        least ``min_nobs`` rows of positive weight), exactly, and store statsmodels'
-        ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least squares);
+        Also fit every window of ``window`` rows ending every ``window_step`` rows
+        (default 1; with at least ``min_nobs`` rows of positive weight), exactly, and store
+        statsmodels' ``RollingOLS`` statistics as ``rolling_*`` along ``window`` (least
+        squares);
         ``expanding=True``: the first windows start at row 0 and grow from ``min_nobs``
         rows to ``window``, as ``RollingOLS(expanding=True)`` (``window`` at least the
         rows: the expanding fit of the rows seen so far).
@@ -403,10 +405,14 @@ class StreamFit(Job):
         if self.window is not None and "statistics_unavailable" not in ds.attrs:
             from streamlsq.stream.rolling import RollingPass
 
-            window_cov = "HC0" if self.cov_type == "HC0" else "nonrobust"  # RollingOLS' own
-            ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, self.window_step,
+            # the windows' own robust covariance where one is defined per window (HC0 as
+            # RollingOLS', HAC); the others' windows keep the nonrobust one, and say so
+            window_cov = self.cov_type if self.cov_type in ("HC0", "HAC") else "nonrobust"
+            step = 1 if self.window_step is None else self.window_step
+            ds = ctx.run_pass(RollingPass(ds, self.sources[0], self.window, step,
                                           self.min_nobs, constant_index(ds), self.expanding,
-                                          window_cov))
+                                          window_cov, self.maxlags, self.kernel,
+                                          self.use_correction))
         return ds
 
     def intercept(self) -> bool | None:

@@ -24,7 +24,8 @@ with ``rolling_`` in front: ``rolling_params``, ``rolling_bse``, ``rolling_tvalu
 ``(window, target)``. With ``cov_type="HC0"`` the windows' ``rolling_bse`` and
 ``rolling_tvalues`` are those of ``RollingOLS(...).fit(cov_type="HCCM")``, each window's
 from its own residuals (:func:`streamlsq.kernels.inference.rolling_robust.rolling_hc0`);
-the attribute ``rolling_cov_type`` says which.
+with ``cov_type="HAC"`` each window's Newey–West covariance of its own rows (the lags pair
+rows of the window only); the attribute ``rolling_cov_type`` says which.
 """
 
 from __future__ import annotations
@@ -89,18 +90,21 @@ def summarise_rows(source: StreamSource, start: int, stop: int) -> dict:
 
 
 def rolling_group(source: StreamSource, ends: np.ndarray, window: int, min_nobs: int,
-                  constant, prior: dict | None = None, cov_type: str = "nonrobust") -> dict:
+                  constant, prior: dict | None = None, cov_type: str = "nonrobust",
+                  hac: dict | None = None) -> dict:
     """Dask task: the windows ending at ``ends`` fitted from the rows they cover (after
     ``prior``'s rows, the summary of the rows before them, when given; their covariance
-    ``cov_type``: nonrobust or HC0, which needs every row of each window, so no prior)."""
+    ``cov_type``: nonrobust, or HC0 or HAC (with ``hac``: ``maxlags``, ``kernel``,
+    ``use_correction``), which need every row of each window, so no prior)."""
     first = prior["rows"] if prior is not None else max(0, int(ends[0]) - window)
     X, Y, w = source.read_weighted(first, int(ends[-1]))
     # the group's window ends counted from the first row read
     fit = rolling_kernels.rolling_fit(X, Y, window, min_nobs=min_nobs, weights=w,
                                       constant=constant, ends=np.asarray(ends) - first,
                                       prior=prior)
-    if cov_type == "HC0":  # each window's own residuals, from the rows read
-        robust = rolling_robust.rolling_hc0(X, Y, fit["params"], fit["ends"], window, w)
+    if cov_type != "nonrobust":  # each window's own residuals, from the rows read
+        robust = rolling_robust.rolling_robust(X, Y, fit["params"], fit["ends"], window, w,
+                                               cov_type=cov_type, **(hac or {}))
         fit["bse"], fit["tvalues"] = robust["bse"], robust["tvalues"]
     fit["ends"] = np.asarray(ends)
     return fit
@@ -115,7 +119,8 @@ class RollingPass(Pass):
     the number of coefficients), and adds the windows' statistics to the ``fit`` (the
     module's docstring). ``constant``: the intercept's column, if the fit has one (else a
     column constant on all the rows, as statsmodels' ``k_constant``); ``cov_type``: the
-    windows' covariance, ``"nonrobust"`` or ``"HC0"`` (``RollingOLS``' names)."""
+    windows' covariance, ``"nonrobust"`` or ``"HC0"`` (``RollingOLS``' names) or ``"HAC"``
+    (with ``maxlags``, ``kernel`` and ``use_correction``)."""
 
     fit: xr.Dataset
     source: StreamSource
@@ -125,6 +130,9 @@ class RollingPass(Pass):
     constant: int | None = None
     expanding: bool = False
     cov_type: str = "nonrobust"
+    maxlags: int | None = None
+    kernel: str = "bartlett"
+    use_correction: bool | None = None
 
     name = "rolling"
 
@@ -139,9 +147,9 @@ class RollingPass(Pass):
         tag = uuid.uuid4().hex[:8]
         groups = window_groups(ends, self.window, self.expanding)
         priors = [None] * len(groups)
-        # the rows before each group of expanding windows, summarised (not for HC0, whose
-        # windows' residuals need every row of the window)
-        if self.expanding and self.cov_type != "HC0":
+        # the rows before each group of expanding windows, summarised (not for a robust
+        # covariance, whose windows' residuals need every row of the window)
+        if self.expanding and self.cov_type == "nonrobust":
             firsts, runs = expanding_reads(ends, groups, self.window)
             parts = ctx.client.gather([
                 ctx.client.submit(summarise_rows, source, a, b, key=f"rolling-rows-{tag}-{n}",
@@ -149,8 +157,10 @@ class RollingPass(Pass):
             for n, part in enumerate(parts, start=1):
                 priors[n] = part if n == 1 else rolling_kernels.merge_summaries(
                     priors[n - 1], part)
+        hac = (dict(maxlags=self.maxlags, kernel=self.kernel,
+                    use_correction=self.use_correction) if self.cov_type == "HAC" else None)
         futures = [ctx.client.submit(rolling_group, source, ends[i:j], self.window, min_nobs,
-                                     self.constant, priors[n], self.cov_type,
+                                     self.constant, priors[n], self.cov_type, hac,
                                      key=f"rolling-{tag}-{n}",
                                      pure=False)
                    for n, (i, j) in enumerate(groups)]
@@ -166,6 +176,8 @@ class RollingPass(Pass):
         # of the trajectory is not): a result holds no NaN
         params = np.asarray(state.get("params", np.zeros((0, 1, 1))))
         keep = np.isfinite(params).all(axis=(1, 2))
+        if "bse" in state:  # and one whose covariance is undefined (no residual df) neither
+            keep &= np.isfinite(np.asarray(state["bse"])).all(axis=(1, 2))
         ends = np.asarray(state["ends"])[keep]
         if len(ends) == 0:
             ds = ds.copy()

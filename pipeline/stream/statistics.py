@@ -50,7 +50,7 @@ __all__ = ["CONF_ALPHA", "add_statistics", "result_factor", "statistics_note", "
 RECURSIVE_BANDS = ("recursive_bse", "recursive_conf_int_lower", "recursive_conf_int_upper")
 #: the attributes the statistics set (removed when they are computed again)
 STATISTICS_ATTRS = ("cov_type", "use_t", "conf_int_alpha", "k_constant", "rows_dropped",
-                    "n_groups", "df_resid_inference", "undefined_statistics",
+                    "n_groups", "df_resid_inference", "undefined_statistics", "undefined_because",
                     "statistics_unavailable", "cov_description", "maxlags", "kernel")
 _DIMS = {"coef": "feature", "coef2": "feature2", "target": "target"}
 
@@ -146,6 +146,15 @@ def with_statistics(ds: xr.Dataset, stats: dict) -> xr.Dataset:
             ds.attrs[key] = stats[key]
     if undefined:
         ds.attrs["undefined_statistics"] = undefined
+        negative = [str(ds.feature.values[j]) for j in stats.get("negative_variance", ())]
+        if negative:
+            ds.attrs["undefined_because"] = (
+                f"the {ds.attrs['cov_type']} covariance has a negative variance for "
+                f"{', '.join(map(repr, negative))}: "
+                + ("a two-way cluster covariance (V_A + V_B - V_AB)"
+                   if ds.attrs["cov_type"] == "cluster" else "a HAC covariance with the "
+                   "uniform kernel") + " need not be positive semi-definite; cov_params is "
+                "stored as it is")
     return ds
 
 
@@ -162,6 +171,8 @@ def statistics_note(ds: xr.Dataset) -> str:
     if ds.attrs.get("rows_dropped"):
         parts.append(f"{ds.attrs['rows_dropped']} rows dropped")
     parts.append(f"covariance {ds.attrs.get('cov_type', 'nonrobust')}")
+    if "undefined_statistics" in ds.attrs:
+        parts.append(f"undefined: {', '.join(ds.attrs['undefined_statistics'])}")
     return ", ".join(parts) + " (streamlsq info RESULT: the summary)"
 
 
@@ -231,7 +242,7 @@ def summary(result, target=None):
 def _model_statistics(ds: xr.Dataset, label) -> dict:
     a = ds.attrs
     out = {"method": a.get("method"), "target": label, "rows": int(a.get("n_rows", 0))}
-    if "bse" not in ds:
+    if "nobs" not in ds:
         out["statistics"] = a.get("statistics_unavailable", "none stored")
         return out
     for name in ("nobs", "df_model", "df_resid", "rsquared", "rsquared_adj", "fvalue",
@@ -242,7 +253,8 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
     out.update({"rows_dropped": int(a.get("rows_dropped", 0)),
                 "cov_type": a.get("cov_description", a.get("cov_type", "nonrobust")),
                 "digits_trusted": a.get("digits_trusted")})
-    for key in ("identified_from_row", "n_groups", "undefined_statistics"):
+    for key in ("identified_from_row", "n_groups", "undefined_statistics",
+                "undefined_because"):
         if key in a:
             out[key] = a[key]
     if "rolling_params" in ds:  # the windows' own covariance (RollingOLS' cov_type)

@@ -1,6 +1,7 @@
 """Weak cases of the sixth re-test on options and statistics: an option no part of the run
 reads was ignored without a word (``--no-use-correction`` with a covariance that has no
-small-sample factor to switch off, ``--window-step`` without ``--window``); a two-way
+small-sample factor to switch off, ``--window-step`` without ``--window``, and so
+``--kernel`` without a HAC covariance); a two-way
 cluster covariance with a negative variance was summarised as "no statistics: none stored";
 ``fit glm --help`` called three options a GLM takes "Least squares only"."""
 
@@ -31,6 +32,7 @@ def _rows(seed=0, n=40):
     (("--no-use-correction",), ("--cov-type", "HC1")),
     (("--use-correction",), ("--cov-type", "cluster", "--groups", "a")),
     (("--window-step", "4"), ()),
+    (("--kernel", "uniform"), ("--cov-type", "HC1")),
 ])
 def test_an_option_no_part_of_the_fit_reads_is_refused(tmp_path, cli, given, cov):
     _rows().to_parquet(tmp_path / "t.parquet")
@@ -42,7 +44,9 @@ def test_an_option_no_part_of_the_fit_reads_is_refused(tmp_path, cli, given, cov
                                      "hac-groupsum or hac-panel",
               "--use-correction": "--use-correction goes with --cov-type HAC, hac-groupsum "
                                   "or hac-panel",
-              "--window-step": "--window-step N goes with --window N"}[given[0]]
+              "--window-step": "--window-step N goes with --window N",
+              "--kernel": "--kernel goes with --cov-type HAC, hac-groupsum or hac-panel",
+              }[given[0]]
     assert line == f"streamlsq: error: {wanted}", line
     assert snapshot(tmp_path) == before and leftovers(out) == []
 
@@ -51,6 +55,7 @@ def test_an_option_no_part_of_the_fit_reads_is_refused(tmp_path, cli, given, cov
     ({"use_correction": False}, "--no-use-correction goes with"),
     ({"use_correction": True, "cov_type": "HC0"}, "--use-correction goes with"),
     ({"window_step": 2}, "--window-step N goes with --window N"),
+    ({"kernel": "bartlett", "cov_type": "cluster", "groups": "a"}, "--kernel goes with"),
 ])
 def test_from_python_too(client, options, wanted):
     table = xr.Dataset.from_dataframe(_rows()).rename(index="row")

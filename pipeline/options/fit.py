@@ -34,9 +34,9 @@ from streamlsq.options import Options, Param, Rule
 from streamlsq.options.common import DTYPE, FLOAT_DTYPES
 
 __all__ = ["ALPHA_ESTIMATORS", "ALPHA_GIVEN_OR_ESTIMATED", "CONF_ALPHA", "CONVERT",
-           "COV_TYPES", "DTYPES", "ENGINES", "FIT", "INTERLEAVED", "JOB_OPTIONS", "MISSING",
-           "PREDICT_STREAM", "ROBUST", "SEVERAL_STORES", "fit_options", "label_variables",
-           "names"]
+           "COV_TYPES", "DTYPES", "ENGINES", "FIT", "HAC_KERNEL", "INTERLEAVED",
+           "JOB_OPTIONS", "MISSING", "PREDICT_STREAM", "ROBUST", "SEVERAL_STORES",
+           "fit_options", "label_variables", "names"]
 
 #: the covariance types of a least-squares fit's coefficients: statsmodels' names
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-panel",
@@ -100,9 +100,11 @@ _TIME = Param("time", None, "Time labels of the rows (integers or strings; sorte
 _MAXLAGS = Param("maxlags", None, "Lags of the HAC covariances (HAC, hac-panel, "
                  "hac-groupsum): rows, or periods.", type=int, ge=0, optional=True,
                  metavar="L")
-_KERNEL = Param("kernel", "bartlett", "Weights of the lags of a HAC covariance: Bartlett's "
-                "1 - l/(L+1) (Newey-West) or uniform.", type=str, choices=("bartlett",
-                                                                           "uniform"))
+#: the weights of a HAC covariance's lags when none is named
+HAC_KERNEL = "bartlett"
+_KERNEL = Param("kernel", None, "Weights of the lags of a HAC covariance: Bartlett's "
+                "1 - l/(L+1) (Newey-West, the default) or uniform.", type=str, optional=True,
+                choices=("bartlett", "uniform"))
 _USE_CORRECTION = Param("use_correction", None, "Small-sample factor of a HAC covariance "
                         "(default as statsmodels: none for HAC, n/(n-k) for hac-panel, the "
                         "cluster factor for hac-groupsum); hac-panel also takes 'hac' (the "
@@ -145,6 +147,8 @@ _HAC_RULES = [
                  "--groups VAR --maxlags L"),
     Rule("maxlags", needs={"cov_type": _WITH_LAGS},
          message="--maxlags L goes with --cov-type HAC, hac-groupsum or hac-panel"),
+    Rule("kernel", needs={"cov_type": _WITH_LAGS},
+         message="--kernel goes with --cov-type HAC, hac-groupsum or hac-panel"),
     Rule("time", needs={"cov_type": _WITH_TIME},
          message="--time VAR goes with --cov-type hac-groupsum or hac-panel"),
     Rule("cov_type", "hac-groupsum", excludes=("groups",),

@@ -86,7 +86,7 @@ def fit_stream(
     groups: str | None = None,
     time: str | None = None,
     maxlags: int | None = None,
-    kernel: str = "bartlett",
+    kernel: str | None = None,
     use_correction: bool | str | None = None,
     window: int | None = None,
     window_step: int | None = None,

@@ -35,7 +35,7 @@ from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Job, Pass, Run, RunOptions
 from streamlsq.kernels import inference
 from streamlsq.kernels.recursions.contract import BlockGrid, Recursion
-from streamlsq.options.fit import ROBUST, label_variables
+from streamlsq.options.fit import HAC_KERNEL, ROBUST, label_variables
 from streamlsq.runtime.memory import fast_large_allocations
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
@@ -218,7 +218,7 @@ def combine_grouped(*parts: dict) -> dict:
 
 def robust_covariance(result, data, *, cov_type: str = "HC1", groups: str | None = None,
                       time: str | None = None, maxlags: int | None = None,
-                      kernel: str = "bartlett", use_correction: bool | str | None = None,
+                      kernel: str | None = None, use_correction: bool | str | None = None,
                       alpha: float | None = None, out=None, **run: Unpack[RunOptions]
                       ) -> xr.Dataset:
     """The least-squares fit ``result`` (a store or its Dataset) with the robust
@@ -258,7 +258,7 @@ class RobustCovariance(Job):
     groups: str | None = None
     time: str | None = None
     maxlags: int | None = None
-    kernel: str = "bartlett"
+    kernel: str | None = None
     use_correction: bool | str | None = None
     alpha: float | None = None
     segment_bytes: int | None = None
@@ -319,8 +319,12 @@ class RobustPass(Pass):
     alpha: float
     segment_bytes: int | None = None
     maxlags: int | None = None
-    kernel: str = "bartlett"
+    kernel: str | None = None
     use_correction: bool | str | None = None
+
+    def __post_init__(self):
+        if self.kernel is None:  # not named: the declared default
+            self.kernel = HAC_KERNEL
 
     @property
     def name(self) -> str:

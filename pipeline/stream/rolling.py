@@ -40,6 +40,7 @@ from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Pass
 from streamlsq.kernels.inference import rolling as rolling_kernels
 from streamlsq.kernels.inference import rolling_robust
+from streamlsq.options.fit import HAC_KERNEL
 from streamlsq.runtime.reduce import wait_progress
 
 __all__ = ["GROUP_ROWS", "RollingPass", "WINDOWS_PER_TASK", "expanding_reads", "window_groups"]
@@ -131,7 +132,7 @@ class RollingPass(Pass):
     expanding: bool = False
     cov_type: str = "nonrobust"
     maxlags: int | None = None
-    kernel: str = "bartlett"
+    kernel: str | None = None
     use_correction: bool | None = None
 
     name = "rolling"
@@ -157,7 +158,7 @@ class RollingPass(Pass):
             for n, part in enumerate(parts, start=1):
                 priors[n] = part if n == 1 else rolling_kernels.merge_summaries(
                     priors[n - 1], part)
-        hac = (dict(maxlags=self.maxlags, kernel=self.kernel,
+        hac = (dict(maxlags=self.maxlags, kernel=self.kernel or HAC_KERNEL,
                     use_correction=self.use_correction) if self.cov_type == "HAC" else None)
         futures = [ctx.client.submit(rolling_group, source, ends[i:j], self.window, min_nobs,
                                      self.constant, priors[n], self.cov_type, hac,

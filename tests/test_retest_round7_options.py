@@ -1,7 +1,7 @@
 """Weak cases of the sixth re-test on options and statistics: an option no part of the run
 reads was ignored without a word (``--no-use-correction`` with a covariance that has no
 small-sample factor to switch off, ``--window-step`` without ``--window``, and so
-``--kernel`` without a HAC covariance); a two-way
+``--kernel`` without a HAC covariance, ``--seed`` without ``--shuffle``); a two-way
 cluster covariance with a negative variance was summarised as "no statistics: none stored";
 ``fit glm --help`` called three options a GLM takes "Least squares only"."""
 
@@ -33,6 +33,7 @@ def _rows(seed=0, n=40):
     (("--use-correction",), ("--cov-type", "cluster", "--groups", "a")),
     (("--window-step", "4"), ()),
     (("--kernel", "uniform"), ("--cov-type", "HC1")),
+    (("--seed", "5"), ()),
 ])
 def test_an_option_no_part_of_the_fit_reads_is_refused(tmp_path, cli, given, cov):
     _rows().to_parquet(tmp_path / "t.parquet")
@@ -46,6 +47,7 @@ def test_an_option_no_part_of_the_fit_reads_is_refused(tmp_path, cli, given, cov
                                   "or hac-panel",
               "--window-step": "--window-step N goes with --window N",
               "--kernel": "--kernel goes with --cov-type HAC, hac-groupsum or hac-panel",
+              "--seed": "--seed goes with --shuffle (the seed of its random order)",
               }[given[0]]
     assert line == f"streamlsq: error: {wanted}", line
     assert snapshot(tmp_path) == before and leftovers(out) == []

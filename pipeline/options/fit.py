@@ -192,7 +192,7 @@ FIT = Options(
           type=int, gt=0),
     Param("shuffle", False, "Visit chunks and the rows within each chunk in a seeded random "
           "order, new in every epoch.", type=bool),
-    Param("seed", 0, "Seed of --shuffle.", type=int, ge=0),
+    Param("seed", None, "Seed of --shuffle (default 0).", type=int, ge=0, optional=True),
     _DTYPE, _SEGMENT_BYTES,
     Param("weights", None, "Precision weights of the rows, a variable of DATA (as statsmodels' "
           "WLS: each row scaled by sqrt(w); 0 drops the row). Least squares only.", type=str,
@@ -227,6 +227,8 @@ FIT = Options(
                 message="--window-step N goes with --window N"),
            Rule("expanding", needs={"window": Rule.GIVEN},
                 message="--expanding goes with --window N"),
+           Rule("seed", needs={"shuffle": True},
+                message="--seed goes with --shuffle (the seed of its random order)"),
            Rule("formula", excludes=("x", "y"),
                 message="--formula names the features and the targets: leave out --x and "
                         "--y (x=, y=)")],

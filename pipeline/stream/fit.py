@@ -76,7 +76,7 @@ def fit_stream(
     record_every: int | None = None,
     epochs: int = 1,
     shuffle: bool = False,
-    seed: int = 0,
+    seed: int | None = None,
     dtype: str = "float64",
     segment_bytes: int | None = None,
     weights: str | None = None,
@@ -554,7 +554,8 @@ def plan_rows(job: StreamFit, run: Run) -> tuple[xr.Dataset | None, StreamPlan |
     try:
         return None, plan_fit(job.sources, rec.block_order, block_size=job.block_size,
                               first_block_size=job.first_block_size, epochs=job.epochs,
-                              shuffle=job.shuffle, seed=job.seed, roles=rec.inputs)
+                              shuffle=job.shuffle,
+                              seed=0 if job.seed is None else job.seed, roles=rec.inputs)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 

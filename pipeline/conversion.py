@@ -31,7 +31,9 @@ from streamlsq.io.tables import (
     forget_parts,
     is_parquet_folder_url,
     is_table,
+    numbers_as_text,
     read_frame,
+    text_for_numbers,
 )
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.options.fit import CONVERT
@@ -171,6 +173,13 @@ class TableConversion(Job):
     def compute(self, ctx: Context) -> xr.Dataset:
         missing = sorted(n for n, v in self.levels.items() if v is None)
         self.levels.update(find_levels(self.rows, missing, self.n, self.chunk))
+        for name in self.names:
+            # numbers written with thousands separators (all of its values numbers, some so
+            # written): stored as text they would be categories to every fit of the store
+            counted = numbers_as_text(self.levels.get(name) or ())
+            if counted is not None and counted[0] == counted[1] and counted[2]:
+                raise InputError(text_for_numbers(self.rows, name, self.n, self.chunk,
+                                                  "convert", counted))
         g = zarr.open_group(ctx.store, mode="w", zarr_format=3)
         for name in self.names:
             text = name in self.strings

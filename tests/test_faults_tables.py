@@ -204,8 +204,11 @@ CASES = {
                                     r"compressed file is truncated or corrupt"),
     "text in one file": (_text_in_one_file, r"fold/b\.parquet: column 'x' holds (str|object) "
                                             r"values where .*fold/a\.parquet holds float64"),
+    # frame.loc[110_017]: the 110,018th data row, as a user counts them
     "text far down": (_text_far_down, r"m\.csv: column 'x' holds the value 'n/a\?' at row "
-                                      r"110017 of the table, where its first rows are float64"),
+                                      r"110018 \(data rows counted from 1, the header not "
+                                      r"counted\), where its first rows are float64 numbers; "
+                                      r"correct the value"),
 }
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import Column, OpenedInput, RowsReader
-from streamlsq.io.tables import read_frame
+from streamlsq.io.tables import numbers_as_text, read_frame, text_for_numbers
 
 __all__ = ["DESIGN", "RESPONSE", "TRANSFORMS", "Design", "DesignInput", "DesignRows",
            "FormulaColumns", "check_formula", "formula_intercept"]
@@ -530,6 +530,9 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
         declared = tuple(sorted(levels))
         levels.update(find_levels(rows, [n for n in categorical if n not in levels], n_rows,
                                   chunk_rows))
+        _refuse_numbers_as_text(rows, n_rows, chunk_rows, levels, [
+            n for n in categorical if n not in names.rhs_categorical
+            and not (response and n in names.lhs_categorical)], rhs_vars)
     else:
         declared = ()
         missing = [n for n in categorical if n not in levels]
@@ -575,6 +578,22 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
     return Design(formula, draft.levels, tuple(columns[i] for i in keep), responses,
                   "Intercept" in columns, rhs_vars, lhs_vars, keep, rhs, specs.get("lhs"),
                   contrasts, draft.declared)
+
+
+def _refuse_numbers_as_text(rows: RowsReader, n_rows: int, chunk_rows: int, levels: dict,
+                            bare, rhs) -> None:
+    """Refuse a column of text read as categories though most of its distinct values are
+    numbers (once thousands separators are removed): numbers a reader took for text (a
+    '1,234.5' among them, or all written with separators), which as categories make a level
+    per value (a singular design, or a wrong model without a word). ``bare``: the columns not
+    written in C(), which says categories (offered as the remedy for a column of ``rhs``,
+    the right-hand side's)."""
+    for name in bare:
+        counted = numbers_as_text(levels[name])
+        if counted is not None:
+            raise InputError(text_for_numbers(rows, name, n_rows, chunk_rows,
+                                              "formula" if name in rhs else "response",
+                                              counted))
 
 
 def _refuse_formulaic_names(formula: str, used, levels: dict, categorical, label: str) -> None:

@@ -67,6 +67,7 @@ from streamlsq.io.stores import (
     missing_labels,
     nonfinite,
     open_group,
+    require_dimension_names,
     store_label,
     store_token,
 )
@@ -418,6 +419,9 @@ class StoreInput:
     def columns(self, names, dim: str | None) -> dict[str, Column]:
         """The arrays ``names`` as they are stored."""
         self.arrays = {name: get_array(self.g, self.label, name) for name in names}
+        for name, arr in self.arrays.items():
+            require_dimension_names(arr, self.label, self.loc.shown or self.loc.url,
+                                    self.group, name, dim)
         return {name: Column(dimension_names(a), tuple(a.shape), a.dtype)
                 for name, a in self.arrays.items()}
 

@@ -583,6 +583,34 @@ def dimension_names(arr: zarr.Array) -> tuple[str, ...]:
     return tuple(names) if names is not None else ()
 
 
+def require_dimension_names(arr: zarr.Array, label: str, shown: str, group: str | None,
+                            name: str, first: str | None = None, wanted=None) -> None:
+    """Refuse an array without dimension names (a Zarr v2 array written by zarr-python
+    without xarray's attribute ``_ARRAY_DIMENSIONS``, a v3 one without ``dimension_names``):
+    streamlsq, as xarray, reads dimensions by name, and its shape would be all a message could
+    print. The remedy names the attribute and the names of the documented layout (``wanted``,
+    else ``first`` (the sample dimension) and ``feature``, ``target`` for ``y``)."""
+    if dimension_names(arr) or arr.ndim == 0:
+        return
+    if wanted is None:
+        first = first or "sample"
+        wanted = ((first,) if arr.ndim == 1 else
+                  (first, "target" if name == "y" else "feature", *(
+                      f"dim_{i}" for i in range(2, arr.ndim))))
+    where = f"{group.strip('/')}/{name}" if group else name
+    if arr.metadata.zarr_format == 2:
+        raise InputError(
+            f"{label}: variable '{name}' (shape {tuple(arr.shape)}) has no dimension names: a "
+            f"Zarr v2 array without the attribute {_DIMENSIONS_ATTRIBUTE}, where xarray keeps "
+            f"them; name them, e.g. zarr.open_group({shown!r}, mode='r+')[{where!r}].attrs"
+            f"[{_DIMENSIONS_ATTRIBUTE!r}] = {list(wanted)}, or write the store with xarray's "
+            "to_zarr")
+    raise InputError(
+        f"{label}: variable '{name}' (shape {tuple(arr.shape)}) has no dimension names: write "
+        f"the array with them, e.g. zarr's create_array(..., dimension_names={list(wanted)}), "
+        "or the store with xarray's to_zarr")
+
+
 @dataclass(frozen=True)
 class UnwrittenChunks:
     """The storage chunks of an array that were never written (they would read as its fill

@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import numbers
 import os
+import re
 import sys
 import threading
 from collections import OrderedDict
@@ -50,8 +52,9 @@ from streamlsq.io.location import is_url
 from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, RowsReader
 from streamlsq.io.stores import object_stamp
 
-__all__ = ["TableRows", "column_pieces", "forget_parts", "is_table", "open_table",
-           "kept_bytes", "part_budget", "read_frame"]
+__all__ = ["TableRows", "column_pieces", "decimals_as_floats", "first_value", "forget_parts",
+           "is_table", "kept_bytes", "numbers_as_text", "open_table", "part_budget",
+           "read_frame", "text_for_numbers"]
 
 #: the dimension of every column of a table
 ROW_DIM = "row"
@@ -252,8 +255,9 @@ class TableRows:
                 frames = []
                 for piece in column_pieces(handle.metadata.row_group(group), names,
                                            part_budget()):
-                    frames.append(handle.read_row_group(group, columns=piece).to_pandas(
-                        split_blocks=True, self_destruct=True))
+                    frames.append(decimals_as_floats(handle.read_row_group(
+                        group, columns=piece)).to_pandas(split_blocks=True,
+                                                         self_destruct=True))
                     # the pages of the Arrow buffers go back to the system, not to Arrow's
                     # pool: a worker's memory stays that of the chunks it holds
                     pa.default_memory_pool().release_unused()
@@ -357,6 +361,25 @@ class TableRows:
         return {name: entries for name in names}
 
     def read_variable(self, name: str) -> np.ndarray | None:
+        return None
+
+    def first_value(self, name: str, wanted) -> Found | None:
+        """The first row of column ``name`` whose value ``wanted(value)`` holds, the parts
+        read in order until it is found (a refusal's search: nothing is kept); a CSV table's
+        files read again as text, file by file, to name the file and its row."""
+        if self.kind == "dask" and self.stamps:
+            return _csv_first_value(self.path, self.storage_options, name, wanted)
+        files = len({p[0] for p in self.parts}) > 1 if self.kind == "parquet" else False
+        starts: dict = {}
+        for i, part in enumerate(self.parts):
+            column = self._read_part(i, [name])[name]
+            file = part[0] if files else self.label
+            start = starts.setdefault(file, self.edges[i])
+            hit = _first_hit(column, wanted)
+            if hit is not None:
+                at = self.edges[i] + hit
+                return Found(file, at - start, at, column.iloc[hit],
+                             "parquet" if self.kind == "parquet" else "frame", files)
         return None
 
 
@@ -630,11 +653,8 @@ def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
         else:
             for name, dtype in dtypes.items():
                 if _is_number(dtype) != _is_number(frame_dtypes[name]):
-                    raise InputError(
-                        f"{file}: column '{name}' holds {frame_dtypes[name]} values where "
-                        f"{files[0][0]} holds {dtype}; the files of one table hold numbers "
-                        "(or text) in the same columns: rewrite the file with the column's "
-                        "type of the others")
+                    raise InputError(_mixed_files(name, (files[0][0], dtype),
+                                                  (file, frame_dtypes[name]), options))
             dtypes = {name: _same_categories(dtype, frame_dtypes[name])
                       for name, dtype in dtypes.items()}
         for g in range(meta.num_row_groups):
@@ -647,6 +667,68 @@ def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
     rows = TableRows("parquet", tuple(parts), _edges(sizes), text, text, token,
                      _virtual_chunk(sizes), storage_options=options, stamps=tuple(stamps))
     return rows, dtypes
+
+
+def _mixed_files(name: str, first: tuple, other: tuple, options: dict | None) -> str:
+    """The refusal of a column of numbers in one Parquet file (``first`` or ``other``: (file,
+    dtype)) and of text in another: the first value of the text that is not a number named
+    (its row and value) when it holds numbers as text, as numbers written with separators."""
+    (text_file, text_dtype), (number_file, number_dtype) = (
+        (other, first) if _is_number(first[1]) else (first, other))
+    said = (f"{other[0]}: column '{name}' holds {other[1]} values where {first[0]} holds "
+            f"{first[1]}")
+    remedy = ("the files of one table hold numbers (or text) in the same columns: rewrite "
+              "the file with the column's type of the others")
+    try:
+        found = _parquet_first_value(text_file, options, name, _not_plain)
+    except Exception:  # noqa: BLE001 - the types alone are named
+        found = None
+    if found is None or not _is_number(number_dtype) or str(text_dtype) == "category":
+        return f"{said}; {remedy}"
+    if _grouped(found.value):
+        return (f"{found.where(name)}, a number written with thousands separators, where "
+                f"{number_file} holds {number_dtype} numbers; the files of one table hold "
+                f"numbers in the same columns: {_separators_remedy(False)} and rewrite the "
+                "file")
+    return (f"{found.where(name)}, which is not a number, where {number_file} holds "
+            f"{number_dtype} numbers; {remedy}, or correct the value")
+
+
+def _parquet_first_value(file: str, options: dict | None, name: str, wanted) -> Found | None:
+    """The first row of column ``name`` of one Parquet file whose value ``wanted`` holds."""
+    import pyarrow.parquet as pq
+
+    fs, path = _filesystem(file, options)
+    with fs.open(path, "rb") as handle:
+        parquet = pq.ParquetFile(handle)
+        before = 0
+        for g in range(parquet.metadata.num_row_groups):
+            column = parquet.read_row_group(g, columns=[name]).to_pandas()[name]
+            hit = _first_hit(column, wanted)
+            if hit is not None:
+                return Found(file, before + hit, None, column.iloc[hit], "parquet", True)
+            before += len(column)
+    return None
+
+
+def decimals_as_floats(table):
+    """An Arrow table whose decimal columns (``decimal128``/``decimal256``: money columns as
+    databases and Spark write them) are float64, each value the double nearest the decimal,
+    as pandas' ``astype(float)`` gives it (pandas reads them as ``Decimal`` objects, which
+    were taken for text). Through their text: Arrow's own cast to float64 is not correctly
+    rounded (``20640.42`` became ``20640.420000000002``)."""
+    import pyarrow as pa
+
+    decimal = [i for i, f in enumerate(table.schema) if pa.types.is_decimal(f.type)]
+    if not decimal:
+        return table
+    import pyarrow.compute as pc
+
+    for i in decimal:
+        name = table.schema.field(i).name
+        table = table.set_column(i, name, pc.cast(pc.cast(table.column(i), pa.string()),
+                                                  pa.float64()))
+    return table
 
 
 def content_digest(file: str) -> str:
@@ -673,7 +755,7 @@ def _parquet_dtypes(file: str, handle) -> dict:
     schema = handle.schema_arrow
     names = [str(n) for n in schema.names]
     distinct_column_names(file, names)
-    dtypes = dict(schema.empty_table().to_pandas().dtypes)
+    dtypes = dict(decimals_as_floats(schema.empty_table()).to_pandas().dtypes)
     counted = {str(c.get("name")): (c.get("metadata") or {}).get("num_categories")
                for c in (schema.pandas_metadata or {}).get("columns", [])}
     first = next((g for g in range(handle.metadata.num_row_groups)
@@ -826,18 +908,217 @@ def _csv_diagnosis(files: list, sep: str, options: dict | None, expected: dict, 
                                    for part in raw.to_delayed()])
         except Exception:  # noqa: BLE001 - the first error is the one reported
             return None
-        before = 0
+        before, in_files = 0, {}
         for n, bad, path in found:
             if bad is not None:
                 name, at, value = bad
-                return (f"{path or shown}: column '{name}' holds the value {value!r} at row "
-                        f"{before + at} of the table, where its first rows are "
-                        f"{expected[name]} numbers; correct the value, or leave the column "
-                        "out")
+                where = Found(path if len(files) > 1 else shown, in_files.get(path, 0) + at,
+                              before + at, value, "csv", len(files) > 1).where(name)
+                remedy = (_separators_remedy(True) if _grouped(value) else
+                          "correct the value (or leave it empty: a missing value)")
+                return (f"{where}, where its first rows are {expected[name]} numbers; "
+                        f"{remedy}, or leave the column out")
             before += n
+            in_files[path] = in_files.get(path, 0) + n
         return None
 
     return diagnose
+
+
+# -- numbers written as text ------------------------------------------------------------------
+
+#: a number as pandas reads one from text (and float() does)
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+#: a number written with thousands separators ('12,345', '1,234.5'), which pandas reads as
+#: text unless told (read_csv's thousands=',')
+_GROUPED_NUMBER = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][+-]?\d+)?")
+
+
+def number_text(value) -> str | None:
+    """'plain' for a value that is a number as pandas reads one (a number itself, or its
+    text), 'grouped' for the text of a number written with thousands separators, else None
+    (a missing value too)."""
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return None if value != value else "plain"
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if _PLAIN_NUMBER.fullmatch(text):
+        return "plain"
+    if _GROUPED_NUMBER.fullmatch(text):
+        return "grouped"
+    return None
+
+
+def _missing(value) -> bool:
+    import pandas as pd
+
+    if value is None:
+        return True
+    return np.ndim(value) == 0 and bool(pd.isna(value))
+
+
+def _not_plain(value) -> bool:
+    """Whether a value is present but not a number as pandas reads one."""
+    return not _missing(value) and number_text(value) != "plain"
+
+
+def _present(value) -> bool:
+    return not _missing(value)
+
+
+def _grouped(value) -> bool:
+    return number_text(value) == "grouped"
+
+
+def numbers_as_text(levels) -> tuple[int, int, bool] | None:
+    """(how many of the distinct values ``levels`` of a column holding text are numbers, how
+    many there are, whether one is written with thousands separators) when more than half
+    of them are numbers (once their separators are removed), else None: such a column was
+    meant as numbers, or is ambiguous (codes, grades: C() says categories)."""
+    if not any(isinstance(v, str) for v in levels):  # numbers made categories: meant so
+        return None
+    kinds = [number_text(v) for v in levels]
+    found = sum(k is not None for k in kinds)
+    if 2 * found <= len(kinds):
+        return None
+    return found, len(kinds), "grouped" in kinds
+
+
+@dataclass(frozen=True)
+class Found:
+    """A value found in a column: the file (or the frame's or store's label) and its row in
+    it, its row of the table (both from 0; None when not known), the value, what holds it
+    ('csv', 'parquet', 'frame', 'store') and whether the table has other files."""
+
+    file: str
+    file_row: int
+    row: int | None
+    value: object
+    holder: str
+    files: bool = False
+
+    def where(self, name: str) -> str:
+        """'FILE: column 'x' holds the value V at row R (counted from 1 ...)'."""
+        counted = ("data rows counted from 1, the header not counted" if self.holder == "csv"
+                   else "counted from 1")
+        if self.holder == "frame":
+            at = f"at row {self.file_row + 1} (counted from 1: iloc[{self.file_row}])"
+        elif self.files:
+            table = "" if self.row is None else f"; row {self.row + 1} of the table"
+            at = f"at row {self.file_row + 1} of the file ({counted}{table})"
+        else:
+            at = f"at row {self.file_row + 1} ({counted})"
+        kind = "variable" if self.holder == "store" else "column"
+        return f"{self.file}: {kind} '{name}' holds the value {self.value!r} {at}"
+
+
+def _first_hit(column, wanted) -> int | None:
+    for i, value in enumerate(column.tolist()):
+        if wanted(value):
+            return i
+    return None
+
+
+def first_value(rows: RowsReader, name: str, n_rows: int, chunk_rows: int,
+                wanted) -> Found | None:
+    """The first row of variable ``name`` of any rows part whose value ``wanted(value)``
+    holds, read in order, chunk after chunk, until it is found."""
+    if isinstance(rows, TableRows):
+        return rows.first_value(name, wanted)
+    inner = getattr(rows, "inner", None)
+    if isinstance(inner, TableRows):
+        return inner.first_value(name, wanted)
+    for a in range(0, n_rows, max(chunk_rows, 1)):
+        column = read_frame(rows, [name], a, min(a + chunk_rows, n_rows))[name]
+        hit = _first_hit(column, wanted)
+        if hit is not None:
+            return Found(rows.label, a + hit, a + hit, column.iloc[hit], "store")
+    return None
+
+
+def _csv_first_value(text: str, options: dict | None, name: str, wanted) -> Found | None:
+    """:meth:`TableRows.first_value` of a CSV table: its files read as text, in order."""
+    import fsspec
+    import pandas as pd
+
+    sep = "\t" if text.lower().endswith(".tsv") else ","
+    files = [f for f, _ in _list_files(text, options, CSV_SUFFIXES)]
+    before = 0
+    for file in files:
+        in_file = 0
+        with fsspec.open(file, mode="rb", compression="infer", **(options or {})) as handle:
+            for piece in pd.read_csv(handle, sep=sep, usecols=[name], dtype=object,
+                                     chunksize=100_000):
+                hit = _first_hit(piece[name], wanted)
+                if hit is not None:
+                    return Found(file if len(files) > 1 else text, in_file + hit,
+                                 before + in_file + hit, piece[name].iloc[hit], "csv",
+                                 len(files) > 1)
+                in_file += len(piece)
+        before += in_file
+    return None
+
+
+def _separators_remedy(csv: bool) -> str:
+    return ("write the numbers without separators (e.g. pandas.read_csv(path, thousands=',')"
+            ".to_csv(new_path, index=False))" if csv else
+            "write the numbers without separators (e.g. pandas' "
+            "column.str.replace(',', '').astype(float))")
+
+
+def text_for_numbers(rows: RowsReader, name: str, n_rows: int, chunk_rows: int,
+                     use: str, counted: tuple[int, int, bool] | None = None) -> str:
+    """The refusal of a text column where numbers are meant, naming the first value that
+    is not a number as pandas reads one (its file, row and value) and the remedy. ``use``:
+    'x' (named by --x/--y: read as numbers), 'formula' or 'response' (a formula would read
+    it as categories, on its right- or left-hand side: ``counted`` its distinct values that
+    are numbers, of how many) or 'convert' (numbers written with separators, which convert
+    would store as text)."""
+    csv = _is_csv(rows)
+    found = first_value(rows, name, n_rows, chunk_rows, _not_plain)
+    first = first_value(rows, name, n_rows, chunk_rows, _present)
+    if counted is not None:
+        share = (f"{counted[0]} of its {counted[1]} distinct values are numbers"
+                 if counted[0] < counted[1] else f"all {counted[1]} of its distinct values "
+                 "are numbers")
+    if use in ("formula", "response"):
+        # on the right-hand side, C() takes text as categories; a response is a number
+        categories = (f", or write C({name}) in the formula to take the values as categories"
+                      if use == "formula" else "")
+        read = f"the column is text, which a formula reads as categories, though {share}"
+        if found is None:
+            return (f"{first.where(name)}, a number written as text: {read}; convert the "
+                    f"column to numbers (e.g. pandas' astype(float)){categories}")
+        if _grouped(found.value):
+            return (f"{found.where(name)}, a number written with thousands separators: "
+                    f"{read}; {_separators_remedy(csv)}{categories}")
+        return (f"{found.where(name)}, which is not a number: {read}; correct the value (or "
+                f"leave it empty: a missing value){categories}")
+    if use == "convert":
+        return (f"{found.where(name)}, a number written with thousands separators ({share}, "
+                f"some written so): the column would be stored as text; "
+                f"{_separators_remedy(csv)}, or leave the column out (--columns)")
+    if found is None:
+        if first is None:
+            return f"{rows.label}: column '{name}' holds no value, not numbers"
+        return (f"{first.where(name)}, a {type(first.value).__name__} in a column of Python "
+                "objects, not of numbers: convert the column to numbers (e.g. pandas' "
+                "astype(float))")
+    if _grouped(found.value):
+        return (f"{found.where(name)}, a number written with thousands separators, not a "
+                f"number streamlsq reads; {_separators_remedy(csv)}")
+    if first is not None and first.row == found.row:
+        return (f"{found.where(name)}, which is not a number; a category enters the fit "
+                f"through a formula (--formula \"... ~ C({name})\")")
+    return (f"{found.where(name)}, which is not a number, where the rows before it hold "
+            "numbers; correct the value (or leave it empty: a missing value), or leave the "
+            "column out")
+
+
+def _is_csv(rows) -> bool:
+    rows = getattr(rows, "inner", rows)
+    return isinstance(rows, TableRows) and rows.kind == "dask" and bool(rows.stamps)
 
 
 def _pandas_rows(frame, shown: str) -> TableRows:
@@ -932,9 +1213,13 @@ class TableInput:
                 pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype,
                                                                         pd.CategoricalDtype))
             if not numeric and name not in labels:
-                raise InputError(f"{self.label}: column '{name}' holds {dtype} values, not "
-                                 "numbers; a category enters the fit through a formula "
-                                 f"(--formula \"... ~ C({name})\")")
+                if isinstance(dtype, pd.CategoricalDtype):
+                    raise InputError(f"{self.label}: column '{name}' holds {dtype} values, "
+                                     "not numbers; a category enters the fit through a "
+                                     f"formula (--formula \"... ~ C({name})\")")
+                # text: the first value that is not a number named, with its remedy
+                raise InputError(text_for_numbers(self.table_rows, name, self.n,
+                                                  self.table_rows.chunk_rows, "x"))
             out[name] = Column(column.dims, column.shape,
                                 np.dtype(np.float64) if numeric else np.dtype(object))
         return out

@@ -73,6 +73,7 @@ from streamlsq.io.stores import (
     get_array,
     open_group,
     read_checked,
+    require_dimension_names,
     require_variables,
     store_label,
     store_token,
@@ -212,6 +213,8 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                                     "needs X (row, feature) and task_ptr (task_edge,)")
     arrays = {name: get_array(g, label, name) for name in TASK_DIMS if name in members}
     for name, arr in arrays.items():
+        require_dimension_names(arr, label, loc.shown or path, group, name,
+                                wanted=TASK_DIMS[name])
         if dimension_names(arr) != TASK_DIMS[name]:
             raise InputError(
                 f"{label}: variable '{name}' has dims {dimension_names(arr) or arr.shape}, "

@@ -1,0 +1,125 @@
+"""The weak cases of the seventh re-test around results, checkpoints and the options that name
+columns: each had the right outcome in an unclear way. Each refusal is now one line, exit code
+2 (InputError from Python), naming what is at fault, and the folder is left as it was found.
+
+1. A formula fit whose attribute ``formula`` or ``formula_levels`` was edited passed
+   ``info --check``; ``predict`` then blamed the new rows. The formula and levels are now
+   checked against the labels of the coefficients (and the targets) the result holds.
+2. ``predict --x/--y`` on a formula fit ignored them without a word.
+3. ``--resume`` with another ``--formula`` went on when the run had committed nothing yet.
+4. A fit refused while reading its rows left the ``--checkpoint`` folder it had created.
+5. A column missing for ``--exposure`` (and the other options naming a column) was refused
+   advising ``--x``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import zarr
+from test_retest_round5 import DAMAGED, _copy, _frame
+
+import streamlsq
+from streamlsq import InputError
+
+from conftest import one_line
+from faultkit import leftovers, snapshot
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory, client):
+    """A formula fit and a Poisson GLM of a table, and new rows without the responses."""
+    root = tmp_path_factory.mktemp("fitted")
+    frame = _frame()
+    frame.to_parquet(root / "t.parquet", row_group_size=20)
+    frame.drop(columns=["y", "k"]).to_csv(root / "new.csv", index=False)
+    streamlsq.fit_stream(root / "t.parquet", formula="y ~ x1 + x2 + C(g)",
+                         out=root / "fit.zarr", client=client, progress=False)
+    streamlsq.fit_glm(root / "t.parquet", formula="k ~ x1 + C(g)", family="poisson",
+                      out=root / "glm.zarr", client=client, progress=False)
+    return root
+
+
+# -- 1. a result's formula or levels edited ---------------------------------------------------
+
+#: (result, attribute, edited value, what the formula and levels then make)
+EDITS = [
+    ("fit.zarr", "formula", "y ~ x1 + C(g)", "['Intercept', 'x1', 'C(g)[T.b]', 'C(g)[T.c]']"),
+    ("fit.zarr", "formula", "y ~ x1 + x2 + C(g) + x1:x2",
+     "['Intercept', 'x1', 'x2', 'C(g)[T.b]', 'C(g)[T.c]', 'x1:x2']"),
+    ("fit.zarr", "formula", "y ~ x1 + x2 + C(g) - 1",
+     "['x1', 'x2', 'C(g)[a]', 'C(g)[b]', 'C(g)[c]']"),
+    ("fit.zarr", "formula_levels", {"g": ["a", "b", "d"]},
+     "['Intercept', 'x1', 'x2', 'C(g)[T.b]', 'C(g)[T.d]']"),
+    ("fit.zarr", "formula_levels", {"g": ["a", "b"]}, "['Intercept', 'x1', 'x2', 'C(g)[T.b]']"),
+    ("fit.zarr", "formula_levels", {"g": ["b", "a", "c"]},
+     "['Intercept', 'x1', 'x2', 'C(g)[T.a]', 'C(g)[T.c]']"),
+    ("fit.zarr", "formula_levels", {"g": ["a", "c", "b"]},
+     "['Intercept', 'x1', 'x2', 'C(g)[T.c]', 'C(g)[T.b]']"),
+    ("glm.zarr", "formula", "k ~ x2 + C(g)", "['intercept', 'x2', 'C(g)[T.b]', 'C(g)[T.c]']"),
+    ("glm.zarr", "formula_levels", {"g": ["c", "b", "a"]},
+     "['intercept', 'x1', 'C(g)[T.b]', 'C(g)[T.a]']"),
+]
+
+
+@pytest.mark.parametrize(("result", "attribute", "value", "makes"), EDITS)
+def test_a_results_formula_or_levels_edited_is_refused_naming_it(fitted, tmp_path, cli,
+                                                                 result, attribute, value,
+                                                                 makes):
+    fit = _copy(fitted, tmp_path, result)
+    g = zarr.open_group(str(fit), mode="r+")
+    stored = [str(v) for v in g["feature"][...]]
+    g.attrs[attribute] = value if isinstance(value, str) else json.dumps(value)
+    shown = repr(value) if isinstance(value, str) else json.dumps(value)
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    for args in (("info", fit, "--check"), ("predict", fit, fitted / "new.csv", "--out", out)):
+        line = one_line(cli(*args))
+        assert (f"{fit}: its attribute {attribute} ({shown}) makes the columns {makes}, but "
+                f"its coefficients are those of {stored}: the attribute was edited since the "
+                f"fit; {DAMAGED}") in line, line
+        assert "new.csv" not in line  # the result is blamed, not the rows
+    with pytest.raises(InputError, match="its attribute .* was edited since the fit"):
+        streamlsq.open_result(fit)
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_results_response_edited_or_levels_lost_is_refused(fitted, tmp_path, cli):
+    fit = _copy(fitted, tmp_path, "fit.zarr")
+    g = zarr.open_group(str(fit), mode="r+")
+    g.attrs["formula"] = "x2 ~ x1 + x2 + C(g)"
+    line = one_line(cli("info", fit, "--check"))
+    assert (f"{fit}: its attribute formula ('x2 ~ x1 + x2 + C(g)') makes the response "
+            f"['x2'], but its targets are ['y']: the attribute was edited since the fit; "
+            f"{DAMAGED}") in line, line
+    g.attrs["formula"] = "y ~ x1 + x2 + C(g)"
+    g.attrs["formula_levels"] = "{}"
+    line = one_line(cli("predict", fit, fitted / "new.csv", "--out", tmp_path / "p.zarr"))
+    assert (f"{fit}: its attributes formula ('y ~ x1 + x2 + C(g)') and formula_levels ({{}}) "
+            "make no design (the formula makes 'g' a category, whose levels it does not "
+            f"list); {DAMAGED}") in line, line
+
+
+def test_results_of_every_kind_of_formula_pass_their_check(tmp_path, cli, client):
+    """The check builds the labels from the formula and the levels alone: a transform, an
+    interaction, a column of text outside C(), numbers in C() and a Boolean give the labels
+    of the fit (the fit passes info --check and predicts as statsmodels does)."""
+    import statsmodels.formula.api as smf
+
+    frame = _frame()
+    frame["b"] = frame.x2 > 0
+    frame["n"] = np.arange(len(frame)) % 3
+    frame.to_parquet(tmp_path / "t.parquet")
+    formula = "y ~ np.log(x1 + 10) + I(x2 ** 2) + g + x1:g + C(n) + b"
+    fit = tmp_path / "fit.zarr"
+    assert cli("fit", "kf4lls", tmp_path / "t.parquet", "--formula", formula, "--out",
+               fit).exit_code == 0
+    done = cli("info", fit, "--check")
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "p.zarr"
+    assert cli("predict", fit, tmp_path / "t.parquet", "--out", out).exit_code == 0
+    reference = smf.ols(formula, frame).fit().predict(frame)
+    np.testing.assert_allclose(streamlsq.open_result(out).yhat.values[:, 0], reference,
+                               rtol=1e-8)

@@ -123,3 +123,38 @@ def test_results_of_every_kind_of_formula_pass_their_check(tmp_path, cli, client
     reference = smf.ols(formula, frame).fit().predict(frame)
     np.testing.assert_allclose(streamlsq.open_result(out).yhat.values[:, 0], reference,
                                rtol=1e-8)
+
+
+# -- 2. predict --x/--y with a formula fit ---------------------------------------------------
+
+
+@pytest.mark.parametrize("result", ["fit.zarr", "glm.zarr"])
+@pytest.mark.parametrize("option", ["--x", "--y"])
+def test_predict_refuses_names_beside_a_fits_formula(fitted, tmp_path, cli, monkeypatch,
+                                                     result, option):
+    import streamlsq.cli.predict as command
+
+    def no_cluster(*args, **kwargs):  # refused before any cluster starts
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(command, "_client", no_cluster)
+    formula = zarr.open_group(str(fitted / result), mode="r").attrs["formula"]
+    before = snapshot(fitted)
+    out = tmp_path / "p.zarr"
+    line = one_line(cli("predict", fitted / result, fitted / "new.csv", "--out", out, option,
+                        "x1"))
+    assert line == (f"streamlsq: error: {fitted / result}: a fit of the formula {formula!r}, "
+                    "which builds the features and the targets from the columns of the new "
+                    f"rows: leave out {option} ({option[2:]}=)"), line
+    assert snapshot(fitted) == before and not out.exists() and leftovers(out) == []
+
+
+def test_predict_from_python_refuses_names_beside_a_fits_formula(fitted, client):
+    for call in (lambda: streamlsq.predict(fitted / "fit.zarr", fitted / "new.csv",
+                                           x=["x1", "x2"], client=client),
+                 lambda: streamlsq.predict_stream(fitted / "fit.zarr", fitted / "new.csv",
+                                                  y="y", client=client),
+                 lambda: streamlsq.predict(fitted / "glm.zarr", fitted / "new.csv",
+                                           x=["x1"], y="k", client=client)):
+        with pytest.raises(InputError, match=r"a fit of the formula .*: leave out --"):
+            call()

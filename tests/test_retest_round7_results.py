@@ -158,3 +158,54 @@ def test_predict_from_python_refuses_names_beside_a_fits_formula(fitted, client)
                                            x=["x1"], y="k", client=client)):
         with pytest.raises(InputError, match=r"a fit of the formula .*: leave out --"):
             call()
+
+
+# -- 5. the option that named a missing column ------------------------------------------------
+
+GLM_OPTIONS = [("--exposure", "exposure"), ("--offset", "offset"),
+               ("--freq-weights", "freq_weights"), ("--weights", "weights"),
+               ("--groups", "groups")]
+
+
+@pytest.mark.parametrize(("command", "flag", "keyword"),
+                         [(("glm", "--family", "poisson", "--formula", "k ~ x1"), flag, key)
+                          for flag, key in GLM_OPTIONS]
+                         + [(("glm", "--family", "binomial", "--formula", "k ~ x1"), "--trials",
+                             "trials")]
+                         + [(("kf4lls", "--formula", "y ~ x1"), flag, key)
+                            for flag, key in (("--weights", "weights"), ("--groups", "groups"))]
+                         + [(("kf4lls", "--x", "x1", "--y", "y"), flag, key)
+                            for flag, key in (("--weights", "weights"), ("--groups", "groups"))])
+def test_a_missing_column_names_the_option_that_named_it(fitted, tmp_path, cli, command, flag,
+                                                          keyword):
+    extra = ("--cov-type", "cluster") if flag == "--groups" else ()
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", command[0], fitted / "t.parquet", *command[1:], flag, "nope",
+                        *extra, "--out", out))
+    assert line.endswith(f"t.parquet: variable 'nope' named by {flag} ({keyword}=) is missing "
+                         "(found: ['g', 'k', 'x1', 'x2', 'y']); name one of the variables "
+                         f"found with {flag}"), line
+    assert "--x" not in line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+@pytest.mark.parametrize("option", ["exposure", "offset"])
+def test_new_rows_without_the_fits_exposure_or_offset_are_refused_naming_it(tmp_path, cli,
+                                                                             client, option):
+    frame = _frame()
+    frame["t"] = np.linspace(1, 2, len(frame))
+    frame.to_parquet(tmp_path / "t.parquet")
+    frame.drop(columns=["t"]).to_parquet(tmp_path / "new.parquet")
+    fit = tmp_path / "glm.zarr"
+    streamlsq.fit_glm(tmp_path / "t.parquet", formula="k ~ x1", family="poisson",
+                      **{option: "t"}, out=fit, client=client, progress=False)
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    line = one_line(cli("predict", fit, tmp_path / "new.parquet", "--out", out))
+    assert line.endswith(f"new.parquet: variable 't' named by the fit's --{option} is missing "
+                         "(found: ['g', 'k', 'x1', 'x2', 'y']); "
+                         f"{fit} was fitted with --{option} t: the new rows need that "
+                         "variable too"), line
+    assert "--x" not in line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

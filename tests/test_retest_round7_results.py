@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import zarr
 from test_retest_round5 import DAMAGED, _copy, _frame
@@ -158,6 +159,78 @@ def test_predict_from_python_refuses_names_beside_a_fits_formula(fitted, client)
                                            x=["x1"], y="k", client=client)):
         with pytest.raises(InputError, match=r"a fit of the formula .*: leave out --"):
             call()
+
+
+# -- 3. --resume with another formula -------------------------------------------------------
+
+
+class _Stop(RuntimeError):
+    """Raised in place of a kill before the run's first commit."""
+
+
+def _big_frame(n=3_000, seed=2):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
+                          "g": rng.choice(["a", "b", "c"], n)})
+    frame["y"] = 1 + frame.x1 - frame.x2 + (frame.g == "b") + rng.normal(size=n)
+    frame["k"] = rng.poisson(np.exp(0.2 + 0.3 * frame.x1))
+    return frame
+
+
+@pytest.mark.parametrize("kind", ["fit", "glm"])
+def test_resume_before_any_commit_checks_the_formula(tmp_path, cli, client, monkeypatch,
+                                                     kind):
+    import streamlsq.stream.fit as fit_module
+    from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
+
+    _big_frame().to_parquet(tmp_path / "t.parquet", row_group_size=300)
+    data, ckpt = tmp_path / "t.parquet", tmp_path / "ckpt"
+    lhs = "y" if kind == "fit" else "k"
+    first, other = f"{lhs} ~ x1 + C(g)", f"{lhs} ~ x2 + C(g)"
+    kw = dict(checkpoint=ckpt, client=client, progress=False)
+    if kind == "fit":
+        kw.update(block_size=100, segment_bytes=2**12)
+
+        def fit(formula, **more):
+            return streamlsq.fit_stream(data, "kf4lls", formula=formula, **kw, **more)
+
+        class Stopping(Checkpoint):
+            def save(self, i, part):
+                raise _Stop(f"stopped before segment {i}")
+
+        with monkeypatch.context() as m:
+            m.setattr(fit_module, "Checkpoint", Stopping)
+            with pytest.raises(_Stop):
+                fit(first)
+    else:
+        def fit(formula, **more):
+            return streamlsq.fit_glm(data, formula=formula, family="poisson", **kw, **more)
+
+        def stop(self, name, arrays):
+            raise _Stop(f"stopped before the step {name}")
+
+        with monkeypatch.context() as m:
+            m.setattr(EntryCheckpoint, "save_step", stop)
+            with pytest.raises(_Stop):
+                fit(first)
+    assert not (ckpt / "progress.json").exists()  # nothing committed
+    before = snapshot(tmp_path)
+    args = ("fit", "kf4lls", data, "--block-size", 100) if kind == "fit" else \
+        ("fit", "glm", data, "--family", "poisson")
+    out = tmp_path / "r.zarr"
+    line = one_line(cli(*args, "--formula", other, "--out", out, "--checkpoint", ckpt,
+                        "--resume"))
+    which = "inputs (formula)" if kind == "fit" else "options (formula), selection (formula)"
+    assert line == (f"streamlsq: error: {ckpt}: checkpoint belongs to a different run (differs "
+                    f"in: {which}); rerun without --resume or point --checkpoint elsewhere")
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    # the same formula goes on, to the uninterrupted fit's result
+    resumed = fit(first, resume=True)
+    fresh = streamlsq.fit_stream(data, "kf4lls", formula=first, block_size=100, client=client,
+                                 progress=False) if kind == "fit" else \
+        streamlsq.fit_glm(data, formula=first, family="poisson", client=client, progress=False)
+    np.testing.assert_allclose(resumed.coef.values, fresh.coef.values, rtol=1e-10)
+    assert list(resumed.feature.values) == list(fresh.feature.values)
 
 
 # -- 5. the option that named a missing column ------------------------------------------------

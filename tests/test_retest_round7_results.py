@@ -233,6 +233,49 @@ def test_resume_before_any_commit_checks_the_formula(tmp_path, cli, client, monk
     assert list(resumed.feature.values) == list(fresh.feature.values)
 
 
+# -- 4. a refusal while reading leaves the checkpoint folder as it found it -----------------
+
+
+@pytest.mark.parametrize("found", ["none", "empty"])
+@pytest.mark.parametrize("case", ["glm-support", "glm-missing-column", "fit-nan",
+                                  "fit-missing-weights"])
+def test_a_refused_fit_leaves_its_checkpoint_folder_as_found(tmp_path, cli, found, case):
+    frame = _frame()
+    frame.loc[5, "x1"] = np.nan if case == "fit-nan" else frame.loc[5, "x1"]
+    frame.to_parquet(tmp_path / "t.parquet")
+    ckpt = tmp_path / "ckpt"
+    if found == "empty":
+        ckpt.mkdir()
+    args, said = {
+        "glm-support": (("glm", "--family", "poisson", "--formula", "y ~ x1"),
+                        "is outside the support of the poisson family"),
+        "glm-missing-column": (("glm", "--family", "poisson", "--formula", "k ~ x1",
+                                "--exposure", "nope"), "variable 'nope' named by --exposure"),
+        "fit-nan": (("kf4lls", "--formula", "y ~ x1"),
+                    "the column 'x1' of the formula's design chunk 0 has NaN at row 5"),
+        "fit-missing-weights": (("kf4lls", "--formula", "y ~ x1", "--weights", "nope"),
+                                "variable 'nope' named by --weights"),
+    }[case]
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", args[0], tmp_path / "t.parquet", *args[1:], "--out", out,
+                        "--checkpoint", ckpt))
+    assert said in line, line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_refusal_after_committed_work_keeps_the_checkpoint(tmp_path, cli):
+    frame = _big_frame()
+    frame.loc[2_500, "x1"] = np.nan
+    frame.to_parquet(tmp_path / "t.parquet", row_group_size=300)
+    ckpt = tmp_path / "ckpt"
+    line = one_line(cli("fit", "kf4lls", tmp_path / "t.parquet", "--formula", "y ~ x1",
+                        "--block-size", 100, "--segment-size", 0.004, "--out",
+                        tmp_path / "f.zarr", "--checkpoint", ckpt))
+    assert "has NaN at row 2500" in line, line
+    assert json.loads((ckpt / "progress.json").read_text())["next"] > 0  # kept to resume
+
+
 # -- 5. the option that named a missing column ------------------------------------------------
 
 GLM_OPTIONS = [("--exposure", "exposure"), ("--offset", "offset"),

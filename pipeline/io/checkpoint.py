@@ -287,6 +287,7 @@ class CheckpointFolder:
         self._lock = FileLock(self.directory / LOCK)
         self._opened = False
         self._created = False
+        self._found = "held"  # what the folder was when opened: none, empty or held
         self.saved: dict | None = None  # progress.json of the run being resumed
         self.steps: dict[str, str] = {}  # committed steps: name -> file
         self._body: dict | None = None  # progress.json as last committed, without the steps
@@ -301,6 +302,9 @@ class CheckpointFolder:
         if d.exists() and not d.is_dir():
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
         self._check_not_foreign()
+        # what the folder was, for a refused run to leave it so (withdraw)
+        self._found = "empty" if d.is_dir() and not any(d.iterdir()) else \
+            "held" if d.exists() else "none"
         if self.resume and d.is_dir():
             self.check_files()  # before the lock: a refused folder is left as it was found
             self._check_started()
@@ -497,6 +501,18 @@ class CheckpointFolder:
         if self._created:
             with contextlib.suppress(OSError):
                 self.directory.rmdir()  # only when empty: never anything of the user's
+
+    def withdraw(self) -> None:
+        """After a refusal of the run (its input refused while it was read), when nothing
+        was committed (no ``progress.json``): the folder left as the run found it, removed
+        when it did not exist, emptied of streamlsq's files when it was empty; a folder
+        that held a checkpoint (an earlier run's, which committed nothing either) keeps
+        it. A checkpoint with committed work stays for ``--resume``."""
+        d = self.directory
+        if not self._opened or self._found == "held" or (d / "progress.json").exists():
+            return
+        self._created = self._found == "none"
+        self.remove()
 
     def __enter__(self):
         self.open()

@@ -161,6 +161,27 @@ def test_predict_from_python_refuses_names_beside_a_fits_formula(fitted, client)
             call()
 
 
+def test_predict_reads_a_formula_fits_rows_along_the_sample_dim_given(client):
+    """--sample-dim (sample_dim=) was ignored as --x was: the rows are now read along it."""
+    import xarray as xr
+
+    rng = np.random.default_rng(4)
+    ds = xr.Dataset({"a": ("time", rng.normal(size=50)), "b": ("time", rng.normal(size=50)),
+                     "z": ("other", rng.normal(size=7))})
+    ds["y"] = 1 + ds.a - ds.b + 0.1 * rng.normal(size=50)
+    for fit in (streamlsq.fit_stream(ds, "kf4lls", formula="y ~ a + b", sample_dim="time",
+                                     client=client, progress=False),
+                streamlsq.fit_glm(ds, formula="y ~ a + b", sample_dim="time",
+                                  family="gaussian", client=client, progress=False)):
+        default = streamlsq.predict(fit, ds, client=client)
+        given = streamlsq.predict(fit, ds, sample_dim="time", client=client)
+        np.testing.assert_array_equal(given.yhat.values, default.yhat.values)
+        with pytest.raises(InputError) as err:
+            streamlsq.predict(fit, ds, sample_dim="other", client=client)
+        assert str(err.value) == ("xarray Dataset: column 'a' of the formula has dims "
+                                  "('time',), expected ('other',): one value per row")
+
+
 # -- 3. --resume with another formula -------------------------------------------------------
 
 

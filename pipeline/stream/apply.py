@@ -294,7 +294,8 @@ class StreamPrediction(Job):
         check_names_of_rows(attrs, self.shown, self.x, self.y)
         if read.formula is not None:  # the fit's design applied to the new rows
             return run.open_input("stream", self.data, self.group, formula=read.formula,
-                                  levels=read.levels, fit_intercept=intercept, targets=False)
+                                  levels=read.levels, fit_intercept=intercept, targets=False,
+                                  sample_dim=self.sample_dim)
         x_given = self.x is not None or saved_x != ["X"]
         return run.open_input(
             "stream", self.data, self.group,

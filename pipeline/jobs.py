@@ -432,6 +432,9 @@ class Run:
         checkpoint.open()
         try:
             yield checkpoint
+        except InputError:  # a refusal leaves the folder as found, unless work was committed
+            checkpoint.withdraw()
+            raise
         finally:
             checkpoint.close()
 

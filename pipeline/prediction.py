@@ -21,7 +21,7 @@ from streamlsq.jobs import Run, RunOptions
 from streamlsq.mlr.predict import predict as predict_tasks
 from streamlsq.options.fit import PREDICT_STREAM
 from streamlsq.options.mlr import PREDICT
-from streamlsq.stream.apply import is_stream_fit, predict_stream
+from streamlsq.stream.apply import check_names_of_rows, is_stream_fit, predict_stream
 from streamlsq.stream.glm_predict import is_glm_fit, predict_glm
 
 __all__ = ["applies_to_rows", "predict", "predict_rows"]
@@ -54,10 +54,16 @@ def _result_attrs(result, storage_options: dict | None) -> dict:
     return attrs
 
 
-def applies_to_rows(result, storage_options: dict | None = None) -> bool:
+def _shown(result) -> str:
+    return "the fit" if isinstance(result, xr.Dataset) else str(result)
+
+
+def applies_to_rows(result, storage_options: dict | None = None, *, x=None, y=None) -> bool:
     """Whether ``result`` (a result store: path, URL or zarr store object; or a Dataset) is a
     stream fit, applied to rows, rather than a meta-learned model, applied to tasks: its
-    ``method`` attribute names a registered recursion.
+    ``method`` attribute names a registered recursion. ``x``, ``y``: the variables of the
+    rows named anew, refused for a formula fit (whose formula builds them) before a run
+    starts.
 
     Examples
     --------
@@ -70,7 +76,10 @@ def applies_to_rows(result, storage_options: dict | None = None) -> bool:
     >>> tmp.cleanup()
     """
     attrs = _result_attrs(result, storage_options)
-    return is_stream_fit(attrs) or is_glm_fit(attrs)
+    to_rows = is_stream_fit(attrs) or is_glm_fit(attrs)
+    if to_rows:
+        check_names_of_rows(attrs, _shown(result), x, y)
+    return to_rows
 
 
 def _changed(value, default) -> bool:
@@ -171,7 +180,7 @@ def predict(
     own, other = (ROW_OPTIONS, TASK_OPTIONS) if to_rows else (TASK_OPTIONS, ROW_OPTIONS)
     wrong = [f"{name}=" for name, default in other.items() if _changed(given[name], default)]
     if wrong:
-        shown = "the fit" if isinstance(model_or_fit, xr.Dataset) else str(model_or_fit)
+        shown = _shown(model_or_fit)
         kind, applies = (("a stream fit", "a meta-learned model's tasks, not to rows") if to_rows
                          else ("a meta-learned model", "a stream fit's rows, not to tasks"))
         raise InputError(f"{shown} is {kind} (method {attrs.get('method')!r}): "
@@ -179,6 +188,7 @@ def predict(
                          f"{applies}")
     options = {name: given[name] for name in own}
     if to_rows:
+        check_names_of_rows(attrs, _shown(model_or_fit), x, y)
         apply = predict_glm if is_glm_fit(attrs) else predict_stream
         return apply(model_or_fit, data, out=out, group=group, **options, **run)
     return predict_tasks(model_or_fit, data, out=out, group=group, **options, **run)
@@ -187,6 +197,7 @@ def predict(
 def predict_rows(result, data, **options) -> xr.Dataset:
     """A fit applied to rows, whichever it is: a stream fit (:func:`predict_stream`) or a GLM
     (:func:`~streamlsq.stream.glm_predict.predict_glm`); ``options`` as theirs."""
-    apply = predict_glm if is_glm_fit(_result_attrs(result, options.get("storage_options"))) \
-        else predict_stream
+    attrs = _result_attrs(result, options.get("storage_options"))
+    check_names_of_rows(attrs, _shown(result), options.get("x"), options.get("y"))
+    apply = predict_glm if is_glm_fit(attrs) else predict_stream
     return apply(result, data, **options)

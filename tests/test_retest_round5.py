@@ -171,7 +171,8 @@ def test_look_alike_names_in_the_table_and_in_options(fitted, tmp_path, cli):
          "'y']); 'x1' differs from the column 'x1 ' only by look-alike characters (the "
          "column has a trailing space)"),
         (("fit", "kf4lls", fitted / "t.parquet", "--x", "x1,\u04452", "--y", "y"),
-         "variable '\u04452' is missing (found: ['g', 'k', 'x1', 'x2', 'y']); "
+         "variable '\u04452' named by --x (x=) is missing (found: ['g', 'k', 'x1', 'x2', "
+         "'y']); "
          "'\\u04452' differs from the variable 'x2' only by look-alike characters"),
         (("fit", "kf4lls", fitted / "t.parquet", "--x", "x1", "--y", "y", "--cov-type",
           "cluster", "--groups", "\u0261"), None),
@@ -183,9 +184,9 @@ def test_look_alike_names_in_the_table_and_in_options(fitted, tmp_path, cli):
     for args, said in cases:
         line = one_line(cli(*args, "--out", out))
         if said is None:  # a script g (U+0261) is no look-alike in the small rule: missing
-            assert line.endswith("variable '\u0261' is missing (found: ['g', 'k', 'x1', "
-                                 "'x2', 'y']); name the feature variables with --x (x=) and "
-                                 "the targets with --y (y=)"), line
+            assert line.endswith("variable '\u0261' named by --groups (groups=) is missing "
+                                 "(found: ['g', 'k', 'x1', 'x2', 'y']); name one of the "
+                                 "variables found with --groups"), line
             continue
         assert said in line, line
     assert snapshot(tmp_path) == before and leftovers(out) == []

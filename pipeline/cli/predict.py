@@ -57,7 +57,7 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
     from streamlsq.mlr.predict import predict as run
     from streamlsq.prediction import applies_to_rows, predict_rows
 
-    if applies_to_rows(model):
+    if applies_to_rows(model, x=stream.get("x"), y=stream.get("y")):
         with _client(scheduler, n_workers, memory_limit) as client:
             ds = predict_rows(model, tasks, out=out, overwrite=overwrite, client=client,
                               **stream)

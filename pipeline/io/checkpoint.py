@@ -287,6 +287,7 @@ class CheckpointFolder:
         self._lock = FileLock(self.directory / LOCK)
         self._opened = False
         self._created = False
+        self._found = "held"  # what the folder was when opened: none, empty or held
         self.saved: dict | None = None  # progress.json of the run being resumed
         self.steps: dict[str, str] = {}  # committed steps: name -> file
         self._body: dict | None = None  # progress.json as last committed, without the steps
@@ -301,8 +302,12 @@ class CheckpointFolder:
         if d.exists() and not d.is_dir():
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
         self._check_not_foreign()
+        # what the folder was, for a refused run to leave it so (withdraw)
+        self._found = "empty" if d.is_dir() and not any(d.iterdir()) else \
+            "held" if d.exists() else "none"
         if self.resume and d.is_dir():
             self.check_files()  # before the lock: a refused folder is left as it was found
+            self._check_started()
         created = self._take()
         self._opened = True
         try:
@@ -340,6 +345,38 @@ class CheckpointFolder:
                 f"{d}: not a streamlsq checkpoint (it holds {', '.join(foreign[:3])}"
                 f"{', ...' if len(foreign) > 3 else ''}); streamlsq uses only a new or "
                 "empty folder for --checkpoint: choose another")
+
+    def _check_started(self) -> None:
+        """Refuse to resume, before the lock is taken (the folder left as it was found), a
+        checkpoint where nothing was committed yet (no ``progress.json``: the run failed or
+        was stopped before its first commit) of another run: the marker keeps the
+        fingerprint of the run that started the folder, compared as a commit's is, without
+        the versions of the inputs (no committed work read them) and the segments (a
+        resumed run cuts its own when nothing was committed)."""
+        d = self.directory
+        if (d / "progress.json").exists() or not (d / MARKER).is_file():
+            return
+        try:
+            started = json.loads((d / MARKER).read_text()).get("fingerprint")
+        except (OSError, ValueError, AttributeError):
+            return  # a corrupt marker: refused in one line once the folder is locked
+        if not isinstance(started, dict):
+            return  # an earlier version's marker: it kept no fingerprint
+
+        def comparable(fingerprint: dict) -> dict:
+            return {k: _without_tokens(v) for k, v in fingerprint.items() if k != "segments"}
+
+        # as the marker keeps it: JSON (tuples made lists)
+        ours = json.loads(json.dumps(self.fingerprint, default=str))
+        old, new = comparable(started), comparable(ours)
+        if old != new:
+            raise self._different_run(old, new)
+
+    def _different_run(self, old: dict, new: dict) -> InputError:
+        return InputError(
+            f"{self.directory}: checkpoint belongs to a different run (differs in: "
+            f"{_differences(old, new)}); rerun without --resume or point --checkpoint "
+            "elsewhere")
 
     def check_files(self) -> None:
         """Refuse, before anything is read, a folder holding a file where a checkpoint file
@@ -433,9 +470,12 @@ class CheckpointFolder:
     def _write_marker(self) -> None:
         from streamlsq.io.provenance import _version
 
+        # the fingerprint of the run that starts the folder: a resume before its first
+        # commit is checked against it (_check_started)
         _atomic_write(self.directory / MARKER, json.dumps({
             "streamlsq_checkpoint": 1, "kind": self.kind, "streamlsq_version": _version(),
-            "created_folder": self._created}).encode())
+            "created_folder": self._created, "fingerprint": self.fingerprint},
+            default=str).encode())
 
     def _clear(self) -> None:
         """Remove a previous run's files (streamlsq's own only) before starting afresh."""
@@ -461,6 +501,18 @@ class CheckpointFolder:
         if self._created:
             with contextlib.suppress(OSError):
                 self.directory.rmdir()  # only when empty: never anything of the user's
+
+    def withdraw(self) -> None:
+        """After a refusal of the run (its input refused while it was read), when nothing
+        was committed (no ``progress.json``): the folder left as the run found it, removed
+        when it did not exist, emptied of streamlsq's files when it was empty; a folder
+        that held a checkpoint (an earlier run's, which committed nothing either) keeps
+        it. A checkpoint with committed work stays for ``--resume``."""
+        d = self.directory
+        if not self._opened or self._found == "held" or (d / "progress.json").exists():
+            return
+        self._created = self._found == "none"
+        self.remove()
 
     def __enter__(self):
         self.open()
@@ -500,10 +552,7 @@ class CheckpointFolder:
                 f"{self.directory}: the input store was rewritten since this checkpoint was "
                 "made (its metadata changed); resuming would mix two datasets: rerun without "
                 "--resume")
-        raise InputError(
-            f"{self.directory}: checkpoint belongs to a different run (differs in: "
-            f"{', '.join(diff)}); rerun without --resume or point --checkpoint elsewhere"
-        )
+        raise self._different_run(old, self.fingerprint)
 
     # -- steps: the passes of a run, data only ---------------------------------------------
     def _read_steps(self, saved: dict) -> None:
@@ -584,6 +633,44 @@ class CheckpointFolder:
                             f"{src.label}: variable '{name}' rows {a}-{b - 1} changed since "
                             f"the checkpoint {self.directory} read them; resuming would mix "
                             "two datasets: rerun without --resume")
+
+
+def _differences(old: dict, new: dict) -> str:
+    """The entries in which two fingerprints differ, each with the options within it that
+    differ when it holds them (``options (formula)``, ``inputs (formula)``: an input's
+    selection, kept as JSON text)."""
+    out = []
+    for key in sorted(set(old) | set(new), key=str):
+        before, now = old.get(key), new.get(key)
+        if before == now:
+            continue
+        inner = _inner_differences(before, now)
+        out.append(f"{key} ({', '.join(inner)})" if inner else str(key))
+    return ", ".join(out)
+
+
+def _inner_differences(before, now) -> list[str]:
+    """The keys in which two entries of a fingerprint differ, when both are mappings (or
+    lists of inputs whose selections, JSON text, are mappings); else none."""
+    def mapping(value):
+        if isinstance(value, str) and value.startswith("{"):
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        return value if isinstance(value, dict) else None
+
+    if isinstance(before, dict) and isinstance(now, dict):
+        return sorted(str(k) for k in set(before) | set(now) if before.get(k) != now.get(k))
+    if isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
+        keys: set = set()
+        for a, b in zip(before, now, strict=True):
+            if not (isinstance(a, list) and isinstance(b, list)):
+                continue
+            ma, mb = mapping(a[-1]) if a else None, mapping(b[-1]) if b else None
+            if ma is not None or mb is not None:
+                ma, mb = ma or {}, mb or {}
+                keys |= {str(k) for k in set(ma) | set(mb) if ma.get(k) != mb.get(k)}
+        return sorted(keys)
+    return []
 
 
 def _safe_name(name: str) -> str:

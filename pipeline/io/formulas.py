@@ -384,6 +384,44 @@ def least_columns(formula: str, levels: dict) -> int:
     return total
 
 
+def design_labels(formula: str, levels: dict) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """The labels ``formula`` gives the design's columns (the intercept left out) and the
+    response's when its categorical columns have the ``levels`` (column -> list) and every
+    other column it reads holds numbers, and whether it has an intercept: what a formula
+    fit's coefficients and targets are labelled by, so that a result's formula and levels
+    can be checked against its coefficients without a row (formulaic's specs are built on
+    one row made of the first level of each category; a label depends on the kinds of the
+    columns and the levels, never on the values). The formula is checked first
+    (:func:`check_formula`); a formula or levels formulaic cannot build raise ValueError."""
+    import pandas as pd
+    from formulaic import model_matrix
+
+    names = check_formula(formula)
+    parsed = parse(formula)
+    frame = {}
+    for name in sorted(set(names.rhs) | set(names.lhs)):
+        if name in levels:
+            kept = list(levels[name])
+            frame[name] = pd.Categorical(kept[:1] or [None], categories=kept)
+        elif name in names.rhs_categorical or name in names.lhs_categorical:
+            raise ValueError(f"the formula makes '{name}' a category, whose levels it does "
+                             "not list")
+        else:
+            frame[name] = [1.0]
+    frame = pd.DataFrame(frame, index=[0])
+    labels = []
+    for side, side_names in (("rhs", names.rhs), ("lhs", names.lhs)):
+        try:
+            with np.errstate(all="ignore"):
+                spec = model_matrix(getattr(parsed, side), _columns_of(frame, side_names),
+                                    na_action="ignore", context=namespace()).model_spec
+        except Exception as exc:
+            raise ValueError(f"{type(exc).__name__}: {_first_line(exc)}") from None
+        labels.append(tuple(str(c) for c in spec.column_names))
+    rhs, lhs = labels
+    return tuple(c for c in rhs if c != "Intercept"), lhs, "Intercept" in rhs
+
+
 @dataclass(frozen=True)
 class Design:
     """A formula made a fixed encoding of rows: the levels of its categorical columns

@@ -262,6 +262,8 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
             raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
         check_kept_formula(ds.attrs, str(path), variables=set(ds.variables))
         check_layout(ds.attrs, {n: v.dims for n, v in ds.variables.items()}, str(path))
+        check_formula_labels(ds.attrs, str(path), *(
+            ds[n].values.tolist() if n in ds.variables else None for n in ("feature", "target")))
         return ds
     g = open_group(loc, None)
     if g.attrs.get("complete") is not True:
@@ -271,6 +273,8 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     check_layout(dict(g.attrs), {n: dimension_names(a) for n, a in g.arrays()},
                  loc.shown or loc.url)
     large = check_result(g, loc, whole=not lazy)
+    check_formula_labels(dict(g.attrs), loc.shown or loc.url, _labels(g, "feature"),
+                         _labels(g, "target"))
     ds = open_dataset(loc, lazy=lazy)
     for name in large:
         if name in ds.data_vars and ds[name].chunks is not None:
@@ -298,6 +302,75 @@ def check_kept_formula(attrs: dict, label: str, variables: set | None = None) ->
         check_formula(formula)
     except InputError as exc:
         raise InputError(f"{label}: its attribute formula is refused: {exc}") from None
+
+
+def _labels(g: zarr.Group, name: str) -> list | None:
+    """The labels of the result's coordinate ``name`` (``feature``, ``target``), if it has
+    one."""
+    return g[name][...].tolist() if name in g.array_keys() else None
+
+
+def check_formula_labels(attrs: dict, label: str, features: list | None,
+                         targets: list | None) -> None:
+    """Refuse a formula fit whose attributes ``formula`` and ``formula_levels`` no longer
+    make the labels of its coefficients (``features``) and targets (``targets``): an
+    attribute edited since the fit (a term added or removed, a level renamed, removed or
+    reordered), which would read new rows into a design the coefficients do not belong to.
+    The attribute is named: the formula when the terms differ (or the intercept), the
+    levels when only the levels within the terms do. Nothing is evaluated
+    (:func:`~streamlsq.io.formulas.design_labels`); a fit whose coefficients belong to
+    basis functions (the IRMA family) is not labelled by its formula and passes."""
+    import json
+    import re
+
+    from streamlsq.io.formulas import design_labels
+    from streamlsq.kernels.recursions.registry import RECURSIONS
+
+    formula = attrs.get("formula")
+    if not isinstance(formula, str) or not formula or features is None:
+        return
+    method = str(attrs.get("method", ""))
+    if method in RECURSIONS and RECURSIONS.declaration(method).intercept_kind == "basis":
+        return
+    levels = json.loads(attrs.get("formula_levels") or "{}")
+    stored = [str(v) for v in features]
+    # the intercept's label: formulaic's "Intercept" in a linear fit, "intercept" in a GLM
+    has_constant = bool(stored) and stored[0] in ("Intercept", "intercept")
+    shown_levels = attrs.get("formula_levels") or "{}"
+    try:
+        terms, responses, intercept = design_labels(formula, levels)
+    except ValueError as exc:
+        raise InputError(f"{label}: its attributes formula ({formula!r}) and formula_levels "
+                         f"({shown_levels[:80]}) make no design ({exc}); {_DAMAGED}") from None
+    kept = stored[int(has_constant):]
+    made = list(terms)
+
+    def bare(names):  # the terms without their levels ('C(g)[T.B]' -> 'C(g)')
+        return [re.sub(r"\[[^\]]*\]", "", n) for n in names]
+
+    if intercept != has_constant or kept != made:
+        if intercept == has_constant and bare(kept) and \
+                list(dict.fromkeys(bare(kept))) == list(dict.fromkeys(bare(made))):
+            said = f"formula_levels ({shown_levels[:80]})"
+        else:
+            said = f"formula ({formula!r})"
+        constant = [stored[0] if has_constant else "Intercept"] if intercept else []
+        raise InputError(f"{label}: its attribute {said} makes the columns "
+                         f"{_listed(constant + made)}, but its coefficients are those of "
+                         f"{_listed(stored)}: the attribute was edited since the fit; "
+                         f"{_DAMAGED}")
+    fitted = [str(v) for v in targets or ()]
+    # a GLM's binomial response of two columns (successes + failures) predicts the first
+    made = list(responses)[:len(fitted)] if method == "glm" else list(responses)
+    if targets is not None and all(isinstance(v, str) for v in targets) and fitted != made:
+        raise InputError(f"{label}: its attribute formula ({formula!r}) makes the response "
+                         f"{_listed(list(responses))}, but its targets are {_listed(fitted)}: "
+                         f"the attribute was edited since the fit; {_DAMAGED}")
+
+
+def _listed(names: list) -> str:
+    shown = ", ".join(map(repr, names[:8]))
+    return f"[{shown}{f', … ({len(names)} in all)' if len(names) > 8 else ''}]"
 
 
 #: what a result's ``method`` attribute names besides a registered recursion (a stream fit):

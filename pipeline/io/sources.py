@@ -600,7 +600,7 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
                 storage_options: dict | None = None, targets: bool = True,
                 weights: str | None = None, groups: str | None = None,
                 missing: str = "raise", formula: str | None = None,
-                levels: dict | None = None) -> StreamSource:
+                levels: dict | None = None, named_by: dict | None = None) -> StreamSource:
     """Open and validate a stream store's layout; raise :class:`InputError` on any defect.
 
     ``data`` is a path, an fsspec URL (``s3://bucket/data.zarr``; ``storage_options`` for
@@ -621,6 +621,10 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     columns (:mod:`streamlsq.io.formulas`): ``x`` and ``y`` are then the variables
     ``design`` and ``response``, and ``levels`` ({column: levels}) fixes the categories'
     levels (a fit's, applied to new rows) instead of finding them.
+
+    ``named_by`` ({variable: (what named it, remedy)}): for the refusal of a missing
+    variable of ``x`` named by another option (a GLM's ``--exposure``, its fit's exposure
+    in new rows), that option and what to do, rather than ``--x``'s.
 
     Examples
     --------
@@ -659,7 +663,16 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
                          f"labels is, with a formula, the formula's {taken[0]} matrix; "
                          f"rename the column '{taken[0]}' of the input to use it so")
     strict = table.sample_first and x is None and y is None and sample_dim is None and targets
-    _require(table, names + per_row, strict)
+    named = {name: (f"--{option} ({option}=)",
+                    f"name one of the variables found with --{option}")
+             for option, given in (("weights", (weights,)), ("groups", group_vars))
+             for name in given if name is not None}
+    if x is not None and formula is None:
+        named.update({name: ("--x (x=)", "name the feature variables with --x (x=)")
+                      for name in x_vars})
+    if y is not None and formula is None:
+        named.update({name: ("--y (y=)", "name the targets with --y (y=)") for name in y_vars})
+    _require(table, names + per_row, strict, named | dict(named_by or {}))
     dim = sample_dim or table.default_sample_dim(names)
     columns = table.columns(names + per_row, dim)
     if strict:
@@ -717,16 +730,19 @@ def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:
     return names if all(n in members for n in names) else ()
 
 
-def _require(table: OpenedInput, names, strict: bool) -> None:
+def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
     """Refuse the first of ``names`` the input does not hold, naming what it holds and the
+    option that named it with its remedy (``named``: name -> (option, remedy)), else the
     layout it should have."""
     layout = ("a stream store needs X (sample, feature) and y (sample, target)" if strict
               else "name the feature variables with --x (x=) and the targets with --y (y=)")
     for name in names:
         if name not in table.members:
             similar = look_alike(name, table.members, "variable")
-            raise InputError(f"{table.label}: variable '{name}' is missing (found: "
-                             f"{table.found or 'none'}){similar or '; ' + layout}")
+            option, remedy = named.get(name, (None, layout))
+            given = f" named by {option}" if option else ""
+            raise InputError(f"{table.label}: variable '{name}'{given} is missing (found: "
+                             f"{table.found or 'none'}){similar or '; ' + remedy}")
 
 
 def _check_stream_dims(label: str, columns: dict[str, Column]) -> None:

@@ -32,12 +32,26 @@ from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.layout import intercept_label
 from streamlsq.stream.statistics import checked_alpha
 
-__all__ = ["StreamPrediction", "is_stream_fit", "predict_stream"]
+__all__ = ["StreamPrediction", "check_names_of_rows", "is_stream_fit", "predict_stream"]
 
 
 def is_stream_fit(attrs: dict) -> bool:
     """Whether a result's attributes are those of a stream fit (a registered recursion)."""
     return str(attrs.get("method", "")) in RECURSIONS.stream_methods()
+
+
+def check_names_of_rows(attrs: dict, shown: str, x=None, y=None) -> None:
+    """Refuse new rows' variables named anew (``x``, ``y``: ``--x``, ``--y``) for a formula
+    fit (its attribute ``formula``): the formula builds the features and the targets from
+    the rows' columns, and names given beside it would be ignored."""
+    given = [name for name, value in (("x", x), ("y", y)) if value is not None]
+    formula = attrs.get("formula")
+    if formula and given:
+        flags = " and ".join(f"--{name}" for name in given)
+        keywords = ", ".join(f"{name}=" for name in given)
+        raise InputError(f"{shown}: a fit of the formula {formula!r}, which builds the "
+                         f"features and the targets from the columns of the new rows: leave "
+                         f"out {flags} ({keywords})")
 
 
 #: what a refused NaN in the new rows advises: a prediction has no ``--missing``
@@ -277,9 +291,11 @@ class StreamPrediction(Job):
         read, intercept = FitInputs.from_attrs(attrs), self.coef.intercept
         saved_x, saved_y = list(read.x_vars), list(read.y_vars)
         dim = self.sample_dim or read.sample_dim
+        check_names_of_rows(attrs, self.shown, self.x, self.y)
         if read.formula is not None:  # the fit's design applied to the new rows
             return run.open_input("stream", self.data, self.group, formula=read.formula,
-                                  levels=read.levels, fit_intercept=intercept, targets=False)
+                                  levels=read.levels, fit_intercept=intercept, targets=False,
+                                  sample_dim=self.sample_dim)
         x_given = self.x is not None or saved_x != ["X"]
         return run.open_input(
             "stream", self.data, self.group,

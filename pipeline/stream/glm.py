@@ -176,10 +176,15 @@ class GLMFit(Job):
         self.aux_names = {k: getattr(self, k) for k in AUX if getattr(self, k) is not None}
         self.aux = None
         if self.aux_names:
+            flags = {k: GLM.param(k).option for k in self.aux_names}
             self.aux = run.open_input("stream", self.data, self.group,
                                       x=list(self.aux_names.values()), y=(), targets=False,
                                       sample_dim=self.source.sample_dim,
-                                      missing=self.missing)
+                                      missing=self.missing, named_by={
+                                          name: (f"{flags[k]} ({k}=)",
+                                                 f"name one of the variables found with "
+                                                 f"{flags[k]}")
+                                          for k, name in self.aux_names.items()})
             if self.aux.n_rows != self.source.n_rows:
                 raise InputError(f"{self.source.label}: the variables "
                                  f"{list(self.aux_names.values())} have {self.aux.n_rows} "

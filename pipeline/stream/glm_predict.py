@@ -127,7 +127,11 @@ class GLMPrediction(StreamPrediction):
         if self.aux_names:
             self.aux = run.open_input("stream", self.data, self.group,
                                       x=list(self.aux_names.values()), y=(), targets=False,
-                                      sample_dim=self.source.sample_dim)
+                                      sample_dim=self.source.sample_dim, named_by={
+                                          name: (f"the fit's --{k}",
+                                                 f"{self.shown} was fitted with --{k} {name}: "
+                                                 f"the new rows need that variable too")
+                                          for k, name in self.aux_names.items()})
         return [self.source] + ([self.model] if self.model is not None else [])
 
     def parameters(self) -> dict:

@@ -89,3 +89,6 @@ def test_resume_keeps_the_segments_it_was_cut_into(slow_stream, tmp_path, client
     fresh = fit_stream(slow_stream, "kf4lls", **kw)
     np.testing.assert_array_equal(resumed.step, fresh.step)
     np.testing.assert_allclose(resumed.coef, fresh.coef, rtol=1e-12, atol=1e-14)
+    # its speed counts the rows it read, not those it took from the checkpoint
+    assert resumed.attrs["rows_resumed"] == saved["segments"][3][0] * 500
+    assert "rows_resumed" not in fresh.attrs

@@ -209,6 +209,9 @@ def test_resume_of_a_scan_fit_matches_an_uninterrupted_run(data, tmp_path, clien
     resumed = fit_stream(data, "kf4lls", checkpoint=ckpt, resume=True, client=client, **SCAN)
     fresh = fit_stream(data, "kf4lls", client=client, **SCAN)
     np.testing.assert_array_equal(resumed.coef, fresh.coef)
+    # the committed pieces' rows were not read again, and the speed does not count them
+    assert 0 < resumed.attrs["rows_resumed"] < resumed.attrs["n_rows"]
+    assert "rows_resumed" not in fresh.attrs
     states = [name for name in fresh.data_vars if name.startswith("state_")]
     assert states  # the final state of the recursion, whatever the solver
     for name in states:

@@ -95,13 +95,15 @@ def bytes_per_call(client: Client, default: int) -> int:
 
 @dataclass
 class Trajectory:
-    """Recorded steps of a run, in order, plus the final state."""
+    """Recorded steps of a run, in order, plus the final state; ``rows_restored``: the rows
+    a resumed run took from its checkpoint instead of reading them."""
 
     steps: np.ndarray
     coefs: np.ndarray
     rows_seen: np.ndarray
     state: dict
     diagnostics: dict
+    rows_restored: int = 0
 
 
 def _load(source: StreamSource, chunk: int, lo: int, hi: int, section: Section, dtype,
@@ -279,7 +281,8 @@ def _fold_slices(span, method, state, record_every, dtype, prefetch, pool, loads
     }
 
 
-def _finish_trajectory(method, parts, state, plan: StreamPlan) -> Trajectory:
+def _finish_trajectory(method, parts, state, plan: StreamPlan, rows_restored: int = 0
+                       ) -> Trajectory:
     steps = np.concatenate([p["steps"] for p in parts]) if parts else np.zeros(0, np.int64)
     coef_list = [p["coefs"] for p in parts if p["coefs"] is not None and len(p["coefs"])]
     rows = np.concatenate([p["rows_seen"] for p in parts]) if parts else np.zeros(0, np.int64)
@@ -299,7 +302,8 @@ def _finish_trajectory(method, parts, state, plan: StreamPlan) -> Trajectory:
         for n in names:  # per-step values may be vectors (one per target)
             value = np.asarray(final_diag[n])
             diags[n] = np.concatenate([diags[n].reshape(-1, *value.shape), value[None]])
-    return Trajectory(steps=steps, coefs=coefs, rows_seen=rows, state=state, diagnostics=diags)
+    return Trajectory(steps=steps, coefs=coefs, rows_seen=rows, state=state, diagnostics=diags,
+                      rows_restored=int(rows_restored))
 
 
 def run_sequential(
@@ -336,8 +340,10 @@ def run_sequential(
     in_flight: deque = deque()
     previous = state
     nxt = start
+    at = plan.edge(segments[start][0]) if start < len(segments) else plan.n_rows
+    restored = at - (plan.n_rows - plan.n_new_rows)  # not the rows of a fit continued
     with row_bar(plan.n_rows, f"fit {method.name} (sequential)", enabled=progress) as bar:
-        bar.update(plan.edge(segments[start][0]) if start < len(segments) else plan.n_rows)
+        bar.update(at)
         while nxt < len(segments) or in_flight:
             while nxt < len(segments) and len(in_flight) < 2:
                 K0, K1 = segments[nxt]
@@ -359,7 +365,7 @@ def run_sequential(
             bar.update(n)
             if checkpoint is not None:
                 checkpoint.save(i, part)
-    return _finish_trajectory(method, parts, state, plan)
+    return _finish_trajectory(method, parts, state, plan, restored)
 
 
 def _piece_cuts(k0: int, k1: int, record_every: int) -> np.ndarray:
@@ -573,8 +579,9 @@ def run_scan(
         for i, piece in zip(groups[j], res[1], strict=True):
             checkpoint.commit(i, piece)
 
+    restored = sum(n for n, _ in done.values())
     fresh = track_futures(
-        client, futures, plan.n_new_rows - sum(n for n, _ in done.values()),
+        client, futures, plan.n_new_rows - restored,
         f"fit {method.name} (scan)", enabled=progress,
         on_result=None if checkpoint is None else commit,
     )
@@ -622,4 +629,4 @@ def run_scan(
             "coefs": np.stack([method.coef(s) for s in states]) if states else None,
             "diagnostics": {name: np.stack([by_index[i][1][name] for i in keep])
                             for name in (by_index[keep[0]][1] if keep else {})}}
-    return _finish_trajectory(method, [part], final, plan)
+    return _finish_trajectory(method, [part], final, plan, restored)

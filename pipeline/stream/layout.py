@@ -72,9 +72,13 @@ def trajectory_dataset(traj: Trajectory, rec: Recursion, plan: StreamPlan, recor
         "n_blocks": plan.n_blocks,
         "record_every": record_every,
         "dtype": str(np.dtype(dtype)),
-        "rows_per_second": round(plan.n_new_rows / seconds, 1) if seconds > 0 else None,
+        # the rows read in this run: a resumed run took the others from its checkpoint
+        "rows_per_second": (round((plan.n_new_rows - traj.rows_restored) / seconds, 1)
+                            if seconds > 0 else None),
         **plan.attrs,
     })
+    if traj.rows_restored:
+        ds.attrs["rows_resumed"] = int(traj.rows_restored)
     ds.attrs.update(FitInputs.of(source, fits_intercept(rec, source)).to_attrs())
     ds.attrs.update(rec.result_attrs(traj.state))
     return ds

@@ -66,9 +66,15 @@ def test_killed_run_resumes_to_the_same_result(slow_stream, tmp_path, client):
 def test_resume_refuses_a_checkpoint_of_another_run(slow_stream, tmp_path, client):
     ckpt = tmp_path / "ckpt"
     fit_stream(slow_stream, "kf4lls", block_size=3_000, checkpoint=ckpt, client=client)
-    with pytest.raises(InputError, match="different run .*parameters"):
+    with pytest.raises(InputError, match=r"different run \(differs in: parameters \(ridge "
+                                         r"0\.0 then, 1\.0 now\)\)"):
         fit_stream(slow_stream, "kf4lls", ridge=1.0, block_size=3_000, checkpoint=ckpt,
                    resume=True, client=client)
+    # an entry kept as a digest names the options that shape it
+    with pytest.raises(InputError, match=r"differs in: plan \(the blocks: --block-size, "
+                                         r"--first-block-size, --epochs, --shuffle, --seed\)"):
+        fit_stream(slow_stream, "kf4lls", block_size=1_500, checkpoint=ckpt, resume=True,
+                   client=client)
     again = fit_stream(slow_stream, "kf4lls", block_size=3_000, checkpoint=ckpt, resume=True,
                        client=client)  # everything committed: nothing left to fold
     fresh = fit_stream(slow_stream, "kf4lls", block_size=3_000, client=client)

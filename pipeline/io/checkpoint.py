@@ -635,6 +635,17 @@ class CheckpointFolder:
                             "two datasets: rerun without --resume")
 
 
+#: what the options that shape an entry of a fit's fingerprint are, where the entry keeps
+#: only a digest of them (the refusal of a resume names them)
+_FINGERPRINT_OPTIONS = {
+    "plan": "the blocks: --block-size, --first-block-size, --epochs, --shuffle, --seed",
+    "segments": "the rows per task: --segment-size",
+    "record_every": "--record-every",
+    "dtype": "--dtype",
+    "parameters": "the method's parameters",
+}
+
+
 def _differences(old: dict, new: dict) -> str:
     """The entries in which two fingerprints differ, each with the options within it that
     differ when it holds them (``options (formula)``, ``inputs (formula)``: an input's
@@ -645,21 +656,28 @@ def _differences(old: dict, new: dict) -> str:
         if before == now:
             continue
         inner = _inner_differences(before, now)
+        if not inner and key in _FINGERPRINT_OPTIONS:
+            inner = [_FINGERPRINT_OPTIONS[key]]
         out.append(f"{key} ({', '.join(inner)})" if inner else str(key))
     return ", ".join(out)
 
 
 def _inner_differences(before, now) -> list[str]:
-    """The keys in which two entries of a fingerprint differ, when both are mappings (or
-    lists of inputs whose selections, JSON text, are mappings); else none."""
+    """The keys in which two entries of a fingerprint differ, with both values, when both
+    are mappings or their JSON text (a method's parameters: ``ridge 0.0 then, 1.0 now``;
+    lists of inputs whose selections, JSON text, are mappings: the keys alone); else
+    none."""
     def mapping(value):
         if isinstance(value, str) and value.startswith("{"):
             with contextlib.suppress(ValueError):
                 value = json.loads(value)
         return value if isinstance(value, dict) else None
 
-    if isinstance(before, dict) and isinstance(now, dict):
-        return sorted(str(k) for k in set(before) | set(now) if before.get(k) != now.get(k))
+    before_map, now_map = mapping(before), mapping(now)
+    if before_map is not None and now_map is not None:
+        return [f"{k} {before_map.get(k)!r} then, {now_map.get(k)!r} now"
+                for k in sorted(set(before_map) | set(now_map), key=str)
+                if before_map.get(k) != now_map.get(k)]
     if isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
         keys: set = set()
         for a, b in zip(before, now, strict=True):

@@ -98,6 +98,15 @@ def _replacing(path: Path, suffix: str):
             f"{path.parent}: writing the checkpoint failed ({exc.strerror or exc}; "
             f"{path.name}); its last commit stays valid: free space (or choose another "
             "--checkpoint) and run the command again with --resume") from None
+    except BaseException as exc:  # an interrupt (Ctrl-C) in the middle of the write
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        # zipfile, interrupted inside np.savez, raises its own error as it closes ("Can't
+        # close the ZIP file while there is an open writing handle"): the interrupt is
+        # what happened, and the command ends as an interrupted one
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise exc.__context__ from None
+        raise
 
 
 def _lock_file_is_ours(path: Path) -> bool:

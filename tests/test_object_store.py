@@ -208,6 +208,13 @@ def test_the_command_line_reads_s3_urls_with_credentials_from_the_environment(s3
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith(f"wrote {out}: rls")
+    assert res.stderr == ""  # no "Unclosed client session" of s3fs's sessions at the exit
+    # a command whose embedded workers write to the store (re-test round 7, W7)
+    made = subprocess.run([sys.executable, "-m", "streamlsq.cli", "simulate", "stream",
+                           "--out", f"s3://{BUCKET}/cli-sim.zarr", "--rows", "2000",
+                           "--features", "2", "--workers", "1"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0 and made.stderr == "", made.stderr
     fit = open_result(out, storage_options=options)
     np.testing.assert_allclose(fit.coef.isel(step=-1, target=0).values, [2.0, 3.0, -1.0],
                                rtol=1e-9)

@@ -6,11 +6,13 @@ names the store, variable and chunk or row at fault.
 
 from __future__ import annotations
 
+import atexit
+import logging
 import sys
 
 import click
 
-from streamlsq.cli.common import CONTEXT, LazyCommands, import_command
+from streamlsq.cli.common import CONTEXT, LazyCommands, _debug, import_command
 
 __all__ = [
     "main",
@@ -79,6 +81,7 @@ class _OneLineErrors(click.Group):
              **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        atexit.register(_quiet_shutdown)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
@@ -92,6 +95,16 @@ class _OneLineErrors(click.Group):
             click.echo("streamlsq: error: aborted", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _quiet_shutdown() -> None:
+    """At the command's exit, asyncio's notices of sessions a library left open are not
+    printed after its one line: s3fs keeps an aiohttp session per filesystem and cannot
+    close it once its event loop has stopped, so the interpreter's shutdown printed
+    "Unclosed client session" after every command that wrote to an object store (with
+    ``--debug``, they are shown)."""
+    if not _debug():
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
 
 
 @click.group(cls=_OneLineErrors, context_settings=CONTEXT)

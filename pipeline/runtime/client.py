@@ -350,6 +350,9 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, dat
         finally:
             if kind == "threads":  # the reads kept their pages in this very process
                 release_pages()
+            elif c.status == "running":
+                with contextlib.suppress(Exception):
+                    c.run(_quiet_shutdown)
 
 
 def embedded_worker_environ() -> dict:
@@ -499,6 +502,14 @@ def check_memory_limit(value):
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:200] if text else type(exc).__name__
+
+
+def _quiet_shutdown() -> None:
+    """Run on an embedded cluster's workers as it closes: asyncio's notices of the sessions
+    a library left open ("Unclosed client session": s3fs keeps an aiohttp session per
+    filesystem and cannot close it once the worker's event loop has stopped) are not
+    printed on the stderr the workers share with the command."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
 
 
 def _close(client: Client) -> None:

@@ -86,6 +86,11 @@ def _frame_kind(data) -> str | None:
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(data, pl.DataFrame):
         return "polars"
+    if pl is not None and isinstance(data, pl.LazyFrame):
+        # a query, not rows: collecting it is the user's choice of memory (it was taken for
+        # a Zarr store's location)
+        raise InputError("a polars LazyFrame: collect() it (a DataFrame), or write it as "
+                         "Parquet (sink_parquet) and give the path")
     dd = sys.modules.get("dask.dataframe")
     if dd is not None and isinstance(data, dd.DataFrame):
         return "dask"
@@ -1244,9 +1249,12 @@ class TableInput:
         if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None:
             from dask.dataframe.utils import has_known_categories
 
-            # a dask DataFrame's categories may be unknown (read lazily): found by a pass
-            if self.table_rows.kind == "dask" and not has_known_categories(
-                    self.table_rows.frame[name]):
+            # a dask DataFrame's categories may be unknown (read lazily): found by a pass;
+            # so are none declared, as dask declares a Parquet dictionary column whose file
+            # keeps no pandas metadata (polars writes it so): known, but empty
+            if self.table_rows.kind == "dask" and (
+                    len(dtype.categories) == 0
+                    or not has_known_categories(self.table_rows.frame[name])):
                 return None
             return tuple(dtype.categories.tolist())
         return None

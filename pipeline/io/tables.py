@@ -1265,15 +1265,15 @@ def open_table(data, storage_options: dict | None = None, file_kind: str | None 
     """A table (see :func:`is_table`) opened and its parts counted; refused when it has no
     rows. ``file_kind``: ``"parquet"`` for files no suffix tells (a folder by URL)."""
     kind = _frame_kind(data)
+    shown = f"{kind} DataFrame"  # a polars frame read as pandas is still named as given
     if kind == "polars":
         data, kind = data.to_pandas(), "pandas"
     if kind in ("pandas", "dask"):
-        shown = f"{kind} DataFrame"
         if not data.columns.map(lambda c: isinstance(c, str)).all():
             raise InputError(f"{shown}: name its columns with strings")
         distinct_column_names(shown, [str(c) for c in data.columns])
     if kind == "pandas":
-        rows = _pandas_rows(data, "pandas DataFrame")
+        rows = _pandas_rows(data, shown)
         return _with_rows(TableInput(rows, dict(rows.frame.dtypes), rows.shown))
     if kind == "dask":
         from dask.base import tokenize

@@ -34,7 +34,7 @@ def test_predict_refusing_a_nan_advises_what_predict_offers(tmp_path, client):
     line = refusal(invoke("fit", "kf4lls", new, "--out", tmp_path / "f2.zarr",
                           scheduler=client.scheduler.address))
     assert "has NaN at row 500; remove or impute non-finite values, or drop their rows " \
-           "(--missing drop)" in line
+           'with --missing drop (missing="drop")' in line
 
 
 def test_info_calls_a_converted_table_a_converted_table_store(tmp_path, client):

@@ -52,7 +52,7 @@ def positive_vector(v, k: int, name: str) -> np.ndarray:
     bad = ~(np.isfinite(v) & (v > 0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name}[{i}] = {v[i]!r} must be a finite positive number")
+        raise ValueError(f"{name}[{i}] = {float(v[i])!r} must be a finite positive number")
     return v
 
 
@@ -63,9 +63,9 @@ def check_weights(p, k: int) -> np.ndarray:
     bad = ~(np.isfinite(p) & (p >= 0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"p[{i}] = {p[i]!r} must be a finite weight >= 0")
+        raise ValueError(f"p[{i}] = {float(p[i])!r} must be a finite weight >= 0")
     if abs(p.sum() - 1.0) > 1e-8 * max(1, k):
-        raise ValueError(f"p must sum to 1, got {p.sum()!r}")
+        raise ValueError(f"p must sum to 1, got {float(p.sum())!r}")
     return p
 
 

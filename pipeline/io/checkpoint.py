@@ -311,6 +311,7 @@ class CheckpointFolder:
         if d.exists() and not d.is_dir():
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
         self._check_not_foreign()
+        self._check_kind()
         # what the folder was, for a refused run to leave it so (withdraw)
         self._found = "empty" if d.is_dir() and not any(d.iterdir()) else \
             "held" if d.exists() else "none"
@@ -354,6 +355,25 @@ class CheckpointFolder:
                 f"{d}: not a streamlsq checkpoint (it holds {', '.join(foreign[:3])}"
                 f"{', ...' if len(foreign) > 3 else ''}); streamlsq uses only a new or "
                 "empty folder for --checkpoint: choose another")
+
+    def _check_kind(self) -> None:
+        """Refuse, before the lock is taken (the folder left as it was found), a checkpoint
+        holding committed work of another kind of run (a metalearn's folder given to an EM
+        run): resumed, it cannot be read as this run's; started afresh, another run's
+        progress would be discarded unasked. A run of the same kind without ``--resume``
+        starts afresh, as its option says. The same line with or without ``--resume``: either
+        way the remedy is another folder."""
+        d = self.directory
+        if not (d / "progress.json").exists() or not (d / MARKER).is_file():
+            return
+        try:
+            kind = json.loads((d / MARKER).read_text()).get("kind")
+        except (OSError, ValueError, AttributeError):
+            return  # a corrupt marker: refused in one line once the folder is locked
+        if kind is None or kind == self.kind:
+            return
+        raise InputError(f"{d}: the checkpoint of a '{kind}' run, not of '{self.kind}'; "
+                         "choose another --checkpoint, or remove it")
 
     def _check_started(self) -> None:
         """Refuse to resume, before the lock is taken (the folder left as it was found), a
@@ -469,11 +489,6 @@ class CheckpointFolder:
         if not marker.exists():
             return created
         info = self._read_json(marker)
-        if self.resume and info.get("kind") not in (None, self.kind) and \
-                (self.directory / "progress.json").exists():
-            raise InputError(f"{self.directory}: checkpoint of a '{info.get('kind')}' run, not "
-                             f"of '{self.kind}'; rerun without --resume or choose another "
-                             "--checkpoint")
         return bool(info.get("created_folder", created))
 
     def _write_marker(self) -> None:

@@ -264,6 +264,7 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
         check_layout(ds.attrs, {n: v.dims for n, v in ds.variables.items()}, str(path))
         check_formula_labels(ds.attrs, str(path), *(
             ds[n].values.tolist() if n in ds.variables else None for n in ("feature", "target")))
+        check_model(ds.attrs, lambda name: ds[name].values, str(path))
         return ds
     g = open_group(loc, None)
     if g.attrs.get("complete") is not True:
@@ -273,6 +274,7 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     check_layout(dict(g.attrs), {n: dimension_names(a) for n, a in g.arrays()},
                  loc.shown or loc.url)
     large = check_result(g, loc, whole=not lazy)
+    check_model(dict(g.attrs), lambda name: g[name][...], loc.shown or loc.url)
     check_formula_labels(dict(g.attrs), loc.shown or loc.url, _labels(g, "feature"),
                          _labels(g, "target"))
     ds = open_dataset(loc, lazy=lazy)
@@ -432,6 +434,37 @@ def check_layout(attrs: dict, dims: dict, label: str) -> None:
             need = name if wanted is None else f"{name} {wanted}"
             raise InputError(f"{label}: its attribute method is {method!r}, whose results hold "
                              f"{need}, but it holds {found}; {_DAMAGED}")
+
+
+#: the methods whose results are models of a mixture (coef, noise_var, weight per component)
+_MODEL_METHODS = ("metalearn", "pooled", "em")
+
+
+def check_model(attrs: dict, read, label: str) -> None:
+    """Refuse a model (a result of :data:`_MODEL_METHODS`) whose mixture cannot be one: a
+    weight below 0, weights not summing to 1, a noise variance not above 0. A model is
+    written so (every run checks it): one found otherwise was edited since, and is named so
+    when it is opened rather than when a prediction reads it (blamed on the tasks). ``read``:
+    a variable's values by name (finite: :func:`check_result` read them first)."""
+    from streamlsq.kernels.mlr.classify import check_weights
+
+    if attrs.get("method") not in _MODEL_METHODS:
+        return
+    damaged = "the model is damaged (edited since it was written); compute it again"
+    for name, ok, what in (("weight", np.greater_equal, "a weight >= 0"),
+                           ("noise_var", np.greater, "a variance > 0")):
+        values = np.asarray(read(name), dtype=np.float64).ravel()
+        bad = np.flatnonzero(~ok(values, 0))
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"{label}: variable '{name}' [{i}] is {values[i]:.6g}, not "
+                             f"{what}: {damaged}")
+    weight = np.asarray(read("weight"), dtype=np.float64).ravel()
+    try:  # the tolerance the mixture's kernels hold the weights to
+        check_weights(weight, weight.size)
+    except ValueError:
+        raise InputError(f"{label}: variable 'weight' sums to {weight.sum():.6g}, not 1: "
+                         f"{damaged}") from None
 
 
 #: the attributes (numbers) a result's summary reads, and the values each may take

@@ -352,7 +352,8 @@ class StreamSource(StoreSource):
                     chunk = row // self.rows.rows_per_chunk(name)
                     raise InputError(f"{self.label}: variable '{name}' chunk {chunk} has no "
                                      f"label at row {row}; give every row a group, or drop "
-                                     "the rows without one (--missing drop)")
+                                     "the rows without one with --missing drop "
+                                     '(missing="drop")')
             if labels.dtype.kind == "O":
                 self._check_label_kinds(labels, start, name)
             out.append(labels)

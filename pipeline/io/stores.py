@@ -307,6 +307,13 @@ def forwarded(part: str, name: str, doc: str) -> property:
     return property(lambda self: getattr(getattr(self, part), name), doc=doc)
 
 
+#: what a refused NaN advises a fit (whose ``--missing drop`` leaves its rows out), named as
+#: the command line and Python both spell it; a job without ``--missing`` (a prediction)
+#: replaces it with its own advice
+DROP_REMEDY = ('remove or impute non-finite values, or drop their rows with --missing drop '
+               '(missing="drop")')
+
+
 class StoreSource:
     """What every validated input shares: where its rows come from (``rows``: a
     :class:`~streamlsq.io.parts.RowsReader`, a :class:`StoreRows` or for a stream any other:
@@ -319,6 +326,8 @@ class StoreSource:
 
     rows: RowsReader
     chunk_rows: int
+    #: what a refused NaN advises (a class attribute, not a field)
+    nan_remedy = DROP_REMEDY
 
     path = forwarded("rows", "path", "The store's absolute path or URL (a Dataset's source).")
     group = forwarded("rows", "group", "The group inside the store (None: its root).")
@@ -345,7 +354,8 @@ class StoreSource:
         values = np.asarray(stored, dtype=dtype)
         if check:
             check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name),
-                              stored, allow_nan, getattr(self.rows, "described", None))
+                              stored, allow_nan, getattr(self.rows, "described", None),
+                              self.nan_remedy)
         return values
 
     def chunk_stamps(self, names, contents: bool = False) -> dict:
@@ -768,20 +778,16 @@ def nonfinite(values: np.ndarray) -> np.ndarray | None:
     return bad if bad.any() else None  # else the sum overflowed on finite values
 
 
-#: what a refused NaN advises a fit (whose ``--missing drop`` leaves its rows out); a job
-#: without ``--missing`` (a prediction) replaces it with its own advice
-DROP_REMEDY = "remove or impute non-finite values, or drop their rows (--missing drop)"
-
-
 def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_rows: int,
                       stored: np.ndarray | None = None, allow_nan: bool = False,
-                      described=None) -> None:
+                      described=None, remedy: str = DROP_REMEDY) -> None:
     """Refuse NaN/Inf in rows ``start:start+len(A)`` of variable ``name``, naming chunk and row
     (Inf alone with ``allow_nan``: the rows with a NaN are dropped, an Inf is never a missing
     value). ``stored``: the values before they were cast to ``A``'s dtype; a finite one that
     became Inf is too large for that dtype, and the message says so. ``described(name,
     row)``: how the message names the variable given its row at fault (a formula's design
-    names its column), else ``variable 'NAME'``."""
+    names its column), else ``variable 'NAME'``. ``remedy``: the advice for a NaN (a job
+    without ``--missing`` has no rows to drop)."""
     bad = nonfinite(A)
     if bad is None:
         return
@@ -797,7 +803,7 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
             f"{abs(float(stored[where])):.3g} at row {row}, beyond the range of {A.dtype}: "
             f"compute in float64 (--dtype float64) or rescale the data")
     kind = "NaN" if np.isnan(A[bad]).any() else "Inf"
-    remedy = (DROP_REMEDY if kind == "NaN"
+    remedy = (remedy if kind == "NaN"
               else "remove or impute non-finite values" if not allow_nan
               else "an infinity is not a missing value: remove or replace it")
     shown = (described(name, np.asarray(A[row - start]).ravel()) if described is not None

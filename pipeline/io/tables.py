@@ -86,6 +86,11 @@ def _frame_kind(data) -> str | None:
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(data, pl.DataFrame):
         return "polars"
+    if pl is not None and isinstance(data, pl.LazyFrame):
+        # a query, not rows: collecting it is the user's choice of memory (it was taken for
+        # a Zarr store's location)
+        raise InputError("a polars LazyFrame: collect() it (a DataFrame), or write it as "
+                         "Parquet (sink_parquet) and give the path")
     dd = sys.modules.get("dask.dataframe")
     if dd is not None and isinstance(data, dd.DataFrame):
         return "dask"
@@ -1244,9 +1249,12 @@ class TableInput:
         if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None:
             from dask.dataframe.utils import has_known_categories
 
-            # a dask DataFrame's categories may be unknown (read lazily): found by a pass
-            if self.table_rows.kind == "dask" and not has_known_categories(
-                    self.table_rows.frame[name]):
+            # a dask DataFrame's categories may be unknown (read lazily): found by a pass;
+            # so are none declared, as dask declares a Parquet dictionary column whose file
+            # keeps no pandas metadata (polars writes it so): known, but empty
+            if self.table_rows.kind == "dask" and (
+                    len(dtype.categories) == 0
+                    or not has_known_categories(self.table_rows.frame[name])):
                 return None
             return tuple(dtype.categories.tolist())
         return None
@@ -1257,15 +1265,15 @@ def open_table(data, storage_options: dict | None = None, file_kind: str | None 
     """A table (see :func:`is_table`) opened and its parts counted; refused when it has no
     rows. ``file_kind``: ``"parquet"`` for files no suffix tells (a folder by URL)."""
     kind = _frame_kind(data)
+    shown = f"{kind} DataFrame"  # a polars frame read as pandas is still named as given
     if kind == "polars":
         data, kind = data.to_pandas(), "pandas"
     if kind in ("pandas", "dask"):
-        shown = f"{kind} DataFrame"
         if not data.columns.map(lambda c: isinstance(c, str)).all():
             raise InputError(f"{shown}: name its columns with strings")
         distinct_column_names(shown, [str(c) for c in data.columns])
     if kind == "pandas":
-        rows = _pandas_rows(data, "pandas DataFrame")
+        rows = _pandas_rows(data, shown)
         return _with_rows(TableInput(rows, dict(rows.frame.dtypes), rows.shown))
     if kind == "dask":
         from dask.base import tokenize

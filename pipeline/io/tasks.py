@@ -148,6 +148,8 @@ class TaskSource(StoreSource):
     has_role: bool
     has_truth: bool
     attrs: dict = field(default_factory=dict, compare=False, hash=False)
+    #: a task's rows are its evidence: no task command drops them (none has --missing)
+    nan_remedy = "remove or impute the non-finite values"
 
     def task_ptr(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Offsets ``task_ptr[lo:hi+1]`` (global row numbers), int64."""

@@ -173,9 +173,11 @@ class EMFit(Job):
     def open(self, run: Run) -> list:
         source = self.source = run.open_input("tasks", self.data, self.group)
         k = self.k
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or \
-                not 1 <= k <= source.n_tasks:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise InputError(f"{source.label}: k must be an integer in 1..n_tasks, got {k!r}")
+        if k > source.n_tasks:  # every component needs a task to be the mixture's
+            raise InputError(f"{source.label}: --k {k}: more components than the store's "
+                             f"{source.n_tasks} task{'s' if source.n_tasks != 1 else ''}")
         self.truth = source.truth()
         if self.init in ("truth", "perturbed"):
             if self.truth is None:

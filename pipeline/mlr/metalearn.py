@@ -246,14 +246,16 @@ class Steps:
 
 
 def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, threshold,
-                  holdout):
+                  holdout, option: str = "k"):
     """What the declarations cannot say: the options against the store's tasks (k within
-    the features and the heavy tasks, every task long enough for its role)."""
+    the features and the heavy tasks, every task long enough for its role). ``option``:
+    the option that gave ``k`` (``k_max`` with ``--k auto``), named when it is refused."""
     d = source.n_features
     label = source.label
+    given = f"k = {k}" if option == "k" else f"--k-max {k}"
     if k > d:
         raise InputError(
-            f"{label}: k = {k} is larger than the number of features d = {d}; the subspace "
+            f"{label}: {given} is larger than the number of features d = {d}; the subspace "
             f"of k components has at most d dimensions"
         )
     sizes = np.diff(ptr) - holdout
@@ -276,7 +278,7 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
     n_heavy = int(sets.heavy.sum())
     if threshold is None and n_heavy < k:
         raise InputError(
-            f"{label}: {n_heavy} heavy task(s), fewer than k = {k}; clustering them into k "
+            f"{label}: {n_heavy} heavy task(s), fewer than {given}; clustering them into k "
             "clusters needs at least k heavy tasks"
         )
     if n_heavy < 2:
@@ -441,7 +443,8 @@ def _meta_learn(job: MetaLearning, steps: Steps) -> tuple[xr.Dataset, dict]:
     k, k_max, selection = job.k, job.k_max, None
     if auto:
         k_max = _default_k_max(source, sets) if k_max is None else k_max
-        _check_inputs(source, sets, steps.ptr, k_max, job.splits, linkage, None, job.holdout)
+        _check_inputs(source, sets, steps.ptr, k_max, job.splits, linkage, None, job.holdout,
+                      option="k_max" if job.k_max is not None else "k")
         selection = _select_k(steps, sets, k_max, job.splits, linkage, job.whiten, job.tile)
         k = selection["k"]
     _check_inputs(source, sets, steps.ptr, k, job.splits, linkage, job.threshold, job.holdout)

@@ -460,7 +460,7 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
                              "response of two columns is successes + failures") from None
         if exc.kind == "support":
             remedy = ("choose a family whose support holds it, or drop the row "
-                      "(a NaN there and --missing drop)")
+                      "(a NaN there and --missing drop (missing=\"drop\"))")
             raise InputError(f"{source.label}: {response} row {row}: {exc.what}; {remedy}"
                              ) from None
         raise InputError(f"{source.label}: row {row}: {exc.what}: the IRLS step cannot use it; "

@@ -20,6 +20,7 @@ import fsspec
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 import zarr
 
 import streamlsq
@@ -297,3 +298,71 @@ def test_info_names_the_command_of_a_killed_publications_claim(data, cli, client
         with contextlib.suppress(FileNotFoundError):
             memory.rm("/claim", recursive=True)
 
+
+
+@contextlib.contextmanager
+def _server_to_kill():
+    """A moto server of this test's own, which the test stops mid-write: (endpoint, options,
+    the server's process)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    options = {"key": "testing", "secret": "testing",
+               "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}"}}
+    try:
+        for _ in range(300):
+            with contextlib.suppress(Exception):
+                _fs(options).mkdir("gone")
+                break
+            time.sleep(0.2)
+        yield options, server
+    finally:
+        server.kill()
+        server.wait(timeout=60)
+
+
+def test_an_object_store_that_stops_answering_mid_write_is_one_line(monkeypatch):
+    """W3: the server dying while predict wrote to it was exit 1, `unexpected error
+    (EndpointConnectionError ...)` and ~100 lines of tracebacks; the temporary prefix's
+    removal failing replaced the run's own error."""
+    from streamlsq.errors import OutputError
+    from streamlsq.io.results import atomic_store, write_result
+
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    with _server_to_kill() as (options, server):
+        with pytest.raises(OutputError) as info:
+            with atomic_store("s3://gone/pred.zarr", storage_options=options) as tmp:
+                g = zarr.open_group(tmp, mode="w", zarr_format=3)
+                g.create_array("yhat", shape=(4,), dtype="f8")[:] = 1.0
+                server.kill()
+                server.wait(timeout=60)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("s3://gone/pred.zarr: the object store failed while the result "
+                              "was written (EndpointConnectionError: ")
+    assert message.endswith("nothing was published: remove s3://gone/.pred.zarr.partial-"
+                            f"{message.split('.partial-')[1][:8]} if it remains, and run the "
+                            "command again")
+    with _server_to_kill() as (options, server):
+        ds = xr.Dataset({"coef": ("feature", np.ones(3))})
+        real = s3fs.S3FileSystem._pipe_file
+
+        async def dies(self, *args, **kwargs):  # the server stops after the claim
+            if kwargs.get("mode") != "create":
+                server.kill()
+                server.wait(timeout=60)
+            return await real(self, *args, **kwargs)
+
+        monkeypatch.setattr(s3fs.S3FileSystem, "_pipe_file", dies)
+        with pytest.raises(OutputError, match=r"^s3://gone/fit.zarr: the object store failed "
+                           r"while the result was written \(.*\); nothing was published: an "
+                           "incomplete store left there is replaced by --overwrite, and run "
+                           "the command again$"):
+            write_result(ds, "s3://gone/fit.zarr", storage_options=options)

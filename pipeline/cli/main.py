@@ -6,6 +6,7 @@ names the store, variable and chunk or row at fault.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -81,6 +82,10 @@ class _OneLineErrors(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except SystemExit as exc:
+            if exc.code and args is None:  # the command itself, not a caller in Python
+                _quiet_exit()
+            raise
         except click.UsageError as exc:
             where = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
             click.echo(f"streamlsq: error: {exc.format_message().rstrip('.')}{where}", err=True)
@@ -92,6 +97,23 @@ class _OneLineErrors(click.Group):
             click.echo("streamlsq: error: aborted", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _ignore(*_) -> None:
+    return None
+
+
+def _quiet_exit() -> None:
+    """After the one line of a failure, nothing more on stderr as the interpreter ends: the
+    requests a failed run left pending (an object store that stopped answering) are
+    collected then, and would print their tracebacks ("Exception ignored in ...", "Unclosed
+    client session"). ``--debug`` keeps them."""
+    import logging
+
+    if os.environ.get("STREAMLSQ_DEBUG", "") not in ("", "0") or "--debug" in sys.argv[1:]:
+        return
+    sys.unraisablehook = _ignore
+    logging.disable(logging.CRITICAL)
 
 
 @click.group(cls=_OneLineErrors, context_settings=CONTEXT)

@@ -501,8 +501,9 @@ class RemoteTemporary:
         return self.location.zarr_store()
 
     def close(self) -> None:
-        fs, path = self.location.filesystem()
-        with contextlib.suppress(FileNotFoundError, OSError):
+        # best effort: a store that stopped answering keeps the prefix (named by the error)
+        with contextlib.suppress(Exception):
+            fs, path = self.location.filesystem()
             fs.rm(path, recursive=True)
 
     def __enter__(self) -> RemoteTemporary:

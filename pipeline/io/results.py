@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from streamlsq.errors import InputError
+from streamlsq.errors import InputError, OutputError
 from streamlsq.io.location import Location, locate
 from streamlsq.io.outputs import (
     BESIDE,
@@ -128,6 +128,32 @@ def _unreachable(shown: str, exc: BaseException) -> InputError:
                       "the URL, the credentials and the storage options")
 
 
+#: the libraries that raise the failures of a request to an object store (a vanished endpoint,
+#: a connection reset, an expired token) with types of their own, not OSError
+_STORE_CLIENTS = ("botocore", "aiobotocore", "aiohttp", "s3fs", "gcsfs", "google", "adlfs",
+                  "azure", "fsspec")
+
+
+def remote_failure(exc: BaseException, out: Location, tmp: Location | None
+                   ) -> OutputError | None:
+    """The one-line error for a run writing ``out`` on an object store (through its temporary
+    prefix ``tmp``; None: straight to ``out``) whose store stopped answering; None when
+    ``exc`` is something else."""
+    from streamlsq.errors import RunError
+
+    if isinstance(exc, InputError | RunError):
+        return None
+    if not isinstance(exc, OSError) and \
+            type(exc).__module__.partition(".")[0] not in _STORE_CLIENTS:
+        return None
+    reason = (str(exc).strip().splitlines() or ["no message"])[0][:200]
+    left = (f"remove {tmp.url} if it remains" if tmp is not None else
+            "an incomplete store left there is replaced by --overwrite")
+    return OutputError(f"{out.shown or out.url}: the object store failed while the result was "
+                       f"written ({type(exc).__name__}: {reason}); nothing was published: "
+                       f"{left}, and run the command again")
+
+
 def _check_remote_place(loc: Location, shown: str) -> None:
     """Refuse an output URL that names a bucket (``s3://name.zarr``: a result is a prefix in
     a bucket), or whose folder is an object (``s3://b/notes.txt/fit.zarr``, where
@@ -176,11 +202,17 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
     out = prepare_output(out, overwrite, inputs, storage_options, beside)
     if isinstance(out, Location):
         with RemoteTemporary(out, "partial") as tmp:
-            store = tmp.store
-            yield store
-            _mark_complete(store, list_once=True)
-            consolidate(tmp.location)
-            publish_remote(tmp, out, overwrite)
+            try:
+                store = tmp.store
+                yield store
+                _mark_complete(store, list_once=True)
+                consolidate(tmp.location)
+                publish_remote(tmp, out, overwrite)
+            except Exception as exc:
+                failure = remote_failure(exc, out, tmp.location)
+                if failure is None:
+                    raise
+                raise failure from None
         return
     files = BesideFiles(out, beside or {})
     with OwnedTemporary(out, "partial") as tmp, contextlib.closing(files):
@@ -267,8 +299,14 @@ def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
         _write_dataset(ds, store)
         _mark_complete(store, list_once=True)
         consolidate(store)
-        publish_objects({key: buf.to_bytes() for key, buf in objects.items()}, target,
-                        overwrite)
+        try:
+            publish_objects({key: buf.to_bytes() for key, buf in objects.items()}, target,
+                            overwrite)
+        except Exception as exc:
+            failure = remote_failure(exc, target, None)
+            if failure is None:
+                raise
+            raise failure from None
         return loc
     with atomic_store(out, overwrite, inputs, storage_options, beside) as tmp:
         _write_dataset(ds, tmp)

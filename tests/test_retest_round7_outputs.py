@@ -366,3 +366,24 @@ def test_an_object_store_that_stops_answering_mid_write_is_one_line(monkeypatch)
                            "incomplete store left there is replaced by --overwrite, and run "
                            "the command again$"):
             write_result(ds, "s3://gone/fit.zarr", storage_options=options)
+
+
+@pytest.mark.parametrize("command", [["metalearn", "--k", "2"],
+                                     ["fit", "em", "--k", "2", "--init", "truth"]])
+def test_overwrite_of_a_model_holding_a_users_file_is_refused(tmp_path, cli, client, command):
+    """B2 for the commands that write a model (metalearn, fit em)."""
+    tasks = streamlsq.simulate_mlr(tmp_path / "t.zarr", k=2, d=3, n_light=400, t_light=4,
+                                   n_heavy=20, t_heavy=30, n_light2=50, t_light2=6,
+                                   client=client)
+    out = tmp_path / "model.zarr"
+    first = cli(*command, tasks, "--out", out)
+    assert first.exit_code == 0, first.output
+    (out / NOTE).write_text("my notes")
+    before = snapshot(tmp_path)
+    line = one_line(cli(*command, tasks, "--out", out, "--overwrite"))
+    assert line == (f"streamlsq: error: {out}: holds {NOTE}, which streamlsq did not write; "
+                    "move it or choose another --out")
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    (out / NOTE).unlink()
+    again = cli(*command, tasks, "--out", out, "--overwrite")
+    assert again.exit_code == 0, again.output

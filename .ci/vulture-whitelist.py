@@ -14,6 +14,7 @@ interleaved_figure1
 load_command  # the command line's lazy loader, also checked by tests/test_cli_startup.py
 _.format_commands  # click calls it for --help
 _._repr_markdown_  # IPython shows a study's summary with it
+_.unraisablehook  # sys calls it for an exception it cannot raise (the CLI's quiet exit)
 # scikit-learn's estimator protocol and fitted attributes
 _.multi_output
 _.single_output

@@ -45,6 +45,7 @@ from streamlsq.io.checkpoint import (
     finished_result,
     remove_finished,
 )
+from streamlsq.io.location import locate
 from streamlsq.io.outputs import beside_path, check_apart, reclaim_leftovers
 from streamlsq.io.provenance import provenance
 from streamlsq.io.results import (
@@ -315,6 +316,8 @@ class Run:
     n_workers: int | None = None
     seconds: float = field(default=0.0, init=False)
     passes: int = field(default=0, init=False)
+    #: the inputs opened (:meth:`open_input`), as given: what ``storage_options`` apply to
+    opened: list = field(default_factory=list, init=False, repr=False)
 
     @classmethod
     def split(cls, out, options: dict) -> tuple[Run, dict]:
@@ -358,6 +361,7 @@ class Run:
         else:
             raise ValueError(f"no input of kind {kind!r}: 'stream', 'tasks', 'result' or "
                              "'table'")
+        self.opened.append(data)
         return opener(data, *args, storage_options=self.storage_options, **kwargs)
 
     def execute(self, job: Job) -> xr.Dataset:
@@ -366,6 +370,7 @@ class Run:
         self._check_options(job)
         job.check()
         inputs = job.open(self)
+        self._check_storage_options()
         fingerprint = job.fingerprint()
         if self.resume:  # the run being resumed may have published its result before a kill
             done = job.finished(self, fingerprint)
@@ -403,9 +408,23 @@ class Run:
         for name, value in (("--out", self.out), ("--checkpoint", self.checkpoint)):
             if isinstance(value, str) and not value.strip():  # "" would be the current folder
                 raise InputError(f"{name} is empty: name the path to write")
+        where = locate(self.checkpoint) if self.checkpoint is not None else None
+        if where is not None and where.remote:  # never a folder ./s3:/bucket/... instead
+            raise InputError(f"--checkpoint {where.shown or where.url}: a checkpoint is a local "
+                             "folder (it is locked with flock); name a local path")
         if self.checkpoint is not None and job.checkpoint_kind is None:
             raise InputError(f"{job.name} takes no --checkpoint: it is not resumable")
         job.check_options()
+
+    def _check_storage_options(self) -> None:
+        """Refuse ``storage_options`` when every input and the output are local paths: they
+        apply to URLs only, and would be ignored without a word (as pandas refuses them)."""
+        if not self.storage_options:
+            return
+        places = [loc for loc in map(locate, [*self.opened, self.out]) if loc is not None]
+        if places and not any(loc.remote for loc in places):
+            raise InputError("storage_options apply to URLs (s3://, gs://, memory://...); "
+                             f"{places[0].shown or places[0].url} is a local path")
 
     def _prepare_output(self, job: Job, inputs: list) -> None:
         """The output (with the files beside it) and the checkpoint usable and apart from the

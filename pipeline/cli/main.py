@@ -84,6 +84,10 @@ class _OneLineErrors(click.Group):
         atexit.register(_quiet_shutdown)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except SystemExit as exc:
+            if exc.code and args is None:  # the command itself, not a caller in Python
+                _quiet_exit()
+            raise
         except click.UsageError as exc:
             where = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
             click.echo(f"streamlsq: error: {exc.format_message().rstrip('.')}{where}", err=True)
@@ -103,8 +107,28 @@ def _quiet_shutdown() -> None:
     close it once its event loop has stopped, so the interpreter's shutdown printed
     "Unclosed client session" after every command that wrote to an object store (with
     ``--debug``, they are shown)."""
-    if not _debug():
+    if not _debugging():
         logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+
+
+def _debugging() -> bool:
+    """``--debug`` or STREAMLSQ_DEBUG=1, once the command's context is gone (at its exit)."""
+    return _debug() or "--debug" in sys.argv[1:]
+
+
+def _ignore(*_) -> None:
+    return None
+
+
+def _quiet_exit() -> None:
+    """After the one line of a failure, nothing more on stderr as the interpreter ends: the
+    requests a failed run left pending (an object store that stopped answering) are
+    collected then, and would print their tracebacks ("Exception ignored in ...", "Unclosed
+    client session"). ``--debug`` keeps them."""
+    if _debugging():
+        return
+    sys.unraisablehook = _ignore
+    logging.disable(logging.CRITICAL)
 
 
 @click.group(cls=_OneLineErrors, context_settings=CONTEXT)

@@ -84,11 +84,14 @@ def describe(path: str) -> str:
         )
     elif kind == CONVERTED:
         state = "complete" if g.attrs.get("complete") is True else "INCOMPLETE (interrupted run)"
-        lines.append(f"  {g.attrs.get('n_rows')} rows, one variable per column along 'row'")
+        if g.attrs.get("n_rows") is not None:  # not in the claim of a killed publication
+            lines.append(f"  {g.attrs.get('n_rows')} rows, one variable per column along "
+                         "'row'")
         lines.append(f"  table {g.attrs.get('input')} converted: {state}")
     elif kind == "result":
         state = "complete" if g.attrs.get("complete") is True else "INCOMPLETE (interrupted run)"
-        lines.append(f"  result of {g.attrs.get('method')}: {state}")
+        method = g.attrs.get("method")
+        lines.append(f"  result of {method or 'an unknown command'}: {state}")
     return "\n".join(lines)
 
 

@@ -47,6 +47,8 @@ class Location:
     (True, 's3://bucket/data.zarr', {'anon': True})
     >>> loc.sibling(".data.zarr.partial-1").url
     's3://bucket/.data.zarr.partial-1'
+    >>> locate("memory://data.zarr").sibling(".probe").url
+    'memory://.probe'
     >>> locate("data.zarr").remote
     False
     """
@@ -78,7 +80,11 @@ class Location:
     def sibling(self, name: str) -> Location:
         """The location ``name`` next to this one (same folder or prefix, same options)."""
         if self.remote:
-            return self.with_url(posixpath.join(posixpath.dirname(self.url.rstrip("/")), name))
+            # the folder of a URL at its filesystem's root (memory://fit.zarr) is that root,
+            # not the protocol ("memory:")
+            protocol, _, path = self.url.rstrip("/").partition("://")
+            parent = posixpath.dirname(path)
+            return self.with_url(f"{protocol}://{posixpath.join(parent, name)}")
         return self.with_url(os.path.join(os.path.dirname(self.url), name))
 
     def child(self, *parts: str) -> Location:

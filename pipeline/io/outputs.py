@@ -5,7 +5,9 @@ The rules (``docs/faults.md``):
 - an output (``--out``), a checkpoint folder or a temporary folder never equals,
   contains or lies inside an input store (:func:`check_apart`);
 - ``--overwrite`` replaces only a store streamlsq wrote (:func:`written_by_streamlsq`:
-  its root attributes say so), never a folder or store of the user's;
+  its root attributes say so), never a folder or store of the user's, and only while it
+  holds nothing but what streamlsq wrote there (:func:`check_only_ours`: its metadata and
+  the chunk keys of the arrays it records; a user's file put inside is never removed);
 - a result is built in an *owned temporary* next to its destination
   (:class:`OwnedTemporary`: ``.NAME.partial-XXXXXXXX`` with a sibling
   ``.NAME.partial-XXXXXXXX.owner`` file locked for as long as the run lives) and
@@ -48,6 +50,7 @@ __all__ = [
     "write_file",
     "RemoteTemporary",
     "check_apart",
+    "check_only_ours",
     "check_writable",
     "output_failure",
     "publish",
@@ -122,6 +125,142 @@ def written_by_streamlsq(path) -> bool:
     return (str(attrs.get(WRITTEN_BY, "")).startswith("streamlsq")
             or "streamlsq_version" in attrs
             or str(attrs.get("generator", "")).startswith("streamlsq."))
+
+
+# -- what inside a result store is streamlsq's ------------------------------------------------
+
+
+def _chunk_key_of(meta: dict, key: str) -> bool:
+    """Whether ``key`` (relative to an array) is a chunk key the array of metadata ``meta``
+    (its ``zarr.json``) can hold: its encoding's form, one index per dimension, each within
+    the chunk grid."""
+    shape = meta.get("shape")
+    grid = (meta.get("chunk_grid") or {}).get("configuration") or {}
+    chunks = grid.get("chunk_shape")
+    encoding = meta.get("chunk_key_encoding") or {}
+    name = encoding.get("name", "default")
+    separator = (encoding.get("configuration") or {}).get(
+        "separator", "/" if name == "default" else ".")
+    if not isinstance(shape, list):
+        return False
+    parts = key.split(separator)
+    if name == "default":
+        if parts[0] != "c":
+            return False
+        parts = parts[1:]
+    elif name == "v2" and not shape:
+        return key == "0"
+    else:
+        return False
+    if len(parts) != len(shape) or not all(p.isdigit() for p in parts):
+        return False
+    if not isinstance(chunks, list) or len(chunks) != len(shape):
+        return True  # an irregular grid: the form is all there is to check
+    return all(int(i) < -(-int(n) // max(int(c), 1))
+               for i, n, c in zip(parts, shape, chunks, strict=True))
+
+
+def _claim_chunk_key(key: str) -> bool:
+    """A chunk key of the default encoding under a top-level array (``X/c/0/1``): what a run
+    killed while publishing may have copied before the array's own ``zarr.json``."""
+    parts = key.split("/")
+    return len(parts) >= 2 and parts[1] == "c" and all(p.isdigit() for p in parts[2:])
+
+
+def foreign_entries(keys: Iterable[str], read: Callable[[str], dict | None],
+                    folders: Iterable[str] = ()) -> list[str]:
+    """The entries of a result store that streamlsq did not write, in name order: of its
+    ``keys`` (files or objects, relative to the store, ``/``-separated) those that are not
+    the root ``zarr.json``, the ``zarr.json`` of a node the result records, or a chunk key of
+    one of its arrays; of its ``folders`` (a local store's) those that hold none of these and
+    are no node of it. ``read(key)``: the JSON object stored at ``key``, or None.
+
+    The nodes are those of the root's consolidated metadata, which streamlsq writes last; a
+    store without it (a publication's claim, an interrupted run's) records each node in its
+    own ``zarr.json``, and a claim may hold chunk keys copied before their array's metadata.
+    """
+    keys = set(keys)
+    root = read("zarr.json") or {}
+    consolidated = root.get("consolidated_metadata")
+    nodes = (consolidated or {}).get("metadata") if isinstance(consolidated, dict) else None
+    claim = not isinstance(nodes, dict)
+    if claim:
+        nodes = {}
+        for key in sorted(keys):
+            if key.endswith("/zarr.json") and (meta := read(key)) is not None:
+                nodes[key[:-len("/zarr.json")]] = meta
+    arrays = {path: meta for path, meta in nodes.items()
+              if isinstance(meta, dict) and meta.get("node_type") == "array"}
+    attrs = root.get("attributes") if isinstance(root.get("attributes"), dict) else {}
+    claim = claim and attrs.get("complete") is not True
+
+    def ours(key: str) -> bool:
+        if key == "zarr.json" or (key.endswith("/zarr.json")
+                                  and key[:-len("/zarr.json")] in nodes):
+            return True
+        for path, meta in arrays.items():
+            if key.startswith(path + "/") and _chunk_key_of(meta, key[len(path) + 1:]):
+                return True
+        return claim and _claim_chunk_key(key)
+
+    kept = {key for key in keys if ours(key)}
+    within = set(nodes) | {key.rsplit("/", i)[0] for key in kept
+                           for i in range(1, key.count("/") + 1)}
+    foreign = sorted([key for key in keys if key not in kept]
+                     + [folder for folder in folders if folder not in within])
+    # a folder of the user's is named, not each file in it
+    return [entry for entry in foreign
+            if not any(entry.startswith(other + "/") for other in foreign)]
+
+
+def _local_entries(out: Path) -> tuple[list[str], list[str]]:
+    """The files (and links, which streamlsq never writes in a store) and folders under the
+    local store ``out``, relative and ``/``-separated."""
+    files, folders = [], []
+    for root, dirs, names in os.walk(out):
+        rel = Path(root).relative_to(out)
+        for d in dirs:
+            (files if Path(root, d).is_symlink() else folders).append((rel / d).as_posix())
+        files.extend((rel / n).as_posix() for n in names)
+    return files, folders
+
+
+def _read_local(out: Path) -> Callable[[str], dict | None]:
+    def read(key: str) -> dict | None:
+        path = out / key
+        if path.is_symlink():
+            return None
+        try:
+            value = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+    return read
+
+
+def check_only_ours(out, shown=None, listing: Iterable[str] | None = None) -> None:
+    """Refuse to replace the result store ``out`` (a local path, or a
+    :class:`~streamlsq.io.location.Location` on an object store) that holds anything
+    streamlsq did not write there (:func:`foreign_entries`): ``--overwrite`` removes the
+    whole store, and would take a user's file with it. ``listing``: the store's objects
+    (full paths in its filesystem), when the caller listed them already."""
+    shown = shown or getattr(out, "shown", "") or getattr(out, "url", out)
+    if getattr(out, "remote", False):
+        fs, path = out.filesystem()
+        path = path.rstrip("/")
+        found = list(fs.find(path) if listing is None else listing)
+        keys = [k.rstrip("/")[len(path) + 1:] for k in found
+                if k.rstrip("/").startswith(path + "/")]
+        foreign = foreign_entries(keys, lambda key: out.read_json(key))
+    else:
+        files, folders = _local_entries(Path(out))
+        foreign = foreign_entries(files, _read_local(Path(out)), folders)
+    if not foreign:
+        return
+    more = len(foreign) - 1
+    what = foreign[0] if not more else f"{foreign[0]} and {more} more"
+    raise InputError(f"{shown}: holds {what}, which streamlsq did not write; move "
+                     f"{'them' if more else 'it'} or choose another --out")
 
 
 def check_writable(folder) -> None:
@@ -304,6 +443,8 @@ def publish(tmp: OwnedTemporary, out, overwrite: bool,
     if not ours(out):
         raise InputError(f"{out}: exists and was not written by streamlsq; --overwrite "
                          "replaces only streamlsq's own results: choose another --out")
+    if ours is written_by_streamlsq and out.is_dir():  # a user's file put in since the check
+        check_only_ours(out)
     if _renameat2(tmp.path, out, _RENAME_EXCHANGE):
         return  # the previous result now sits at the temporary path, removed with it
     with OwnedTemporary(out, "old") as trash:
@@ -360,8 +501,9 @@ class RemoteTemporary:
         return self.location.zarr_store()
 
     def close(self) -> None:
-        fs, path = self.location.filesystem()
-        with contextlib.suppress(FileNotFoundError, OSError):
+        # best effort: a store that stopped answering keeps the prefix (named by the error)
+        with contextlib.suppress(Exception):
+            fs, path = self.location.filesystem()
             fs.rm(path, recursive=True)
 
     def __enter__(self) -> RemoteTemporary:
@@ -421,8 +563,10 @@ def _claim_destination(fs, dst: str, root: bytes, out, overwrite: bool,
     is published from (recorded in the claim), None for a result held in memory."""
     meta = json.loads(root)
     claim = dict(meta)
-    claim["attributes"] = {"complete": False, WRITTEN_BY: meta.get("attributes", {}).get(
-        WRITTEN_BY, "streamlsq")}
+    attrs = meta.get("attributes", {})
+    claim["attributes"] = {"complete": False, WRITTEN_BY: attrs.get(WRITTEN_BY, "streamlsq")}
+    if "method" in attrs:  # what `info` names a claim left by a killed run by
+        claim["attributes"]["method"] = attrs["method"]
     if source is not None:
         claim["attributes"]["publishing_from"] = source
     claim.pop("consolidated_metadata", None)
@@ -438,8 +582,10 @@ def _claim_destination(fs, dst: str, root: bytes, out, overwrite: bool,
     if not remote_written_by_streamlsq(out):
         raise InputError(f"{shown}: exists and was not written by streamlsq; --overwrite "
                          "replaces only streamlsq's own results: choose another --out")
+    found = fs.find(dst)
+    check_only_ours(out, shown, found)  # before anything of the earlier result is touched
     fs.pipe_file(f"{dst}/zarr.json", claim_bytes)  # readers now refuse it as incomplete
-    old = [k for k in fs.find(dst) if k.rstrip("/") != f"{dst}/zarr.json"]
+    old = [k for k in found if k.rstrip("/") != f"{dst}/zarr.json"]
     if old:
         fs.rm(old)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import posixpath
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from streamlsq.errors import InputError
+from streamlsq.errors import InputError, OutputError
 from streamlsq.io.location import Location, locate
 from streamlsq.io.outputs import (
     BESIDE,
@@ -28,6 +29,7 @@ from streamlsq.io.outputs import (
     OwnedTemporary,
     RemoteTemporary,
     check_apart,
+    check_only_ours,
     check_remote_writable,
     check_writable,
     output_failure,
@@ -80,7 +82,12 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
                              "written beside a local output only")
         check_apart(loc.url, inputs, "--out")
         shown = loc.shown or loc.url
-        if loc.exists():
+        _check_remote_place(loc, shown)
+        try:
+            found = loc.exists()
+        except Exception as exc:  # an unreachable object store, missing credentials, ...
+            raise _unreachable(shown, exc) from None
+        if found:
             if not overwrite:
                 raise InputError(f"{shown}: already exists; choose another --out or pass "
                                  "--overwrite")
@@ -88,6 +95,7 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
                 raise InputError(f"{shown}: exists and was not written by streamlsq; "
                                  "--overwrite replaces only streamlsq's own results: choose "
                                  "another --out")
+            check_only_ours(loc, shown)
         check_remote_writable(loc)
         return loc
     out = Path(loc.shown or loc.url)
@@ -99,12 +107,73 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
         if not written_by_streamlsq(out):
             raise InputError(f"{out}: exists and was not written by streamlsq; --overwrite "
                              "replaces only streamlsq's own results: choose another --out")
+        check_only_ours(out)
     if not out.parent.exists():
         raise InputError(f"{out.parent}: output folder does not exist")
+    if not out.parent.is_dir():
+        raise InputError(f"{out}: {out.parent.name} is a file, not a folder; choose another "
+                         "--out")
     check_writable(out.parent)
     if beside:
         BesideFiles(out, beside).check(overwrite)
     return out
+
+
+def _unreachable(shown: str, exc: BaseException) -> InputError:
+    reason = (str(exc).strip().splitlines() or ["no message"])[0][:200]
+    if isinstance(exc, PermissionError):
+        return InputError(f"{shown}: cannot write here ({type(exc).__name__}: {reason}); "
+                          "check the credentials or choose another output")
+    return InputError(f"{shown}: cannot be reached ({type(exc).__name__}: {reason}); check "
+                      "the URL, the credentials and the storage options")
+
+
+#: the libraries that raise the failures of a request to an object store (a vanished endpoint,
+#: a connection reset, an expired token) with types of their own, not OSError
+_STORE_CLIENTS = ("botocore", "aiobotocore", "aiohttp", "s3fs", "gcsfs", "google", "adlfs",
+                  "azure", "fsspec")
+
+
+def remote_failure(exc: BaseException, out: Location, tmp: Location | None
+                   ) -> OutputError | None:
+    """The one-line error for a run writing ``out`` on an object store (through its temporary
+    prefix ``tmp``; None: straight to ``out``) whose store stopped answering; None when
+    ``exc`` is something else."""
+    from streamlsq.errors import RunError
+
+    if isinstance(exc, InputError | RunError):
+        return None
+    if not isinstance(exc, OSError) and \
+            type(exc).__module__.partition(".")[0] not in _STORE_CLIENTS:
+        return None
+    reason = (str(exc).strip().splitlines() or ["no message"])[0][:200]
+    left = (f"remove {tmp.url} if it remains" if tmp is not None else
+            "an incomplete store left there is replaced by --overwrite")
+    return OutputError(f"{out.shown or out.url}: the object store failed while the result was "
+                       f"written ({type(exc).__name__}: {reason}); nothing was published: "
+                       f"{left}, and run the command again")
+
+
+def _check_remote_place(loc: Location, shown: str) -> None:
+    """Refuse an output URL that names a bucket (``s3://name.zarr``: a result is a prefix in
+    a bucket), or whose folder is an object (``s3://b/notes.txt/fit.zarr``, where
+    ``notes.txt`` would become both an object and a prefix)."""
+    fs, path = loc.filesystem()
+    path = path.strip("/")
+    protocol = loc.url.partition("://")[0]
+    if fs.root_marker == "" and "/" not in path:  # a filesystem of buckets: S3, GCS, Azure
+        raise InputError(f"{shown}: names a bucket; a result is written inside one: write "
+                         f"{protocol}://BUCKET/NAME")
+    parent = posixpath.dirname(path)
+    if fs.root_marker == "" and "/" not in parent:
+        return  # the bucket itself: reached, or refused, by the probe of check_remote_writable
+    try:
+        is_file = bool(parent) and fs.isfile(fs.root_marker + parent)
+    except Exception as exc:
+        raise _unreachable(shown, exc) from None
+    if is_file:
+        raise InputError(f"{shown}: {posixpath.basename(parent)} is a file, not a folder; "
+                         "choose another --out")
 
 
 @contextlib.contextmanager
@@ -133,11 +202,17 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
     out = prepare_output(out, overwrite, inputs, storage_options, beside)
     if isinstance(out, Location):
         with RemoteTemporary(out, "partial") as tmp:
-            store = tmp.store
-            yield store
-            _mark_complete(store, list_once=True)
-            consolidate(tmp.location)
-            publish_remote(tmp, out, overwrite)
+            try:
+                store = tmp.store
+                yield store
+                _mark_complete(store, list_once=True)
+                consolidate(tmp.location)
+                publish_remote(tmp, out, overwrite)
+            except Exception as exc:
+                failure = remote_failure(exc, out, tmp.location)
+                if failure is None:
+                    raise
+                raise failure from None
         return
     files = BesideFiles(out, beside or {})
     with OwnedTemporary(out, "partial") as tmp, contextlib.closing(files):
@@ -224,8 +299,14 @@ def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
         _write_dataset(ds, store)
         _mark_complete(store, list_once=True)
         consolidate(store)
-        publish_objects({key: buf.to_bytes() for key, buf in objects.items()}, target,
-                        overwrite)
+        try:
+            publish_objects({key: buf.to_bytes() for key, buf in objects.items()}, target,
+                            overwrite)
+        except Exception as exc:
+            failure = remote_failure(exc, target, None)
+            if failure is None:
+                raise
+            raise failure from None
         return loc
     with atomic_store(out, overwrite, inputs, storage_options, beside) as tmp:
         _write_dataset(ds, tmp)

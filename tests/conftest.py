@@ -62,6 +62,32 @@ def moto_server(env=None):
         server.wait(timeout=60)
 
 
+#: the bucket of the :func:`s3` fixture
+S3_BUCKET = "streamlsq-test"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """An S3 server on loopback (moto's, one per test module), the bucket
+    :data:`S3_BUCKET`, and the storage options that reach it: (endpoint, options)."""
+    s3fs = pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    with moto_server() as endpoint:
+        options = {"key": "testing", "secret": "testing",
+                   "client_kwargs": {"endpoint_url": endpoint}}
+        s3fs.S3FileSystem(**options).mkdir(S3_BUCKET)
+        yield endpoint, options
+
+
+def s3_filesystem(options):
+    """The S3 filesystem of ``options``, its listings read afresh."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**options)
+    fs.invalidate_cache()
+    return fs
+
+
 @pytest.fixture(scope="session")
 def client():
     from distributed import Client, LocalCluster

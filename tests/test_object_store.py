@@ -23,29 +23,13 @@ import zarr
 import streamlsq
 from streamlsq import InputError, open_result
 
-from conftest import lstsq
+from conftest import S3_BUCKET, lstsq, s3_filesystem
 from conftest import moto_server as _moto_server
 
 pytest.importorskip("moto.server")
 s3fs = pytest.importorskip("s3fs")
 
-BUCKET = "streamlsq-test"
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """An S3 server on loopback, a bucket, and the options that reach it."""
-    with _moto_server() as endpoint:
-        options = {"key": "testing", "secret": "testing",
-                   "client_kwargs": {"endpoint_url": endpoint}}
-        s3fs.S3FileSystem(**options).mkdir(BUCKET)
-        yield endpoint, options
-
-
-def _fs(options):
-    fs = s3fs.S3FileSystem(**options)
-    fs.invalidate_cache()
-    return fs
+BUCKET = S3_BUCKET
 
 
 def _store(url, options):
@@ -53,7 +37,7 @@ def _store(url, options):
 
 
 def _leftovers(options, prefix=""):
-    return [k for k in _fs(options).find(f"{BUCKET}/{prefix}") if ".partial-" in k]
+    return [k for k in s3_filesystem(options).find(f"{BUCKET}/{prefix}") if ".partial-" in k]
 
 
 def test_fit_on_both_engines_reads_and_writes_s3(s3, client, tmp_path):
@@ -180,11 +164,11 @@ def test_a_concurrent_publication_is_refused_by_the_conditional_write(s3):
         g.attrs.update({"complete": True, "written_by": "streamlsq test"})
         g.create_array("a", shape=(3,), dtype="float64")[...] = 1.0
         # another run claims the destination between this run's check and its publication
-        _fs(options).pipe_file(f"{BUCKET}/race.zarr/zarr.json",
+        s3_filesystem(options).pipe_file(f"{BUCKET}/race.zarr/zarr.json",
                                b'{"zarr_format": 3, "node_type": "group", "attributes": {}}')
         with pytest.raises(OutputError, match="another run published a result here"):
             publish_remote(tmp, out, overwrite=False)
-    assert _fs(options).find(f"{BUCKET}/race.zarr") == [f"{BUCKET}/race.zarr/zarr.json"]
+    assert s3_filesystem(options).find(f"{BUCKET}/race.zarr") == [f"{BUCKET}/race.zarr/zarr.json"]
     assert _leftovers(options, "race") == []
 
 
@@ -252,7 +236,7 @@ def _make_inputs(folder, seed: int, client) -> None:
 
 
 def _upload(folder, options) -> None:
-    fs = _fs(options)
+    fs = s3_filesystem(options)
     for path in sorted(folder.iterdir()):
         fs.put(str(path), f"{BUCKET}/inputs/{path.name}", recursive=path.is_dir())
     fs.invalidate_cache()

@@ -26,13 +26,13 @@ import zarr
 import streamlsq
 from streamlsq import InputError, open_result
 
-from conftest import moto_server, one_line
+from conftest import S3_BUCKET, moto_server, one_line, s3_filesystem
 from faultkit import leftovers, snapshot
 
 s3fs = pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
 
-BUCKET = "round7"
+BUCKET = S3_BUCKET
 NOTE = "MY-NOTES.txt"
 
 
@@ -45,25 +45,9 @@ def data(tmp_path, client):
     return path
 
 
-@pytest.fixture(scope="module")
-def s3():
-    """An S3 server on loopback with a bucket; the options that reach it."""
-    with moto_server() as endpoint:
-        options = {"key": "testing", "secret": "testing",
-                   "client_kwargs": {"endpoint_url": endpoint}}
-        s3fs.S3FileSystem(**options).mkdir(BUCKET)
-        yield endpoint, options
-
-
-def _fs(options):
-    fs = s3fs.S3FileSystem(**options)
-    fs.invalidate_cache()
-    return fs
-
-
 def _listing(options, prefix=""):
     """Every object of the bucket under ``prefix`` with its bytes."""
-    fs = _fs(options)
+    fs = s3_filesystem(options)
     return {key: fs.cat_file(key) for key in fs.find(f"{BUCKET}/{prefix}")}
 
 
@@ -192,7 +176,7 @@ def test_overwrite_on_s3_of_a_result_holding_a_users_object_is_refused(s3, data,
     endpoint, options = s3
     out = f"s3://{BUCKET}/fit.zarr"
     streamlsq.fit_stream(data, "kf4lls", out=out, storage_options=options, client=client)
-    _fs(options).pipe_file(f"{BUCKET}/fit.zarr/{NOTE}", b"my notes")
+    s3_filesystem(options).pipe_file(f"{BUCKET}/fit.zarr/{NOTE}", b"my notes")
     before = _listing(options)
     with pytest.raises(InputError) as info:
         streamlsq.fit_stream(data, "rls", out=out, overwrite=True, storage_options=options,
@@ -200,7 +184,7 @@ def test_overwrite_on_s3_of_a_result_holding_a_users_object_is_refused(s3, data,
     assert str(info.value) == (f"{out}: holds {NOTE}, which streamlsq did not write; move it "
                                "or choose another --out")
     assert _listing(options) == before
-    _fs(options).rm_file(f"{BUCKET}/fit.zarr/{NOTE}")
+    s3_filesystem(options).rm_file(f"{BUCKET}/fit.zarr/{NOTE}")
     streamlsq.fit_stream(data, "rls", out=out, overwrite=True, storage_options=options,
                          client=client)
     assert open_result(out, storage_options=options).attrs["method"] == "rls"
@@ -210,7 +194,7 @@ def test_an_output_url_in_the_wrong_place_is_refused_on_s3(s3, data, client):
     """W5: an output under a user's object made it an object and a prefix; a bucket-only URL
     named a bucket of its own."""
     endpoint, options = s3
-    _fs(options).pipe_file(f"{BUCKET}/notes.txt", b"my notes")
+    s3_filesystem(options).pipe_file(f"{BUCKET}/notes.txt", b"my notes")
     before = _listing(options)
     cases = {f"s3://{BUCKET}/notes.txt/new.zarr": f"s3://{BUCKET}/notes.txt/new.zarr: "
              "notes.txt is a file, not a folder; choose another --out",
@@ -222,7 +206,7 @@ def test_an_output_url_in_the_wrong_place_is_refused_on_s3(s3, data, client):
                                  client=client)
         assert str(info.value) == message
     assert _listing(options) == before
-    assert _fs(options).ls("") == [BUCKET]
+    assert s3_filesystem(options).ls("") == [BUCKET]
 
 
 def test_an_unreachable_output_endpoint_is_one_line(tmp_path, cli, data, monkeypatch):
@@ -254,14 +238,14 @@ def test_a_wrong_secret_for_the_output_names_the_credentials(tmp_path, cli, data
              "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
         good = {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"],
                 "client_kwargs": {"endpoint_url": endpoint}}
-        _fs(good).mkdir("auth")
+        s3_filesystem(good).mkdir("auth")
         monkeypatch.setitem(fsspec.config.conf, "s3", {
             "endpoint_url": endpoint, "key": key["AccessKeyId"], "secret": "wrong"})
         line = one_line(cli("fit", "kf4lls", data, "--out", "s3://auth/fit.zarr"))
         assert line == ("streamlsq: error: s3://auth/fit.zarr: cannot write here "
                         "(PermissionError: Forbidden); check the credentials or choose "
                         "another output")
-        assert _fs(good).find("auth") == []
+        assert s3_filesystem(good).find("auth") == []
 
 
 def test_info_names_the_command_of_a_killed_publications_claim(data, cli, client,
@@ -319,7 +303,7 @@ def _server_to_kill():
     try:
         for _ in range(300):
             with contextlib.suppress(Exception):
-                _fs(options).mkdir("gone")
+                s3_filesystem(options).mkdir("gone")
                 break
             time.sleep(0.2)
         yield options, server

@@ -19,6 +19,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import test_retest_round5 as round5
 import zarr
 from test_retest_round5 import DAMAGED, _copy, _frame
 
@@ -28,20 +29,8 @@ from streamlsq import InputError
 from conftest import one_line
 from faultkit import leftovers, snapshot
 
-
-@pytest.fixture(scope="module")
-def fitted(tmp_path_factory, client):
-    """A formula fit and a Poisson GLM of a table, and new rows without the responses."""
-    root = tmp_path_factory.mktemp("fitted")
-    frame = _frame()
-    frame.to_parquet(root / "t.parquet", row_group_size=20)
-    frame.drop(columns=["y", "k"]).to_csv(root / "new.csv", index=False)
-    streamlsq.fit_stream(root / "t.parquet", formula="y ~ x1 + x2 + C(g)",
-                         out=root / "fit.zarr", client=client, progress=False)
-    streamlsq.fit_glm(root / "t.parquet", formula="k ~ x1 + C(g)", family="poisson",
-                      out=root / "glm.zarr", client=client, progress=False)
-    return root
-
+#: the fits of round 5's table (a formula fit, a Poisson GLM, new rows), its fixture
+fitted = round5.fitted
 
 # -- 1. a result's formula or levels edited ---------------------------------------------------
 

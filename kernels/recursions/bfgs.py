@@ -153,6 +153,25 @@ def _binary_labels(Y: np.ndarray, row_offset: int = 0) -> np.ndarray:
     return Y == 1
 
 
+def _line_search_cut(X, B, E, P, XP) -> float:
+    """The relative singular value of Xp below which the K×K line search takes a direction
+    as dependent on the others: the rounding Xp = X·(B·(XᵀE)) carries, relative to its
+    size, ε·‖X‖(‖B‖‖X‖‖E‖ + ‖P‖)/‖XP‖ (the error bound of the products, norm-wise), and
+    never below lstsq's own max(m, K)·ε. Two columns of Xp that differ by less are the same
+    direction: a step along their difference would be that rounding divided by its
+    singular value (identical targets drifted apart, from 1e-16 to 3e-5 in three blocks,
+    where a ratio of 9e-15 passed lstsq's cut)."""
+    eps = float(np.finfo(X.dtype).eps)
+    size = float(np.linalg.norm(XP))
+    floor = eps * max(XP.shape)
+    if size == 0.0:
+        return floor
+    nX = float(np.linalg.norm(X))
+    bound = eps * nX * (float(np.linalg.norm(B)) * nX * float(np.linalg.norm(E))
+                        + float(np.linalg.norm(P))) / size
+    return max(floor, bound)
+
+
 def balanced_rates(Y, rate: float, n_positive=None, n_negative=None) -> np.ndarray:
     """Per-example, per-target rates A (n, K): α_r·n/m for positives, α_r·p/m for negatives.
 
@@ -341,9 +360,10 @@ class IncrementalBFGS(Recursion):
                 alpha = float((XP * E).sum()) / curv if curv > 0 else 0.0
                 dW = alpha * P
             else:
-                # K×K line search: argmin_M ‖E − (X p) M‖_F, by least squares (handles
-                # a singular pᵀXᵀXp, e.g. identical target columns, by the min-norm M)
-                M = np.linalg.lstsq(X @ P, E, rcond=None)[0]
+                # K×K line search: argmin_M ‖E − (X p) M‖_F, by least squares, the min-norm
+                # M where pᵀXᵀXp is singular (identical target columns)
+                XP = X @ P
+                M = np.linalg.lstsq(XP, E, rcond=_line_search_cut(X, B, E, P, XP))[0]
                 dW = P @ M
         XdW = X @ dW
         z = X.T @ XdW  # (2.6)

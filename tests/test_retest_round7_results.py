@@ -337,3 +337,35 @@ def test_new_rows_without_the_fits_exposure_or_offset_are_refused_naming_it(tmp_
                          "variable too"), line
     assert "--x" not in line
     assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+# -- round 8: the labels of a fit of named variables edited -------------------------------------
+
+@pytest.mark.parametrize("edit", ["labels", "x_variables"])
+def test_a_variables_fit_whose_labels_or_x_variables_were_edited_is_refused(fitted, tmp_path,
+                                                                            cli, edit):
+    """Re-test round 8 (B2): a fit of --x x1,x2 whose coefficient labels were swapped passed
+    info --check, and predict --x x2,x1 then applied each coefficient to the other column
+    (exit 0, predictions off by up to 211 %). The labels are now checked against the
+    attribute x_variables, as a formula fit's are against its formula."""
+    fit = tmp_path / "fit.zarr"
+    streamlsq.fit_stream(fitted / "t.parquet", x=["x1", "x2"], y="y", fit_intercept=True,
+                         out=fit, progress=False)
+    assert cli("info", "--check", fit).exit_code == 0  # as fitted: consistent
+    g = zarr.open_group(str(fit), mode="r+")
+    if edit == "labels":
+        for name in ("feature", "feature2"):
+            g[name][:] = np.array(["intercept", "x2", "x1"], dtype=g[name].dtype)
+        said = "labelled ['x2', 'x1'], but its attribute x_variables says ['x1', 'x2']"
+    else:
+        g.attrs["x_variables"] = json.dumps(["x2", "x1"])
+        said = "labelled ['x1', 'x2'], but its attribute x_variables says ['x2', 'x1']"
+    zarr.consolidate_metadata(str(fit))
+    before = snapshot(tmp_path)
+    for args in (("info", "--check", fit),
+                 ("predict", fit, fitted / "new.csv", "--x", "x2,x1", "--out",
+                  tmp_path / "p.zarr")):
+        line = one_line(cli(*args))
+        assert f"{fit}: its coefficients are {said}: one of them was edited since the fit; " \
+               "the result is damaged: compute it again" in line, line
+    assert snapshot(tmp_path) == before

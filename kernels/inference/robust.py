@@ -290,13 +290,18 @@ def robust_statistics(fac: RegressionFactor, meat: np.ndarray | None, cov_type: 
                pvalues=two_sided_pvalues(tvalues, None, False),
                conf_int_lower=fac.coef - q * bse, conf_int_upper=fac.coef + q * bse,
                use_t=False, cov_type=cov_type)
-    out["fvalue"], out["f_pvalue"] = _slopes_wald(fac, cov, df_denom, constant)
+    out["fvalue"], out["f_pvalue"] = _slopes_wald(fac, cov, df_denom, constant,
+                                                  definite=two_way is None)
     return out
 
 
-def _slopes_wald(fac, cov, df_denom, constant) -> tuple[np.ndarray, np.ndarray]:
+def _slopes_wald(fac, cov, df_denom, constant, *, definite: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """statsmodels' robust F: the Wald test that every coefficient but the constant is 0
-    (NaN when the constant is implicit, or when there is no other coefficient)."""
+    (NaN when the constant is implicit, or when there is no other coefficient).
+    ``definite=False`` (two-way clusters): the covariance may be indefinite in the slopes,
+    and the test is statsmodels' all the same; NaN (undefined) where it is singular there,
+    a difference of covariances that cancelled, not a fault of the rows."""
     k, K = fac.coef.shape
     span = constant_in_span(fac, constant)
     keep = [j for j in range(k) if j != span.index]
@@ -305,8 +310,10 @@ def _slopes_wald(fac, cov, df_denom, constant) -> tuple[np.ndarray, np.ndarray]:
     restriction = np.eye(k)[keep]
     try:
         tests = [wald_test(fac.coef[:, t], cov[:, :, t], restriction, np.zeros(len(keep)),
-                           df_denom) for t in range(K)]
+                           df_denom, definite=definite) for t in range(K)]
     except ValueError:  # R V Rᵀ singular: wald_test's only refusal once the shapes agree
+        if not definite:
+            return np.full(K, np.nan), np.full(K, np.nan)
         raise SingularCovarianceError(
             "the robust covariance is singular in the slopes: a coefficient that a single "
             "row (of leverage 1) or a single group alone identifies has no robust standard "

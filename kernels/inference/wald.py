@@ -11,9 +11,11 @@ refused.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg as sla
 
 from streamlsq.kernels.inference._distributions import fisher_f_sf
 from streamlsq.kernels.linalg import SingularMatrixError, spd_solve
@@ -32,9 +34,23 @@ class WaldTest:
     df_denom: float
 
 
-def wald_test(coef, cov, restrictions, q, df_denom) -> WaldTest:
+def _symmetric_solve(A, b):
+    """A⁻¹b for a symmetric A of any signs (LDLᵀ with Bunch–Kaufman pivoting), refused as
+    :class:`SingularMatrixError` when A is singular by the reciprocal condition number."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sla.LinAlgWarning)  # ill-conditioned: singular
+            return sla.solve(A, b, assume_a="sym", check_finite=False)
+    except (np.linalg.LinAlgError, sla.LinAlgWarning):
+        raise SingularMatrixError("R V Rᵀ is singular", rank=0, size=A.shape[0]) from None
+
+
+def wald_test(coef, cov, restrictions, q, df_denom, *, definite: bool = True) -> WaldTest:
     """The F test of ``restrictions`` (J, k) · ψ = ``q`` (J,) for coefficients ``coef``
-    (k,) of covariance ``cov`` (k, k).
+    (k,) of covariance ``cov`` (k, k). ``definite=False``: ``cov`` need not be positive
+    semi-definite (a two-way cluster covariance, V_A + V_B − V_A∩B): R V Rᵀ is solved
+    with by a symmetric indefinite factorisation (Bunch–Kaufman), as statsmodels'
+    ``wald_test`` inverts it whatever its signs; the F statistic may then be negative.
 
     Examples
     --------
@@ -53,8 +69,12 @@ def wald_test(coef, cov, restrictions, q, df_denom) -> WaldTest:
                          f"{restrictions.shape} and {q.shape}")
     diff = restrictions @ coef - q
     middle = restrictions @ np.asarray(cov, np.float64) @ restrictions.T
+    middle = 0.5 * (middle + middle.T)
     try:
-        quadratic = float(diff @ spd_solve(0.5 * (middle + middle.T), diff))
+        if definite:
+            quadratic = float(diff @ spd_solve(middle, diff))
+        else:
+            quadratic = float(diff @ _symmetric_solve(middle, diff))
     except SingularMatrixError:
         raise ValueError("the restrictions are linearly dependent (R V Rᵀ is singular): "
                          "drop the ones the others imply") from None

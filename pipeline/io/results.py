@@ -410,7 +410,10 @@ def check_formula_labels(attrs: dict, label: str, features: list | None,
     from streamlsq.kernels.recursions.registry import RECURSIONS
 
     formula = attrs.get("formula")
-    if not isinstance(formula, str) or not formula or features is None:
+    if features is None:
+        return
+    if not isinstance(formula, str) or not formula:
+        _check_variable_labels(attrs, label, [str(v) for v in features])
         return
     method = str(attrs.get("method", ""))
     if method in RECURSIONS and RECURSIONS.declaration(method).intercept_kind == "basis":
@@ -449,6 +452,31 @@ def check_formula_labels(attrs: dict, label: str, features: list | None,
         raise InputError(f"{label}: its attribute formula ({formula!r}) makes the response "
                          f"{_listed(list(responses))}, but its targets are {_listed(fitted)}: "
                          f"the attribute was edited since the fit; {_DAMAGED}")
+
+
+def _check_variable_labels(attrs: dict, label: str, stored: list[str]) -> None:
+    """Refuse a fit of several 1-D feature variables (``--x a,b,c``) whose coefficients'
+    labels are not those variables in their order (the intercept aside): a label or the
+    attribute ``x_variables`` edited since the fit, which would apply each coefficient to
+    another column of new rows. Labels that name none of the variables (the basis
+    functions of the IRMA family, a 2-D X's coordinate) are not the variables' and pass."""
+    import json
+
+    try:
+        names = json.loads(attrs.get("x_variables") or "[]")
+    except ValueError:
+        return  # checked with the other kept attributes
+    if not isinstance(names, list) or len(names) < 2:
+        return
+    names = [str(n) for n in names]
+    kept = stored
+    if len(stored) == len(names) + 1 and stored[0] in ("intercept", "Intercept"):
+        kept = stored[1:]
+    if not set(kept) & set(names) or kept == names:
+        return
+    raise InputError(f"{label}: its coefficients are labelled {_listed(kept)}, but its "
+                     f"attribute x_variables says {_listed(names)}: one of them was edited "
+                     f"since the fit; {_DAMAGED}")
 
 
 def _listed(names: list) -> str:

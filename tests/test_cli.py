@@ -83,3 +83,17 @@ def test_installed_console_script(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         f"streamlsq: error: {tmp_path / 'none.zarr'}: no such store"]
+
+
+def test_a_reader_that_stops_reading_is_not_a_failure(tmp_path):
+    """``streamlsq info R | head -1`` (re-test round 8, I1) ended with exit 2 and
+    ``input/output error (BrokenPipeError)``; a closed output now ends the command quietly,
+    as other command-line tools do. The reading end is closed before the command writes."""
+    xr.Dataset({"X": (("sample", "feature"), np.ones((4, 2))),
+                "y": (("sample",), np.ones(4))}).to_zarr(tmp_path / "s.zarr", zarr_format=3)
+    proc = subprocess.Popen([sys.executable, "-m", "streamlsq.cli", "info",
+                             str(tmp_path / "s.zarr")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == "", err

@@ -122,9 +122,9 @@ def test_the_command_line_refuses_another_correction_in_one_line(grunfeld, cli, 
 
 OPTION_REFUSALS = [
     ({"cov_type": "HAC", "maxlags": 2, "use_correction": "cluster"},
-     "use_correction='cluster' goes with cov_type='hac-panel'"),
+     "--use-correction cluster (use_correction='cluster') goes with --cov-type hac-panel"),
     ({"cov_type": "hac-groupsum", "time": "t", "maxlags": 2, "use_correction": "hac"},
-     "use_correction='hac' goes with cov_type='hac-panel'"),
+     "--use-correction hac (use_correction='hac') goes with --cov-type hac-panel"),
     ({"cov_type": "hac-panel", "groups": "g", "maxlags": 2, "use_correction": "both"},
      "use_correction must be"),
     ({"cov_type": "hac-panel", "groups": "g"},

@@ -274,3 +274,40 @@ def test_a_checkpoint_of_another_kind_of_run_is_refused_and_kept(tasks, tmp_path
     assert line.endswith(f"{mck}: the checkpoint of a 'metalearn' run, not of 'em'; choose "
                          "another --checkpoint, or remove it"), line
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("given, named", [
+    (("--step", "1"), "--step applies"),
+    (("--x", "X"), "--x applies"),
+    (("--sample-dim", "row", "--step", "2"), "--sample-dim, --step apply"),
+])
+def test_predict_refuses_a_stream_fits_options_for_a_model(tasks, tmp_path, cli, given,
+                                                           named):
+    """Re-test round 8 (M2, M3): --step and --x with a meta-learned model were ignored
+    (the output bit for bit a run's without them)."""
+    before = snapshot(tmp_path)
+    line = one_line(cli("predict", tasks / "m.zarr", tasks / "tasks.zarr", "--out",
+                        tmp_path / "p.zarr", *given))
+    assert line.endswith(f"m.zarr: {named} to a stream fit's rows, not to a meta-learned "
+                         "model's tasks"), line
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("given, named", [
+    (("--holdout", "5"), "--holdout applies"),
+    (("--estimator", "map", "--yhat"), "--estimator, --yhat apply"),
+    (("--chunk-tasks", "3"), "--chunk-tasks applies"),
+])
+def test_predict_refuses_a_models_options_for_a_stream_fit(tmp_path, cli, client, given,
+                                                           named):
+    """Re-test round 8 (P3-P7): the multi-task options with a stream fit were ignored."""
+    rows = xr.Dataset({"x": ("row", np.arange(30.0)), "y": ("row", 2.0 * np.arange(30.0))})
+    rows.to_zarr(tmp_path / "rows.zarr", zarr_format=3)
+    streamlsq.fit_stream(tmp_path / "rows.zarr", x="x", y="y", sample_dim="row",
+                         out=tmp_path / "fit.zarr", client=client, progress=False)
+    before = snapshot(tmp_path)
+    line = one_line(cli("predict", tmp_path / "fit.zarr", tmp_path / "rows.zarr", "--out",
+                        tmp_path / "p.zarr", *given))
+    assert line.endswith(f"fit.zarr: {named} to a meta-learned model's tasks, not to a "
+                         "stream fit's rows"), line
+    assert snapshot(tmp_path) == before

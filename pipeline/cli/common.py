@@ -121,6 +121,12 @@ def _friendly_errors(fn):
             _fail(str(exc), 1, debug)
         except KeyboardInterrupt:
             _fail("interrupted", 130, debug)
+        except BrokenPipeError:
+            # the reader of the output went away (streamlsq info R | head): not a failure;
+            # the rest of the output goes nowhere, and the interpreter does not complain
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(0)
         except Exception as exc:
             from streamlsq.runtime.client import cluster_failure
 

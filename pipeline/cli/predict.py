@@ -58,6 +58,8 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
     from streamlsq.prediction import applies_to_rows, predict_rows
 
     if applies_to_rows(model, x=stream.get("x"), y=stream.get("y")):
+        _refuse_given(model, ("estimator", "holdout", "yhat", "new_rows", "chunk_tasks"),
+                      "a meta-learned model's tasks, not to a stream fit's rows")
         with _client(scheduler, n_workers, memory_limit) as client:
             ds = predict_rows(model, tasks, out=out, overwrite=overwrite, client=client,
                               **stream)
@@ -75,6 +77,8 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
 
         raise InputError(f"{model}: --intervals and --alpha apply to a least-squares stream "
                          "fit, not to a meta-learned model")
+    _refuse_given(model, ("x", "y", "sample_dim", "step"),
+                  "a stream fit's rows, not to a meta-learned model's tasks")
     with _client(scheduler, n_workers, memory_limit, data=tasks) as client:
         ds = run(model, tasks, out=out, overwrite=overwrite, client=client, **tasks_options)
     line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {ds.attrs['estimator']}"
@@ -86,3 +90,20 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
     if new_rows is not None:
         line += f"; new_yhat for {ds.sizes['new_row']} rows of {new_rows}"
     click.echo(line)
+
+
+def _refuse_given(model, names: tuple[str, ...], applies: str) -> None:
+    """Refuse the options among ``names`` that the command line was given (not left at
+    their defaults) but that the prediction of ``model``'s kind does not read: they used to
+    be ignored without a word."""
+    from click.core import ParameterSource
+
+    from streamlsq.errors import InputError
+
+    ctx = click.get_current_context()
+    given = [p for p in ctx.command.params if p.name in names
+             and ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
+    if given:
+        flags = ", ".join(p.opts[0] for p in given)
+        raise InputError(f"{model}: {flags} appl{'ies' if len(given) == 1 else 'y'} to "
+                         f"{applies}")

@@ -154,11 +154,13 @@ _HAC_RULES = [
     Rule("cov_type", "hac-groupsum", excludes=("groups",),
          message="--time VAR (hac-groupsum) does not go with --groups VAR (cluster)"),
     Rule("use_correction", "hac", needs={"cov_type": "hac-panel"},
-         message="use_correction='hac' goes with cov_type='hac-panel' (HAC and hac-groupsum "
-                 "take True or False)"),
+         message="--use-correction hac (use_correction='hac') goes with --cov-type "
+                 "hac-panel; HAC and hac-groupsum take --use-correction alone or "
+                 "--no-use-correction (True or False)"),
     Rule("use_correction", "cluster", needs={"cov_type": "hac-panel"},
-         message="use_correction='cluster' goes with cov_type='hac-panel' (HAC and "
-                 "hac-groupsum take True or False)"),
+         message="--use-correction cluster (use_correction='cluster') goes with --cov-type "
+                 "hac-panel; HAC and hac-groupsum take --use-correction alone or "
+                 "--no-use-correction (True or False)"),
     # a switch no covariance reads would be ignored without a word (False is "given" too)
     Rule("use_correction", True, needs={"cov_type": _WITH_LAGS},
          message="--use-correction goes with --cov-type HAC, hac-groupsum or hac-panel"),

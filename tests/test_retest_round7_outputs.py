@@ -371,3 +371,17 @@ def test_overwrite_of_a_model_holding_a_users_file_is_refused(tmp_path, cli, cli
     (out / NOTE).unlink()
     again = cli(*command, tasks, "--out", out, "--overwrite")
     assert again.exit_code == 0, again.output
+
+
+def test_overwrite_through_a_link_to_a_result_is_refused(data, tmp_path, cli):
+    """Re-test round 8 (OV6): --out a symbolic link to a streamlsq result, with --overwrite,
+    replaced the user's link with a folder (and left the old result where it pointed)."""
+    target = tmp_path / "target.zarr"
+    assert cli("fit", "kf4lls", data, "--out", target).exit_code == 0
+    link = tmp_path / "link.zarr"
+    link.symlink_to(target)
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "kf4lls", data, "--out", link, "--overwrite"))
+    assert line.endswith(f"{link}: is a symbolic link; streamlsq never writes through or "
+                         "over a link: give the path it points to, or choose another --out")
+    assert snapshot(tmp_path) == before and link.is_symlink()

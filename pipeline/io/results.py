@@ -104,6 +104,10 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
     if os.path.lexists(out):
         if not overwrite:
             raise InputError(f"{out}: already exists; choose another --out or pass --overwrite")
+        if out.is_symlink():  # the link is the user's, whatever it points to
+            raise InputError(f"{out}: is a symbolic link; streamlsq never writes through or "
+                             "over a link: give the path it points to, or choose another "
+                             "--out")
         if not written_by_streamlsq(out):
             raise InputError(f"{out}: exists and was not written by streamlsq; --overwrite "
                              "replaces only streamlsq's own results: choose another --out")

@@ -311,3 +311,19 @@ def test_predict_refuses_a_models_options_for_a_stream_fit(tmp_path, cli, client
     assert line.endswith(f"fit.zarr: {named} to a meta-learned model's tasks, not to a "
                          "stream fit's rows"), line
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("given, wanted", [
+    (("--init", "truth", "--scale", "0.5"), "--scale goes with --init perturbed"),
+    (("--init", "random", "--scale", "0.3"), "--scale goes with --init perturbed"),
+    (("--init", "truth", "--seed", "7"), "--seed goes with --init perturbed or random"),
+])
+def test_em_refuses_a_start_option_its_start_does_not_read(tasks, tmp_path, cli, given,
+                                                           wanted):
+    """Re-test round 8 (M5, M6): fit em --init truth with --scale or --seed (and --init
+    random with --scale) gave a model bit for bit a run's without them."""
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "em", tasks / "tasks.zarr", "--out", tmp_path / "e.zarr",
+                        "--k", 2, *given))
+    assert wanted in line, line
+    assert snapshot(tmp_path) == before

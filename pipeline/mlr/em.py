@@ -44,7 +44,7 @@ from streamlsq.io.tasks import (
 )
 from streamlsq.jobs import Context, Job, Run, RunOptions
 from streamlsq.kernels import mlr
-from streamlsq.options.mlr import EM, INITS
+from streamlsq.options.mlr import EM, EM_DEFAULT_SCALE, INITS
 from streamlsq.runtime.reduce import (
     fold_units,
     map_chunks,
@@ -101,10 +101,10 @@ def fit_em(
     *,
     out: str | os.PathLike | None = None,
     init: str = "perturbed",
-    scale: float = 0.5,
+    scale: float | None = None,
     iterations: int = 100,
     tol: float = 1e-8,
-    seed: int = 0,
+    seed: int | None = None,
     chunk_tasks: int = CHUNK_TASKS,
     cache_bytes: int | None = None,
     group: str | None = None,
@@ -158,14 +158,25 @@ class EMFit(Job):
     k: int
     group: str | None = None
     init: str = "perturbed"
-    scale: float = 0.5
+    scale: float | None = None
     iterations: int = 100
     tol: float = 1e-8
-    seed: int = 0
+    seed: int | None = None
     chunk_tasks: int = CHUNK_TASKS
     cache_bytes: int | None = None
 
     options = EM
+
+    @property
+    def start_scale(self) -> float:
+        """The perturbation's relative size (not given: the declared default)."""
+        return EM_DEFAULT_SCALE if self.scale is None else float(self.scale)
+
+    @property
+    def start_seed(self) -> int:
+        """The seed of the initialisation (not given: 0)."""
+        return 0 if self.seed is None else int(self.seed)
+
     name = "em"
     checkpoint_kind = "em"
     checkpoint_variables = TASK_VARIABLES
@@ -192,13 +203,13 @@ class EMFit(Job):
 
     def fingerprint(self) -> dict:
         return {"input": task_input_identity(self.source), "k": int(self.k),
-                "init": self.init, "scale": float(self.scale), "iterations": self.iterations,
-                "tol": float(self.tol), "seed": int(self.seed), "chunk_tasks": self.chunk_tasks}
+                "init": self.init, "scale": self.start_scale, "iterations": self.iterations,
+                "tol": float(self.tol), "seed": self.start_seed, "chunk_tasks": self.chunk_tasks}
 
     def parameters(self) -> dict:
-        return {"k": int(self.k), "init": self.init, "scale": float(self.scale),
+        return {"k": int(self.k), "init": self.init, "scale": self.start_scale,
                 "iterations": int(self.iterations), "tol": float(self.tol),
-                "seed": int(self.seed), "chunk_tasks": int(self.chunk_tasks)}
+                "seed": self.start_seed, "chunk_tasks": int(self.chunk_tasks)}
 
     def compute(self, ctx: Context) -> xr.Dataset:
         ptr = self.source.task_ptr()
@@ -246,8 +257,8 @@ def _start_values(job: EMFit, ctx: Context, items) -> tuple:
         W, s2, p = truth["w_true"], truth["s_true"] ** 2, truth["p_true"]
     elif job.init == "perturbed":
         try:
-            W, s, p = mlr.em_init_perturbed(job.seed, truth["w_true"], truth["s_true"],
-                                            truth["p_true"], job.scale)
+            W, s, p = mlr.em_init_perturbed(job.start_seed, truth["w_true"],
+                                            truth["s_true"], truth["p_true"], job.start_scale)
         except ValueError as exc:
             raise InputError(f"--scale: {exc}") from None
         s2 = s**2
@@ -255,7 +266,7 @@ def _start_values(job: EMFit, ctx: Context, items) -> tuple:
         m = tree_reduce(ctx.client, map_chunks(ctx.client, _fold_group, items, _moments,
                                                job.levels, job.source, name="em-y"),
                         mlr.combine_stats, name="em-y-sum").result()
-        W, s, p = mlr.em_init_random(job.seed, job.k, job.source.n_features,
+        W, s, p = mlr.em_init_random(job.start_seed, job.k, job.source.n_features,
                                      float(np.sqrt(m["yty"] / m["rows"])))
         s2 = s**2
     return tuple(np.asarray(v, dtype=np.float64) for v in (W, s2, p))

@@ -86,21 +86,31 @@ METALEARN = Options(
 #: :func:`streamlsq.fit_pooled` (one regression on the rows of all tasks)
 POOLED = Options(HOLDOUT, CHUNK_TASKS, GROUP)
 
+#: the relative size of --init perturbed's perturbation when none is given (paper E.5)
+EM_DEFAULT_SCALE = 0.5
+
 #: :func:`streamlsq.fit_em` (task-level EM); ``k`` has no default: it must be given
 EM = Options(
     Param("k", None, "Number of components.", type=int, gt=0),
     Param("init", "perturbed", "Start at the store's truth, the truth perturbed (paper E.5), "
           "or at random.", type=str, choices=INITS),
-    Param("scale", 0.5, "Relative size of the perturbation of --init perturbed.", ge=0),
+    Param("scale", None, f"Relative size of the perturbation of --init perturbed (default "
+          f"{EM_DEFAULT_SCALE}).", ge=0, optional=True),
     Param("iterations", 100, "Most EM iterations.", type=int, gt=0),
     Param("tol", 1e-8, "Stop when the log-likelihood changes by at most "
           "tol*|log-likelihood|.", ge=0),
-    SEED.replace(help="Seed of the initialisation."),
+    SEED.replace(default=None, optional=True, help="Seed of --init perturbed or random "
+                 "(default 0)."),
     CHUNK_TASKS,
     Param("cache_bytes", None, "Keep the per-task statistics on the workers up to this size "
           "(default: a quarter of the workers' memory limits), else recompute them.",
           type=int, ge=0, optional=True, command_line=False),
     GROUP,
+    rules=[Rule("scale", needs={"init": "perturbed"},
+                message="--scale goes with --init perturbed (the size of its perturbation)"),
+           Rule("init", "truth", excludes=("seed",),
+                message="--seed goes with --init perturbed or random (--init truth starts "
+                        "at the store's truth: no randomness)")],
 )
 
 #: the multi-task :func:`streamlsq.predict` (new tasks under a meta-learned model)

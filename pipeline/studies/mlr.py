@@ -147,7 +147,8 @@ def _pipeline_runs(cl, work: Path, seed: int, sizes: dict, progress) -> dict:
     starts = [("truth", 0.0, 0)] + [("perturbed", sc, sd) for sc in sizes["em_scales"]
                                     for sd in sizes["em_seeds"]]
     for init, scale, init_seed in starts:
-        em = fit_em(em_store, k_em, init=init, scale=scale or 0.5, seed=init_seed, **quiet)
+        start = {"scale": scale, "seed": init_seed} if init == "perturbed" else {}
+        em = fit_em(em_store, k_em, init=init, **start, **quiet)
         em_rows.append({"method": "EM", "init": init,
                         "scale": scale if init == "perturbed" else np.nan,
                         "init_seed": init_seed, "status": em.attrs["status"],

@@ -126,3 +126,8 @@ def test_the_glm_help_does_not_call_its_own_options_least_squares_only(cli):
     assert run.exit_code == 0
     assert "Least squares only" not in run.output
     assert "var_weights" in run.output
+    # and its refusals name only what fit glm takes (re-test round 8, G3)
+    from streamlsq.options.glm import GLM
+
+    with pytest.raises(InputError, match="^--groups VAR goes with --cov-type cluster$"):
+        GLM.check({"groups": "g", "cov_type": "HC1"})

@@ -36,19 +36,25 @@ GLM_COV_TYPES = tuple(c for c in COV_TYPES if c not in ("HAC", "hac-panel", "hac
 
 _PER_ROW = dict(type=str, optional=True, metavar="VAR")
 
+#: the input and statistics options of a linear fit that apply to a fit by IRLS (the
+#: time-series covariances and the rolling windows are least squares' only)
+_LINEAR = (FIT.without("continue_from", "engine", "block_size", "first_block_size",
+                       "record_every", "epochs", "shuffle", "seed", "dtype", "time",
+                       "maxlags", "kernel", "use_correction", "window", "window_step",
+                       "min_nobs", "expanding")
+           .replace("cov_type", choices=GLM_COV_TYPES)
+           # the linear fit's help says which recursions take these; every GLM does
+           .replace("weights", help="Variance weights of the rows, a variable of DATA "
+                    "(statsmodels' var_weights).")
+           .replace("missing", help="A NaN in a selected variable (response, features, "
+                    "weights, offset, exposure, trials, groups): refuse it, or drop its row.")
+           .replace("alpha", help="Confidence intervals of 1 - ALPHA coverage (default "
+                    "0.05)."))
+
 #: every option of a GLM fit besides the data and the run's options
 GLM = Options(
-    # the time-series covariances and the rolling windows are least squares' only
-    FIT.without("continue_from", "engine", "block_size", "first_block_size", "record_every",
-                "epochs", "shuffle", "seed", "dtype", "time", "maxlags", "kernel",
-                "use_correction", "window", "window_step", "min_nobs", "expanding")
-    .replace("cov_type", choices=GLM_COV_TYPES)
-    # the linear fit's help says which recursions take these; every GLM does
-    .replace("weights", help="Variance weights of the rows, a variable of DATA "
-             "(statsmodels' var_weights).")
-    .replace("missing", help="A NaN in a selected variable (response, features, weights, "
-             "offset, exposure, trials, groups): refuse it, or drop its row.")
-    .replace("alpha", help="Confidence intervals of 1 - ALPHA coverage (default 0.05)."),
+    # a GLM's groups are a cluster covariance's only (a linear fit's also hac-panel's)
+    *_LINEAR,
     Param("family", "gaussian", "The family of the response.", type=str,
           choices=FAMILY_NAMES),
     Param("link", None, "The link (default: the family's, as statsmodels').", type=str,
@@ -75,7 +81,10 @@ GLM = Options(
     Param("allow_nonconverged", False, "Publish a fit that did not converge or whose "
           "coefficients run off (separation), marked converged=False in the result.",
           type=bool),
-    rules=[Rule("nb_alpha", needs={"family": "negative_binomial"},
+    rules=[*(r for r in _LINEAR.rules if r.option != "groups"),
+           Rule("groups", needs={"cov_type": "cluster"},
+                message="--groups VAR goes with --cov-type cluster"),
+           Rule("nb_alpha", needs={"family": "negative_binomial"},
                 message="--nb-alpha goes with --family negative_binomial"),
            Rule("var_power", needs={"family": "tweedie"},
                 message="--var-power goes with --family tweedie"),

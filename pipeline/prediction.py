@@ -24,7 +24,7 @@ from streamlsq.options.mlr import PREDICT
 from streamlsq.stream.apply import check_names_of_rows, is_stream_fit, predict_stream
 from streamlsq.stream.glm_predict import is_glm_fit, predict_glm
 
-__all__ = ["applies_to_rows", "predict", "predict_rows"]
+__all__ = ["applies_to_rows", "predict", "predict_rows", "refuse_other_kind"]
 
 #: the options of applying a stream fit, with their defaults (as declared)
 ROW_OPTIONS = PREDICT_STREAM.without("group").defaults()
@@ -58,12 +58,14 @@ def _shown(result) -> str:
     return "the fit" if isinstance(result, xr.Dataset) else str(result)
 
 
-def applies_to_rows(result, storage_options: dict | None = None, *, x=None, y=None) -> bool:
+def applies_to_rows(result, storage_options: dict | None = None, *, x=None, y=None,
+                    given=(), spelled=lambda name: f"{name}=") -> bool:
     """Whether ``result`` (a result store: path, URL or zarr store object; or a Dataset) is a
     stream fit, applied to rows, rather than a meta-learned model, applied to tasks: its
-    ``method`` attribute names a registered recursion. ``x``, ``y``: the variables of the
-    rows named anew, refused for a formula fit (whose formula builds them) before a run
-    starts.
+    ``method`` attribute names a registered recursion. Refused before a run starts: ``x``,
+    ``y`` (the variables of the rows named anew) for a formula fit, whose formula builds
+    them; the options among ``given`` that the other kind of result takes
+    (:func:`refuse_other_kind`).
 
     Examples
     --------
@@ -76,6 +78,7 @@ def applies_to_rows(result, storage_options: dict | None = None, *, x=None, y=No
     >>> tmp.cleanup()
     """
     attrs = _result_attrs(result, storage_options)
+    refuse_other_kind(result, attrs, given, spelled)
     to_rows = is_stream_fit(attrs) or is_glm_fit(attrs)
     if to_rows:
         check_names_of_rows(attrs, _shown(result), x, y)
@@ -84,6 +87,24 @@ def applies_to_rows(result, storage_options: dict | None = None, *, x=None, y=No
 
 def _changed(value, default) -> bool:
     return value is not None if default is None else bool(value != default)
+
+
+def refuse_other_kind(result, attrs: dict, given, spelled=lambda name: f"{name}=") -> None:
+    """Refuse the options among ``given`` (names the caller was given, not left at their
+    defaults) that the other kind of result takes: a stream fit's rows take none of a
+    model's options (:data:`TASK_OPTIONS`), a model's tasks none of a stream fit's
+    (:data:`ROW_OPTIONS`); they would be ignored. ``spelled``: an option's name as the
+    caller writes it (``holdout=``; the command line's ``--holdout``)."""
+    to_rows = is_stream_fit(attrs) or is_glm_fit(attrs)
+    wrong = [spelled(name) for name in (TASK_OPTIONS if to_rows else ROW_OPTIONS)
+             if name in given]
+    if not wrong:
+        return
+    kind, applies = (("a stream fit", "a meta-learned model's tasks, not to rows") if to_rows
+                     else ("a meta-learned model", "a stream fit's rows, not to tasks"))
+    raise InputError(f"{_shown(result)} is {kind} (method {attrs.get('method')!r}): "
+                     f"{', '.join(wrong)} appl{'ies' if len(wrong) == 1 else 'y'} to "
+                     f"{applies}")
 
 
 def predict(
@@ -177,16 +198,10 @@ def predict(
         declared.check({name: given[name] for name in declared.names if name in given})
     attrs = _result_attrs(model_or_fit, run.get("storage_options"))
     to_rows = is_stream_fit(attrs) or is_glm_fit(attrs)
-    own, other = (ROW_OPTIONS, TASK_OPTIONS) if to_rows else (TASK_OPTIONS, ROW_OPTIONS)
-    wrong = [f"{name}=" for name, default in other.items() if _changed(given[name], default)]
-    if wrong:
-        shown = _shown(model_or_fit)
-        kind, applies = (("a stream fit", "a meta-learned model's tasks, not to rows") if to_rows
-                         else ("a meta-learned model", "a stream fit's rows, not to tasks"))
-        raise InputError(f"{shown} is {kind} (method {attrs.get('method')!r}): "
-                         f"{', '.join(wrong)} appl{'ies' if len(wrong) == 1 else 'y'} to "
-                         f"{applies}")
-    options = {name: given[name] for name in own}
+    refuse_other_kind(model_or_fit, attrs, [
+        name for name, default in (ROW_OPTIONS | TASK_OPTIONS).items()
+        if _changed(given[name], default)])
+    options = {name: given[name] for name in (ROW_OPTIONS if to_rows else TASK_OPTIONS)}
     if to_rows:
         check_names_of_rows(attrs, _shown(model_or_fit), x, y)
         apply = predict_glm if is_glm_fit(attrs) else predict_stream

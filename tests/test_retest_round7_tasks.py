@@ -280,6 +280,7 @@ def test_a_checkpoint_of_another_kind_of_run_is_refused_and_kept(tasks, tmp_path
     (("--step", "1"), "--step applies"),
     (("--x", "X"), "--x applies"),
     (("--sample-dim", "row", "--step", "2"), "--sample-dim, --step apply"),
+    (("--intervals", "--alpha", "0.1"), "--intervals, --alpha apply"),
 ])
 def test_predict_refuses_a_stream_fits_options_for_a_model(tasks, tmp_path, cli, given,
                                                            named):
@@ -288,8 +289,8 @@ def test_predict_refuses_a_stream_fits_options_for_a_model(tasks, tmp_path, cli,
     before = snapshot(tmp_path)
     line = one_line(cli("predict", tasks / "m.zarr", tasks / "tasks.zarr", "--out",
                         tmp_path / "p.zarr", *given))
-    assert line.endswith(f"m.zarr: {named} to a stream fit's rows, not to a meta-learned "
-                         "model's tasks"), line
+    assert line.endswith(f"m.zarr is a meta-learned model (method 'metalearn'): {named} to "
+                         "a stream fit's rows, not to tasks"), line
     assert snapshot(tmp_path) == before
 
 
@@ -308,8 +309,8 @@ def test_predict_refuses_a_models_options_for_a_stream_fit(tmp_path, cli, client
     before = snapshot(tmp_path)
     line = one_line(cli("predict", tmp_path / "fit.zarr", tmp_path / "rows.zarr", "--out",
                         tmp_path / "p.zarr", *given))
-    assert line.endswith(f"fit.zarr: {named} to a meta-learned model's tasks, not to a "
-                         "stream fit's rows"), line
+    assert line.endswith(f"fit.zarr is a stream fit (method 'kf4lls'): {named} to a "
+                         "meta-learned model's tasks, not to rows"), line
     assert snapshot(tmp_path) == before
 
 

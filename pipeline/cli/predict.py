@@ -57,9 +57,9 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
     from streamlsq.mlr.predict import predict as run
     from streamlsq.prediction import applies_to_rows, predict_rows
 
-    if applies_to_rows(model, x=stream.get("x"), y=stream.get("y")):
-        _refuse_given(model, ("estimator", "holdout", "yhat", "new_rows", "chunk_tasks"),
-                      "a meta-learned model's tasks, not to a stream fit's rows")
+    flags = _given_flags()
+    if applies_to_rows(model, x=stream.get("x"), y=stream.get("y"), given=flags,
+                       spelled=flags.get):
         with _client(scheduler, n_workers, memory_limit) as client:
             ds = predict_rows(model, tasks, out=out, overwrite=overwrite, client=client,
                               **stream)
@@ -72,13 +72,6 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
         click.echo(line)
         return
 
-    if intervals or alpha is not None:
-        from streamlsq.errors import InputError
-
-        raise InputError(f"{model}: --intervals and --alpha apply to a least-squares stream "
-                         "fit, not to a meta-learned model")
-    _refuse_given(model, ("x", "y", "sample_dim", "step"),
-                  "a stream fit's rows, not to a meta-learned model's tasks")
     with _client(scheduler, n_workers, memory_limit, data=tasks) as client:
         ds = run(model, tasks, out=out, overwrite=overwrite, client=client, **tasks_options)
     line = f"wrote {out}: {ds.sizes['task']} tasks, estimator {ds.attrs['estimator']}"
@@ -92,18 +85,12 @@ def predict(model, tasks, out, estimator, holdout, yhat, new_rows, chunk_tasks, 
     click.echo(line)
 
 
-def _refuse_given(model, names: tuple[str, ...], applies: str) -> None:
-    """Refuse the options among ``names`` that the command line was given (not left at
-    their defaults) but that the prediction of ``model``'s kind does not read: they used to
-    be ignored without a word."""
+def _given_flags() -> dict[str, str]:
+    """The options the command line was given (not left at their defaults), by name, with
+    their flags (``holdout`` → ``--holdout``): what :func:`streamlsq.prediction.
+    refuse_other_kind` refuses for the other kind of result."""
     from click.core import ParameterSource
 
-    from streamlsq.errors import InputError
-
     ctx = click.get_current_context()
-    given = [p for p in ctx.command.params if p.name in names
-             and ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
-    if given:
-        flags = ", ".join(p.opts[0] for p in given)
-        raise InputError(f"{model}: {flags} appl{'ies' if len(given) == 1 else 'y'} to "
-                         f"{applies}")
+    return {p.name: p.opts[0] for p in ctx.command.params
+            if ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)}

@@ -123,8 +123,13 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
     return out
 
 
+def _reason(exc: BaseException) -> str:
+    """The first line of an exception's message, cut to a line's length."""
+    return (str(exc).strip().splitlines() or ["no message"])[0][:200]
+
+
 def _unreachable(shown: str, exc: BaseException) -> InputError:
-    reason = (str(exc).strip().splitlines() or ["no message"])[0][:200]
+    reason = _reason(exc)
     if isinstance(exc, PermissionError):
         return InputError(f"{shown}: cannot write here ({type(exc).__name__}: {reason}); "
                           "check the credentials or choose another output")
@@ -150,7 +155,7 @@ def remote_failure(exc: BaseException, out: Location, tmp: Location | None
     if not isinstance(exc, OSError) and \
             type(exc).__module__.partition(".")[0] not in _STORE_CLIENTS:
         return None
-    reason = (str(exc).strip().splitlines() or ["no message"])[0][:200]
+    reason = _reason(exc)
     left = (f"remove {tmp.url} if it remains" if tmp is not None else
             "an incomplete store left there is replaced by --overwrite")
     return OutputError(f"{out.shown or out.url}: the object store failed while the result was "
@@ -347,7 +352,7 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
             raise InputError(f"{path}: result store is incomplete (no complete=True attribute)")
         check_kept_formula(ds.attrs, str(path), variables=set(ds.variables))
         check_layout(ds.attrs, {n: v.dims for n, v in ds.variables.items()}, str(path))
-        check_formula_labels(ds.attrs, str(path), *(
+        check_coefficient_labels(ds.attrs, str(path), *(
             ds[n].values.tolist() if n in ds.variables else None for n in ("feature", "target")))
         check_model(ds.attrs, lambda name: ds[name].values, str(path))
         return ds
@@ -360,7 +365,7 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
                  loc.shown or loc.url)
     large = check_result(g, loc, whole=not lazy)
     check_model(dict(g.attrs), lambda name: g[name][...], loc.shown or loc.url)
-    check_formula_labels(dict(g.attrs), loc.shown or loc.url, _labels(g, "feature"),
+    check_coefficient_labels(dict(g.attrs), loc.shown or loc.url, _labels(g, "feature"),
                          _labels(g, "target"))
     ds = open_dataset(loc, lazy=lazy)
     for name in large:
@@ -397,12 +402,15 @@ def _labels(g: zarr.Group, name: str) -> list | None:
     return g[name][...].tolist() if name in g.array_keys() else None
 
 
-def check_formula_labels(attrs: dict, label: str, features: list | None,
-                         targets: list | None) -> None:
-    """Refuse a formula fit whose attributes ``formula`` and ``formula_levels`` no longer
-    make the labels of its coefficients (``features``) and targets (``targets``): an
-    attribute edited since the fit (a term added or removed, a level renamed, removed or
-    reordered), which would read new rows into a design the coefficients do not belong to.
+def check_coefficient_labels(attrs: dict, label: str, features: list | None,
+                             targets: list | None) -> None:
+    """Refuse a fit whose coefficients' labels are no longer those its attributes describe:
+    a fit of named variables whose labels are not its ``x_variables``
+    (:func:`_check_variable_labels`), or a formula fit whose attributes ``formula`` and
+    ``formula_levels`` no longer make the labels of its coefficients (``features``) and
+    targets (``targets``): an attribute edited since the fit (a term added or removed, a
+    level renamed, removed or reordered), which would read new rows into a design the
+    coefficients do not belong to.
     The attribute is named: the formula when the terms differ (or the intercept), the
     levels when only the levels within the terms do. Nothing is evaluated
     (:func:`~streamlsq.io.formulas.design_labels`); a fit whose coefficients belong to
@@ -564,15 +572,16 @@ def check_model(attrs: dict, read, label: str) -> None:
     if attrs.get("method") not in _MODEL_METHODS:
         return
     damaged = "the model is damaged (edited since it was written); compute it again"
+    values = {name: np.asarray(read(name), dtype=np.float64).ravel()
+              for name in ("weight", "noise_var")}  # each read once
     for name, ok, what in (("weight", np.greater_equal, "a weight >= 0"),
                            ("noise_var", np.greater, "a variance > 0")):
-        values = np.asarray(read(name), dtype=np.float64).ravel()
-        bad = np.flatnonzero(~ok(values, 0))
+        bad = np.flatnonzero(~ok(values[name], 0))
         if bad.size:
             i = int(bad[0])
-            raise InputError(f"{label}: variable '{name}' [{i}] is {values[i]:.6g}, not "
-                             f"{what}: {damaged}")
-    weight = np.asarray(read("weight"), dtype=np.float64).ravel()
+            raise InputError(f"{label}: variable '{name}' [{i}] is {values[name][i]:.6g}, "
+                             f"not {what}: {damaged}")
+    weight = values["weight"]
     try:  # the tolerance the mixture's kernels hold the weights to
         check_weights(weight, weight.size)
     except ValueError:

@@ -202,8 +202,7 @@ def predict(
         name for name, default in (ROW_OPTIONS | TASK_OPTIONS).items()
         if _changed(given[name], default)])
     options = {name: given[name] for name in (ROW_OPTIONS if to_rows else TASK_OPTIONS)}
-    if to_rows:
-        check_names_of_rows(attrs, _shown(model_or_fit), x, y)
+    if to_rows:  # the job checks the rows' names as it opens them, before any cluster
         apply = predict_glm if is_glm_fit(attrs) else predict_stream
         return apply(model_or_fit, data, out=out, group=group, **options, **run)
     return predict_tasks(model_or_fit, data, out=out, group=group, **options, **run)
@@ -213,6 +212,5 @@ def predict_rows(result, data, **options) -> xr.Dataset:
     """A fit applied to rows, whichever it is: a stream fit (:func:`predict_stream`) or a GLM
     (:func:`~streamlsq.stream.glm_predict.predict_glm`); ``options`` as theirs."""
     attrs = _result_attrs(result, options.get("storage_options"))
-    check_names_of_rows(attrs, _shown(result), options.get("x"), options.get("y"))
     apply = predict_glm if is_glm_fit(attrs) else predict_stream
     return apply(result, data, **options)

@@ -23,6 +23,7 @@ from streamlsq.kernels import glm as kernels
 from streamlsq.stream.apply import (
     FitCoefficients,
     StreamPrediction,
+    check_names_of_rows,
     check_new_rows,
     create_prediction_arrays,
     predict_chunks,
@@ -94,6 +95,7 @@ class GLMPrediction(StreamPrediction):
             raise InputError(f"{self.shown}: not the result of a GLM fit")
         if self.step not in (None, 1):
             raise InputError(f"{self.shown}: a GLM fit has one step; leave out --step")
+        check_names_of_rows(fit.attrs, self.shown, self.x, self.y)
         a = fit.attrs
         params = {"family": a["family"], "link": a["link"], "alpha": a.get("nb_alpha"),
                   "power": a.get("var_power")}

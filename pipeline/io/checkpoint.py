@@ -356,6 +356,15 @@ class CheckpointFolder:
                 f"{', ...' if len(foreign) > 3 else ''}); streamlsq uses only a new or "
                 "empty folder for --checkpoint: choose another")
 
+    def _marker(self) -> dict:
+        """The folder's marker file as read before the lock is taken; empty when there is
+        none, or a corrupt one (refused in one line once the folder is locked)."""
+        try:
+            marker = json.loads((self.directory / MARKER).read_text())
+        except (OSError, ValueError):
+            return {}
+        return marker if isinstance(marker, dict) else {}
+
     def _check_kind(self) -> None:
         """Refuse, before the lock is taken (the folder left as it was found), a checkpoint
         holding committed work of another kind of run (a metalearn's folder given to an EM
@@ -364,12 +373,9 @@ class CheckpointFolder:
         starts afresh, as its option says. The same line with or without ``--resume``: either
         way the remedy is another folder."""
         d = self.directory
-        if not (d / "progress.json").exists() or not (d / MARKER).is_file():
+        if not (d / "progress.json").exists():
             return
-        try:
-            kind = json.loads((d / MARKER).read_text()).get("kind")
-        except (OSError, ValueError, AttributeError):
-            return  # a corrupt marker: refused in one line once the folder is locked
+        kind = self._marker().get("kind")
         if kind is None or kind == self.kind:
             return
         raise InputError(f"{d}: the checkpoint of a '{kind}' run, not of '{self.kind}'; "
@@ -382,13 +388,9 @@ class CheckpointFolder:
         fingerprint of the run that started the folder, compared as a commit's is, without
         the versions of the inputs (no committed work read them) and the segments (a
         resumed run cuts its own when nothing was committed)."""
-        d = self.directory
-        if (d / "progress.json").exists() or not (d / MARKER).is_file():
+        if (self.directory / "progress.json").exists():
             return
-        try:
-            started = json.loads((d / MARKER).read_text()).get("fingerprint")
-        except (OSError, ValueError, AttributeError):
-            return  # a corrupt marker: refused in one line once the folder is locked
+        started = self._marker().get("fingerprint")
         if not isinstance(started, dict):
             return  # an earlier version's marker: it kept no fingerprint
 

@@ -29,6 +29,7 @@ import numpy as np
 import zarr
 
 from streamlsq.errors import InputError
+from streamlsq.io.chunk_decoding import DamagedChunk, direct_rows
 from streamlsq.io.location import Location, locate
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import RowsReader
@@ -395,8 +396,8 @@ def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start
         except Exception as exc:
             raise InputError(f"{label}: variable '{name}' (one value) cannot be read "
                              f"({type(exc).__name__}: {_first_line(exc)}); {remedy}") from None
-    for coords, rows, file in [] if unwritten_ok else \
-            chunk_files(path, group, name, arr, start, stop):
+    files = [] if unwritten_ok else list(chunk_files(path, group, name, arr, start, stop))
+    for coords, rows, file in files:
         if file is not None and not file.exists():
             raise InputError(
                 f"{label}: variable '{name}' chunk {coords} (rows {rows[0]}-{rows[1] - 1}) is "
@@ -410,6 +411,15 @@ def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start
                 f"{label}: variable '{name}' chunk {coords} (rows {a}-{b - 1}) was never "
                 "written: its shard's index has no entry for it (it would read as the fill "
                 f"value {arr.fill_value}); {remedy}")
+    try:
+        values = direct_rows(arr, files, start, stop) if files else None
+    except DamagedChunk as exc:
+        a, b = exc.rows
+        raise InputError(
+            f"{label}: variable '{name}' chunk {exc.coords[0]} (rows {a}-{b - 1}) cannot be "
+            f"read ({exc.reason}); the chunk file is truncated or corrupt: {remedy}") from None
+    if values is not None:
+        return values
     try:
         return arr[start:stop]
     except (InputError, MemoryError):

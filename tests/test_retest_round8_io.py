@@ -9,11 +9,13 @@ and are written by the run's process, as a fit's result is.
 from __future__ import annotations
 
 import contextlib
+import decimal
 
 import fsspec
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.api as sm
 import zarr
 
 import streamlsq
@@ -85,3 +87,30 @@ def test_a_command_writing_its_chunks_on_the_workers_writes_to_memory(inputs, cl
     finally:
         with contextlib.suppress(FileNotFoundError):
             memory.rm("/p.zarr", recursive=True)
+
+
+# -- 2: decimal columns of polars and pandas frames -----------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["polars", "pandas"])
+def test_a_decimal_column_of_a_frame_fits_as_its_float64_column(kind, client):
+    """W2: a polars Decimal column (and a pandas column of Decimal objects) used to be refused
+    as `a Decimal in a column of Python objects ... (e.g. pandas' astype(float))`."""
+    pl = pytest.importorskip("polars")
+    rng = np.random.default_rng(7)
+    text = [f"{v:.2f}" for v in 20_000 + 1_000 * rng.normal(size=200)]
+    text[0] = "20640.42"  # Arrow's own cast to float64 gives 20640.420000000002
+    frame = pd.DataFrame({"x1": [float(t) for t in text], "x2": rng.normal(size=200)})
+    frame["y"] = 1 + 0.001 * frame.x1 + 2 * frame.x2 + 0.1 * rng.normal(size=200)
+    if kind == "polars":
+        decimals = pl.from_pandas(frame).with_columns(
+            pl.Series("x1", text).str.to_decimal(scale=2))
+        assert isinstance(decimals.schema["x1"], pl.Decimal)
+    else:
+        decimals = frame.assign(x1=[decimal.Decimal(t) for t in text])
+    fits = [streamlsq.fit_stream(f, "kf4lls", x=["x1", "x2"], y="y", fit_intercept=True,
+                                 client=client, progress=False).coef.values[-1, :, 0]
+            for f in (decimals, frame)]
+    np.testing.assert_array_equal(fits[0], fits[1])
+    X = sm.add_constant(frame[["x1", "x2"]])
+    np.testing.assert_allclose(fits[0], sm.OLS(frame.y, X).fit().params.to_numpy(), rtol=1e-8)

@@ -194,8 +194,8 @@ class TableConversion(Job):
                                   "categories_rows": int(self.n)})
         tag = uuid.uuid4().hex[:8]
         spans = [(a, min(a + self.chunk, self.n)) for a in range(0, self.n, self.chunk)]
-        futures = [ctx.client.submit(_write_chunk, self.rows, self.names, self.strings, a, b,
-                                     ctx.store, key=f"convert-{tag}-{i}", pure=False)
+        futures = [ctx.submit(_write_chunk, self.rows, self.names, self.strings, a, b,
+                              ctx.store, key=f"convert-{tag}-{i}", pure=False)
                    for i, (a, b) in enumerate(spans)]
         track_futures(ctx.client, futures, self.n, "convert", enabled=ctx.progress)
         return xr.Dataset(attrs={"n_rows": int(self.n), "chunk_rows": int(self.chunk),

@@ -9,10 +9,37 @@ removed before it propagates.
 
 from __future__ import annotations
 
+import threading
+
 from streamlsq.kernels.recursions.params import Param
 
 __all__ = ["ClusterError", "InputError", "OutputError", "RunError", "WorkersPausedError",
-           "checked"]
+           "check_interrupted", "checked", "interrupt"]
+
+#: set by :func:`interrupt`, the command line's handler of SIGINT (Ctrl-C)
+_interrupted = threading.Event()
+
+
+def interrupt(*_signal):
+    """The command line's SIGINT handler: notes the interrupt, then raises
+    ``KeyboardInterrupt`` as Python's own handler does. Noted, an interrupt that something
+    swallowed on its way still ends the run before it publishes (:func:`check_interrupted`):
+    Python prints and drops an exception raised in a ``__del__`` or a weakref callback,
+    which it runs at any moment on the main thread (a dask future's release among them)."""
+    _interrupted.set()
+    raise KeyboardInterrupt
+
+
+def check_interrupted() -> None:
+    """Raise ``KeyboardInterrupt`` if :func:`interrupt` was called since the command began
+    (:func:`forget_interrupt`), whether or not its exception got through."""
+    if _interrupted.is_set():
+        raise KeyboardInterrupt
+
+
+def forget_interrupt() -> None:
+    """A new command begins: no interrupt noted."""
+    _interrupted.clear()
 
 
 class InputError(ValueError):

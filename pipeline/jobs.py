@@ -48,6 +48,7 @@ from streamlsq.io.checkpoint import (
 from streamlsq.io.location import locate
 from streamlsq.io.outputs import beside_path, check_apart, reclaim_leftovers
 from streamlsq.io.provenance import provenance
+from streamlsq.io.relay import Relay, in_process_memory
 from streamlsq.io.results import (
     atomic_store,
     for_workers,
@@ -144,6 +145,15 @@ class Context:
     progress: bool | None = None
     store: Any = None
     passes: list[str] = field(default_factory=list)
+    relay: Relay | None = None
+
+    def submit(self, fn, *args, key: str, **kwargs):
+        """``client.submit`` of a Dask task that may be given :attr:`store`: on a store the
+        workers cannot reach (``memory://``) its writes travel back and are written here
+        (:class:`~streamlsq.io.relay.Relay`)."""
+        if self.relay is not None:
+            return self.relay.submit(self.client, fn, *args, key=key, **kwargs)
+        return self.client.submit(fn, *args, key=key, **kwargs)
 
     def run_pass(self, step: Pass) -> Any:
         """Run the pass ``step`` on this context's client and return its value; with a
@@ -465,9 +475,12 @@ class Run:
 
     def _compute(self, job: Job, inputs, checkpoint, store) -> xr.Dataset:
         started = time.perf_counter()
+        relay = Relay(store) if in_process_memory(store) else None
         with self._client(job) as client:
-            ctx = Context(client, checkpoint, self.progress, store)
+            ctx = Context(client, checkpoint, self.progress, store, relay=relay)
             ds = job.compute(ctx)
+            if relay is not None:
+                relay.land()
         self.seconds = time.perf_counter() - started
         self.passes = len(ctx.passes)
         return ds

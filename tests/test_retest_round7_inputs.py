@@ -216,19 +216,21 @@ def test_codes_that_are_mostly_numbers_take_c_to_be_categories(tmp_path, cli):
                                rtol=1e-8)
 
 
-def test_a_frame_of_decimal_objects_is_refused_naming_the_type(tmp_path):
-    # pandas reads a database's NUMERIC column as Decimal objects: no dtype says numbers
+def test_a_frame_of_decimal_objects_beside_text_names_the_text(tmp_path):
+    # pandas reads a database's NUMERIC column as Decimal objects, which are read as numbers
+    # (test_retest_round8_io.py); a column mixing them with text names the text
     import streamlsq
 
     frame = _money()
     frame["x1"] = [decimal.Decimal(f"{v:.2f}") for v in frame.x1]
+    frame.loc[5, "x1"] = "n/a"
     with pytest.raises(InputError) as caught:
         streamlsq.fit_stream(frame, x=["x1", "x2"], y="y", out=tmp_path / "f.zarr",
                              progress=False)
     assert str(caught.value) == (
-        f"pandas DataFrame: column 'x1' holds the value {frame.x1[0]!r} at row 1 (counted from "
-        "1: iloc[0]), a Decimal in a column of Python objects, not of numbers: convert the "
-        "column to numbers (e.g. pandas' astype(float))")
+        "pandas DataFrame: column 'x1' holds the value 'n/a' at row 6 (counted from 1: "
+        "iloc[5]), which is not a number, where the rows before it hold numbers; correct the "
+        "value (or leave it empty: a missing value), or leave the column out")
     assert os.listdir(tmp_path) == []
 
 

@@ -8,7 +8,9 @@ import functools
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Mapping, MutableMapping
@@ -16,7 +18,14 @@ from collections.abc import Mapping, MutableMapping
 import click
 
 from streamlsq.cli.options import click_options, values
-from streamlsq.errors import InputError, RunError, WorkersPausedError
+from streamlsq.errors import (
+    InputError,
+    RunError,
+    WorkersPausedError,
+    check_interrupted,
+    forget_interrupt,
+    interrupt,
+)
 from streamlsq.options import Options
 from streamlsq.options.common import CODEC
 from streamlsq.options.mlr import CHUNK_TASKS
@@ -99,6 +108,21 @@ def _fail(message: str, code: int, debug: bool):
     sys.exit(code)
 
 
+@contextlib.contextmanager
+def _noting_interrupts():
+    """SIGINT handled by :func:`~streamlsq.errors.interrupt` for the block (on the main
+    thread, where Python runs signal handlers): an interrupt is noted as well as raised."""
+    forget_interrupt()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _friendly_errors(fn):
     """Every failure is one line on stderr (a traceback only with ``streamlsq --debug``).
 
@@ -111,8 +135,10 @@ def _friendly_errors(fn):
     def wrapper(*args, **kwargs):
         debug = _debug()
         try:
-            with contextlib.nullcontext() if debug else _quiet():
-                return fn(*args, **kwargs)
+            with contextlib.nullcontext() if debug else _quiet(), _noting_interrupts():
+                done = fn(*args, **kwargs)
+            check_interrupted()  # pressed, and its exception swallowed after publication
+            return done
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except (InputError, RunError) as exc:

@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from streamlsq.errors import InputError, OutputError
+from streamlsq.errors import InputError, OutputError, check_interrupted
 from streamlsq.io.locks import FileLock
 from streamlsq.io.stores import StoreSource
 
@@ -430,6 +430,7 @@ def publish(tmp: OwnedTemporary, out, overwrite: bool,
     run published it while this one computed (one line, :class:`OutputError`). With
     ``overwrite`` a previous result that ``ours`` accepts is swapped out atomically (the
     destination is never missing) and removed; anything else is refused."""
+    check_interrupted()  # a Ctrl-C swallowed on its way: nothing is published
     out = Path(out)
     if not overwrite or not os.path.lexists(out):
         try:
@@ -593,6 +594,7 @@ def _claim_destination(fs, dst: str, root: bytes, out, overwrite: bool,
 def publish_remote(tmp: RemoteTemporary, out, overwrite: bool) -> None:
     """Publish the finished store under ``tmp`` as ``out`` (both on one object store); see the
     comment above for what holds."""
+    check_interrupted()  # a Ctrl-C swallowed on its way: nothing is published
     fs, src = tmp.location.filesystem()
     _, dst = out.filesystem()
     src, dst = src.rstrip("/"), dst.rstrip("/")
@@ -609,6 +611,7 @@ def publish_objects(objects: dict[str, bytes], out, overwrite: bool) -> None:
     ``zarr.json`` among them, marked complete) as ``out`` on an object store: claimed as
     :func:`publish_remote` claims, every other object written straight to the destination
     (no temporary prefix: nothing to write twice, list, copy or remove), the root last."""
+    check_interrupted()  # a Ctrl-C swallowed on its way: nothing is published
     fs, dst = out.filesystem()
     dst = dst.rstrip("/")
     root = objects["zarr.json"]

@@ -736,6 +736,48 @@ def decimals_as_floats(table):
     return table
 
 
+def _polars_as_pandas(frame):
+    """A polars DataFrame as pandas, its ``Decimal`` columns float64 as a Parquet file's are
+    read (:func:`decimals_as_floats`; polars' ``to_pandas`` gives ``Decimal`` objects)."""
+    import polars as pl
+
+    decimal = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.Decimal)]
+    out = frame.to_pandas()
+    if decimal:
+        floats = decimals_as_floats(frame.select(decimal).to_arrow()).to_pandas()
+        out[decimal] = floats[decimal].to_numpy()
+    return out
+
+
+def _decimal_objects_as_floats(frame):
+    """A pandas DataFrame whose columns of ``decimal.Decimal`` objects (missing values aside)
+    are float64, as :func:`decimals_as_floats` reads a decimal column; ``frame`` itself when
+    it has none. A column mixing them with other objects stays as it is (and is refused,
+    naming the first value that is not a number)."""
+    import decimal
+
+    import pandas as pd
+    import pyarrow as pa
+
+    floats = {}
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype != object:
+            continue
+        present = column.notna().to_numpy()
+        if not present.any() or not isinstance(column.iloc[int(present.argmax())],
+                                               decimal.Decimal):
+            continue
+        try:
+            values = pa.array(column, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            continue
+        if pa.types.is_decimal(values.type):
+            table = decimals_as_floats(pa.table({"v": values}))
+            floats[name] = pd.Series(table.column("v").to_numpy(), index=frame.index)
+    return frame.assign(**floats) if floats else frame
+
+
 def content_digest(file: str) -> str:
     """A hash of the bytes of the local ``file`` (SHA-256, read once in blocks); ``""`` for
     an object of an object store, whose stamp is already its ETag (the store's hash of its
@@ -1267,12 +1309,13 @@ def open_table(data, storage_options: dict | None = None, file_kind: str | None 
     kind = _frame_kind(data)
     shown = f"{kind} DataFrame"  # a polars frame read as pandas is still named as given
     if kind == "polars":
-        data, kind = data.to_pandas(), "pandas"
+        data, kind = _polars_as_pandas(data), "pandas"
     if kind in ("pandas", "dask"):
         if not data.columns.map(lambda c: isinstance(c, str)).all():
             raise InputError(f"{shown}: name its columns with strings")
         distinct_column_names(shown, [str(c) for c in data.columns])
     if kind == "pandas":
+        data = _decimal_objects_as_floats(data)
         rows = _pandas_rows(data, shown)
         return _with_rows(TableInput(rows, dict(rows.frame.dtypes), rows.shown))
     if kind == "dask":

@@ -29,6 +29,7 @@ stays in memory) and writes its own chunk of ŷ.
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass
 from typing import Any, Unpack
 
@@ -113,17 +114,20 @@ def _row_chunks(source: TaskSource) -> list[tuple[int, int]]:
     return [(a, min(a + step, source.n_rows)) for a in range(0, source.n_rows, step)]
 
 
-def _predict_rows(cl, source: TaskSource, coef, path, name, progress):
+def _predict_rows(ctx, source: TaskSource, coef, path, name):
     """ŷ for every row of ``source`` (a map over its storage chunks of rows)."""
+    cl = ctx.client
     # hash=False: a second pass of the same job scatters the same arrays again; under a
     # content key it could be released by the first pass's clean-up while the second uses it
     ptr = cl.scatter(source.task_ptr(), broadcast=True, hash=False)
     W = None if coef is None else cl.scatter(coef, broadcast=True, hash=False)
     chunks = _row_chunks(source)
-    futures = [cl.submit(_yhat_chunk, a, b, source, ptr, W, path, name, pure=False)
-               for a, b in chunks]
+    tag = uuid.uuid4().hex[:8]
+    futures = [ctx.submit(_yhat_chunk, a, b, source, ptr, W, path, name, pure=False,
+                          key=f"predict-{name}-{tag}-{i}")
+               for i, (a, b) in enumerate(chunks)]
     wait_progress(cl, futures, [b - a for a, b in chunks], f"predict {name}", "rows",
-                  enabled=progress)
+                  enabled=ctx.progress)
     parts = cl.gather(futures)
     return None if path is not None else np.concatenate(parts) if parts else np.empty(0)
 
@@ -247,7 +251,7 @@ class TaskPrediction(Job):
                                      source.n_rows * (source.n_features + 1) * 8)
         futures = map_chunks(ctx.client, _predict_group, groups, levels, source, self.W,
                              self.s2, self.p, self.estimator, int(self.holdout), store,
-                             name="predict")
+                             name="predict", submit=ctx.submit)
         total = tree_reduce(ctx.client, futures, mlr.combine_stats, leaf=_sums,
                             name="predict-sse")
         wait_progress(ctx.client, futures, [sum(c.n for c in g) for g in groups], "predict",
@@ -262,7 +266,7 @@ class TaskPrediction(Job):
             if rows is not None:
                 if store is not None:
                     _create_rows(store, name, dim, rows)
-                values = _predict_rows(ctx.client, rows, coef, store, name, ctx.progress)
+                values = _predict_rows(ctx, rows, coef, store, name)
                 if values is not None:
                     ds[name] = ((dim,), values)
         ds.attrs.update({"estimator": self.estimator,

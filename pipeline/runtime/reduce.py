@@ -170,11 +170,14 @@ def fold_units(units, fn, combine, levels: int, leaf=None, keep=None) -> tuple[l
     return kept, fold.result()
 
 
-def map_chunks(client: Client, fn, items, *args, name: str, **kwargs) -> list:
-    """One task per item: ``fn(item, *args, **kwargs)``; keys say what they are."""
+def map_chunks(client: Client, fn, items, *args, name: str, submit=None, **kwargs) -> list:
+    """One task per item: ``fn(item, *args, **kwargs)``; keys say what they are.
+    ``submit``: what submits a task in place of ``client.submit`` (a job's
+    ``Context.submit``, for tasks given its output store)."""
     tag = uuid.uuid4().hex[:8]
+    submit = client.submit if submit is None else submit
     return [
-        client.submit(fn, item, *args, key=f"{name}-{tag}-{i}", pure=False, **kwargs)
+        submit(fn, item, *args, key=f"{name}-{tag}-{i}", pure=False, **kwargs)
         for i, item in enumerate(items)
     ]
 

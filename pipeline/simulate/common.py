@@ -47,8 +47,8 @@ def write_chunks(ctx: Context, writer: Callable, chunk_args: Sequence[tuple], *,
     ``ctx.client``; returns their results in chunk order. ``rows``: the rows all chunks
     write, for the progress bar ``desc``; ``name`` goes into the Dask tasks' keys."""
     tag = uuid.uuid4().hex[:6]
-    futures = [ctx.client.submit(writer, ctx.store, *args, pure=False,
-                                 key=f"simulate-{name}-{tag}-{i}")
+    futures = [ctx.submit(writer, ctx.store, *args, pure=False,
+                          key=f"simulate-{name}-{tag}-{i}")
                for i, args in enumerate(chunk_args)]
     return track_futures(ctx.client, futures, total=rows, desc=desc, unit="rows",
                          enabled=ctx.progress)

@@ -243,7 +243,7 @@ def predict_chunks(ctx: Context, source, name: str, task) -> list:
     tasks' results in the chunks' order."""
     edges = source.chunk_edges()
     tag = uuid.uuid4().hex[:8]
-    futures = [ctx.client.submit(*task(a, b), key=f"{name}-{tag}-{i}", pure=False)
+    futures = [ctx.submit(*task(a, b), key=f"{name}-{tag}-{i}", pure=False)
                for i, (a, b) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist(),
                                               strict=True))]
     return track_futures(ctx.client, futures, source.n_rows, "predict", enabled=ctx.progress)

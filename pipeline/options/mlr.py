@@ -80,7 +80,12 @@ METALEARN = Options(
           command_line=False),
     rules=[Rule("k", "auto", excludes=("threshold",),
                 message="k='auto' chooses the cut itself: give no threshold"),
-           Rule("k_max", needs={"k": "auto"})],
+           Rule("k_max", needs={"k": "auto"}),
+           # the store's roles leave nothing for it to choose (re-test round 9)
+           Rule("roles", "store", excludes=("heavy_rows",),
+                message="--heavy-rows N goes with --roles rows (or auto on a store without "
+                        "'role'); --roles store takes the heavy tasks from the store's "
+                        "variable 'role'")],
 )
 
 #: :func:`streamlsq.fit_pooled` (one regression on the rows of all tasks)

@@ -56,3 +56,51 @@ def test_heavy_rows_with_the_stores_roles_from_python(tasks, client):
     model = streamlsq.metalearn(tasks, 2, roles="rows", heavy_rows=20, client=client,
                                 progress=False)
     assert model.attrs["heavy_rows"] == 20 and model.attrs["n_heavy"] == 60
+
+
+# -- 3. fit lms: --eps without --normalized; --tau and --power spelled as given -------------
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory, client):
+    root = tmp_path_factory.mktemp("rows")
+    return streamlsq.simulate_stream(root / "d.zarr", n_rows=600, n_features=2, seed=3,
+                                     client=client)
+
+
+@pytest.mark.parametrize("given, wanted", [
+    (("--eps", "0.1"), "--eps goes with --normalized (the eps of normalised LMS's step "
+                       "rho_k/(eps + |x~|^2))"),
+    (("--tau", "5"), "--tau goes with --schedule inverse (the tau of rate/(1 + k/tau))"),
+    (("--schedule", "power", "--tau", "5", "--power", "0.7"),
+     "--tau goes with --schedule inverse (the tau of rate/(1 + k/tau))"),
+    (("--power", "0.7"), "--power goes with --schedule power (the exponent of rate/k^power)"),
+    (("--schedule", "inverse"), "--schedule inverse needs --tau T (the tau of "
+                                "rate/(1 + k/tau))"),
+    (("--schedule", "power"), "--schedule power needs --power A (the exponent of "
+                              "rate/k^power)"),
+])
+def test_lms_options_its_schedule_does_not_read_are_refused(rows, tmp_path, cli, given,
+                                                             wanted):
+    before = snapshot(tmp_path)
+    out = tmp_path / "l.zarr"
+    line = one_line(cli("fit", "lms", rows, "--out", out, *given))
+    assert line == f"streamlsq: error: {wanted}", line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_lms_options_from_python_and_the_default_eps(rows, client):
+    with pytest.raises(InputError, match=r"^--eps goes with --normalized \("):
+        streamlsq.fit_stream(rows, "lms", eps=0.1, client=client)
+    with pytest.raises(InputError, match=r"^--tau goes with --schedule inverse \("):
+        streamlsq.fit_stream(rows, "lms", tau=5.0, client=client)
+    # the kernel built in Python refuses it in Python's words
+    with pytest.raises(ValueError, match=r"^eps must be None unless normalized=True"):
+        streamlsq.kernels.LMS(eps=0.1)
+    # eps not given is 1e-6 where it applies: the fit equals the one given 1e-6
+    plain = streamlsq.fit_stream(rows, "lms", normalized=True, rate=0.5, client=client)
+    given = streamlsq.fit_stream(rows, "lms", normalized=True, rate=0.5, eps=1e-6,
+                                 client=client)
+    assert plain.coef.values.tobytes() == given.coef.values.tobytes()
+    other = streamlsq.fit_stream(rows, "lms", normalized=True, rate=0.5, eps=10.0,
+                                 client=client)
+    assert not (other.coef.values == plain.coef.values).all()  # eps is read there

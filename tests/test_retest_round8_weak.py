@@ -104,3 +104,53 @@ def test_lms_options_from_python_and_the_default_eps(rows, client):
     other = streamlsq.fit_stream(rows, "lms", normalized=True, rate=0.5, eps=10.0,
                                  client=client)
     assert not (other.coef.values == plain.coef.values).all()  # eps is read there
+
+
+# -- 4. a resume's refusal names only what differs -----------------------------------------
+
+@pytest.mark.parametrize("commits", [0, 1])
+def test_a_resume_adding_missing_drop_names_only_missing(rows, tmp_path, cli, client,
+                                                        monkeypatch, commits):
+    """The checkpoint of a fit of a plain store (X, y: its selection, the default, is left
+    out of the fingerprint) resumed with --missing drop, before its first commit or after
+    one: the refusal named every entry of the selection (``inputs (fit_intercept, missing,
+    sample_dim, x, y)``)."""
+    import streamlsq.stream.fit as fit_module
+    from streamlsq.io.checkpoint import Checkpoint
+
+    class Stop(Exception):
+        pass
+
+    class Stopping(Checkpoint):
+        def save(self, i, part):
+            if commits:
+                super().save(i, part)
+            raise Stop(f"stopped at segment {i}")
+
+    ckpt = tmp_path / "ck"
+    kw = dict(block_size=100, segment_bytes=2**12, checkpoint=ckpt, client=client,
+              progress=False)
+    with monkeypatch.context() as m:
+        m.setattr(fit_module, "Checkpoint", Stopping)
+        with pytest.raises(Stop):
+            streamlsq.fit_stream(rows, "kf4lls", **kw)
+    assert (ckpt / "progress.json").exists() == bool(commits)
+    before = snapshot(tmp_path)
+    wanted = (f"{ckpt}: checkpoint belongs to a different run (differs in: inputs (missing "
+              "'raise' then, 'drop' now)); rerun without --resume or point --checkpoint "
+              "elsewhere")
+    with pytest.raises(InputError) as refused:
+        streamlsq.fit_stream(rows, "kf4lls", resume=True, missing="drop", **kw)
+    assert str(refused.value) == wanted
+    out = tmp_path / "r.zarr"
+    if not commits:  # the command line (its segments are MB: compared after a commit)
+        line = one_line(cli("fit", "kf4lls", rows, "--block-size", 100, "--checkpoint", ckpt,
+                            "--out", out, "--resume", "--missing", "drop"))
+        assert line == f"streamlsq: error: {wanted}", line
+    after = snapshot(tmp_path)
+    if commits:  # compared once the lock is taken: the lock file is written anew, the same
+        for lock in (before, after):
+            lock["ck/lock"] = lock["ck/lock"][:2] + lock["ck/lock"][3:]
+    assert after == before and leftovers(out) == []
+    # the same run goes on
+    streamlsq.fit_stream(rows, "kf4lls", resume=True, **kw)

@@ -7,6 +7,8 @@ refusal named fields that had not changed; a formula's function of a text column
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
 import streamlsq
@@ -154,3 +156,74 @@ def test_a_resume_adding_missing_drop_names_only_missing(rows, tmp_path, cli, cl
     assert after == before and leftovers(out) == []
     # the same run goes on
     streamlsq.fit_stream(rows, "kf4lls", resume=True, **kw)
+
+
+# -- 5. a formula's function of a text column ------------------------------------------------
+
+def _text_tables(folder):
+    """Tables whose column x is text: numbers with thousands separators (CSV), words (CSV),
+    numbers written as text (Parquet strings)."""
+    rng = np.random.default_rng(0)
+    n = 60
+    x = rng.uniform(1_000, 5_000, n)
+    y = rng.standard_normal(n)
+    words = rng.choice(["red", "blue", "green"], n)
+    pd.DataFrame({"y": y, "x": [f"{v:,.2f}" for v in x]}).to_csv(folder / "sep.csv",
+                                                                  index=False)
+    pd.DataFrame({"y": y, "x": words}).to_csv(folder / "words.csv", index=False)
+    pd.DataFrame({"y": y, "x": [str(v) for v in np.log(x)]}).to_parquet(
+        folder / "digits.parquet")
+    return x, words
+
+
+@pytest.mark.parametrize("table, formula, wanted", [
+    ("sep.csv", "y ~ np.log(x)",
+     "sep.csv: column 'x' holds the value '{x0}' at row 1 (data rows counted from 1, the "
+     "header not counted), a number written with thousands separators: the column is text, "
+     "which the formula's np.log(x) cannot compute with; write the numbers without "
+     "separators (e.g. pandas.read_csv(path, thousands=',').to_csv(new_path, index=False))"),
+    ("words.csv", "y ~ np.log(x)",
+     "words.csv: column 'x' holds the value '{w0}' at row 1 (data rows counted from 1, the "
+     "header not counted), which is not a number: the column is text, which the formula's "
+     "np.log(x) cannot compute with; convert the column to numbers (e.g. pandas' "
+     "astype(float), correcting the values that are not), or, if it holds categories, "
+     "write C(x) alone, not inside a function"),
+    ("words.csv", "y ~ I(x + 1)", "the column is text, which the formula's I(x + 1) cannot"),
+    ("digits.parquet", "y ~ np.exp(x)",
+     "digits.parquet: column 'x' holds the value '{d0}' at row 1 (counted from 1), a number "
+     "written as text: the column is text, which the formula's np.exp(x) cannot compute "
+     "with; convert the column to numbers (e.g. pandas' astype(float)), or, if it holds "
+     "categories, write C(x) alone, not inside a function"),
+])
+def test_a_function_of_a_text_column_says_the_column_is_text(tmp_path, cli, table, formula,
+                                                             wanted):
+    """Re-test round 9: these advised C(x), which takes no function (or, for words, said
+    only that formulaic could not evaluate the factor)."""
+    x, words = _text_tables(tmp_path)
+    d0 = str(np.log(x[0]))
+    wanted = wanted.format(x0=f"{x[0]:,.2f}", w0=words[0], d0=d0)
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", tmp_path / table, "--formula", formula, "--out", out))
+    if wanted.startswith(table):
+        assert line == f"streamlsq: error: {tmp_path}/{wanted}", line
+    else:
+        assert line.startswith(f"streamlsq: error: {tmp_path / table}: ") and wanted in line
+    assert "C(x) in the formula" not in line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_function_of_a_text_column_from_python_and_c_alone_still_fits(tmp_path, client):
+    x, words = _text_tables(tmp_path)
+    with pytest.raises(InputError, match=r"words.csv: column 'x' holds the value .* which "
+                                         r"the formula's np.log\(x\) cannot compute with"):
+        streamlsq.fit_stream(tmp_path / "words.csv", "kf4lls", formula="y ~ np.log(x)",
+                             client=client, progress=False)
+    # the column as categories, alone: statsmodels' C(x)
+    import statsmodels.formula.api as smf
+
+    fit = streamlsq.fit_stream(tmp_path / "words.csv", "kf4lls", formula="y ~ C(x)",
+                               client=client, progress=False)
+    ref = smf.ols("y ~ C(x)", pd.read_csv(tmp_path / "words.csv")).fit()
+    np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params.to_numpy(), rtol=1e-9)
+

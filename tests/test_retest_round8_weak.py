@@ -227,3 +227,34 @@ def test_a_function_of_a_text_column_from_python_and_c_alone_still_fits(tmp_path
     ref = smf.ols("y ~ C(x)", pd.read_csv(tmp_path / "words.csv")).fit()
     np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params.to_numpy(), rtol=1e-9)
 
+
+# -- 6. open_result with storage_options for a local path ------------------------------------
+
+def test_open_result_refuses_storage_options_for_a_local_path(rows, tmp_path, client,
+                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    streamlsq.fit_stream(rows, "kf4lls", out="fit.zarr", client=client, progress=False)
+    before = snapshot(tmp_path)
+    with pytest.raises(InputError) as info:
+        streamlsq.open_result("fit.zarr", storage_options={"anon": True})
+    assert str(info.value) == ("storage_options apply to URLs (s3://, gs://, memory://...); "
+                               "fit.zarr is a local path")
+    assert snapshot(tmp_path) == before
+    assert streamlsq.open_result("fit.zarr").attrs["method"] == "kf4lls"
+
+
+def test_a_run_from_a_url_to_a_local_output_opens_its_result(rows, tmp_path, client, s3):
+    """The run's storage_options reach its remote input; the local store it published is
+    opened without them (Job.published passed them on, which open_result now refuses)."""
+    from conftest import S3_BUCKET, s3_filesystem
+
+    _, options = s3
+    s3_filesystem(options).put(str(rows), f"{S3_BUCKET}/r8/in.zarr", recursive=True)
+    fit = tmp_path / "fit.zarr"
+    streamlsq.fit_stream(rows, "kf4lls", out=fit, client=client, progress=False)
+    remote = streamlsq.predict_stream(fit, f"s3://{S3_BUCKET}/r8/in.zarr",
+                                      out=tmp_path / "p.zarr", storage_options=options,
+                                      client=client, progress=False)
+    local = streamlsq.predict_stream(fit, rows, client=client, progress=False)
+    np.testing.assert_array_equal(remote.yhat.values, local.yhat.values)
+    assert remote.attrs["complete"] is True

@@ -60,6 +60,51 @@ def test_heavy_rows_with_the_stores_roles_from_python(tasks, client):
     assert model.attrs["heavy_rows"] == 20 and model.attrs["n_heavy"] == 60
 
 
+
+# -- 2. metalearn: --threshold and k ---------------------------------------------------------
+
+@pytest.mark.parametrize("given, wanted", [
+    (("--threshold", "0.3"),
+     "--threshold goes with --k K, the subspace's rank (the cut then finds the clusters); k "
+     "not given is 'auto', which chooses the cut itself"),
+    (("--k", "auto", "--threshold", "0.3"),
+     "--k auto chooses the cut itself: give no --threshold, or give --k K, the subspace's "
+     "rank"),
+    (("--k", "2", "--k-max", "3"),
+     "--k-max goes with --k auto (the default), the largest k it tries"),
+])
+def test_threshold_and_k_max_say_what_k_they_go_with(tasks, tmp_path, cli, given, wanted):
+    """Re-test round 9: with k not given, --threshold was refused as "k='auto' chooses the
+    cut itself: give no threshold" (an option the user had not given, in Python's
+    spelling)."""
+    before = snapshot(tmp_path)
+    out = tmp_path / "m.zarr"
+    line = one_line(cli("metalearn", tasks, "--out", out, *given))
+    assert line == f"streamlsq: error: {wanted}", line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_k_not_given_is_auto_and_a_threshold_with_k_says_k_is_the_rank(tasks, tmp_path, cli,
+                                                                        client):
+    with pytest.raises(InputError, match="^--threshold goes with --k K"):
+        streamlsq.metalearn(tasks, threshold=0.3, client=client, progress=False)
+    with pytest.raises(InputError, match="^--threshold goes with --k K"):
+        streamlsq.metalearn(tasks, None, threshold=0.3, client=client, progress=False)
+    # k not given (None) is k='auto': the same model, bit for bit, and the same curve
+    default = streamlsq.metalearn(tasks, client=client, progress=False, k_max=3)
+    auto = streamlsq.metalearn(tasks, "auto", client=client, progress=False, k_max=3)
+    assert default.attrs["k_chosen"] == auto.attrs["k_chosen"] == 2
+    for name in auto.data_vars:
+        if not name.startswith("seconds"):
+            np.testing.assert_array_equal(default[name].values, auto[name].values, name)
+    # --k with --threshold: k is the subspace's rank, the cut finds the clusters, as said
+    run = cli("metalearn", tasks, "--out", tmp_path / "m.zarr", "--k", 2, "--threshold", 1.0)
+    assert run.exit_code == 0, run.output
+    model = streamlsq.open_result(tmp_path / "m.zarr")
+    assert model.sizes["rank"] == 2
+    assert (f"wrote {tmp_path / 'm.zarr'}: {model.sizes['cluster']} clusters (cut at "
+            "--threshold 1; --k 2: the subspace's rank) from") in run.output
+
 # -- 3. fit lms: --eps without --normalized; --tau and --power spelled as given -------------
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,7 @@ from streamlsq.io.checkpoint import (
     finished_result,
     remove_finished,
 )
-from streamlsq.io.location import locate
+from streamlsq.io.location import check_storage_options, locate, options_for
 from streamlsq.io.outputs import beside_path, check_apart, reclaim_leftovers
 from streamlsq.io.provenance import provenance
 from streamlsq.io.relay import Relay, in_process_memory
@@ -294,8 +294,10 @@ class Job:
     def published(self, out, storage_options: dict | None) -> xr.Dataset:
         """The store a job that ``writes_chunks`` published, opened for its caller: a result,
         checked (:func:`~streamlsq.io.results.open_result`), unless the job writes data of
-        another kind."""
-        return open_result(out, storage_options=storage_options)
+        another kind. ``storage_options`` are the run's, which may reach its remote inputs
+        alone: passed on for an output that is a URL only (open_result refuses them for a
+        local path)."""
+        return open_result(out, storage_options=options_for(out, storage_options))
 
     def compute(self, ctx: Context) -> xr.Dataset:
         """The work itself, on the cluster: returns the result (without the provenance
@@ -372,7 +374,9 @@ class Run:
             raise ValueError(f"no input of kind {kind!r}: 'stream', 'tasks', 'result' or "
                              "'table'")
         self.opened.append(data)
-        return opener(data, *args, storage_options=self.storage_options, **kwargs)
+        # a local input of a run that also reads or writes URLs takes none of their options
+        return opener(data, *args, storage_options=options_for(data, self.storage_options),
+                      **kwargs)
 
     def execute(self, job: Job) -> xr.Dataset:
         """Run ``job`` in the one order of every job; returns its result (the published
@@ -429,12 +433,7 @@ class Run:
     def _check_storage_options(self) -> None:
         """Refuse ``storage_options`` when every input and the output are local paths: they
         apply to URLs only, and would be ignored without a word (as pandas refuses them)."""
-        if not self.storage_options:
-            return
-        places = [loc for loc in map(locate, [*self.opened, self.out]) if loc is not None]
-        if places and not any(loc.remote for loc in places):
-            raise InputError("storage_options apply to URLs (s3://, gs://, memory://...); "
-                             f"{places[0].shown or places[0].url} is a local path")
+        check_storage_options(self.storage_options, [*self.opened, self.out])
 
     def _prepare_output(self, job: Job, inputs: list) -> None:
         """The output (with the files beside it) and the checkpoint usable and apart from the

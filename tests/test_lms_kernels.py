@@ -297,7 +297,7 @@ def test_coef_names_and_state_layout():
         "tau": None,
         "power": 0.75,
         "normalized": False,
-        "eps": 1e-6,
+        "eps": None,
     }
 
 

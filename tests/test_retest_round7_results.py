@@ -230,9 +230,10 @@ def test_resume_before_any_commit_checks_the_formula(tmp_path, cli, client, monk
     out = tmp_path / "r.zarr"
     line = one_line(cli(*args, "--formula", other, "--out", out, "--checkpoint", ckpt,
                         "--resume"))
-    # the options named with both values where the fingerprint keeps them as such
+    # the options named with both values
     change = f"formula {first!r} then, {other!r} now"
-    which = "inputs (formula)" if kind == "fit" else f"options ({change}), selection ({change})"
+    which = f"inputs ({change})" if kind == "fit" else \
+        f"options ({change}), selection ({change})"
     assert line == (f"streamlsq: error: {ckpt}: checkpoint belongs to a different run (differs "
                     f"in: {which}); rerun without --resume or point --checkpoint elsewhere")
     assert snapshot(tmp_path) == before and leftovers(out) == []

@@ -246,7 +246,11 @@ POWER = Param("power", None, "Exponent in (0.5, 1] of the power schedule.", gt=0
               optional=True)
 NORMALIZED = Param("normalized", False, "Normalised LMS: step rho_k/(eps + |x~|^2); stable "
                    "for 0 < rate < 2.", type=bool)
-EPS = Param("eps", 1e-6, "eps of normalised LMS.", ge=0)
+#: the eps of normalised LMS when none is given (eps defaults to None, "not given": plain
+#: LMS reads none, and one given to it is refused)
+DEFAULT_EPS = 1e-6
+EPS = Param("eps", None, f"With --normalized: the eps of its step rho_k/(eps + |x~|^2) "
+            f"(default {DEFAULT_EPS:g}).", ge=0, optional=True)
 
 _LMS = RecursionDeclaration(
     name="lms",

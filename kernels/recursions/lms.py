@@ -33,9 +33,11 @@ from streamlsq.kernels.recursions.contract import (
     Recursion,
     State,
     fold_edges,
+    must_be,
 )
 from streamlsq.kernels.recursions.declarations import (
     DECLARATIONS,
+    DEFAULT_EPS,
     POWER,
     SCHEDULE,
     TAU,
@@ -288,8 +290,8 @@ class LMS(Recursion):
     normalized : bool
         Normalised LMS: the step is ρₖ/(ε + ‖x̃‖²). Since x̃ contains the constant
         1, ‖x̃‖² ≥ 1 and ε only keeps the usual NLMS form; ρₖ ∈ (0, 2) is stable.
-    eps : float, default 1e-6
-        ε of normalised LMS.
+    eps : float or None, default None
+        ε of normalised LMS (None: 1e-6); refused without ``normalized``.
     coef0 : array ((q+1)×K) or None
         W₀ (default zeros).
     intercept : bool, default True
@@ -327,8 +329,17 @@ class LMS(Recursion):
 
     def check_params(self) -> None:
         """The schedule's rules between ``schedule``, ``tau`` and ``power``, checked by the
-        :class:`StepSchedule` this builds from them (kept as ``schedule``)."""
+        :class:`StepSchedule` this builds from them (kept as ``schedule``); ``eps`` only with
+        ``normalized`` (plain LMS has no eps to read)."""
         self.schedule = StepSchedule(self.schedule, self.rate, self.tau, self.power)
+        if self.eps is not None and not self.normalized:
+            raise must_be("eps", "None unless normalized=True (the eps of normalised LMS's "
+                          "step)", self.eps)
+
+    @property
+    def _eps(self) -> float:
+        """The eps the loop reads (normalised LMS's; plain LMS's loop ignores it)."""
+        return DEFAULT_EPS if self.eps is None else float(self.eps)
 
     def get_params(self) -> dict:
         params = {**super().get_params(), "schedule": self.schedule.kind}
@@ -391,7 +402,7 @@ class LMS(Recursion):
             np.empty(0, dtype=np.int64),
             self.schedule,
             self.normalized,
-            self.eps,
+            self._eps,
             self.intercept,
         )
         return {"W": W, "k": np.int64(k), "blocks": np.int64(state["blocks"] + 1)}
@@ -414,7 +425,7 @@ class LMS(Recursion):
             local,
             self.schedule,
             self.normalized,
-            self.eps,
+            self._eps,
             self.intercept,
         )
         new_state = {"W": W, "k": np.int64(k), "blocks": np.int64(state["blocks"] + n_blocks)}

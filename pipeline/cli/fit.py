@@ -28,7 +28,7 @@ from streamlsq.cli.common import (
 from streamlsq.cli.options import click_options, values
 from streamlsq.kernels.recursions.registry import RECURSIONS
 from streamlsq.options import Options
-from streamlsq.options.fit import JOB_OPTIONS, fit_options
+from streamlsq.options.fit import JOB_OPTIONS, RECURSION_RULES, fit_options
 from streamlsq.options.run import CHECKPOINT, CLUSTER, OUTPUT
 
 __all__ = ["fit", "fit_command_options", "recursion_command"]
@@ -53,7 +53,7 @@ def fit_command_options(name: str) -> Options:
     then the checkpoint's, the output's and the cluster's."""
     declaration = RECURSIONS.declaration(name)
     declared = fit_options(declaration.params, several=len(declaration.inputs) > 1,
-                           own=JOB_OPTIONS.get(name))
+                           own=JOB_OPTIONS.get(name), rules=RECURSION_RULES.get(name, ()))
     if "scan" not in declaration.engines:
         declared = declared.without("engine")
     if "fit_intercept" in declared:

@@ -47,9 +47,9 @@ def metalearn(data, out, **given):
     from streamlsq.mlr.metalearn import metalearn as run
 
     options, cluster = _command_values(OPTIONS, given)  # checked before any cluster starts
-    k = options.pop("k", "auto")
+    k = options.pop("k", None)  # not given: 'auto', told apart by the rules
     # the curve's files belong to the model store: checked with it, published with it
-    options["k_curve"] = k == "auto" and not getattr(locate(out), "remote", False)
+    options["k_curve"] = k in (None, "auto") and not getattr(locate(out), "remote", False)
     with _client(**cluster, data=data) as client:
         ds = run(data, k, out=out, client=client, **options)
     done = _done_line(out, ds)
@@ -57,7 +57,9 @@ def metalearn(data, out, **given):
         click.echo(done)
         return
     a = ds.attrs
-    line = (f"wrote {out}: {a['n_clusters']} clusters from {a['n_light']} light, "
+    cut = ("" if options.get("threshold") is None else
+           f" (cut at --threshold {options['threshold']:g}; --k {k}: the subspace's rank)")
+    line = (f"wrote {out}: {a['n_clusters']} clusters{cut} from {a['n_light']} light, "
             f"{a['n_heavy']} heavy and {a['n_light2']} light2 tasks in {a['seconds']:.3g} s")
     if "subspace_error" in a:
         line += (f"; subspace error {a['subspace_error']:.3g}, heavy accuracy "
@@ -66,7 +68,7 @@ def metalearn(data, out, **given):
     click.echo(line)
     click.echo(f"roles: {a['role_rule']}" + (f"; {a['n_unused_tasks']} task(s) with fewer "
                "than 2 rows unused" if a["n_unused_tasks"] else ""))
-    if k == "auto":
+    if k in (None, "auto"):
         where = (f"{beside_path(out, '.k-curve.csv')} and {beside_path(out, '.k-curve.png')}"
                  if options["k_curve"] else
                  "the model's k_loglik (no files beside an object store)")

@@ -44,8 +44,8 @@ class LMSRegressor(RecursionRegressor, recursion="lms"):
         a ∈ (½, 1] of the "power" schedule (required there, refused otherwise).
     normalized : bool, default False
         Normalised LMS: the step is ρ_k/(ε + ‖x̃‖²).
-    eps : float, default 1e-6
-        ε of normalised LMS.
+    eps : float or None, default None
+        ε of normalised LMS (None: 1e-6); refused without ``normalized``.
     epochs : int, default 1
         Passes of ``fit`` over the rows (``partial_fit`` always makes one pass).
     shuffle : bool, default False

@@ -690,9 +690,10 @@ def _differences(old: dict, new: dict) -> str:
 
 def _inner_differences(before, now) -> list[str]:
     """The keys in which two entries of a fingerprint differ, with both values, when both
-    are mappings or their JSON text (a method's parameters: ``ridge 0.0 then, 1.0 now``;
-    lists of inputs whose selections, JSON text, are mappings: the keys alone); else
-    none."""
+    are mappings or their JSON text (a method's parameters: ``ridge 0.0 then, 1.0 now``),
+    or lists of inputs whose selections, JSON text, are mappings (``missing 'raise' then,
+    'drop' now``: a selection, or an entry of one, left out of the fingerprint is the
+    default, so that only what differs is named); else none."""
     def mapping(value):
         if isinstance(value, str) and value.startswith("{"):
             with contextlib.suppress(ValueError):
@@ -705,15 +706,19 @@ def _inner_differences(before, now) -> list[str]:
                 for k in sorted(set(before_map) | set(now_map), key=str)
                 if before_map.get(k) != now_map.get(k)]
     if isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
-        keys: set = set()
+        from streamlsq.io.sources import SELECTION_DEFAULTS  # on this refusal's path only
+
+        changes: dict[str, str] = {}
         for a, b in zip(before, now, strict=True):
             if not (isinstance(a, list) and isinstance(b, list)):
                 continue
             ma, mb = mapping(a[-1]) if a else None, mapping(b[-1]) if b else None
             if ma is not None or mb is not None:
-                ma, mb = ma or {}, mb or {}
-                keys |= {str(k) for k in set(ma) | set(mb) if ma.get(k) != mb.get(k)}
-        return sorted(keys)
+                ma, mb = {**SELECTION_DEFAULTS, **(ma or {})}, {**SELECTION_DEFAULTS, **(mb or {})}
+                for k in set(ma) | set(mb):
+                    if ma.get(k) != mb.get(k):
+                        changes.setdefault(str(k), f"{k} {ma.get(k)!r} then, {mb.get(k)!r} now")
+        return [changes[k] for k in sorted(changes)]
     return []
 
 

@@ -109,6 +109,9 @@ class FormulaColumns:
     lhs: tuple[str, ...]
     rhs_categorical: tuple[str, ...]
     lhs_categorical: tuple[str, ...]
+    #: (column, factor) for each column a factor computes with (``np.log(x)``, ``x + 1``):
+    #: the first such factor of each side, right-hand side first, not one in ``C()`` alone
+    computed: tuple[tuple[str, str], ...] = ()
 
 
 class _Refused(Exception):
@@ -262,13 +265,20 @@ def check_formula(formula: str) -> FormulaColumns:
 def _checked(formula: str) -> FormulaColumns:
     parsed = parse(formula)
     sides = {}
+    computed: dict[str, str] = {}
     for side in ("rhs", "lhs"):
         columns: set = set()
         categorical: set = set()
         for term in getattr(parsed, side):
             for factor in term.factors:
                 try:
-                    _factor_columns(factor, columns, categorical)
+                    read, made = set(), set()
+                    _factor_columns(factor, read, made)
+                    columns |= read
+                    categorical |= made
+                    if factor.eval_method.value == "python":
+                        for name in sorted(read - made):
+                            computed.setdefault(name, str(factor.expr))
                 except _Refused as why:
                     rule = "" if why.args[1:] else (
                         "; a formula is never run as Python: it names columns, numbers, I(), "
@@ -276,7 +286,8 @@ def _checked(formula: str) -> FormulaColumns:
                         "np.power, ...: docs/tables.md#formulas)")
                     raise InputError(f"formula {formula!r}: {why.args[0]}{rule}") from None
         sides[side] = (tuple(sorted(columns)), tuple(sorted(categorical)))
-    return FormulaColumns(sides["rhs"][0], sides["lhs"][0], sides["rhs"][1], sides["lhs"][1])
+    return FormulaColumns(sides["rhs"][0], sides["lhs"][0], sides["rhs"][1], sides["lhs"][1],
+                          tuple(computed.items()))
 
 
 def parse(formula: str):
@@ -563,6 +574,10 @@ def build_design(formula: str, rows: RowsReader, label: str, n_rows: int, chunk_
     categorical = sorted({n for n in used if not kinds[n]}
                          | set(names.rhs_categorical)
                          | (set(names.lhs_categorical) if response else set()))
+    for name, factor in names.computed:  # a function of text: no level makes it a number
+        if name in used and not kinds[name]:
+            raise InputError(text_for_numbers(rows, name, n_rows, chunk_rows, "computed",
+                                              factor=factor))
     if levels is None:
         levels = {n: categories[n] for n in categorical if categories.get(n) is not None}
         declared = tuple(sorted(levels))

@@ -18,7 +18,7 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 
-__all__ = ["Location", "is_url", "locate"]
+__all__ = ["Location", "check_storage_options", "is_url", "locate", "options_for"]
 
 
 def is_url(path) -> bool:
@@ -175,3 +175,26 @@ def locate(data, storage_options: dict | None = None) -> Location | None:
             return Location(os.path.abspath(path), "", path, None)
         return Location(url, _options_key(opts), url, opts or None)
     return None
+
+
+def check_storage_options(storage_options: dict | None, places) -> None:
+    """Refuse ``storage_options`` when every one of ``places`` (paths, URLs, zarr store
+    objects or Locations) that has a location is a local path: they apply to URLs only, and
+    would be ignored without a word (as pandas refuses them)."""
+    if not storage_options:
+        return
+    from streamlsq.errors import InputError
+
+    found = [p if isinstance(p, Location) else locate(p) for p in places]
+    found = [loc for loc in found if loc is not None]
+    if found and not any(loc.remote for loc in found):
+        raise InputError("storage_options apply to URLs (s3://, gs://, memory://...); "
+                         f"{found[0].shown or found[0].url} is a local path")
+
+
+def options_for(data, storage_options: dict | None) -> dict | None:
+    """The ``storage_options`` of a run for one of its places: None for a local path (a run
+    may mix local paths and URLs; the options reach the URLs, and a local path refuses them:
+    :func:`check_storage_options`), else as given."""
+    loc = locate(data)
+    return None if loc is not None and not loc.remote else storage_options

@@ -21,7 +21,7 @@ import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError, OutputError
-from streamlsq.io.location import Location, locate
+from streamlsq.io.location import Location, check_storage_options, locate
 from streamlsq.io.outputs import (
     BESIDE,
     WRITTEN_BY,
@@ -333,6 +333,8 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     """Open a result store (a path, an fsspec URL or a zarr store object); refuse one that an
     interrupted run left incomplete, or that was damaged since (:func:`check_result`: a
     chunk missing, unreadable or holding a non-finite value, named by variable and chunk).
+    ``storage_options`` reach a URL; for a local path they are refused (as a run refuses
+    them).
 
     Examples
     --------
@@ -345,6 +347,7 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     (True, 'kf4lls')
     >>> tmp.cleanup()
     """
+    check_storage_options(storage_options, [path])
     loc = locate(path, storage_options)
     if loc is None:  # an in-memory zarr store: read as xarray reads it
         ds = open_dataset(path, lazy=lazy)

@@ -171,6 +171,8 @@ class StreamVariables:
     formula: str | None = None
 
     def selection(self) -> dict:
+        """What was selected: the entries of :data:`DEFAULT_SELECTION`, and those of
+        :data:`SELECTION_DEFAULTS` given other values."""
         out = {"x": list(self.x_vars), "y": list(self.y_vars), "sample_dim": self.sample_dim,
                "fit_intercept": bool(self.intercept)}
         # only when given: the fingerprints of the fits without them stay as they were
@@ -179,6 +181,14 @@ class StreamVariables:
         if self.missing != "raise":
             out["missing"] = self.missing
         return out
+
+
+#: the selection of a plain stream store (a fit's fingerprint leaves it out, and stays as
+#: before), and what each entry a selection leaves out means (a checkpoint's refusal of a
+#: resume compares them: a selection left out is this one)
+DEFAULT_SELECTION = {"x": ["X"], "y": ["y"], "sample_dim": "sample", "fit_intercept": False}
+SELECTION_DEFAULTS = {**DEFAULT_SELECTION, "weights": None, "groups": None, "formula": None,
+                      "missing": "raise"}
 
 
 @dataclass(frozen=True)

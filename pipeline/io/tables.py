@@ -1115,16 +1115,30 @@ def _separators_remedy(csv: bool) -> str:
 
 
 def text_for_numbers(rows: RowsReader, name: str, n_rows: int, chunk_rows: int,
-                     use: str, counted: tuple[int, int, bool] | None = None) -> str:
+                     use: str, counted: tuple[int, int, bool] | None = None,
+                     factor: str | None = None) -> str:
     """The refusal of a text column where numbers are meant, naming the first value that
     is not a number as pandas reads one (its file, row and value) and the remedy. ``use``:
     'x' (named by --x/--y: read as numbers), 'formula' or 'response' (a formula would read
     it as categories, on its right- or left-hand side: ``counted`` its distinct values that
-    are numbers, of how many) or 'convert' (numbers written with separators, which convert
-    would store as text)."""
+    are numbers, of how many), 'computed' (a formula's ``factor``, such as ``np.log(x)``,
+    computes with it: categories would not do either) or 'convert' (numbers written with
+    separators, which convert would store as text)."""
     csv = _is_csv(rows)
     found = first_value(rows, name, n_rows, chunk_rows, _not_plain)
     first = first_value(rows, name, n_rows, chunk_rows, _present)
+    if use == "computed":
+        read = f"the column is text, which the formula's {factor} cannot compute with"
+        if found is None and first is None:
+            return f"{rows.label}: column '{name}' holds no value, which {factor} needs"
+        if found is not None and _grouped(found.value):
+            return (f"{found.where(name)}, a number written with thousands separators: "
+                    f"{read}; {_separators_remedy(csv)}")
+        what, fix = (("a number written as text", "") if found is None else
+                     ("which is not a number", ", correcting the values that are not"))
+        return (f"{(found or first).where(name)}, {what}: {read}; convert the column to "
+                f"numbers (e.g. pandas' astype(float){fix}), or, if it holds categories, "
+                f"write C({name}) alone, not inside a function")
     if counted is not None:
         share = (f"{counted[0]} of its {counted[1]} distinct values are numbers"
                  if counted[0] < counted[1] else f"all {counted[1]} of its distinct values "

@@ -398,11 +398,18 @@ def task_sets(
     ``kernels.mlr.default_heavy_rows`` of the task sizes and ``splits`` (L).
     Refuses a light task with fewer than 2 rows or a light2 task without rows,
     naming the task. Rows are counted after holding out the last ``holdout``
-    rows of every task.
+    rows of every task. ``heavy_rows`` with the store's roles is refused: it would
+    choose nothing.
     """
     sizes = np.diff(ptr) - holdout
     if roles == "auto":
         roles = "store" if source.has_role else "rows"
+        if roles == "store" and heavy_rows is not None:  # it would choose nothing
+            raise InputError(
+                f"{source.label}: --heavy-rows {heavy_rows} goes with roles by rows per task, "
+                "and the store's variable 'role' gives the roles (--roles auto takes it); "
+                "give --roles rows to let --heavy-rows choose the heavy tasks"
+            )
     if roles == "store":
         role = source.roles()
         if role is None:

@@ -292,7 +292,7 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
 
 def metalearn(
     data: str | os.PathLike,
-    k: int | str = "auto",
+    k: int | str | None = None,
     *,
     out: str | os.PathLike | None = None,
     k_max: int | None = None,
@@ -314,14 +314,16 @@ def metalearn(
     Parameters
     ----------
     k : number of components (the subspace rank and the clustering cut), or
-        "auto": chosen from the data (:func:`select_k`: held-out likelihood of
-        the fitted mixture for k = 1..``k_max``, one-standard-error rule).
+        "auto" (None, the default, is "auto"): chosen from the data (:func:`select_k`:
+        held-out likelihood of the fitted mixture for k = 1..``k_max``,
+        one-standard-error rule).
     k_max : largest k tried by ``k="auto"`` (default min(d, 8, heavy tasks)).
     linkage : "average" (the authors' code; full matrix, up to ``MAX_FULL_HEAVY``
         heavy tasks), "single" (the paper; tiled, any number of heavy tasks) or
         "auto" (average up to ``MAX_FULL_HEAVY`` heavy tasks, else single).
-    threshold : cut the linkage at this distance instead of at k clusters
-        (Δ²/2 for a known separation Δ); the number of clusters is then found.
+    threshold : with an integer ``k``, cut the linkage at this distance instead of at
+        k clusters (Δ²/2 for a known separation Δ); k is then the subspace's rank only,
+        and the number of clusters is found.
     splits : L, the number of split pairs per heavy task (median over L).
     whiten : whiten the features first (coefficients are mapped back).
     roles, heavy_rows : task sets from the store's ``role`` or by rows per task
@@ -387,7 +389,7 @@ class MetaLearning(Job):
     writes the model store."""
 
     data: Any
-    k: int | str = "auto"
+    k: int | str | None = None
     group: str | None = None
     k_max: int | None = None
     linkage: str = DEFAULT_LINKAGE
@@ -405,6 +407,13 @@ class MetaLearning(Job):
     name = "metalearn"
     checkpoint_kind = "metalearn"
     checkpoint_variables = TASK_VARIABLES
+
+    def check_options(self) -> None:
+        """The declared options checked; k not given is then k='auto' (the rules tell the
+        two apart: an explicit 'auto' and a threshold are refused in its words)."""
+        super().check_options()
+        if self.k is None:
+            self.k = "auto"
 
     def open(self, run: Run) -> list:
         self.source = run.open_input("tasks", self.data, self.group)

@@ -35,7 +35,8 @@ from streamlsq.options.common import DTYPE, FLOAT_DTYPES
 
 __all__ = ["ALPHA_ESTIMATORS", "ALPHA_GIVEN_OR_ESTIMATED", "CONF_ALPHA", "CONVERT",
            "COV_TYPES", "DTYPES", "ENGINES", "FIT", "HAC_KERNEL", "INTERLEAVED",
-           "JOB_OPTIONS", "MISSING", "PREDICT_STREAM", "ROBUST", "SEVERAL_STORES",
+           "JOB_OPTIONS", "MISSING", "PREDICT_STREAM", "RECURSION_RULES", "ROBUST",
+           "SEVERAL_STORES",
            "fit_options", "label_variables", "names"]
 
 #: the covariance types of a least-squares fit's coefficients: statsmodels' names
@@ -266,16 +267,38 @@ INTERLEAVED = Options(
 #: the recursion's name
 JOB_OPTIONS = {"interleaved-kf4lls": INTERLEAVED}
 
+#: the rules between a recursion's own parameters, by the recursion's name, in the command
+#: line's words: checked with a fit's options, before any input is opened or any client
+#: started (:func:`streamlsq.stream.fit.check_fit_options`, the command line's values); the
+#: recursion checks the same when it is built, in Python's words, for whoever builds it
+RECURSION_RULES = {
+    "lms": (
+        Rule("tau", needs={"schedule": "inverse"},
+             message="--tau goes with --schedule inverse (the tau of rate/(1 + k/tau))"),
+        Rule("power", needs={"schedule": "power"},
+             message="--power goes with --schedule power (the exponent of rate/k^power)"),
+        Rule("schedule", "inverse", needs={"tau": Rule.GIVEN},
+             message="--schedule inverse needs --tau T (the tau of rate/(1 + k/tau))"),
+        Rule("schedule", "power", needs={"power": Rule.GIVEN},
+             message="--schedule power needs --power A (the exponent of rate/k^power)"),
+        Rule("eps", needs={"normalized": True},
+             message="--eps goes with --normalized (the eps of normalised LMS's step "
+                     "rho_k/(eps + |x~|^2))"),
+    ),
+}
+
 
 def fit_options(params: Iterable[Param], *, several: bool = False,
-                own: Options | None = None) -> Options:
+                own: Options | None = None, rules: Iterable[Rule] = ()) -> Options:
     """The options of a fit of a recursion that declares ``params``: those of a fit of one
     store (:data:`FIT`; of several, :data:`SEVERAL_STORES`), then the recursion's
     parameters, then its own job's options (``own``). A later declaration of a name takes
     the place of an earlier one: that is where a recursion's parameter named as a fit's
     option (interleaved KF4LLS' mixing weight ``alpha``, not the statistics' ``alpha``)
-    is settled."""
-    return Options(SEVERAL_STORES if several else FIT, *params, *([own] if own else []))
+    is settled. ``rules``: those between the recursion's parameters
+    (:data:`RECURSION_RULES`)."""
+    return Options(SEVERAL_STORES if several else FIT, *params, *([own] if own else []),
+                   rules=rules)
 
 
 #: applying a stream fit to new rows (:func:`streamlsq.predict_stream`)

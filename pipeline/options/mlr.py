@@ -51,17 +51,35 @@ CHUNK_TASKS = Param("chunk_tasks", DEFAULT_CHUNK_TASKS, "Tasks per chunk of work
 GROUP = Param("group", None, "Group of the store that holds the tasks (default: its root).",
               type=str, optional=True, command_line=False)
 
+class _Auto:
+    """The condition of a :class:`Rule` that k is chosen from the data: 'auto', or not
+    given (None)."""
+
+    def __eq__(self, other):
+        return other is None or other == "auto"
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "auto"
+
+
+_AUTO = _Auto()
+
+
 #: :func:`streamlsq.metalearn` (Algorithm 1)
 METALEARN = Options(
-    Param("k", "auto", "Number of components, or 'auto': chosen by held-out likelihood "
-          "(writes OUT.k-curve.csv and .png beside the model, OUT without .zarr).",
-          type=int, gt=0, choices=("auto",)),
-    Param("k_max", None, "With --k auto: the largest k tried (default min(d, 8, heavy "
-          "tasks)).", type=int, gt=0, optional=True),
+    Param("k", None, "Number of components (the subspace's rank and, without --threshold, "
+          "the clusters), or 'auto' (the default, also when not given): chosen by held-out "
+          "likelihood (writes OUT.k-curve.csv and .png beside the model, OUT without .zarr).",
+          type=int, gt=0, choices=("auto",), optional=True),
+    Param("k_max", None, "With --k auto (the default): the largest k tried (default min(d, 8, "
+          "heavy tasks)).", type=int, gt=0, optional=True),
     Param("linkage", DEFAULT_LINKAGE, "Clustering of the heavy tasks (auto: average up to "
           f"{MAX_FULL_HEAVY:,} heavy tasks, else single).", type=str, choices=LINKAGES),
-    Param("threshold", None, "Cut the linkage at this distance (Δ²/2 for a known separation "
-          "Δ) instead of at K clusters.", type=float, ge=0, optional=True),
+    Param("threshold", None, "With --k K: cut the linkage at this distance (Δ²/2 for a known "
+          "separation Δ) instead of at K clusters; K is then the subspace's rank only, and the "
+          "clusters are those the cut finds.", type=float, ge=0, optional=True),
     Param("splits", DEFAULT_SPLITS, "L: split pairs per heavy task (distances are medians "
           "over L).", type=int, gt=0),
     Param("whiten", False, "Whiten the features first (coefficients are mapped back to the "
@@ -79,8 +97,19 @@ METALEARN = Options(
           "from beside the model store (OUT.k-curve.csv and .png).", type=bool,
           command_line=False),
     rules=[Rule("k", "auto", excludes=("threshold",),
-                message="k='auto' chooses the cut itself: give no threshold"),
-           Rule("k_max", needs={"k": "auto"})],
+                message="--k auto chooses the cut itself: give no --threshold, or give "
+                        "--k K, the subspace's rank"),
+           # k not given is k='auto': --threshold needs the subspace's rank given
+           Rule("threshold", needs={"k": Rule.GIVEN},
+                message="--threshold goes with --k K, the subspace's rank (the cut then finds "
+                        "the clusters); k not given is 'auto', which chooses the cut itself"),
+           Rule("k_max", needs={"k": _AUTO},
+                message="--k-max goes with --k auto (the default), the largest k it tries"),
+           # the store's roles leave nothing for it to choose (re-test round 9)
+           Rule("roles", "store", excludes=("heavy_rows",),
+                message="--heavy-rows N goes with --roles rows (or auto on a store without "
+                        "'role'); --roles store takes the heavy tasks from the store's "
+                        "variable 'role'")],
 )
 
 #: :func:`streamlsq.fit_pooled` (one regression on the rows of all tasks)

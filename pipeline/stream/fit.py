@@ -23,7 +23,7 @@ from streamlsq.jobs import Context, Job, Run
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import Recursion, ScanRecursion
 from streamlsq.options import Options
-from streamlsq.options.fit import FIT, label_variables
+from streamlsq.options.fit import FIT, RECURSION_RULES, label_variables
 from streamlsq.stream.engines import (
     Trajectory,
     run_scan,
@@ -477,6 +477,11 @@ def check_fit_options(job: StreamFit) -> None:
                     job.params[p.name] = p.check(job.params[p.name])
                 except ValueError as exc:
                     raise InputError(f"{declaration.name}: {exc}") from None
+        rules = RECURSION_RULES.get(declaration.name)
+        if rules:  # as the command line words them (the recursion's own check is Python's)
+            own = [p for p in declaration.params if p.name not in job.options]
+            Options(*own, rules=rules).check(
+                {p.name: job.params[p.name] for p in own if p.name in job.params})
 
 
 def check_windows(job: StreamFit, source) -> None:

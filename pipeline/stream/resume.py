@@ -25,7 +25,7 @@ import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import EntryCheckpoint, merge_spans
-from streamlsq.io.sources import StreamSource
+from streamlsq.io.sources import DEFAULT_SELECTION, StreamSource
 from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.plans import StreamPlan
 
@@ -34,9 +34,6 @@ __all__ = ["FINGERPRINT_FIELDS", "ScanPieces", "add_rows_fingerprint",
            "previous_state", "rows_fingerprint", "run_fingerprint", "saved_rows_fingerprint",
            "segment_reads", "stamp_digest"]
 
-
-#: the selection of a plain stream store (kept out of fingerprints, which then stay as before)
-_DEFAULT_SELECTION = {"x": ["X"], "y": ["y"], "sample_dim": "sample", "fit_intercept": False}
 
 
 def run_fingerprint(plan: StreamPlan | None, rec, record_every: int, dtype, engine: str
@@ -50,7 +47,7 @@ def run_fingerprint(plan: StreamPlan | None, rec, record_every: int, dtype, engi
         "inputs": [[role, s.identity(), s.group or "",
                     s.n_rows, s.n_features, s.n_targets, f"token:{s.token}"]
                    + ([json.dumps(s.selection(), sort_keys=True)]
-                      if s.selection() != _DEFAULT_SELECTION else [])
+                      if s.selection() != DEFAULT_SELECTION else [])
                    for role, s in zip(plan.roles, plan.sources, strict=True)],
         "method": rec.name,
         "parameters": json.dumps(rec.get_params(), sort_keys=True, default=str),

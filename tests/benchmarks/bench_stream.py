@@ -22,7 +22,10 @@ The runs:
 - the floors: decoding in parallel in the plain processes and XᵀX of every chunk on one
   thread (the work floor from them); beside them, what the Dask workers lose: decoding on
   the Dask workers in parallel (one task per chunk) and in order (one task reading every
-  chunk in turn);
+  chunk in turn), each read as the engines read a store's rows (a local store's chunk
+  files decoded in place, ``streamlsq.io.chunk_decoding``; the floor's processes read
+  through zarr, as ``work_floor`` defines it); with ``--compare-read`` the same decoding
+  and the QR fits again with the workers reading through zarr's ``arr[a:b]``;
 - streamlsq KF4LLS from the store: ``sequential`` and ``scan`` engines × ``qr`` and
   ``normal`` solvers (``fit_stream`` on the warm cluster);
 - the scan engine and the decoding floor on a second cluster of **one** worker
@@ -149,20 +152,42 @@ def worker_environ(allocator: str) -> dict:
 
 
 def _read_chunk(source, a, b):
-    # the floor: fetch and decode, no validation, no arithmetic; same allocator
-    # setting as the engines' tasks, so that the comparison is like for like
+    # fetch and decode as the engines do (streamlsq's read of a store's rows: their chunk
+    # files decoded in place where the layout allows, else zarr), no value check, no
+    # arithmetic; the allocator setting of the engines' tasks, so that it is like for like
     with fast_large_allocations():
-        source.array("X")[a:b]
-        source.array("y")[a:b]
+        source.rows.read("X", a, b)
+        source.rows.read("y", a, b)
     return b - a
 
 
 def _read_all_in_order(source):
     with fast_large_allocations():
         for a, b in zip(source.chunk_edges()[:-1], source.chunk_edges()[1:], strict=True):
-            source.array("X")[int(a):int(b)]
-            source.array("y")[int(a):int(b)]
+            source.rows.read("X", int(a), int(b))
+            source.rows.read("y", int(a), int(b))
     return source.n_rows
+
+
+def _read_through_zarr(on: bool) -> None:
+    """In a worker: streamlsq's reads of a store's rows through zarr's ``arr[a:b]`` (as
+    before ``streamlsq.io.chunk_decoding``), or back to the chunk files."""
+    import streamlsq.io.stores as stores
+    from streamlsq.io.chunk_decoding import direct_rows
+
+    stores.direct_rows = (lambda *args: None) if on else direct_rows
+
+
+def through_zarr(client, fn):
+    """``fn``, run with the workers' reads through zarr (``--compare-read``): the cost of
+    switching is two ``client.run`` calls, a few ms of a run of seconds."""
+    def run():
+        client.run(_read_through_zarr, True)
+        try:
+            return fn()
+        finally:
+            client.run(_read_through_zarr, False)
+    return run
 
 
 def raw_read_in_order(client, source) -> float:
@@ -273,6 +298,10 @@ def main() -> None:
     p.add_argument("--max-memory-gb", type=float, default=4.0,
                    help="the in-memory runs (numpy lstsq, the per-row peers and the "
                    "coefficients' reference) only when X fits in this")
+    p.add_argument("--compare-read", action="store_true",
+                   help="also decode and fit (scan and sequential QR) with the workers "
+                   "reading every chunk through zarr's arr[a:b], as before chunk files "
+                   "were decoded in place (streamlsq.io.chunk_decoding)")
     p.add_argument("--runs", default=None,
                    help="comma-separated parts of the names of the runs to keep besides the "
                    "floors (e.g. 'scan qr,scan normal')")
@@ -332,6 +361,15 @@ def main() -> None:
                       lambda e=engine, s=solver: fit_coef(fit_stream(
                           store, "kf4lls", engine=e, solver=s, client=client, progress=False)),
                       ref, cpu=cpu)
+        if args.compare_read:
+            b.add("decode, Dask workers (zarr's read)", n,
+                  through_zarr(client, lambda: raw_read(client, source)), group="floor",
+                  cpu=cpu)
+            for engine in ("sequential", "scan"):
+                b.add(f"KF4LLS {engine} qr (zarr's read)", n, through_zarr(
+                    client, lambda e=engine: fit_coef(fit_stream(
+                        store, "kf4lls", engine=e, solver="qr", client=client,
+                        progress=False))), ref, cpu=cpu)
         if one is not None:
             b.add("decode, 1 worker", n, lambda: raw_read(one, source), group="floor",
                   cpu=cpu_meter(one))

@@ -208,6 +208,16 @@ def raw_read(client, source) -> float:
     return time.perf_counter() - t
 
 
+def one_blas_thread(fn):
+    """``fn`` run with one BLAS thread in this process, as the embedded cluster's
+    in-process workers run (each worker thread is the parallelism)."""
+    def run():
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(limits=1, user_api="blas"):
+            return fn()
+    return run
+
+
 def rel_error(coef, ref) -> float:
     coef, ref = np.ravel(coef), np.ravel(ref)
     return float(np.linalg.norm(coef - ref) / np.linalg.norm(ref))
@@ -302,6 +312,10 @@ def main() -> None:
                    help="also decode and fit (scan and sequential QR) with the workers "
                    "reading every chunk through zarr's arr[a:b], as before chunk files "
                    "were decoded in place (streamlsq.io.chunk_decoding)")
+    p.add_argument("--threads", action="store_true",
+                   help="also decode and fit (scan and sequential QR) on a cluster of "
+                   "--workers in-process worker threads, as the embedded cluster runs "
+                   "them for small stores (one BLAS thread during their runs)")
     p.add_argument("--runs", default=None,
                    help="comma-separated parts of the names of the runs to keep besides the "
                    "floors (e.g. 'scan qr,scan normal')")
@@ -320,7 +334,11 @@ def main() -> None:
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
             tempfile.TemporaryDirectory(dir=".") as tmp, \
             LocalCluster(n_workers=args.workers, **kw) as cluster, Client(cluster) as client:
-        one = None
+        one = threads = None
+        if args.threads:  # the embedded cluster's in-process workers: one thread each
+            threads_cluster = LocalCluster(n_workers=args.workers, processes=False,
+                                           **kw)
+            threads = Client(threads_cluster, set_as_default=False)
         if args.one_worker:
             one_cluster = LocalCluster(n_workers=1, **kw)
             one = Client(one_cluster, set_as_default=False)
@@ -370,6 +388,14 @@ def main() -> None:
                     client, lambda e=engine: fit_coef(fit_stream(
                         store, "kf4lls", engine=e, solver="qr", client=client,
                         progress=False))), ref, cpu=cpu)
+        if threads is not None:
+            b.add("decode, in-process threads", n,
+                  one_blas_thread(lambda: raw_read(threads, source)), group="floor")
+            for engine in ("sequential", "scan"):
+                b.add(f"KF4LLS {engine} qr, threads", n, one_blas_thread(
+                    lambda e=engine: fit_coef(fit_stream(
+                        store, "kf4lls", engine=e, solver="qr", client=threads,
+                        progress=False))), ref)
         if one is not None:
             b.add("decode, 1 worker", n, lambda: raw_read(one, source), group="floor",
                   cpu=cpu_meter(one))
@@ -392,6 +418,9 @@ def main() -> None:
         if one is not None:
             one.close()
             one_cluster.close()
+        if threads is not None:
+            threads.close()
+            threads_cluster.close()
     floor_pool.close()
 
     report(b, n, args, (load_before, load), gb, codec)

@@ -108,7 +108,8 @@ def rows_fingerprint(source: StreamSource, n_rows: int) -> dict:
     variable read, (first row, end row, stamp) of its chunks, the stamp of a whole chunk
     being its file's (:func:`~streamlsq.io.stores.chunk_stamps`: size and time, or an
     object's ETag) and that of a chunk the rows end inside (which an append rewrites) a hash
-    of its rows up to ``n_rows``. Empty for an xarray Dataset (it has no chunk files)."""
+    of its rows up to ``n_rows``; a table's parts, of any length, by their stamps alone.
+    Empty for an xarray Dataset (it has no chunk files)."""
     if source.in_memory:
         return {}
     out = {}
@@ -119,7 +120,11 @@ def rows_fingerprint(source: StreamSource, n_rows: int) -> dict:
             if a >= n_rows:
                 break
             known = stamp.strip(";") and "missing" not in stamp
-            if b <= n_rows and b - a == rows and known:
+            # a table's part is whole whatever its length (its stamp is its file's): a
+            # table is never continued, so nothing is read to stamp it (hashing the rows
+            # read every CSV part once per column, in this process, before the fit)
+            whole = b - a == rows or source.from_table
+            if b <= n_rows and whole and known:
                 entries.append([int(a), int(b), stamp])
                 continue
             stop = min(int(b), int(n_rows))

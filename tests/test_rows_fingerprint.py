@@ -92,9 +92,10 @@ def test_a_continued_fit_refuses_changed_rows_naming_them(tmp_path, client, earl
 
 
 def test_a_tables_parts_are_stamped_without_reading_them(tmp_path, monkeypatch):
-    """A CSV table's parts (files, byte ranges) have unequal rows: each is stamped by its file, never
-    read and hashed (which parsed every part once per column, in the client, after the
-    fit: a 1 GB CSV's command took 190 s, 18 s without it). A table is never continued."""
+    """A CSV table's parts (files, byte ranges) have unequal rows: each is stamped by its
+    file, never read and hashed (which parsed every part once per column, in the command's
+    process: a 1 GB CSV's command took 190 s, 18 s without it). A table is never
+    continued."""
     import pandas as pd
 
     from streamlsq import open_stream

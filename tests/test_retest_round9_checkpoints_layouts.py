@@ -1,0 +1,183 @@
+"""What the ninth re-test found in checkpoints and store layouts.
+
+A checkpoint whose committed arrays were damaged (a NaN put into a segment's coefficients)
+was resumed, and the run blamed the data: ``the coefficients at step 80001 ... are not
+finite: the data's magnitudes overflow float64; rescale the data``. A ``--checkpoint`` that
+is a dangling symbolic link was refused as ``cannot create the checkpoint folder (File
+exists)``. A store whose ``X`` is stored ``(feature, sample)`` was refused with the advice
+``name another layout with --x, --y and --sample-dim``, which led to a second refusal
+without a remedy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import streamlsq
+from streamlsq.errors import InputError
+from streamlsq.io.checkpoint import NONFINITE, EntryCheckpoint
+
+from conftest import lstsq, one_line, read_all
+from faultkit import leftovers, snapshot
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory, client):
+    return streamlsq.simulate_stream(tmp_path_factory.mktemp("r9") / "d.zarr", 12_000, 4, 1,
+                                     chunk_rows=1_000, seed=2, client=client)
+
+
+def _spoil(path, key=None):
+    """Put a NaN into the first value of the array ``key`` (default: the first array of
+    floats) of the checkpoint file ``path``, rewriting it whole as ``np.savez`` writes (as
+    the re-tester did: a valid file, every array kept)."""
+    with np.load(path) as z:
+        arrays = {k: z[k].copy() for k in z.files}
+    key = key or next(k for k, a in arrays.items() if a.dtype.kind == "f" and a.size)
+    arrays[key] = arrays[key].astype(float)
+    arrays[key].flat[0] = np.nan
+    np.savez(path, **arrays)
+    return key
+
+
+def _without_lock_time(snap: dict) -> dict:
+    """A snapshot with the checkpoint's lock file compared by kind alone: a resume takes the
+    lock (the file written anew, naming its owner)."""
+    return {k: v[:1] if k.endswith("/lock") else v for k, v in snap.items()}
+
+
+# -- W3: NaN in a committed checkpoint file is a corrupt checkpoint -----------------------------
+
+SEGMENTED = dict(block_size=500, segment_bytes=500 * 32, progress=False)
+CLI_SEGMENTED = ("--block-size", "500", "--segment-size", "0.015625")
+
+
+@pytest.mark.parametrize("file, key", [("segment-000001.npz", "coefs"),
+                                       ("state", "W"),   # the factor the fold goes on from
+                                       ("state", "R")])  # derived from W: was used unnoticed
+def test_a_nan_in_a_sequential_checkpoint_is_a_corrupt_checkpoint(
+        simulated, tmp_path, cli, client, stop_after_commits, file, key):
+    data = shutil.copytree(simulated, tmp_path / "d.zarr")
+    ckpt, out = tmp_path / "ck", tmp_path / "o.zarr"
+    with stop_after_commits(3):
+        streamlsq.fit_stream(data, "kf4lls", checkpoint=ckpt, client=client, **SEGMENTED)
+    if file == "state":
+        file = json.loads((ckpt / "progress.json").read_text())["state"]
+    _spoil(ckpt / file, key)
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "kf4lls", data, "--out", out, "--checkpoint", ckpt, "--resume",
+                        *CLI_SEGMENTED))
+    assert line == (f"streamlsq: error: {ckpt}: checkpoint is corrupt ({file}: its array "
+                    f"'{key}' holds NaN or inf, which the run did not commit); rerun without "
+                    "--resume to start afresh"), line
+    assert _without_lock_time(snapshot(tmp_path)) == _without_lock_time(before)
+    assert leftovers(out) == []
+    # the remedy: started afresh, the fit is the uninterrupted one
+    fit = streamlsq.fit_stream(data, "kf4lls", checkpoint=ckpt, out=out, client=client,
+                               **SEGMENTED)
+    X, y = read_all(data)
+    np.testing.assert_allclose(fit.coef.isel(step=-1).values, lstsq(X, y), rtol=1e-9)
+    assert not ckpt.exists()
+
+
+def test_a_nan_in_a_scan_piece_is_refused_before_any_piece_is_summarised(
+        simulated, tmp_path, client, monkeypatch):
+    from streamlsq.stream.resume import ScanPieces
+
+    data = shutil.copytree(simulated, tmp_path / "d.zarr")
+    ckpt = tmp_path / "ck"
+    kw = dict(engine="scan", block_size=500, segment_bytes=1_000 * 32, progress=False,
+              checkpoint=ckpt, client=client)
+
+    class Stop(Exception):
+        pass
+
+    original = ScanPieces.commit
+    with monkeypatch.context() as m:
+        def commit_then_stop(self, i, result):
+            original(self, i, result)
+            raise Stop
+
+        m.setattr(ScanPieces, "commit", commit_then_stop)
+        with pytest.raises(Stop):
+            streamlsq.fit_stream(data, "kf4lls", **kw)
+    piece = sorted(ckpt.glob("entry-piece-*.npz"))[0]
+    key = _spoil(piece)
+    before = snapshot(tmp_path)
+    started = []  # the scan's pieces are read (ScanPieces) once the checkpoint is open
+    monkeypatch.setattr(ScanPieces, "start", lambda self, pieces: started.append(pieces))
+    with pytest.raises(InputError) as refused:
+        streamlsq.fit_stream(data, "kf4lls", resume=True, **kw)
+    assert str(refused.value) == (
+        f"{ckpt}: checkpoint is corrupt ({piece.name}: its array '{key}' holds NaN or inf, "
+        "which the run did not commit); rerun without --resume to start afresh")
+    assert started == []
+    assert _without_lock_time(snapshot(tmp_path)) == _without_lock_time(before)
+
+
+def test_a_nan_in_a_glm_pass_is_refused_before_any_pass_runs(tmp_path, client, monkeypatch):
+    from streamlsq.stream.glm import GLMPass
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(2_000)
+    table = tmp_path / "t.parquet"
+    pd.DataFrame({"x": x, "y": rng.poisson(np.exp(0.3 * x)).astype(float)}).to_parquet(table)
+    ckpt = tmp_path / "ck"
+    options = dict(formula="y ~ x", family="poisson", checkpoint=ckpt, client=client)
+    original = GLMPass.compute
+    computed = []
+
+    def dies_after_three(self, ctx):
+        if len(computed) == 3:
+            raise KeyboardInterrupt("killed")
+        computed.append(self.label)
+        return original(self, ctx)
+
+    with monkeypatch.context() as m:
+        m.setattr(GLMPass, "compute", dies_after_three)
+        with pytest.raises(KeyboardInterrupt):
+            streamlsq.fit_glm(table, **options)
+    step = ckpt / "step-001-glm-irls-0.npz"
+    key = _spoil(step)
+    before = snapshot(tmp_path)
+    computed.clear()
+    monkeypatch.setattr(GLMPass, "compute", lambda self, ctx: computed.append(self.label))
+    with pytest.raises(InputError) as refused:
+        streamlsq.fit_glm(table, resume=True, **options)
+    assert str(refused.value) == (
+        f"{ckpt}: checkpoint is corrupt ({step.name}: its array '{key}' holds NaN or inf, "
+        "which the run did not commit); rerun without --resume to start afresh")
+    assert computed == []
+    assert _without_lock_time(snapshot(tmp_path)) == _without_lock_time(before)
+
+
+def test_values_committed_not_finite_are_resumed_and_others_refused(tmp_path):
+    """An entry (a study's batch, a metalearn step, an EM iteration) may hold NaN or inf
+    when committed (listed in its file): resumed as they were. A NaN put since into
+    another array, or into a file of an earlier version (without the list), is refused."""
+    ckpt = tmp_path / "ck"
+    value = {"mse": np.array([0.5, np.nan, np.inf]), "coef": np.arange(3.0), "n": 3}
+    with EntryCheckpoint(ckpt, {"run": 1}, kind="study") as folder:
+        folder.save("batch-0", value)
+        folder.save("batch-1", value)
+    with EntryCheckpoint(ckpt, {"run": 1}, resume=True, kind="study") as folder:
+        got = folder.load("batch-0")
+    np.testing.assert_array_equal(got["mse"], value["mse"])
+    assert got["n"] == 3
+    with np.load(ckpt / "entry-batch-0.npz") as z:
+        assert z[NONFINITE].tolist() == ["a0"]
+    _spoil(ckpt / "entry-batch-1.npz", "a1")  # coef
+    with pytest.raises(InputError, match=r"checkpoint is corrupt \(entry-batch-1.npz: its array "
+                                         r"'a1' holds NaN or inf"):
+        EntryCheckpoint(ckpt, {"run": 1}, resume=True, kind="study").open()
+    # an earlier version's file: no list, every array committed finite
+    with np.load(ckpt / "entry-batch-1.npz") as z:
+        arrays = {k: z[k] for k in z.files if k != NONFINITE}
+    np.savez(ckpt / "entry-batch-1.npz", **arrays)
+    with pytest.raises(InputError, match=r"entry-batch-1.npz: its array 'a0' holds NaN"):
+        EntryCheckpoint(ckpt, {"run": 1}, resume=True, kind="study").open()

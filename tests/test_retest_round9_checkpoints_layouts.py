@@ -12,6 +12,7 @@ without a remedy.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -181,3 +182,43 @@ def test_values_committed_not_finite_are_resumed_and_others_refused(tmp_path):
     np.savez(ckpt / "entry-batch-1.npz", **arrays)
     with pytest.raises(InputError, match=r"entry-batch-1.npz: its array 'a0' holds NaN"):
         EntryCheckpoint(ckpt, {"run": 1}, resume=True, kind="study").open()
+
+
+# -- W7: --checkpoint a symbolic link to nothing or to a file ------------------------------------
+
+@pytest.fixture
+def small(tmp_path, client):
+    return streamlsq.simulate_stream(tmp_path / "d.zarr", 500, 2, 1, seed=1, client=client)
+
+
+def test_a_checkpoint_link_to_nothing_or_to_a_file_is_refused(small, tmp_path, cli):
+    folder = tmp_path / "dk"
+    folder.mkdir()
+    (folder / "ck").symlink_to("nowhere")
+    (folder / "notes.txt").write_text("mine\n")
+    (folder / "fk").symlink_to("notes.txt")
+    out = folder / "o.zarr"
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "kf4lls", small, "--out", out, "--checkpoint", folder / "ck"))
+    assert line == (f"streamlsq: error: {folder}/ck: is a symbolic link to '{folder}/nowhere', "
+                    "which does not exist; streamlsq never creates a folder through a link or "
+                    "writes over one: give the path it points to, or choose another "
+                    "--checkpoint"), line
+    line = one_line(cli("fit", "kf4lls", small, "--out", out, "--checkpoint", folder / "fk"))
+    assert line == (f"streamlsq: error: {folder}/fk: is a symbolic link to a file "
+                    f"('{folder}/notes.txt'); --checkpoint is a folder, and streamlsq never "
+                    "writes over a link: choose another --checkpoint"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    # the remedy: the path it points to (created, then removed with the checkpoint)
+    result = cli("fit", "kf4lls", small, "--out", out, "--checkpoint", folder / "nowhere")
+    assert result.exit_code == 0, result.output
+    assert not (folder / "nowhere").exists() and os.readlink(folder / "ck") == "nowhere"
+
+
+def test_a_checkpoint_link_to_an_empty_folder_is_used_and_kept(small, tmp_path, cli):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "ck").symlink_to("empty")
+    out = tmp_path / "o.zarr"
+    result = cli("fit", "kf4lls", small, "--out", out, "--checkpoint", tmp_path / "ck")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "ck").is_symlink() and list((tmp_path / "empty").iterdir()) == []

@@ -328,6 +328,7 @@ class CheckpointFolder:
             return
         d = self.directory
         check_apart(d, self.inputs, "--checkpoint")
+        self._check_link()
         if d.exists() and not d.is_dir():
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
         self._check_not_foreign()
@@ -355,6 +356,24 @@ class CheckpointFolder:
         except BaseException:
             self.close()
             raise
+
+    def _check_link(self) -> None:
+        """Refuse a symbolic link that is not one to a folder (which is used, as the folder
+        it points to, and kept): creating the checkpoint folder would write through the
+        link, or over it (as ``--out`` refuses a link)."""
+        d = self.directory
+        if not d.is_symlink() or d.is_dir():
+            return
+        target = os.readlink(d)
+        if not os.path.isabs(target):  # the path it points to, as the user would write it
+            target = os.path.normpath(os.path.join(d.parent, target))
+        if d.exists():
+            raise InputError(f"{d}: is a symbolic link to a file ('{target}'); --checkpoint is "
+                             "a folder, and streamlsq never writes over a link: choose "
+                             "another --checkpoint")
+        raise InputError(f"{d}: is a symbolic link to '{target}', which does not exist; "
+                         "streamlsq never creates a folder through a link or writes over "
+                         "one: give the path it points to, or choose another --checkpoint")
 
     def _check_not_foreign(self) -> None:
         """Refuse a folder that holds anything but streamlsq's checkpoint files. Without the

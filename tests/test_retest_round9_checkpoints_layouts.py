@@ -18,6 +18,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import streamlsq
 from streamlsq.errors import InputError
@@ -222,3 +223,61 @@ def test_a_checkpoint_link_to_an_empty_folder_is_used_and_kept(small, tmp_path, 
     result = cli("fit", "kf4lls", small, "--out", out, "--checkpoint", tmp_path / "ck")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "ck").is_symlink() and list((tmp_path / "empty").iterdir()) == []
+
+
+# -- W6: a store with the sample dimension second ----------------------------------------------
+
+def _remedy(dim="sample", name="X", dims="('feature', 'sample')"):
+    return (f"variable '{name}' has dims {dims}: a store is read along its variables' first "
+            f"dimension, and '{dim}' is not first; rewrite the store with '{dim}' first "
+            f"(xarray: xr.open_zarr(STORE).transpose('{dim}', ...).drop_encoding()"
+            ".to_zarr(NEW)), or from Python give streamlsq the Dataset xr.open_zarr(STORE), "
+            "which it reads transposed")
+
+
+@pytest.fixture
+def transposed(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((400, 3))
+    y = X @ [1.0, 2.0, 3.0] + 0.1 * rng.standard_normal(400)
+    store = tmp_path / "s_T.zarr"
+    xr.Dataset({"X": (("feature", "sample"), X.T), "y": (("sample",), y)}).chunk(
+        {"sample": 100}).to_zarr(store, zarr_format=3, consolidated=False)
+    return store, X, y
+
+
+@pytest.mark.parametrize("given", [(), ("--x", "X", "--y", "y", "--sample-dim", "sample")])
+def test_a_store_with_the_sample_dimension_second_says_how_to_rewrite_it(
+        transposed, tmp_path, cli, given):
+    store, X, y = transposed
+    out = tmp_path / "o.zarr"
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "kf4lls", store, "--out", out, *given))
+    assert line == f"streamlsq: error: {store}: {_remedy()}", line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_the_advice_on_the_sample_dimension_works(transposed, tmp_path, cli, client):
+    store, X, y = transposed
+    expected = lstsq(X, y[:, None])
+    # from Python, the Dataset as it is: read transposed
+    fit = streamlsq.fit_stream(xr.open_zarr(store), "kf4lls", client=client, progress=False)
+    np.testing.assert_allclose(fit.coef.isel(step=-1).values, expected, rtol=1e-10)
+    # the store rewritten as the line says, then fitted from the command line
+    new = tmp_path / "rows.zarr"
+    xr.open_zarr(store).transpose("sample", ...).drop_encoding().to_zarr(new, consolidated=False)
+    result = cli("fit", "kf4lls", new, "--out", tmp_path / "o.zarr")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(streamlsq.open_result(tmp_path / "o.zarr").coef.isel(
+        step=-1).values, expected, rtol=1e-10)
+
+
+def test_a_target_stored_with_the_sample_dimension_second(tmp_path, cli):
+    rng = np.random.default_rng(2)
+    store = tmp_path / "yT.zarr"
+    xr.Dataset({"X": (("sample", "feature"), rng.standard_normal((40, 2))),
+                "y": (("target", "sample"), rng.standard_normal((1, 40)))}).chunk(
+        {"sample": 10}).to_zarr(store, zarr_format=3, consolidated=False)
+    line = one_line(cli("fit", "kf4lls", store, "--out", tmp_path / "o.zarr"))
+    assert line == (f"streamlsq: error: {store}: "
+                    f"{_remedy(name='y', dims=str(('target', 'sample')))}"), line

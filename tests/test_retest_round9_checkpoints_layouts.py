@@ -158,6 +158,65 @@ def test_a_nan_in_a_glm_pass_is_refused_before_any_pass_runs(tmp_path, client, m
     assert _without_lock_time(snapshot(tmp_path)) == _without_lock_time(before)
 
 
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory, client):
+    return streamlsq.simulate_mlr(tmp_path_factory.mktemp("r9t") / "t.zarr", k=2, d=3,
+                                  n_light=2_000, t_light=4, n_heavy=40, t_heavy=30,
+                                  n_light2=300, t_light2=6, seed=5, client=client)
+
+
+def _finite_committed_array(ckpt):
+    """(file, key) of the first array of floats of a committed entry that was finite when
+    committed (not in its NONFINITE list)."""
+    for path in sorted(ckpt.glob("entry-*.npz")):
+        with np.load(path) as z:
+            listed = set(z[NONFINITE].tolist()) if NONFINITE in z.files else set()
+            for key in z.files:
+                a = z[key]
+                if key not in listed and a.dtype.kind == "f" and a.size:
+                    return path, key
+    raise AssertionError(f"no committed array of floats in {ckpt}")
+
+
+@pytest.mark.parametrize("job", ["metalearn", "em"])
+def test_a_nan_in_a_metalearn_or_em_entry_is_refused_before_any_work(
+        tasks, tmp_path, client, monkeypatch, job):
+    from streamlsq.mlr import em, metalearn
+
+    ckpt = tmp_path / "ck"
+    run = {"metalearn": lambda **kw: streamlsq.metalearn(tasks, 2, progress=False, **kw),
+           "em": lambda **kw: streamlsq.fit_em(tasks, 2, iterations=6, tol=0, **kw)}[job]
+
+    class Stop(Exception):
+        pass
+
+    saved = []
+    original = EntryCheckpoint.save
+    with monkeypatch.context() as m:
+        def save_then_stop(self, name, value, reads=()):
+            original(self, name, value, reads)
+            saved.append(name)
+            if len(saved) == 3:
+                raise Stop
+
+        m.setattr(EntryCheckpoint, "save", save_then_stop)
+        with pytest.raises(Stop):
+            run(checkpoint=ckpt, client=client)
+    path, key = _finite_committed_array(ckpt)
+    _spoil(path, key)
+    before = snapshot(tmp_path)
+    mapped = []  # every pass of both jobs maps its chunks of work (map_chunks)
+    for module in (em, metalearn):
+        monkeypatch.setattr(module, "map_chunks", lambda *a, **k: mapped.append(a))
+    with pytest.raises(InputError) as refused:
+        run(checkpoint=ckpt, resume=True, client=client)
+    assert str(refused.value) == (
+        f"{ckpt}: checkpoint is corrupt ({path.name}: its array '{key}' holds NaN or inf, "
+        "which the run did not commit); rerun without --resume to start afresh")
+    assert mapped == []
+    assert _without_lock_time(snapshot(tmp_path)) == _without_lock_time(before)
+
+
 def test_values_committed_not_finite_are_resumed_and_others_refused(tmp_path):
     """An entry (a study's batch, a metalearn step, an EM iteration) may hold NaN or inf
     when committed (listed in its file): resumed as they were. A NaN put since into

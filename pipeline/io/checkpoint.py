@@ -35,7 +35,10 @@ the previous or the new commit, never a torn one. Rules (``docs/faults.md``):
   plan, ...) and that no chunk of the inputs that committed work read has changed since
   (a chunk repaired after a read error was never committed, so the run continues);
 - a corrupt checkpoint is refused in one line, never a traceback; so is a checkpoint file
-  that is not data (:meth:`CheckpointFolder.check_files`).
+  that is not data (:meth:`CheckpointFolder.check_files`), and one holding NaN or inf
+  where the run committed finite values (:meth:`CheckpointFolder.read_arrays`: every
+  ``.npz`` lists its arrays that were not finite when committed), read before the resumed
+  run does any work.
 """
 
 from __future__ import annotations
@@ -76,9 +79,24 @@ def _atomic_write(path: Path, data: bytes) -> None:
 PICKLED = re.compile(r"^entry-[\w.-]+\.pkl$")
 
 
+#: the member of every ``.npz`` of a checkpoint naming its arrays that held a value that
+#: is not finite (NaN, inf) when they were committed (a study's batch may; a fit's state or
+#: coefficients never: its folds refuse them). Any other array found not finite on
+#: ``--resume`` was damaged since, and the checkpoint is refused as corrupt
+#: (:meth:`CheckpointFolder.read_arrays`)
+NONFINITE = "_nonfinite"
+
+
+def _finite(a: np.ndarray) -> bool:
+    return a.dtype.kind not in "fc" or bool(np.isfinite(a).all())
+
+
 def _atomic_savez(path: Path, **arrays) -> None:
+    if NONFINITE in arrays:
+        raise ValueError(f"a checkpoint's arrays are never named {NONFINITE!r}")
+    nonfinite = sorted(k for k, a in arrays.items() if not _finite(np.asarray(a)))
     with _replacing(path, ".tmp.npz") as tmp:
-        np.savez(tmp, **arrays)
+        np.savez(tmp, **arrays, **{NONFINITE: np.array(nonfinite, dtype=str)})
 
 
 @contextlib.contextmanager
@@ -300,6 +318,8 @@ class CheckpointFolder:
         self.saved: dict | None = None  # progress.json of the run being resumed
         self.steps: dict[str, str] = {}  # committed steps: name -> file
         self._body: dict | None = None  # progress.json as last committed, without the steps
+        self.check_arrays = True  # read the committed files on resume (check_committed)
+        self._checked = False
 
     # -- folder, marker, lock -----------------------------------------------------------
     def open(self) -> None:
@@ -308,6 +328,7 @@ class CheckpointFolder:
             return
         d = self.directory
         check_apart(d, self.inputs, "--checkpoint")
+        self._check_link()
         if d.exists() and not d.is_dir():
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
         self._check_not_foreign()
@@ -328,11 +349,31 @@ class CheckpointFolder:
                 if self.fingerprint_complete():
                     self._check_fingerprint(self.saved)
                 self._read_steps(self.saved)
+                if self.fingerprint_complete():
+                    self.check_committed()
             else:
                 self._start_afresh()
         except BaseException:
             self.close()
             raise
+
+    def _check_link(self) -> None:
+        """Refuse a symbolic link that is not one to a folder (which is used, as the folder
+        it points to, and kept): creating the checkpoint folder would write through the
+        link, or over it (as ``--out`` refuses a link)."""
+        d = self.directory
+        if not d.is_symlink() or d.is_dir():
+            return
+        target = os.readlink(d)
+        if not os.path.isabs(target):  # the path it points to, as the user would write it
+            target = os.path.normpath(os.path.join(d.parent, target))
+        if d.exists():
+            raise InputError(f"{d}: is a symbolic link to a file ('{target}'); --checkpoint is "
+                             "a folder, and streamlsq never writes over a link: choose "
+                             "another --checkpoint")
+        raise InputError(f"{d}: is a symbolic link to '{target}', which does not exist; "
+                         "streamlsq never creates a folder through a link or writes over "
+                         "one: give the path it points to, or choose another --checkpoint")
 
     def _check_not_foreign(self) -> None:
         """Refuse a folder that holds anything but streamlsq's checkpoint files. Without the
@@ -549,10 +590,49 @@ class CheckpointFolder:
 
     # -- reading, with every failure one line ----------------------------------------------
     def corrupt(self, what, exc) -> InputError:
+        """The refusal of a checkpoint file ``what`` that cannot be used: ``exc`` the error
+        reading it, or what is wrong with it in words."""
         name = getattr(what, "name", what)
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        reason = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        reason = reason.splitlines()[0][:200]
         return InputError(f"{self.directory}: checkpoint is corrupt ({name}: {reason}); rerun "
                           "without --resume to start afresh")
+
+    def read_arrays(self, path: Path) -> dict[str, np.ndarray]:
+        """The arrays of the checkpoint file ``path``, read without pickle. A file that
+        cannot be read, or holding an array with a value that is not finite (NaN, inf)
+        where the committed array held none (its :data:`NONFINITE` list: a fit's folds and
+        solves commit finite values only, so that NaN is damage, never a result), is
+        refused as a corrupt checkpoint naming the file."""
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise self.corrupt(path, exc) from None
+        # an earlier version's file has no list: it committed finite arrays alone
+        listed = arrays.pop(NONFINITE, np.array([], dtype=str))
+        if listed.dtype.kind != "U" or listed.ndim != 1:
+            raise self.corrupt(path, f"its array '{NONFINITE}' is not a list of names")
+        allowed = set(listed.tolist())
+        bad = sorted(k for k, a in arrays.items() if k not in allowed and not _finite(a))
+        if bad:
+            raise self.corrupt(path, f"its array '{bad[0]}' holds NaN or inf, which the run "
+                                     "did not commit")
+        return arrays
+
+    def committed_files(self) -> list[Path]:
+        """The files of the work committed (read on resume by :meth:`check_committed`):
+        the steps'."""
+        return [self.directory / file for file in self.steps.values()]
+
+    def check_committed(self) -> None:
+        """Refuse, once, before the resumed run does any work, a checkpoint whose committed
+        files cannot be read or hold values the run did not commit (:meth:`read_arrays`)."""
+        if self._checked or not self.check_arrays:
+            return
+        for path in self.committed_files():
+            self.read_arrays(path)
+        self._checked = True
 
     def _read_json(self, path: Path) -> dict:
         try:
@@ -613,12 +693,7 @@ class CheckpointFolder:
     def load_step(self, name: str) -> dict:
         """The arrays of the committed step ``name`` (read without pickle)."""
         self.open()
-        path = self.directory / self.steps[name]
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            raise self.corrupt(path, exc) from None
+        return self.read_arrays(self.directory / self.steps[name])
 
     # -- input stamps ------------------------------------------------------------------
     def _stamp_inputs(self) -> None:
@@ -809,19 +884,13 @@ class Checkpoint(CheckpointFolder):
             raise self.corrupt("progress.json", exc) from None
         if self.reads is not None:
             self.check_reads([r for a, b in self.segments[:nxt] for r in self.reads(a, b)])
-        state = self._load_npz(state_file)
+        self.check_committed()  # the steps (the segments and the state are read here)
+        state = self.read_arrays(state_file)
         parts = [self._load_part(i) for i in range(nxt)]
         return nxt, state, parts
 
-    def _load_npz(self, path: Path) -> dict:
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            raise self.corrupt(path, exc) from None
-
     def _load_part(self, i: int) -> dict:
-        z = self._load_npz(self.directory / f"segment-{i:06d}.npz")
+        z = self.read_arrays(self.directory / f"segment-{i:06d}.npz")
         try:
             return {"steps": z["steps"], "rows_seen": z["rows_seen"], "coefs": z.get("coefs"),
                     "diagnostics": {k[5:]: v for k, v in z.items() if k.startswith("diag_")}}
@@ -876,6 +945,13 @@ class EntryCheckpoint(CheckpointFolder):
                 self.close()
                 raise
 
+    def committed_files(self) -> list[Path]:
+        """The committed entries' files and the steps'."""
+        entries = (self.saved or {}).get("entries", {})
+        return [*(self.directory / f"entry-{name}.npz" for name in
+                  (entries if isinstance(entries, dict) else {})),
+                *super().committed_files()]
+
     def __contains__(self, name: str) -> bool:
         self.open()
         return name in self.entries
@@ -886,14 +962,12 @@ class EntryCheckpoint(CheckpointFolder):
         if name not in self.entries:
             raise KeyError(name)
         path = self.directory / f"entry-{name}.npz"
+        files = self.read_arrays(path)
         try:
-            with np.load(path, allow_pickle=False) as z:
-                files = {k: z[k] for k in z.files}
             structure = json.loads(files.pop("structure").tobytes().decode())
             arrays = [files.pop(f"a{i}") for i in range(len(files))]
             return decode_data(structure, arrays)
-        except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError,
-                zipfile.BadZipFile) as exc:  # truncated, tampered with: say which file
+        except (ValueError, KeyError) as exc:  # tampered with: say which file
             raise self.corrupt(path, exc) from None
 
     def save(self, name: str, value, reads=()) -> None:
@@ -944,6 +1018,7 @@ def remove_finished(folder: CheckpointFolder) -> None:
     if not folder.directory.is_dir():
         return
     folder.resume = True
+    folder.check_arrays = False  # only removed: its files are not read
     try:
         CheckpointFolder.open(folder)
     except InputError:  # another run's checkpoint, or not a checkpoint: not ours to remove

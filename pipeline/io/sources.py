@@ -760,6 +760,8 @@ def _check_stream_dims(label: str, columns: dict[str, Column]) -> None:
     """The dims of a stream store named by default: X (sample, feature), y (sample, target)
     or (sample,)."""
     X, y = columns["X"], columns["y"]
+    for name, column in columns.items():
+        _check_sample_first(label, name, column, "sample")
     if X.dims != STREAM_DIMS["X"] or len(X.shape) != 2:
         raise InputError(
             f"{label}: variable 'X' has dims {X.dims or X.shape}, expected ('sample', "
@@ -769,10 +771,27 @@ def _check_stream_dims(label: str, columns: dict[str, Column]) -> None:
                          "('sample', 'target')")
 
 
+def _check_sample_first(label: str, name: str, column: Column, dim: str) -> None:
+    """Refuse a store's variable that has the sample dimension ``dim`` after another: a
+    store is read in chunks along its variables' first dimension (no option names another),
+    so the remedy is the store rewritten with ``dim`` first, or the Dataset given from
+    Python (:class:`DatasetInput` reads its variables transposed)."""
+    if dim not in column.dims[1:]:
+        return
+    raise InputError(
+        f"{label}: variable '{name}' has dims {column.dims}: a store is read along its "
+        f"variables' first dimension, and '{dim}' is not first; rewrite the store with "
+        f"'{dim}' first (xarray: xr.open_zarr(STORE).transpose('{dim}', ...)"
+        ".drop_encoding().to_zarr(NEW)), or from Python give streamlsq the Dataset "
+        "xr.open_zarr(STORE), which it reads transposed")
+
+
 def _check_sample_dim(label: str, name: str, column: Column, dim: str, sample_first: bool,
                       given: bool) -> None:
     """A selected variable has one or two dims, the first the sample dimension (a Dataset's
     variables come with it moved first; a store's must be chunked along it)."""
+    if sample_first:
+        _check_sample_first(label, name, column, dim)
     if column.dims[:1] != (dim,) or len(column.shape) > 2:
         raise InputError(
             f"{label}: variable '{name}' has dims {column.dims or column.shape}, expected "

@@ -1,0 +1,86 @@
+"""Cases of the re-test of round 9 about results read back and formulas: the summary of a
+lazily opened GLM (``open_result``'s default) raised ``NotImplementedError``; ``predict
+--step`` of a step not recorded was an unexpected ``KeyError``; a constant term
+(``y ~ I(5)``) leaked NumPy's broadcast error; a GLM formula fit labelled its intercept
+``intercept``, unlike a linear formula fit's (formulaic's ``Intercept``); a column named
+``np`` or ``C`` was called no column; a missing value was blamed on every column the
+formula reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+import statsmodels.formula.api as smf
+
+import streamlsq
+from streamlsq.errors import InputError
+from streamlsq.stream.statistics import summary_text
+
+
+def _frame(n=200, seed=0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"x": rng.standard_normal(n), "z": rng.standard_normal(n),
+                          "g": rng.choice(["p", "q", "r"], n)})
+    frame["y"] = 1.0 + frame.x - 0.5 * frame.z + (frame.g == "q") + rng.standard_normal(n)
+    frame["k"] = rng.poisson(np.exp(0.3 * frame.x)).astype(float)
+    return frame
+
+
+# -- B1: the summary of every kind of result, opened lazily ----------------------------------
+
+def _same_summary(out):
+    lazy, eager = streamlsq.open_result(out), streamlsq.open_result(out, lazy=False)
+    assert lazy.coef.chunks is not None  # the premise: Dask-backed arrays
+    got, expected = streamlsq.summary(lazy), streamlsq.summary(eager)
+    pd.testing.assert_frame_equal(got, expected)
+    assert got.attrs["model"] == expected.attrs["model"]
+    assert summary_text(lazy) == summary_text(eager) == summary_text(out)
+    return got
+
+
+def test_the_summary_of_a_lazily_opened_glm_equals_the_in_memory_one(tmp_path, client):
+    frame = _frame()
+    out = tmp_path / "g.zarr"
+    streamlsq.fit_glm(frame, formula="k ~ x", family="poisson", out=out, client=client)
+    got = _same_summary(out)
+    res = smf.glm("k ~ x", frame, family=sm.families.Poisson()).fit()
+    assert np.allclose(got["coef"], res.params, rtol=1e-8, atol=0)
+    assert np.isclose(got.attrs["model"]["deviance"], res.deviance, rtol=1e-9)
+    lazy = streamlsq.open_result(out)
+    assert streamlsq.wald_test(lazy, "x = 0") == streamlsq.wald_test(
+        streamlsq.open_result(out, lazy=False), "x = 0")
+
+
+@pytest.mark.parametrize("options", [
+    {"window": 50, "cov_type": "HC0"},  # rolling windows, their own covariance
+    {"cov_type": "HC1"},  # a robust covariance of the whole fit
+    {"cov_type": "cluster", "groups": "g"},
+])
+def test_the_summary_of_a_lazily_opened_fit_of_every_covariance_equals_the_in_memory_one(
+        tmp_path, client, options):
+    out = tmp_path / "f.zarr"
+    streamlsq.fit_stream(_frame(), formula="y ~ x + z", out=out, client=client,
+                         progress=False, **options)
+    got = _same_summary(out)
+    assert got.attrs["model"]["nobs"] == 200
+
+
+def test_the_summary_of_a_model_of_tasks_is_refused_alike_lazy_or_not(tmp_path, client):
+    # used to be AttributeError: 'Dataset' object has no attribute 'target' (lazy or not)
+    tasks = tmp_path / "tasks.zarr"
+    streamlsq.simulate_mlr(tasks, k=2, d=4, n_light=600, t_light=4, n_heavy=60,
+                           t_heavy=40, n_light2=200, t_light2=8, seed=1, client=client)
+    out = tmp_path / "m.zarr"
+    streamlsq.metalearn(tasks, 2, out=out, client=client, progress=False)
+    wanted = ("{}: the result of 'metalearn', whose coef is (cluster, feature), not a fit's "
+              "coefficients (step, feature, target): summary, summary_text and wald_test "
+              "read those of a stream fit, an interleaved fit or a GLM")
+    for result, shown in ((streamlsq.open_result(out), "the result"),
+                          (streamlsq.open_result(out, lazy=False), "the result"),
+                          (out, str(out))):
+        for call in (streamlsq.summary, summary_text, lambda r: streamlsq.wald_test(r, "a")):
+            with pytest.raises(InputError) as err:
+                call(result)
+            assert str(err.value) == wanted.format(shown)

@@ -13,10 +13,14 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
+import zarr
 
 import streamlsq
 from streamlsq.errors import InputError
 from streamlsq.stream.statistics import summary_text
+
+from conftest import one_line
+from faultkit import leftovers, snapshot
 
 
 def _frame(n=200, seed=0) -> pd.DataFrame:
@@ -84,3 +88,55 @@ def test_the_summary_of_a_model_of_tasks_is_refused_alike_lazy_or_not(tmp_path, 
             with pytest.raises(InputError) as err:
                 call(result)
             assert str(err.value) == wanted.format(shown)
+
+
+# -- W1: predict --step of a step not recorded -----------------------------------------------
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory, client):
+    root = tmp_path_factory.mktemp("stepped")
+    streamlsq.simulate_stream(root / "d.zarr", n_rows=1000, n_features=2, seed=0,
+                              client=client)
+    streamlsq.fit_stream(root / "d.zarr", "kf4lls", block_size=100,
+                         out=root / "fit.zarr", client=client, progress=False)
+    streamlsq.fit_stream(root / "d.zarr", "kf4lls", block_size=10, record_every=1,
+                         out=root / "long.zarr", client=client, progress=False)
+    frame = _frame()
+    frame.to_parquet(root / "t.parquet")
+    streamlsq.fit_glm(frame, formula="k ~ x", family="poisson", out=root / "g.zarr",
+                      client=client)
+    return root
+
+
+@pytest.mark.parametrize("fit, step, wanted", [
+    ("fit.zarr", 99, "step 99 was not recorded; the fit recorded the steps 1, 2, 3, 4, 5, "
+                     "6, 7, 8, 9, 10: give one of them to --step (step=), or leave it out "
+                     "for the last"),
+    ("long.zarr", 101, "step 101 was not recorded; the fit recorded the steps 1, 2, … 100 (100 "
+                     "in all, its coordinate step): give one of them to --step (step=), or "
+                     "leave it out for the last"),
+    ("g.zarr", 2, "step 2 was not recorded; the fit recorded one step, 1: leave out --step "
+                  "(step=)"),
+])
+def test_predict_of_a_step_not_recorded_names_the_recorded_steps(stepped, tmp_path, cli,
+                                                                 fit, step, wanted):
+    # used to be exit 1, "unexpected error (KeyError ...)"; a GLM said "a GLM fit has one
+    # step; leave out --step"
+    data = stepped / ("t.parquet" if fit == "g.zarr" else "d.zarr")
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    line = one_line(cli("predict", stepped / fit, data, "--out", out, "--step", step))
+    assert line == f"streamlsq: error: {stepped / fit}: {wanted}", line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    with pytest.raises(InputError) as err:
+        streamlsq.predict(stepped / fit, data, step=step, progress=False)
+    assert str(err.value) == f"{stepped / fit}: {wanted}"
+
+
+def test_predict_of_a_recorded_step_applies_its_coefficients(stepped, client):
+    fit = streamlsq.open_result(stepped / "fit.zarr", lazy=False)
+    pred = streamlsq.predict_stream(stepped / "fit.zarr", stepped / "d.zarr", step=3,
+                                    client=client, progress=False)
+    X = zarr.open_group(str(stepped / "d.zarr"), mode="r")["X"][:]
+    coef = fit.coef.sel(step=3).transpose("feature", "target").values
+    assert np.allclose(pred.yhat.values, X @ coef, rtol=1e-12, atol=1e-12)

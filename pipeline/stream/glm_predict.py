@@ -25,6 +25,7 @@ from streamlsq.stream.apply import (
     StreamPrediction,
     check_names_of_rows,
     check_new_rows,
+    check_recorded_step,
     create_prediction_arrays,
     predict_chunks,
 )
@@ -93,8 +94,8 @@ class GLMPrediction(StreamPrediction):
             else "the fit"
         if not is_glm_fit(fit.attrs):
             raise InputError(f"{self.shown}: not the result of a GLM fit")
-        if self.step not in (None, 1):
-            raise InputError(f"{self.shown}: a GLM fit has one step; leave out --step")
+        if self.step is not None:
+            check_recorded_step(self.step, fit.step.values, self.shown)
         check_names_of_rows(fit.attrs, self.shown, self.x, self.y)
         a = fit.attrs
         params = {"family": a["family"], "link": a["link"], "alpha": a.get("nb_alpha"),

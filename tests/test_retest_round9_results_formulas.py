@@ -17,6 +17,7 @@ import zarr
 
 import streamlsq
 from streamlsq.errors import InputError
+from streamlsq.io.formulas import check_formula
 from streamlsq.stream.statistics import summary_text
 
 from conftest import one_line
@@ -140,3 +141,100 @@ def test_predict_of_a_recorded_step_applies_its_coefficients(stepped, client):
     X = zarr.open_group(str(stepped / "d.zarr"), mode="r")["X"][:]
     coef = fit.coef.sel(step=3).transpose("feature", "target").values
     assert np.allclose(pred.yhat.values, X @ coef, rtol=1e-12, atol=1e-12)
+
+
+# -- W2: a term of no column ------------------------------------------------------------------
+
+@pytest.mark.parametrize("formula, term", [
+    ("y ~ I(5)", "I(5)"), ("y ~ I(2) - 1", "I(2)"), ("y ~ I(1e308 * 10)", "I(1e+308 * 10)"),
+    ("y ~ x + np.log(2)", "np.log(2)"),
+])
+def test_a_term_of_no_column_is_refused_before_any_work(tmp_path, cli, formula, term):
+    # used to be numpy's "could not broadcast input array from shape (3,3) into shape (2,2)"
+    _frame().to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    wanted = (f"formula {formula!r}: the term {term} reads no column: it is the same number "
+              "in every row, a column aliased with the intercept, not a column of the data; "
+              "leave it out (the formula's intercept is its constant term: '+ 1', or '- 1' "
+              "to remove it)")
+    for command in (("fit", "kf4lls"), ("fit", "glm")):
+        line = one_line(cli(*command, tmp_path / "t.parquet", "--out", out, "--formula",
+                            formula))
+        assert line == f"streamlsq: error: {wanted}", line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    with pytest.raises(InputError) as err:  # from the formula alone: no data read
+        check_formula(formula)
+    assert str(err.value) == wanted
+
+
+def test_a_response_of_no_column_is_refused_and_the_intercept_alone_still_fits(client):
+    with pytest.raises(InputError) as err:
+        check_formula("I(5) ~ x")
+    assert str(err.value) == ("formula 'I(5) ~ x': its response I(5) reads no column: it is "
+                              "the same number in every row, not a column of the data; "
+                              "write the response column left of '~'")
+    frame = _frame()
+    fit = streamlsq.fit_stream(frame, formula="y ~ 1", client=client, progress=False)
+    assert list(fit.feature.values) == ["Intercept"]
+    assert np.isclose(fit.coef.values[-1, 0, 0], frame.y.mean(), rtol=1e-12)
+    # a number inside a term of a column is a scaled column, not a constant
+    scaled = streamlsq.fit_stream(frame, formula="y ~ I(2 * x)", client=client,
+                                  progress=False)
+    plain = streamlsq.fit_stream(frame, formula="y ~ x", client=client, progress=False)
+    assert np.isclose(2 * scaled.coef.values[-1, 1, 0], plain.coef.values[-1, 1, 0],
+                      rtol=1e-10)
+
+
+# -- W8: a column named as the formula's namespace --------------------------------------------
+
+@pytest.fixture(scope="module")
+def names(tmp_path_factory):
+    root = tmp_path_factory.mktemp("names")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"np": rng.uniform(1, 2, 200), "C": rng.choice(["a", "b"], 200),
+                          "x": rng.uniform(1, 2, 200), "y": rng.standard_normal(200)})
+    frame.to_parquet(root / "n.parquet")
+    return root, frame
+
+
+@pytest.mark.parametrize("formula, name, what, callee", [
+    ("y ~ np.log(np)", "np", "NumPy", "np.log"),
+    ("y ~ np.log(`np`)", "np", "NumPy", "np.log"),  # backticks: the same Python name
+    ("y ~ np + np.log(x)", "np", "NumPy", "np.log"),
+    ("y ~ C(C)", "C", "C(), the categorical term", "C"),
+    ("y ~ C + C(x)", "C", "C(), the categorical term", "C"),
+])
+def test_a_column_named_as_the_formulas_namespace_is_named_both(names, tmp_path, cli, formula,
+                                                                name, what, callee):
+    # used to be "names 'np', which is no column", though 'y ~ np' fits that column
+    # ('y ~ np + np.log(x)': formulaic took np.log for the column's attribute)
+    root, _ = names
+    wanted = (f"formula {formula!r}: '{name}' is both a column it reads and {what}, which it "
+              f"calls ({callee}): formulaic, which builds the design, takes '{name}' for the "
+              "column in both places, and backticks do not tell them apart; rename the "
+              f"column (e.g. to '{name}_') and write that name")
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", root / "n.parquet", "--out", out, "--formula",
+                        formula))
+    assert line == f"streamlsq: error: {wanted}", line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    with pytest.raises(InputError) as err:  # from the formula alone: no data read
+        check_formula(formula)
+    assert str(err.value) == wanted
+
+
+def test_a_column_named_np_or_c_read_as_a_value_fits_as_statsmodels(names, client):
+    root, frame = names
+    for formula, renamed, labels in (
+            ("y ~ np", "y ~ n", {"np": "n"}),
+            ("y ~ I(np * 2) + C", "y ~ I(n * 2) + c", {"I(np * 2)": "I(n * 2)",
+                                                      "C[T.b]": "c[T.b]"}),
+            ("y ~ np.log(x) + C", "y ~ np.log(x) + c", {"C[T.b]": "c[T.b]"})):
+        fit = streamlsq.fit_stream(root / "n.parquet", formula=formula, client=client,
+                                   progress=False)
+        res = smf.ols(renamed, frame.rename(columns={"np": "n", "C": "c"})).fit()
+        theirs = res.params[[labels.get(str(f), str(f)) for f in fit.feature.values]]
+        assert len(theirs) == len(res.params)
+        assert np.allclose(fit.coef.values[-1, :, 0], theirs, rtol=1e-9, atol=0)

@@ -48,9 +48,9 @@ EDITS = [
      "['Intercept', 'x1', 'x2', 'C(g)[T.a]', 'C(g)[T.c]']"),
     ("fit.zarr", "formula_levels", {"g": ["a", "c", "b"]},
      "['Intercept', 'x1', 'x2', 'C(g)[T.c]', 'C(g)[T.b]']"),
-    ("glm.zarr", "formula", "k ~ x2 + C(g)", "['intercept', 'x2', 'C(g)[T.b]', 'C(g)[T.c]']"),
+    ("glm.zarr", "formula", "k ~ x2 + C(g)", "['Intercept', 'x2', 'C(g)[T.b]', 'C(g)[T.c]']"),
     ("glm.zarr", "formula_levels", {"g": ["c", "b", "a"]},
-     "['intercept', 'x1', 'C(g)[T.b]', 'C(g)[T.a]']"),
+     "['Intercept', 'x1', 'C(g)[T.b]', 'C(g)[T.a]']"),
 ]
 
 

@@ -186,6 +186,50 @@ def test_a_response_of_no_column_is_refused_and_the_intercept_alone_still_fits(c
                       rtol=1e-10)
 
 
+# -- W4: a GLM formula fit labels its intercept as a linear formula fit does ------------------
+
+def test_a_glm_formula_fit_labels_its_intercept_as_formulaic_does(tmp_path, client):
+    frame = _frame()
+    linear = streamlsq.fit_stream(frame, formula="k ~ x", client=client, progress=False)
+    glm = streamlsq.fit_glm(frame, formula="k ~ x", family="poisson", client=client)
+    assert list(glm.feature.values) == list(linear.feature.values) == ["Intercept", "x"]
+    # the labels of statsmodels' formula GLM: a Wald test on them is statsmodels'
+    res = smf.glm("k ~ x", frame, family=sm.families.Poisson()).fit()
+    ours = streamlsq.wald_test(glm, "Intercept = 0, x = 0.3")
+    theirs = res.wald_test("Intercept = 0, x = 0.3", scalar=True, use_f=True)
+    assert np.isclose(ours.fvalue, theirs.statistic, rtol=1e-8)
+    assert np.isclose(ours.pvalue, theirs.pvalue, rtol=1e-7)
+    assert list(streamlsq.summary(glm).index) == list(res.params.index)
+    # a fit of named columns (--x) labels it 'intercept', a GLM's and a linear fit's alike
+    named = dict(x=["x"], y="k", fit_intercept=True, client=client)
+    assert list(streamlsq.fit_glm(frame, family="poisson", **named).feature.values) == \
+        list(streamlsq.fit_stream(frame, progress=False, **named).feature.values) == \
+        ["intercept", "x"]
+
+
+def test_a_glm_formula_fit_labelled_intercept_before_still_opens_and_predicts(tmp_path,
+                                                                              client):
+    frame = _frame()
+    out = tmp_path / "g.zarr"
+    streamlsq.fit_glm(frame, formula="k ~ x + C(g)", family="poisson", out=out,
+                      client=client)
+    new = _frame(20, seed=5)
+    now = streamlsq.predict(out, new, client=client, progress=False)
+    g = zarr.open_group(str(out), mode="r+")  # as a result written before labelled it
+    for name in ("feature", "feature2"):
+        labels = [str(v) for v in g[name][:]]
+        assert labels[0] == "Intercept"
+        g[name][:] = np.array(["intercept", *labels[1:]], dtype=g[name].dtype)
+    old = streamlsq.open_result(out, lazy=False)
+    assert list(old.feature.values) == ["intercept", "x", "C(g)[T.q]", "C(g)[T.r]"]
+    assert list(streamlsq.summary(streamlsq.open_result(out)).index)[0] == "intercept"
+    before = streamlsq.predict(out, new, client=client, progress=False)
+    res = smf.glm("k ~ x + C(g)", frame, family=sm.families.Poisson()).fit()
+    assert np.allclose(before.yhat.values[:, 0], res.predict(new), rtol=1e-8, atol=0)
+    assert np.array_equal(before.yhat.values, now.yhat.values)
+    assert before.attrs["fit_intercept"] is True
+
+
 # -- W8: a column named as the formula's namespace --------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -282,3 +282,42 @@ def test_a_column_named_np_or_c_read_as_a_value_fits_as_statsmodels(names, clien
         theirs = res.params[[labels.get(str(f), str(f)) for f in fit.feature.values]]
         assert len(theirs) == len(res.params)
         assert np.allclose(fit.coef.values[-1, :, 0], theirs, rtol=1e-9, atol=0)
+
+
+# -- W9: the column of a missing value, where the row is known --------------------------------
+
+def test_a_missing_value_names_the_columns_that_miss_it(tmp_path, cli, client):
+    # used to be "the formula's design (a value missing in a column it reads: g, x)"
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"x": rng.standard_normal(50), "g": rng.choice(["p", "q"], 50),
+                          "z": rng.uniform(1, 2, 50), "y": rng.standard_normal(50)})
+    frame.loc[5, "g"] = None
+    with pytest.raises(InputError) as err:
+        streamlsq.fit_stream(frame, formula="y ~ x + C(g)", client=client, progress=False)
+    assert str(err.value).endswith(
+        ": the formula's design (a value missing in column 'g') chunk 0 has NaN at row 5; "
+        "remove or impute non-finite values, or drop their rows with --missing drop "
+        '(missing="drop")'), err.value
+    frame.loc[3, ["x", "z"]] = np.nan
+    frame.to_parquet(tmp_path / "m.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "f.zarr"
+    line = one_line(cli("fit", "kf4lls", tmp_path / "m.parquet", "--out", out, "--formula",
+                        "y ~ np.log(z) + x + C(g)"))
+    assert line == (f"streamlsq: error: {tmp_path / 'm.parquet'}: the formula's design "
+                    "(values missing in columns 'x', 'z') chunk 0 has NaN at row 3; remove or "
+                    "impute non-finite values, or drop their rows with --missing drop "
+                    '(missing="drop")'), line
+    # the response's side names its own column; a transform undefined at a value its term
+    frame = frame.dropna().reset_index(drop=True)
+    frame.loc[8, "y"] = np.nan
+    with pytest.raises(InputError, match=r"the formula's response \(a value missing in "
+                                         r"column 'y'\) chunk 0 has NaN at row 8;"):
+        streamlsq.fit_stream(frame, formula="y ~ x", client=client, progress=False)
+    frame = frame.dropna().reset_index(drop=True)
+    frame.loc[17, "z"] = -1.0
+    with pytest.raises(InputError, match=r"the column 'np.log\(z\)' of the formula's design "
+                                         r"chunk 0 has NaN at row 17;"):
+        streamlsq.fit_stream(frame, formula="y ~ x + np.log(z)", client=client,
+                             progress=False)
+    assert snapshot(tmp_path) == before and leftovers(out) == []

@@ -764,19 +764,31 @@ class DesignRows:
     def array(self, name: str):
         return self.inner.array(self.raw(name)[0])
 
-    def described(self, name: str, row: np.ndarray) -> str:
-        """Variable ``name`` as a message about the non-finite values of one of its rows
-        (``row``) names it: the formula's column that holds them, or the columns the formula
-        reads when the whole row is missing (a missing value in any of them)."""
+    def described(self, name: str, values: np.ndarray, row: int) -> str:
+        """Variable ``name`` as a message about the non-finite ``values`` of its row ``row``
+        names it: the columns the formula reads that miss a value at that row (read again:
+        a missing value makes the whole row NaN), else the formula's column that holds them
+        (a transform undefined at a value)."""
         if name not in (DESIGN, RESPONSE):
             return f"variable '{name}'"
         side = "design" if name == DESIGN else "response"
+        read = self.raw(name)
+        try:  # the error's path: one row read again
+            missing = [c for c, gap in read_frame(self.inner, read, row, row + 1).isna()
+                       .iloc[0].items() if gap]
+        except Exception:  # the row unreadable now: the columns it may be in
+            missing = []
+        if len(missing) == 1:
+            return f"the formula's {side} (a value missing in column {missing[0]!r})"
+        if missing:
+            return (f"the formula's {side} (values missing in columns "
+                    f"{', '.join(map(repr, missing))})")
         labels = self.design.terms if name == DESIGN else self.design.responses
-        bad = np.flatnonzero(~np.isfinite(row))
-        if bad.size and (bad.size < row.size or row.size == 1) and len(labels) == row.size:
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size and len(labels) == values.size:
             return f"the column {labels[bad[0]]!r} of the formula's {side}"
-        read = ", ".join(self.raw(name))
-        return f"the formula's {side} (a value missing in a column it reads: {read})"
+        return (f"the formula's {side} (a value missing in a column it reads: "
+                f"{', '.join(read)})")
 
     def rows_per_chunk(self, name: str) -> int:
         names = self.raw(name)

@@ -21,7 +21,7 @@ from streamlsq.io.formulas import check_formula
 from streamlsq.stream.statistics import summary_text
 
 from conftest import one_line
-from faultkit import leftovers, snapshot
+from faultkit import invoke, leftovers, refusal, snapshot
 
 
 def _frame(n=200, seed=0) -> pd.DataFrame:
@@ -162,6 +162,9 @@ def test_a_term_of_no_column_is_refused_before_any_work(tmp_path, cli, formula, 
         line = one_line(cli(*command, tmp_path / "t.parquet", "--out", out, "--formula",
                             formula))
         assert line == f"streamlsq: error: {wanted}", line
+        # before a cluster is reached: a scheduler no one listens at is never called
+        assert refusal(invoke(*command, tmp_path / "t.parquet", "--out", out, "--formula",
+                              formula, scheduler="tcp://127.0.0.1:9")) == line
     assert snapshot(tmp_path) == before and leftovers(out) == []
     with pytest.raises(InputError) as err:  # from the formula alone: no data read
         check_formula(formula)

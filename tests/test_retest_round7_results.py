@@ -48,9 +48,9 @@ EDITS = [
      "['Intercept', 'x1', 'x2', 'C(g)[T.a]', 'C(g)[T.c]']"),
     ("fit.zarr", "formula_levels", {"g": ["a", "c", "b"]},
      "['Intercept', 'x1', 'x2', 'C(g)[T.c]', 'C(g)[T.b]']"),
-    ("glm.zarr", "formula", "k ~ x2 + C(g)", "['intercept', 'x2', 'C(g)[T.b]', 'C(g)[T.c]']"),
+    ("glm.zarr", "formula", "k ~ x2 + C(g)", "['Intercept', 'x2', 'C(g)[T.b]', 'C(g)[T.c]']"),
     ("glm.zarr", "formula_levels", {"g": ["c", "b", "a"]},
-     "['intercept', 'x1', 'C(g)[T.b]', 'C(g)[T.a]']"),
+     "['Intercept', 'x1', 'C(g)[T.b]', 'C(g)[T.a]']"),
 ]
 
 
@@ -265,7 +265,8 @@ def test_a_refused_fit_leaves_its_checkpoint_folder_as_found(tmp_path, cli, foun
         "glm-missing-column": (("glm", "--family", "poisson", "--formula", "k ~ x1",
                                 "--exposure", "nope"), "variable 'nope' named by --exposure"),
         "fit-nan": (("kf4lls", "--formula", "y ~ x1"),
-                    "the column 'x1' of the formula's design chunk 0 has NaN at row 5"),
+                    "the formula's design (a value missing in column 'x1') chunk 0 has NaN at "
+                    "row 5"),
         "fit-missing-weights": (("kf4lls", "--formula", "y ~ x1", "--weights", "nope"),
                                 "variable 'nope' named by --weights"),
     }[case]

@@ -187,8 +187,8 @@ def test_a_non_finite_value_of_a_formula_names_its_column(tmp_path, cli):
                          '(missing="drop")'), line
     line = one_line(cli("fit", "kf4lls", tmp_path / "m.parquet", "--out", out,
                         "--formula", "y ~ x1 + x2"))
-    assert line.endswith("m.parquet: the formula's design (a value missing in a column it "
-                         "reads: x1, x2) chunk 0 has NaN at row 7; remove or impute "
+    assert line.endswith("m.parquet: the formula's design (a value missing in column "
+                         "'x2') chunk 0 has NaN at row 7; remove or impute "
                          "non-finite values, or drop their rows with --missing drop "
                          '(missing="drop")'), line
     assert snapshot(tmp_path) == before and leftovers(out) == []

@@ -195,6 +195,16 @@ def _command_values(options: Options, given: dict) -> tuple[dict, dict]:
     return chosen, {name: cluster.get(name) for name in CLUSTER.names}
 
 
+def _check_formula(options: Mapping) -> None:
+    """The option ``formula``, when given, checked as data (every factor, every term reading a
+    column: :func:`~streamlsq.io.formulas.check_formula`) before any cluster starts: the check
+    reads the formula alone."""
+    if options.get("formula") is not None:
+        from streamlsq.io.formulas import check_formula
+
+        check_formula(options["formula"])
+
+
 def _client(scheduler, n_workers, memory_limit, data=None, preload=()):
     """The command's Dask client. ``data``: the store(s) the command reads, or the bytes
     it will write; an embedded cluster for small data runs its workers as threads of

@@ -21,6 +21,7 @@ import click
 from streamlsq.cli.common import (
     CONTEXT,
     LazyCommands,
+    _check_formula,
     _client_while,
     _done_line,
     _friendly_errors,
@@ -90,6 +91,7 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
     def command(out, **given):
         stores = [given.pop(role) for role in declaration.inputs]
         options = values(declared, given)  # refused before a cluster starts
+        _check_formula(options)
         cluster = {key: options.pop(key, None) for key in CLUSTER.names}
         # the fit path's and the recursion's imports (about a second) while the worker
         # processes start

@@ -8,6 +8,7 @@ import click
 
 from streamlsq.cli.common import (
     CONTEXT,
+    _check_formula,
     _client,
     _command_values,
     _done_line,
@@ -44,6 +45,7 @@ def glm(data, out, **given):
     from streamlsq.stream.glm import fit_glm
 
     options, cluster = _command_values(OPTIONS, given)  # checked before any cluster starts
+    _check_formula(options)
     with _client(**cluster, data=data) as client:
         ds = fit_glm(data, out=out, client=client, **options)
     done = _done_line(out, ds)

@@ -164,8 +164,10 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
     if isinstance(node, ast.Expression):
         _walk(node.body, columns, categorical, aliases)
     elif isinstance(node, ast.Name):
+        # a name of the namespace (np, C, log) read as a value is a column's: one the
+        # formula also calls is refused by check_formula, which sees the whole side
         name = aliases.get(node.id, node.id)
-        if name.startswith("__") or name in TRANSFORMS or name in ("I", "C", "np", "numpy"):
+        if name.startswith("__"):
             raise _Refused(f"names '{name}', which is no column")
         columns.add(name)
     elif isinstance(node, ast.Constant):
@@ -225,8 +227,9 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
         raise _Refused(f"holds {what} {ast.unparse(node)}")
 
 
-def _factor_columns(factor, columns: set, categorical: set) -> None:
-    """Check one factor of formulaic's parse and collect the columns it reads."""
+def _factor_columns(factor, columns: set, categorical: set, called: dict | None = None) -> None:
+    """Check one factor of formulaic's parse and collect the columns it reads (and in
+    ``called``, the names of the namespace it calls: ``np`` of ``np.log(x)`` -> ``np.log``)."""
     from formulaic.utils.code import sanitize_variable_names
 
     expr, method = str(factor.expr), factor.eval_method.value
@@ -248,6 +251,11 @@ def _factor_columns(factor, columns: set, categorical: set) -> None:
     except SyntaxError:
         raise _Refused(f"holds {expr}, which is not an expression of columns") from None
     _walk(code, columns, categorical, aliases)
+    if called is not None:
+        for node in ast.walk(code):
+            if isinstance(node, ast.Call) and _callee(node.func):
+                callee = _callee(node.func)
+                called.setdefault(callee.split(".")[0], callee)
 
 
 def check_formula(formula: str) -> FormulaColumns:
@@ -269,11 +277,14 @@ def _checked(formula: str) -> FormulaColumns:
     for side in ("rhs", "lhs"):
         columns: set = set()
         categorical: set = set()
+        called: dict = {}
         for term in getattr(parsed, side):
+            in_term: set = set()
             for factor in term.factors:
                 try:
                     read, made = set(), set()
-                    _factor_columns(factor, read, made)
+                    _factor_columns(factor, read, made, called)
+                    in_term |= read
                     columns |= read
                     categorical |= made
                     if factor.eval_method.value == "python":
@@ -285,9 +296,39 @@ def _checked(formula: str) -> FormulaColumns:
                         "C() and the declared transforms (np.log, np.sqrt, np.exp, "
                         "np.power, ...: docs/tables.md#formulas)")
                     raise InputError(f"formula {formula!r}: {why.args[0]}{rule}") from None
+            if not in_term and (side == "lhs" or str(term) != "1"):
+                raise InputError(_constant_term(formula, side, str(term)))
+        both = sorted(set(called) & columns)
+        if both:
+            raise InputError(_shadowed(formula, both[0], called[both[0]]))
         sides[side] = (tuple(sorted(columns)), tuple(sorted(categorical)))
     return FormulaColumns(sides["rhs"][0], sides["lhs"][0], sides["rhs"][1], sides["lhs"][1],
                           tuple(computed.items()))
+
+
+def _constant_term(formula: str, side: str, term: str) -> str:
+    """The refusal of a term that reads no column (``I(5)``): a number, the same in every
+    row, which formulaic would make a column of (the fit's design one column wider than the
+    rows' own, aliased with the intercept) or a response that is no column of the data."""
+    if side == "lhs":
+        return (f"formula {formula!r}: its response {term} reads no column: it is the same "
+                "number in every row, not a column of the data; write the response column "
+                "left of '~'")
+    return (f"formula {formula!r}: the term {term} reads no column: it is the same number "
+            "in every row, a column aliased with the intercept, not a column of the data; "
+            "leave it out (the formula's intercept is its constant term: '+ 1', or '- 1' to "
+            "remove it)")
+
+
+def _shadowed(formula: str, name: str, callee: str) -> str:
+    """The refusal of a formula that reads a column named as something it calls (a column
+    ``np`` beside ``np.log(x)``, a column ``C`` beside ``C(g)``)."""
+    what = {"np": "NumPy", "numpy": "NumPy", "C": "C(), the categorical term",
+            "I": "I(), the arithmetic term"}.get(name, f"the transform {name}()")
+    return (f"formula {formula!r}: '{name}' is both a column it reads and {what}, which it "
+            f"calls ({callee}): formulaic, which builds the design, takes '{name}' for the "
+            "column in both places, and backticks do not tell them apart; rename the column "
+            f"(e.g. to '{name}_') and write that name")
 
 
 def parse(formula: str):
@@ -723,19 +764,31 @@ class DesignRows:
     def array(self, name: str):
         return self.inner.array(self.raw(name)[0])
 
-    def described(self, name: str, row: np.ndarray) -> str:
-        """Variable ``name`` as a message about the non-finite values of one of its rows
-        (``row``) names it: the formula's column that holds them, or the columns the formula
-        reads when the whole row is missing (a missing value in any of them)."""
+    def described(self, name: str, values: np.ndarray, row: int) -> str:
+        """Variable ``name`` as a message about the non-finite ``values`` of its row ``row``
+        names it: the columns the formula reads that miss a value at that row (read again:
+        a missing value makes the whole row NaN), else the formula's column that holds them
+        (a transform undefined at a value)."""
         if name not in (DESIGN, RESPONSE):
             return f"variable '{name}'"
         side = "design" if name == DESIGN else "response"
+        read = self.raw(name)
+        try:  # the error's path: one row read again
+            missing = [c for c, gap in read_frame(self.inner, read, row, row + 1).isna()
+                       .iloc[0].items() if gap]
+        except Exception:  # the row unreadable now: the columns it may be in
+            missing = []
+        if len(missing) == 1:
+            return f"the formula's {side} (a value missing in column {missing[0]!r})"
+        if missing:
+            return (f"the formula's {side} (values missing in columns "
+                    f"{', '.join(map(repr, missing))})")
         labels = self.design.terms if name == DESIGN else self.design.responses
-        bad = np.flatnonzero(~np.isfinite(row))
-        if bad.size and (bad.size < row.size or row.size == 1) and len(labels) == row.size:
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size and len(labels) == values.size:
             return f"the column {labels[bad[0]]!r} of the formula's {side}"
-        read = ", ".join(self.raw(name))
-        return f"the formula's {side} (a value missing in a column it reads: {read})"
+        return (f"the formula's {side} (a value missing in a column it reads: "
+                f"{', '.join(read)})")
 
     def rows_per_chunk(self, name: str) -> int:
         names = self.raw(name)

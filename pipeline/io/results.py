@@ -435,7 +435,8 @@ def check_coefficient_labels(attrs: dict, label: str, features: list | None,
         return
     levels = json.loads(attrs.get("formula_levels") or "{}")
     stored = [str(v) for v in features]
-    # the intercept's label: formulaic's "Intercept" in a linear fit, "intercept" in a GLM
+    # the intercept's label: formulaic's "Intercept"; "intercept" in a GLM formula fit
+    # written before a GLM labelled it as a linear fit does
     has_constant = bool(stored) and stored[0] in ("Intercept", "intercept")
     shown_levels = attrs.get("formula_levels") or "{}"
     try:

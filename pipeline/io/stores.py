@@ -816,7 +816,7 @@ def check_finite_rows(label: str, name: str, A: np.ndarray, start: int, chunk_ro
     remedy = (remedy if kind == "NaN"
               else "remove or impute non-finite values" if not allow_nan
               else "an infinity is not a missing value: remove or replace it")
-    shown = (described(name, np.asarray(A[row - start]).ravel()) if described is not None
+    shown = (described(name, np.asarray(A[row - start]).ravel(), row) if described is not None
              else f"variable '{name}'")
     raise InputError(f"{label}: {shown} chunk {row // chunk_rows} has {kind} at row "
                      f"{row}; {remedy}")

@@ -166,12 +166,31 @@ def fit_coefficients(fit: xr.Dataset, step: int | None, shown: str) -> FitCoeffi
         raise InputError(f"{shown}: a {declaration.name} fit has coefficients of basis "
                          "functions, not of the columns of X; apply it with the kernel's "
                          "basis (streamlsq.kernels.make_basis)")
+    if step is not None:
+        check_recorded_step(step, fit.step.values, shown)
     coef = fit.coef.isel(step=-1) if step is None else fit.coef.sel(step=step)
     return FitCoefficients(
         W=np.asarray(coef.transpose("feature", "target").values, dtype=np.float64),
         step=int(coef.step), method=attrs["method"],
         labels=[str(v) for v in fit.feature.values], target=fit.target.values,
         formula=attrs.get("formula") or None)
+
+
+def check_recorded_step(step: int, recorded, shown: str) -> None:
+    """Refuse a ``step`` (``--step``) that the fit ``shown`` did not record, naming the steps
+    it recorded (all of them when few, else the first, the last and how many)."""
+    recorded = [int(s) for s in np.asarray(recorded).ravel()]
+    if step in recorded:
+        return
+    if len(recorded) == 1:
+        raise InputError(f"{shown}: step {step} was not recorded; the fit recorded one step, "
+                         f"{recorded[0]}: leave out --step (step=)")
+    steps = ", ".join(map(str, recorded)) if len(recorded) <= 10 else (
+        f"{recorded[0]}, {recorded[1]}, … {recorded[-1]} ({len(recorded)} in all, its "
+        "coordinate step)")
+    raise InputError(f"{shown}: step {step} was not recorded; the fit recorded the steps "
+                     f"{steps}: give one of them to --step (step=), or leave it out for the "
+                     "last")
 
 
 def prediction_uncertainty(fit: xr.Dataset, step: int, alpha: float | None,

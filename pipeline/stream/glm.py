@@ -34,6 +34,7 @@ from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
 from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.guards import rank_phrase
+from streamlsq.stream.layout import intercept_label
 from streamlsq.stream.plans import StreamPlan, plan_segments
 
 __all__ = ["GLMFit", "GLMPass", "fit_glm"]
@@ -392,13 +393,16 @@ def counts_response(formula: str, family: str, trials: str | None) -> bool:
 
 
 def coef_labels(source: StreamSource) -> np.ndarray:
-    """``intercept`` first when one is fitted, then the data's feature labels (terms of a
-    formula, variable names) or ``x0, x1, …``."""
+    """The intercept first when one is fitted, labelled as a linear fit labels it
+    (:func:`~streamlsq.stream.layout.intercept_label`: formulaic's ``Intercept`` in a formula
+    fit), then the data's feature labels (terms of a formula, variable names) or ``x0, x1,
+    …``."""
     n_data = source.n_features - int(source.intercept)
     data = [str(v) for v in source.features]
     if len(data) != n_data:
         data = [f"x{j}" for j in range(n_data)]
-    return np.asarray((["intercept"] if source.intercept else []) + data)
+    constant = [intercept_label(source.variables.formula)] if source.intercept else []
+    return np.asarray(constant + data)
 
 
 def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, start: int,

@@ -25,9 +25,12 @@ from streamlsq.stream.apply import (
     StreamPrediction,
     check_names_of_rows,
     check_new_rows,
+    check_recorded_step,
     create_prediction_arrays,
     predict_chunks,
 )
+from streamlsq.stream.fit_inputs import FitInputs
+from streamlsq.stream.layout import intercept_label
 from streamlsq.stream.statistics import checked_alpha
 
 __all__ = ["GLMPrediction", "INTERVAL_COLUMNS", "is_glm_fit", "predict_glm"]
@@ -93,8 +96,8 @@ class GLMPrediction(StreamPrediction):
             else "the fit"
         if not is_glm_fit(fit.attrs):
             raise InputError(f"{self.shown}: not the result of a GLM fit")
-        if self.step not in (None, 1):
-            raise InputError(f"{self.shown}: a GLM fit has one step; leave out --step")
+        if self.step is not None:
+            check_recorded_step(self.step, fit.step.values, self.shown)
         check_names_of_rows(fit.attrs, self.shown, self.x, self.y)
         a = fit.attrs
         params = {"family": a["family"], "link": a["link"], "alpha": a.get("nb_alpha"),
@@ -114,14 +117,19 @@ class GLMPrediction(StreamPrediction):
             self.cov = np.asarray(fit.cov_params.isel(target=0).values, np.float64)
             self.alpha = checked_alpha(a.get("conf_int_alpha") if self.alpha is None
                                        else self.alpha)
-        self.coef = type("Coef", (), {"intercept": bool(self.labels)
-                                      and self.labels[0] == "intercept"})()
+        # the record of what the fit read rather than the label: a GLM formula fit written
+        # before its intercept was labelled 'Intercept' (formulaic's) called it 'intercept'
+        intercept = FitInputs.from_attrs(a).intercept if "fit_intercept" in a else \
+            bool(self.labels) and self.labels[0] in ("intercept", "Intercept")
+        self.coef = type("Coef", (), {"intercept": intercept})()
         self.source = self.open_rows(a, run)
         # the columns named anew (--x) must be those fitted, in their order, as a stream
         # fit's are: a GLM's coefficients applied to other columns were published (the
         # response is not compared: a binomial one of two columns predicts one target)
-        check_new_rows(self.source, FitCoefficients(self.params[:, None], 1, "glm",
-                                                    self.labels, self.target), self.shown,
+        formula = a.get("formula") or None
+        labels = ([intercept_label(formula)] + self.labels[1:]) if intercept else self.labels
+        check_new_rows(self.source, FitCoefficients(self.params[:, None], 1, "glm", labels,
+                                                    self.target, formula), self.shown,
                        targets=False)
         self.aux_names = {k: a[f"{k}_variable"] for k in ("offset", "exposure")
                           if f"{k}_variable" in a}

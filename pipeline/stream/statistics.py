@@ -180,11 +180,23 @@ def statistics_note(ds: xr.Dataset) -> str:
 
 
 def _open(result) -> xr.Dataset:
+    """The result as a Dataset, refused in one line unless it holds a fit's coefficient table
+    (``coef (step, feature, target)``: a stream fit's, an interleaved fit's, a GLM's); the
+    same for a lazily opened result as for one in memory."""
     if isinstance(result, xr.Dataset):
-        return result
-    from streamlsq.io.results import open_result
+        ds, shown = result, "the result"
+    else:
+        from streamlsq.io.results import open_result
 
-    return open_result(result, lazy=False)
+        ds, shown = open_result(result, lazy=False), str(result)
+    dims = ds.coef.dims if "coef" in ds else ()
+    if set(dims) != {"step", "feature", "target"}:
+        held = f"whose coef is ({', '.join(map(str, dims))})" if dims else "which has no coef"
+        raise InputError(f"{shown}: the result of {ds.attrs.get('method')!r}, {held}, not a "
+                         "fit's coefficients (step, feature, target): summary, summary_text "
+                         "and wald_test read those of a stream fit, an interleaved fit or a "
+                         "GLM")
+    return ds
 
 
 def _target(ds: xr.Dataset, target) -> object:
@@ -266,7 +278,7 @@ def _model_statistics(ds: xr.Dataset, label) -> dict:
         for name in ("deviance", "null_deviance", "pearson_chi2", "llnull", "prsquared_cs",
                      "prsquared_mcf"):
             if name in ds:  # llnull and the pseudo R²s: not in results written before them
-                out[name] = float(ds[name].sel(target=label).item())
+                out[name] = float(ds[name].sel(target=label).values.item())
     return out
 
 

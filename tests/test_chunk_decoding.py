@@ -152,3 +152,20 @@ def test_a_truncated_compressed_chunk_is_refused_not_read_past_its_end(tmp_path)
     with pytest.raises(InputError, match=r"variable 'a' chunk 2 \(rows 2000-2999\) cannot be "
                        r"read \(its file holds \d+ bytes where its Blosc frame has \d+\)"):
         _read(arr, tmp_path, 0, 4000)
+
+
+def test_a_checksummed_store_refuses_a_flipped_byte_naming_the_chunk(tmp_path):
+    """Damage that leaves a well-formed chunk (a flipped byte, another chunk's file) reads
+    as zarr reads it, wrong values included: only a checksum can tell. A store written with
+    zarr's crc32c codec is read through zarr, which refuses the chunk."""
+    from zarr.codecs import Crc32cCodec
+
+    arr = _array(tmp_path / "a", compressors=(BloscCodec(cname="lz4"), Crc32cCodec()))
+    files = list(chunk_files(str(tmp_path), None, "a", arr, 0, N))
+    assert chunk_decoding.direct_rows(arr, files, 0, N) is None
+    (_, _, file), = chunk_files(str(tmp_path), None, "a", arr, 2 * ROWS, 3 * ROWS)
+    data = bytearray(file.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    file.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"variable 'a' chunk 2 \(rows 20-29\) cannot be read"):
+        _read(arr, tmp_path, 0, N)

@@ -163,9 +163,12 @@ class TableConversion(Job):
     def published(self, out, storage_options: dict | None) -> xr.Dataset:
         """The store written: a stream store, whose missing values are NaN (not a result,
         which never holds one)."""
+        from streamlsq.io.location import options_for
         from streamlsq.io.stores import open_dataset
 
-        return open_dataset(out, storage_options=storage_options)
+        # the run's options may be its remote input's alone (open_dataset refuses them for a
+        # local path)
+        return open_dataset(out, storage_options=options_for(out, storage_options))
 
     def parameters(self) -> dict:
         return {"columns": list(self.names), "chunk_rows": self.chunk}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -230,6 +231,14 @@ class Job:
     def fingerprint(self) -> dict | None:
         """What identifies this run when it is resumed (None: it is never resumed)."""
         return None
+
+    def fingerprint_options(self, fingerprint: dict) -> dict[str, dict]:
+        """The options that shape each entry of ``fingerprint``, with their values, in the
+        command line's spelling (``{"chunk_tasks": {"--chunk-tasks": 50}}``): a refused
+        resume names those that changed, with both values. By default each entry named
+        as a declared option, with its value in the fingerprint."""
+        return {key: {self.options.param(key).option: value}
+                for key, value in fingerprint.items() if key in self.options}
 
     def parameters(self) -> dict:
         """The settings recorded as the result's ``parameters`` attribute."""
@@ -457,6 +466,9 @@ class Run:
             yield None
             return
         checkpoint = job.new_checkpoint(self.checkpoint, fingerprint, self.resume, inputs)
+        # as the marker and the progress keep them (JSON), to compare with theirs
+        checkpoint.options = json.loads(json.dumps(job.fingerprint_options(fingerprint),
+                                                   default=str))
         checkpoint.open()
         try:
             yield checkpoint

@@ -191,9 +191,10 @@ def test_every_command_of_this_family_generates_its_options():
     (lambda: streamlsq.metalearn("missing.zarr", 2, threshold=float("nan")),
      "threshold must be a finite number >= 0 or None, got nan"),
     (lambda: streamlsq.metalearn("missing.zarr", "auto", threshold=1.0),
-     "--k auto chooses the cut itself: give no --threshold, or give --k K, the subspace's "
-     "rank"),
-    (lambda: streamlsq.metalearn("missing.zarr", 3, k_max=5), "--k-max goes with --k auto"),
+     "--k auto (k='auto') chooses the cut itself: give no --threshold (threshold=), or give "
+     "--k K (k=K), the subspace's rank"),
+    (lambda: streamlsq.metalearn("missing.zarr", 3, k_max=5),
+     "--k-max (k_max=) goes with --k auto"),
     (lambda: streamlsq.metalearn("missing.zarr", 2, tile=1), "tile must be an integer >= 2"),
     (lambda: streamlsq.fit_pooled("missing.zarr", holdout=-1),
      "holdout must be an integer >= 0, got -1"),

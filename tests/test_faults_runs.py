@@ -200,7 +200,9 @@ def test_a_scan_checkpoint_is_not_resumed_by_the_sequential_engine(data, tmp_pat
     _stopped_scan(data, ckpt, 2, client=client, **SCAN)
     line = refusal(run("fit", "kf4lls", data, "--out", tmp_path / "o.zarr", "--checkpoint",
                        ckpt, "--resume", *FIT))
-    assert "checkpoint of a 'fit-scan' run, not of 'fit'" in line
+    assert line.endswith(f"{ckpt}: the checkpoint of an --engine scan fit; this is --engine "
+                         "sequential: run it with --engine scan, or choose another "
+                         "--checkpoint"), line
 
 
 def test_resume_of_a_scan_fit_matches_an_uninterrupted_run(data, tmp_path, client):
@@ -254,14 +256,14 @@ def test_metalearn_em_and_study_checkpoints_of_other_options_are_refused(tmp_pat
                       checkpoint=tmp_path / "sc", client=client)
     line = refusal(run("metalearn", tasks, "--out", tmp_path / "m.zarr", "--k", 2,
                        "--splits", 2, "--checkpoint", tmp_path / "m", "--resume"))
-    assert "checkpoint belongs to a different run (differs in: splits)" in line
+    assert "checkpoint belongs to a different run (differs in: --splits 1 then, 2 now)" in line
     line = refusal(run("fit", "em", tasks, "--out", tmp_path / "e.zarr", "--k", 2,
                        "--iterations", 5, "--seed", 1, "--checkpoint", tmp_path / "e",
                        "--resume"))
-    assert "checkpoint belongs to a different run (differs in: seed)" in line
+    assert "checkpoint belongs to a different run (differs in: --seed " in line
     line = refusal(run("study", "bfgs", "--quick", "--streams", 50, "--seed", 1, "--out",
                        tmp_path / "s", "--checkpoint", tmp_path / "sc", "--resume"))
-    assert "checkpoint belongs to a different run (differs in: seed)" in line
+    assert "checkpoint belongs to a different run (differs in: --seed " in line
     line = refusal(run("study", "lms", "--quick", "--out", tmp_path / "s", "--checkpoint",
                        tmp_path / "sc", "--resume"))
     assert "checkpoint of a 'study-bfgs' run, not of 'study-lms'" in line

@@ -31,12 +31,12 @@ def tasks(tmp_path_factory, client):
 # -- 1. --heavy-rows with the store's roles -----------------------------------------------
 
 @pytest.mark.parametrize("roles, wanted", [
-    ((), "{tasks}: --heavy-rows 20 goes with roles by rows per task, and the store's "
-         "variable 'role' gives the roles (--roles auto takes it); give --roles rows to let "
-         "--heavy-rows choose the heavy tasks"),
-    (("--roles", "store"), "--heavy-rows N goes with --roles rows (or auto on a store "
-                           "without 'role'); --roles store takes the heavy tasks from the "
-                           "store's variable 'role'"),
+    ((), "{tasks}: --heavy-rows 20 (heavy_rows=20) goes with roles by rows per task, and "
+         "the store's variable 'role' gives the roles (--roles auto takes it); give --roles "
+         "rows (roles='rows') to let --heavy-rows choose the heavy tasks"),
+    (("--roles", "store"), "--heavy-rows N (heavy_rows=N) goes with --roles rows "
+                           "(roles='rows'), or auto on a store without 'role'; --roles store "
+                           "takes the heavy tasks from the store's variable 'role'"),
 ])
 def test_heavy_rows_with_the_stores_roles_is_refused(tasks, tmp_path, cli, roles, wanted):
     before = snapshot(tmp_path)
@@ -48,10 +48,11 @@ def test_heavy_rows_with_the_stores_roles_is_refused(tasks, tmp_path, cli, roles
 
 
 def test_heavy_rows_with_the_stores_roles_from_python(tasks, client):
-    with pytest.raises(InputError, match="tasks.zarr: --heavy-rows 20 goes with roles by "
-                                         "rows per task"):
+    with pytest.raises(InputError, match=r"tasks.zarr: --heavy-rows 20 \(heavy_rows=20\) "
+                                         "goes with roles by rows per task"):
         streamlsq.metalearn(tasks, 2, heavy_rows=20, client=client, progress=False)
-    with pytest.raises(InputError, match="^--heavy-rows N goes with --roles rows"):
+    with pytest.raises(InputError, match=r"^--heavy-rows N \(heavy_rows=N\) goes with "
+                                         "--roles rows"):
         streamlsq.metalearn(tasks, 2, roles="store", heavy_rows=20, client=client,
                             progress=False)
     # by rows it chooses the heavy tasks: those with at least 20 rows, the 60 heavy ones
@@ -65,13 +66,13 @@ def test_heavy_rows_with_the_stores_roles_from_python(tasks, client):
 
 @pytest.mark.parametrize("given, wanted", [
     (("--threshold", "0.3"),
-     "--threshold goes with --k K, the subspace's rank (the cut then finds the clusters); k "
-     "not given is 'auto', which chooses the cut itself"),
+     "--threshold (threshold=) goes with --k K (k=K), the subspace's rank (the cut then "
+     "finds the clusters); k not given is 'auto', which chooses the cut itself"),
     (("--k", "auto", "--threshold", "0.3"),
-     "--k auto chooses the cut itself: give no --threshold, or give --k K, the subspace's "
-     "rank"),
+     "--k auto (k='auto') chooses the cut itself: give no --threshold (threshold=), or give "
+     "--k K (k=K), the subspace's rank"),
     (("--k", "2", "--k-max", "3"),
-     "--k-max goes with --k auto (the default), the largest k it tries"),
+     "--k-max (k_max=) goes with --k auto (k='auto', the default), the largest k it tries"),
 ])
 def test_threshold_and_k_max_say_what_k_they_go_with(tasks, tmp_path, cli, given, wanted):
     """Re-test round 9: with k not given, --threshold was refused as "k='auto' chooses the
@@ -86,9 +87,9 @@ def test_threshold_and_k_max_say_what_k_they_go_with(tasks, tmp_path, cli, given
 
 def test_k_not_given_is_auto_and_a_threshold_with_k_says_k_is_the_rank(tasks, tmp_path, cli,
                                                                         client):
-    with pytest.raises(InputError, match="^--threshold goes with --k K"):
+    with pytest.raises(InputError, match=r"^--threshold \(threshold=\) goes with --k K"):
         streamlsq.metalearn(tasks, threshold=0.3, client=client, progress=False)
-    with pytest.raises(InputError, match="^--threshold goes with --k K"):
+    with pytest.raises(InputError, match=r"^--threshold \(threshold=\) goes with --k K"):
         streamlsq.metalearn(tasks, None, threshold=0.3, client=client, progress=False)
     # k not given (None) is k='auto': the same model, bit for bit, and the same curve
     default = streamlsq.metalearn(tasks, client=client, progress=False, k_max=3)

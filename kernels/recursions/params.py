@@ -284,6 +284,13 @@ class Param:
         first, ``--intercept``)."""
         return (self.flag or "--" + self.name.replace("_", "-")).split("/")[0]
 
+    def shown(self, value):
+        """``value`` as the command line gives it: in ``unit`` (bytes as MB, to three
+        significant digits), else as it is."""
+        if self.unit is None or value is None:
+            return value
+        return float(f"{value / self.scale:.3g}")
+
     def from_command_line(self, value):
         """The parameter's value from its command-line option's (``None``: not given).
 

@@ -320,6 +320,11 @@ class CheckpointFolder:
         self._body: dict | None = None  # progress.json as last committed, without the steps
         self.check_arrays = True  # read the committed files on resume (check_committed)
         self._checked = False
+        #: the options that shape each entry of the fingerprint, with their values, in the
+        #: command line's spelling (``{"plan": {"--block-size": 500, ...}}``): kept in the
+        #: marker and the progress, so that a refused resume names the options that
+        #: changed and both values, where an entry keeps only a digest of them
+        self.options: dict[str, dict] = {}
 
     # -- folder, marker, lock -----------------------------------------------------------
     def open(self) -> None:
@@ -419,6 +424,11 @@ class CheckpointFolder:
         kind = self._marker().get("kind")
         if kind is None or kind == self.kind:
             return
+        engines = {"fit": "sequential", "fit-scan": "scan"}  # a fit's kind is its engine's
+        if kind in engines and self.kind in engines:
+            raise InputError(f"{d}: the checkpoint of an --engine {engines[kind]} fit; this is "
+                             f"--engine {engines[self.kind]}: run it with --engine "
+                             f"{engines[kind]}, or choose another --checkpoint")
         raise InputError(f"{d}: the checkpoint of a '{kind}' run, not of '{self.kind}'; "
                          "choose another --checkpoint, or remove it")
 
@@ -442,13 +452,16 @@ class CheckpointFolder:
         ours = json.loads(json.dumps(self.fingerprint, default=str))
         old, new = comparable(started), comparable(ours)
         if old != new:
-            raise self._different_run(old, new)
+            raise self._different_run(old, new, self._marker().get("options"))
 
-    def _different_run(self, old: dict, new: dict) -> InputError:
+    def _different_run(self, old: dict, new: dict, options=None) -> InputError:
+        """The refusal of a resume whose fingerprint ``new`` differs from the checkpoint's
+        ``old``; ``options``: the checkpoint's :attr:`options` (None when it kept none: an
+        earlier version's, named by its entries alone)."""
         return InputError(
             f"{self.directory}: checkpoint belongs to a different run (differs in: "
-            f"{_differences(old, new)}); rerun without --resume or point --checkpoint "
-            "elsewhere")
+            f"{_differences(old, new, options, self.options)}); rerun without --resume or "
+            "point --checkpoint elsewhere")
 
     def check_files(self) -> None:
         """Refuse, before anything is read, a folder holding a file where a checkpoint file
@@ -541,8 +554,8 @@ class CheckpointFolder:
         # commit is checked against it (_check_started)
         _atomic_write(self.directory / MARKER, json.dumps({
             "streamlsq_checkpoint": 1, "kind": self.kind, "streamlsq_version": _version(),
-            "created_folder": self._created, "fingerprint": self.fingerprint},
-            default=str).encode())
+            "created_folder": self._created, "fingerprint": self.fingerprint,
+            "options": self.options}, default=str).encode())
 
     def _clear(self) -> None:
         """Remove a previous run's files (streamlsq's own only) before starting afresh."""
@@ -658,7 +671,7 @@ class CheckpointFolder:
                 f"{self.directory}: the input store was rewritten since this checkpoint was "
                 "made (its metadata changed); resuming would mix two datasets: rerun without "
                 "--resume")
-        raise self._different_run(old, self.fingerprint)
+        raise self._different_run(old, self.fingerprint, saved.get("options"))
 
     # -- steps: the passes of a run, data only ---------------------------------------------
     def _read_steps(self, saved: dict) -> None:
@@ -675,7 +688,8 @@ class CheckpointFolder:
         committed steps. Written last: this is the commit."""
         self._body = dict(body)
         _atomic_write(self.directory / "progress.json", json.dumps(
-            body | ({"steps": self.steps} if self.steps else {})).encode())
+            body | {"options": self.options} | ({"steps": self.steps} if self.steps else {}),
+            default=str).encode())
 
     def has_step(self, name: str) -> bool:
         """Whether the step ``name`` was committed (by this run or the one it resumes)."""
@@ -737,7 +751,8 @@ class CheckpointFolder:
 
 
 #: what the options that shape an entry of a fit's fingerprint are, where the entry keeps
-#: only a digest of them (the refusal of a resume names them)
+#: only a digest of them (the refusal of a resume of a checkpoint that kept no
+#: :attr:`CheckpointFolder.options`, an earlier version's, names them)
 _FINGERPRINT_OPTIONS = {
     "plan": "the blocks: --block-size, --first-block-size, --epochs, --shuffle, --seed",
     "segments": "the rows per task: --segment-size",
@@ -747,20 +762,55 @@ _FINGERPRINT_OPTIONS = {
 }
 
 
-def _differences(old: dict, new: dict) -> str:
+def _differences(old: dict, new: dict, old_options=None, new_options=None) -> str:
     """The entries in which two fingerprints differ, each with the options within it that
     differ when it holds them (``options (formula)``, ``inputs (formula)``: an input's
-    selection, kept as JSON text)."""
-    out = []
+    selection, kept as JSON text). An entry whose options both runs kept
+    (:attr:`CheckpointFolder.options`) is named by the options that changed, in the command
+    line's spelling, with both values (``--block-size 500 then, 250 now``); one whose
+    options did not change differs because another entry's did (the segments are cut from
+    the blocks), and is named only when no option is."""
+    out, consequences = [], []
     for key in sorted(set(old) | set(new), key=str):
         before, now = old.get(key), new.get(key)
         if before == now:
             continue
-        inner = _inner_differences(before, now)
-        if not inner and key in _FINGERPRINT_OPTIONS:
-            inner = [_FINGERPRINT_OPTIONS[key]]
-        out.append(f"{key} ({', '.join(inner)})" if inner else str(key))
+        changed = _option_changes(old_options, new_options, key)
+        if changed is not None:
+            out.extend(c for c in changed if c not in out)
+            if not changed:
+                consequences.append(key)
+            continue
+        out.append(_entry_difference(key, before, now))
+    if not out:
+        out = [_entry_difference(key, old.get(key), new.get(key)) for key in consequences]
     return ", ".join(out)
+
+
+def _entry_difference(key, before, now) -> str:
+    inner = _inner_differences(before, now)
+    if not inner and key in _FINGERPRINT_OPTIONS:
+        inner = [_FINGERPRINT_OPTIONS[key]]
+    return f"{key} ({', '.join(inner)})" if inner else str(key)
+
+
+def _option_changes(old_options, new_options, key) -> list[str] | None:
+    """The options shaping the fingerprint entry ``key`` that differ between the two runs'
+    options (``--epochs 1 then, 2 now``); None when either run did not keep them."""
+    before = old_options.get(key) if isinstance(old_options, dict) else None
+    now = new_options.get(key) if isinstance(new_options, dict) else None
+    if not (isinstance(before, dict) and isinstance(now, dict)):
+        return None
+    return [f"{flag} {_shown(before.get(flag))} then, {_shown(now.get(flag))} now"
+            for flag in sorted(set(before) | set(now), key=str)
+            if before.get(flag) != now.get(flag)]
+
+
+def _shown(value) -> str:
+    """An option's value as the command line gives it (a switch: given or not)."""
+    if value is None or value is False:
+        return "not given"
+    return "given" if value is True else str(value)
 
 
 def _inner_differences(before, now) -> list[str]:

@@ -50,7 +50,7 @@ import numpy as np
 
 from streamlsq.errors import InputError
 from streamlsq.io.formulas import DESIGN, RESPONSE, DesignInput
-from streamlsq.io.location import locate
+from streamlsq.io.location import check_storage_options, locate
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, OpenedInput, RowsReader
 from streamlsq.io.stores import (
@@ -656,6 +656,7 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     """
     if missing not in MISSING:
         raise InputError(f"missing must be 'raise' or 'drop', got {missing!r}")
+    check_storage_options(storage_options, [data])  # a local path would ignore them
     table = _open_input(data, group, storage_options)
     if formula is not None:
         if x is not None or y is not None:

@@ -30,7 +30,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.chunk_decoding import DamagedChunk, direct_rows
-from streamlsq.io.location import Location, locate
+from streamlsq.io.location import Location, check_storage_options, locate
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import RowsReader
 
@@ -873,6 +873,7 @@ def open_dataset(path: str | os.PathLike, group: str | None = None, *,
 
     # lazy=False: NumPy arrays, read without dask; else xarray's default (dask)
     chunks = {} if lazy else {"chunks": None}
+    check_storage_options(storage_options, [path])  # a local path would ignore them
     loc = locate(path, storage_options)
     if loc is None:  # an in-memory zarr store: xarray reads it itself
         return xr.open_zarr(path, group=group, consolidated=None, zarr_format=3, **chunks)

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamlsq.errors import InputError
-from streamlsq.io.location import locate
+from streamlsq.io.location import check_storage_options, locate
 from streamlsq.io.stores import (
     StoreRows,
     StoreSource,
@@ -200,6 +200,7 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
     (130, 3, 1060)
     >>> tmp.cleanup()
     """
+    check_storage_options(storage_options, [path])  # a local path would ignore them
     loc = locate(path, storage_options)
     if loc is None:
         raise InputError(f"{path!r}: a multi-task store is read by path, URL or zarr store "
@@ -406,9 +407,10 @@ def task_sets(
         roles = "store" if source.has_role else "rows"
         if roles == "store" and heavy_rows is not None:  # it would choose nothing
             raise InputError(
-                f"{source.label}: --heavy-rows {heavy_rows} goes with roles by rows per task, "
-                "and the store's variable 'role' gives the roles (--roles auto takes it); "
-                "give --roles rows to let --heavy-rows choose the heavy tasks"
+                f"{source.label}: --heavy-rows {heavy_rows} (heavy_rows={heavy_rows}) goes "
+                "with roles by rows per task, and the store's variable 'role' gives the roles "
+                "(--roles auto takes it); give --roles rows (roles='rows') to let "
+                "--heavy-rows choose the heavy tasks"
             )
     if roles == "store":
         role = source.roles()

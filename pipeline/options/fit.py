@@ -271,7 +271,16 @@ JOB_OPTIONS = {"interleaved-kf4lls": INTERLEAVED}
 #: line's words: checked with a fit's options, before any input is opened or any client
 #: started (:func:`streamlsq.stream.fit.check_fit_options`, the command line's values); the
 #: recursion checks the same when it is built, in Python's words, for whoever builds it
+#: recursive residuals (``--diagnostics``) come from the QR form's factor
+_DIAGNOSTICS_RULES = (
+    Rule("diagnostics", True, needs={"solver": "qr"},
+         message="--diagnostics goes with --solver qr (the recursive residuals come from "
+                 "the QR form)"),
+)
+
 RECURSION_RULES = {
+    "kf4lls": _DIAGNOSTICS_RULES,
+    "rls": _DIAGNOSTICS_RULES,
     "lms": (
         Rule("tau", needs={"schedule": "inverse"},
              message="--tau goes with --schedule inverse (the tau of rate/(1 + k/tau))"),

@@ -96,20 +96,24 @@ METALEARN = Options(
     Param("k_curve", False, "With k='auto' and an output: also write the curve k was chosen "
           "from beside the model store (OUT.k-curve.csv and .png).", type=bool,
           command_line=False),
+    # the rules' lines name each option as the command line and Python both spell it (as
+    # DROP_REMEDY does): metalearn refuses them from either, before any input is opened
     rules=[Rule("k", "auto", excludes=("threshold",),
-                message="--k auto chooses the cut itself: give no --threshold, or give "
-                        "--k K, the subspace's rank"),
+                message="--k auto (k='auto') chooses the cut itself: give no --threshold "
+                        "(threshold=), or give --k K (k=K), the subspace's rank"),
            # k not given is k='auto': --threshold needs the subspace's rank given
            Rule("threshold", needs={"k": Rule.GIVEN},
-                message="--threshold goes with --k K, the subspace's rank (the cut then finds "
-                        "the clusters); k not given is 'auto', which chooses the cut itself"),
+                message="--threshold (threshold=) goes with --k K (k=K), the subspace's rank "
+                        "(the cut then finds the clusters); k not given is 'auto', which "
+                        "chooses the cut itself"),
            Rule("k_max", needs={"k": _AUTO},
-                message="--k-max goes with --k auto (the default), the largest k it tries"),
+                message="--k-max (k_max=) goes with --k auto (k='auto', the default), the "
+                        "largest k it tries"),
            # the store's roles leave nothing for it to choose (re-test round 9)
            Rule("roles", "store", excludes=("heavy_rows",),
-                message="--heavy-rows N goes with --roles rows (or auto on a store without "
-                        "'role'); --roles store takes the heavy tasks from the store's "
-                        "variable 'role'")],
+                message="--heavy-rows N (heavy_rows=N) goes with --roles rows "
+                        "(roles='rows'), or auto on a store without 'role'; --roles store "
+                        "takes the heavy tasks from the store's variable 'role'")],
 )
 
 #: :func:`streamlsq.fit_pooled` (one regression on the rows of all tasks)

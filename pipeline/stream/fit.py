@@ -340,6 +340,7 @@ class StreamFit(Job):
         check_layout(self.sources, self.recursion, self.dtype)
         check_windows(self, self.sources[0])
         self.previous, self.plan = plan_rows(self, run)
+        self.given_record_every = self.record_every  # before its default is filled in
         if self.plan is not None and self.record_every is None:
             self.record_every = max(1, -(-self.plan.n_blocks // DEFAULT_RECORDED_STEPS))
         return list(self.sources)
@@ -359,6 +360,19 @@ class StreamFit(Job):
     def fingerprint(self) -> dict:
         return run_fingerprint(self.plan, self.recursion, self.record_every, self.dtype,
                                self.engine)
+
+    def fingerprint_options(self, fingerprint: dict) -> dict[str, dict]:
+        """The options each entry of the fingerprint keeps (a digest, for the plan and the
+        segments), as given (``--record-every`` not given: its default depends on the
+        blocks, whose options are named)."""
+        def given(*names):  # those the job declares (a fit of several stores: no epochs)
+            return {FIT.param(n).option: FIT.param(n).shown(getattr(self, n)) for n in names
+                    if hasattr(self, n)}
+
+        return {"plan": given("block_size", "first_block_size", "epochs", "shuffle", "seed"),
+                "segments": given("segment_bytes"),
+                "record_every": {"--record-every": self.given_record_every},
+                "dtype": given("dtype"), "engine": given("engine")}
 
     def parameters(self) -> dict:
         return self.recursion.get_params()

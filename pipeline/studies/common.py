@@ -379,6 +379,11 @@ class StudyJob(Job):
     def fingerprint(self) -> dict:
         return dict(self.identity)
 
+    def fingerprint_options(self, fingerprint: dict) -> dict[str, dict]:
+        """What every study takes (``--quick``, ``--seed``), as the command line spells it."""
+        return {key: {STUDY.param(key).option: value} for key, value in fingerprint.items()
+                if key in STUDY}
+
     def finished(self, run: Run, fingerprint: dict) -> StudyResult | None:
         return published_study(run.out, self.study, fingerprint_digest(fingerprint))
 

@@ -41,6 +41,7 @@ from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import (
     CheckpointFolder,
     EntryCheckpoint,
+    check_checkpoint_parent,
     fingerprint_digest,
     finished_result,
     remove_finished,
@@ -428,6 +429,8 @@ class Run:
                              "folder (it is locked with flock); name a local path")
         if self.checkpoint is not None and job.checkpoint_kind is None:
             raise InputError(f"{job.name} takes no --checkpoint: it is not resumable")
+        if self.checkpoint is not None:
+            check_checkpoint_parent(self.checkpoint)
         job.check_options()
 
     def _check_storage_options(self) -> None:

@@ -429,8 +429,6 @@ class Run:
                              "folder (it is locked with flock); name a local path")
         if self.checkpoint is not None and job.checkpoint_kind is None:
             raise InputError(f"{job.name} takes no --checkpoint: it is not resumable")
-        if self.checkpoint is not None:
-            check_checkpoint_parent(self.checkpoint)
         job.check_options()
 
     def _check_storage_options(self) -> None:
@@ -450,6 +448,7 @@ class Run:
             check_apart(self.checkpoint, [self.out, *(beside_path(self.out, suffix)
                                                       for suffix in beside)],
                         "--checkpoint", of="output")
+            check_checkpoint_parent(self.checkpoint)  # else when it is opened
 
     @contextlib.contextmanager
     def _open_checkpoint(self, job: Job, fingerprint, inputs):

@@ -216,6 +216,14 @@ def test_simulate_stream_codec_applies_to_coef_true(tmp_path, cli):
         found
 
 
+def test_simulate_interleaved_codec_applies_to_coef_true(tmp_path, client):
+    out = streamlsq.simulate_interleaved(tmp_path / "i.zarr", n=20, q=3, steps=4,
+                                         codec="none", client=client)
+    found = _compressors(out)
+    assert {"a/X", "a/coef_true", "c/y", "c/coef_true"} <= set(found), found
+    assert all(v == [] for v in found.values()), found
+
+
 # -- --continue-from a result fitted on another input ------------------------------------------
 
 def _table(tmp_path, n=400):

@@ -42,6 +42,7 @@ from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import (
     CheckpointFolder,
     EntryCheckpoint,
+    check_checkpoint_parent,
     fingerprint_digest,
     finished_result,
     remove_finished,
@@ -456,6 +457,7 @@ class Run:
             check_apart(self.checkpoint, [self.out, *(beside_path(self.out, suffix)
                                                       for suffix in beside)],
                         "--checkpoint", of="output")
+            check_checkpoint_parent(self.checkpoint)  # else when it is opened
 
     @contextlib.contextmanager
     def _open_checkpoint(self, job: Job, fingerprint, inputs):

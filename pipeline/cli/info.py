@@ -16,8 +16,9 @@ __all__ = ["info"]
 @click.argument("store", type=click.Path())
 @click.option("--check", is_flag=True,
               help="Also read every chunk (a parallel pass): refuse unreadable chunks, NaN/Inf "
-                   "and values so large that the least-squares sums would overflow (a result: "
-                   "a chunk missing, unreadable or not finite).")
+                   "and values so large that the least-squares sums would overflow (a "
+                   "multi-task store: also its task_ptr and roles, as metalearn reads them; "
+                   "a result: a chunk missing, unreadable or not finite).")
 @click.option("--plot", "plot", type=click.Path(), default=None, metavar="PNG",
               help="For the result of a stream fit: draw its coefficients and, when it "
                    "recorded recursive residuals (--diagnostics), its CUSUM tests.")
@@ -37,7 +38,7 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     # the cluster's options checked before the store is read
     values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
                      "memory_limit": memory_limit})
-    from streamlsq.io.describe import CONVERTED, check_values, describe, store_kind
+    from streamlsq.io.describe import CONVERTED, check_tasks, check_values, describe, store_kind
     from streamlsq.io.stores import open_group
 
     try:
@@ -69,6 +70,12 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
 
         open_result(store, lazy=False)  # every chunk read and checked
         click.echo("checked: every chunk of every variable written, readable and finite")
+    elif kind == "multi-task":
+        with _client(scheduler, n_workers, memory_limit, data=store) as client:
+            n, tasks = check_tasks(store, client)
+        click.echo(f"checked: every chunk of every variable read, every value finite in {n} "
+                   f"rows of {tasks} tasks, none so large that the least-squares sums "
+                   "overflow")
     elif check:
         with _client(scheduler, n_workers, memory_limit, data=store) as client:
             n = check_values(store, client)

@@ -58,8 +58,8 @@ from streamlsq.errors import InputError, OutputError
 from streamlsq.io.locks import FileLock
 from streamlsq.io.outputs import check_apart
 
-__all__ = ["Checkpoint", "CheckpointFolder", "EntryCheckpoint", "data_digest", "decode_data",
-           "encode_data", "fingerprint_digest"]
+__all__ = ["Checkpoint", "CheckpointFolder", "EntryCheckpoint", "check_checkpoint_parent",
+           "data_digest", "decode_data", "encode_data", "fingerprint_digest"]
 
 MARKER = "streamlsq-checkpoint.json"
 LOCK = "lock"
@@ -125,6 +125,24 @@ def _replacing(path: Path, suffix: str):
         if isinstance(exc.__context__, KeyboardInterrupt):
             raise exc.__context__ from None
         raise
+
+
+def check_checkpoint_parent(directory: str | os.PathLike) -> None:
+    """Refuse a checkpoint folder to be created where its parent folder does not exist (or
+    is a file): streamlsq creates the checkpoint folder alone, never the folders above it,
+    which it could not tell from the user's when it removes the checkpoint (as ``--out``
+    refuses an output whose folder does not exist)."""
+    d = Path(directory)
+    if os.path.lexists(d):
+        return
+    parent = d.parent
+    if not parent.exists():
+        raise InputError(f"{parent}: folder of --checkpoint {d} does not exist; streamlsq "
+                         "creates the checkpoint folder only inside an existing folder: "
+                         "create it first, or choose another --checkpoint")
+    if not parent.is_dir():
+        raise InputError(f"{d}: {parent.name} is a file, not a folder; choose another "
+                         "--checkpoint")
 
 
 def _lock_file_is_ours(path: Path) -> bool:
@@ -334,6 +352,7 @@ class CheckpointFolder:
         d = self.directory
         check_apart(d, self.inputs, "--checkpoint")
         self._check_link()
+        check_checkpoint_parent(d)
         if d.exists() and not d.is_dir():
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
         self._check_not_foreign()
@@ -496,7 +515,7 @@ class CheckpointFolder:
         d = self.directory
         created = not d.exists()
         try:
-            d.mkdir(parents=True, exist_ok=True)
+            d.mkdir(exist_ok=True)  # its parent checked (check_checkpoint_parent)
         except OSError as exc:
             raise InputError(f"{d}: cannot create the checkpoint folder ({exc.strerror})"
                              ) from None

@@ -27,7 +27,7 @@ from streamlsq.runtime.memory import fast_large_allocations
 if TYPE_CHECKING:  # distributed is imported by --check only: `streamlsq info` starts fast
     from distributed import Client
 
-__all__ = ["check_table", "check_values", "describe", "store_kind"]
+__all__ = ["check_table", "check_tasks", "check_values", "describe", "store_kind"]
 
 #: variables of input stores whose every chunk must have been written
 DATA_VARIABLES = {"X", "y", "task_ptr"}
@@ -131,6 +131,50 @@ def check_values(path: str, client: Client) -> int:
     return int(np.sum(track_futures(client, futures, source.n_rows, "check")))
 
 
+def _check_tasks_chunk(source, chunk, limit):
+    """Tasks of ``chunk`` read as a fit of tasks reads them (every chunk file present and
+    decodable, NaN/Inf refused by variable, chunk and row) and their values held to
+    ``limit``; returns the rows read."""
+    from streamlsq.io.tasks import reading_chunk
+
+    with reading_chunk(source, chunk):
+        X, y, ptr = source.read_tasks(chunk.lo, chunk.hi, ptr=chunk.ptr)
+    r0 = int(chunk.ptr[0])
+    for name, A in (("X", X), ("y", y)):
+        big = np.abs(A) > limit
+        if big.any():
+            at = tuple(int(v) for v in np.argwhere(big)[0])
+            i = at[0]
+            task = chunk.lo + int(np.searchsorted(ptr, i, side="right")) - 1
+            raise InputError(
+                f"{source.label}: variable '{name}' has |value| {abs(float(A[at])):.3g} "
+                f"at row {r0 + i} (task {task}), above {limit:.3g}, where the least-squares "
+                f"sums over the store's {source.n_rows} rows overflow float64: rescale the "
+                "data")
+    return int(ptr[-1])
+
+
+def check_tasks(path: str, client: Client) -> tuple[int, int]:
+    """Read every chunk of every variable of a multi-task store, as the task commands read
+    it (:func:`~streamlsq.io.tasks.open_tasks`: layout, ``task_ptr``, roles; then the rows
+    of every task in parallel: NaN/Inf and values so large that the least-squares sums
+    would overflow refused). Returns (rows, tasks) checked."""
+    from streamlsq.io.tasks import TRUTH, open_tasks, plan_chunks
+    from streamlsq.runtime.progress import track_futures
+
+    source = open_tasks(path)
+    for name in TRUTH if source.has_truth else ():  # read as stored: every chunk present
+        read_checked(source.path, source.group, name, source.array(name), 0,
+                     int(source.array(name).shape[0]), source.label)
+    ptr = source.task_ptr()
+    limit = largest_safe_magnitude(source.n_rows)
+    tag = uuid.uuid4().hex[:8]
+    futures = [client.submit(_check_tasks_chunk, source, chunk, limit,
+                             key=f"check-{tag}-{i}")
+               for i, chunk in enumerate(plan_chunks(ptr))]
+    return int(np.sum(track_futures(client, futures, source.n_rows, "check"))), source.n_tasks
+
+
 def _read_column(path: str, name: str, a: int, b: int) -> int:
     """Rows ``a:b`` of a converted table's column ``name`` read (each chunk file present and
     decodable); returns the missing values among them (NaN, or the empty string)."""
@@ -165,7 +209,7 @@ def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
     futures = {}
     for name in names:
         arr = get_array(g, path, name)
-        check_complete(path, name, arr)
+        check_complete(path, name, arr, dict(g.attrs), path)
         declared_levels(arr.attrs, arr.shape[0], f"{path}: variable '{name}'")
         rows = int(arr.chunks[0]) if arr.ndim else 1
         for i, a in enumerate(range(0, max(int(arr.shape[0]) if arr.ndim else 1, 1), rows)):

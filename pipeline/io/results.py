@@ -42,6 +42,7 @@ from streamlsq.io.outputs import (
 )
 from streamlsq.io.provenance import _version
 from streamlsq.io.stores import (
+    EVERY_CHUNK_WRITTEN,
     consolidate,
     dimension_names,
     open_dataset,
@@ -650,8 +651,6 @@ def _check_kept_record(attrs: dict, label: str) -> None:
 #: (every array of a fit or a model); larger ones (the rows of a prediction) are checked
 #: chunk by chunk as they are read, so that opening a prediction reads none of its rows
 CHECKED_WHEN_OPENED = 64 * 2**20
-#: root attribute: every chunk of every array was found written when the result was published
-EVERY_CHUNK_WRITTEN = "every_chunk_written"
 _DAMAGED = "the result is damaged: compute it again"
 
 

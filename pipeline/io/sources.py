@@ -448,7 +448,7 @@ class StoreInput:
 
     def check_complete(self) -> None:
         for name, arr in self.arrays.items():
-            check_complete(self.label, name, arr)
+            check_complete(self.label, name, arr, self.attrs, self.loc.url, self.group)
 
     def coordinate(self, dim: str, size: int) -> tuple | None:
         """The labels stored in the 1-D coordinate array ``dim`` of length ``size``."""

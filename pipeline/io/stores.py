@@ -761,21 +761,62 @@ def store_keys(store, prefix: str = "") -> set[str]:
     return sync(listing())
 
 
-def check_complete(label: str, name: str, arr: zarr.Array) -> None:
+#: root attribute of a store streamlsq wrote: every chunk of every array was found written
+#: when the store was published (a chunk missing since was removed)
+EVERY_CHUNK_WRITTEN = "every_chunk_written"
+
+
+def check_complete(label: str, name: str, arr: zarr.Array, attrs: dict | None = None,
+                   path: str | None = None, group: str | None = None) -> None:
     """Refuse an array with a chunk that was never written (:func:`unwritten_chunks`),
-    naming the first such chunk and its rows."""
+    naming the first such chunk and its rows. ``attrs``: the store's attributes; where
+    they record that every chunk was written (``every_chunk_written``, a store streamlsq
+    wrote), the chunk was removed since. ``path`` and ``group``: where a local store's
+    chunk files are, to name what stands in place of the missing one (a folder, a link to
+    nothing)."""
     try:
         gaps = unwritten_chunks(arr)
     except RuntimeError as exc:
         raise InputError(f"{label}: variable '{name}': {exc}") from None
-    if gaps.count:
-        coords, (a, b) = gaps.found[0]
-        raise InputError(
-            f"{label}: variable '{name}' chunk {coords} was never written (rows {a}-{b - 1}; "
-            f"{gaps.count} of {gaps.total} chunks missing; it would read as the fill value "
-            f"{arr.fill_value}); the store is incomplete, or was written with "
-            "write_empty_chunks=False: rewrite it with write_empty_chunks=True"
-        )
+    if not gaps.count:
+        return
+    coords, (a, b) = gaps.found[0]
+    where = (f"variable '{name}' chunk {coords} (rows {a}-{b - 1}; {gaps.count} of "
+             f"{gaps.total} chunks missing; it would read as the fill value {arr.fill_value})")
+    file = _chunk_file(path, group, name, arr, coords) \
+        if path is not None and _shard_layout(arr)[0] is None else None
+    written = (attrs or {}).get(EVERY_CHUNK_WRITTEN) is True
+    if file is not None and file.is_symlink() and not file.exists():
+        raise InputError(f"{label}: {where} is missing: its file {file} is a symbolic link to "
+                         f"'{os.readlink(file)}', which does not exist; restore the chunk "
+                         "file in its place")
+    if file is not None and file.is_dir():
+        raise InputError(f"{label}: {where} is missing: {file} is a folder, not a chunk "
+                         "file; restore the chunk file in its place")
+    if written:
+        what = f"its file {file} was removed" if file is not None else \
+            "it was removed from the store"
+        raise InputError(f"{label}: {where} is missing: {what} since the store was written "
+                         "(it records that every chunk was written); restore it")
+    raise InputError(
+        f"{label}: variable '{name}' chunk {coords} was never written (rows {a}-{b - 1}; "
+        f"{gaps.count} of {gaps.total} chunks missing; it would read as the fill value "
+        f"{arr.fill_value}); the store is incomplete, or was written with "
+        "write_empty_chunks=False: rewrite it with write_empty_chunks=True"
+    )
+
+
+def _chunk_file(path: str, group: str | None, name: str, arr: zarr.Array,
+                coords: tuple) -> Path | None:
+    """The file of a local store's storage chunk ``coords`` of ``arr`` (None on an object
+    store, or for an array of one value)."""
+    if not arr.ndim:
+        return None
+    start = coords[0] * int(getattr(arr.metadata.chunk_grid, "chunk_shape", arr.chunks)[0])
+    for at, _, file in chunk_files(path, group, name, arr, start, start + 1):
+        if at == coords:
+            return file
+    return None
 
 
 def nonfinite(values: np.ndarray) -> np.ndarray | None:

@@ -249,7 +249,7 @@ def open_tasks(path: str | os.PathLike, group: str | None = None, *,
                 f"{label}: variable '{name}' has {arr.shape[0]} entries for {n_tasks} tasks"
             )
     for name, arr in arrays.items():
-        check_complete(label, name, arr)
+        check_complete(label, name, arr, dict(g.attrs), path, group)
     ptr = np.asarray(read_checked(path, group, "task_ptr", ptr_arr, 0, ptr_arr.shape[0],
                                   label))
     try:

@@ -67,8 +67,8 @@ def _write_stream_store(out, overwrite, shape, chunk_rows, dtype, attrs, rows, a
         g.attrs.update(attrs)
         _create_rows(g, shape, chunk_rows, dtype, codec)
         for var, (values, dims) in (extra or {}).items():
-            g.create_array(var, shape=values.shape, dtype=values.dtype,
-                           dimension_names=dims)[...] = values
+            g.create_array(var, shape=values.shape, dtype=values.dtype, dimension_names=dims,
+                           compressors=compressors(codec, values.dtype.itemsize))[...] = values
 
     job = SyntheticStore(
         lay_out, _write_rows,
@@ -224,7 +224,8 @@ def simulate_interleaved(
                             "parameters": settings, "seed": seed, "block_size": n})
             _create_rows(g, (n_rows, q, 1), chunk_blocks * n, "float64", codec)
             c = g.create_array("coef_true", shape=(q, 1), dtype="float64",
-                               dimension_names=["feature", "target"])
+                               dimension_names=["feature", "target"],
+                               compressors=compressors(codec))
             c[...] = truth[coef][:, None]
 
     job = SyntheticStore(

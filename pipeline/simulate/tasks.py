@@ -117,8 +117,9 @@ def simulate_mlr(
     ``n_heavy`` of ``t_heavy`` (D_H), ``n_light2`` of ``t_light2`` (D_L2).
     ``task_seed`` (default ``seed``) draws the tasks: the same ``seed`` with
     another ``task_seed`` gives new tasks from the same mixture (a test set).
-    Also stores the truth: ``component``, ``w_true``, ``s_true``, ``p_true``. X and y
-    are compressed with ``codec`` (:data:`streamlsq.io.codecs.CODECS`).
+    Also stores the truth: ``component``, ``w_true``, ``s_true``, ``p_true``. Every array
+    (the rows, ``task_ptr``, ``role`` and the truth) is compressed with ``codec``
+    (:data:`streamlsq.io.codecs.CODECS`).
 
     Examples
     --------
@@ -163,13 +164,13 @@ def simulate_mlr(
         g.create_array("y", shape=(n_rows,), chunks=(chunk_rows,), dtype="float64",
                        dimension_names=["row"], fill_value=np.nan,
                        compressors=compressors(codec))
-        _put_task_layout(g, layout, n_tasks)
-        _put(g, "w_true", W, ["component", "feature"])
-        _put(g, "s_true", s, ["component"])
-        _put(g, "p_true", p, ["component"])
+        _put_task_layout(g, layout, n_tasks, codec)
+        _put(g, "w_true", W, ["component", "feature"], codec)
+        _put(g, "s_true", s, ["component"], codec)
+        _put(g, "p_true", p, ["component"], codec)
 
     def finish(g: zarr.Group, results) -> None:
-        _put(g, "component", _task_components(results, n_tasks), ["task"])
+        _put(g, "component", _task_components(results, n_tasks), ["task"], codec)
 
     job = SyntheticStore(
         lay_out, _write_rows,
@@ -181,7 +182,7 @@ def simulate_mlr(
                progress=progress).execute(job)
 
 
-def _put_task_layout(g: zarr.Group, layout, n_tasks: int) -> None:
+def _put_task_layout(g: zarr.Group, layout, n_tasks: int, codec: str | None) -> None:
     """``task_ptr`` and ``role`` of the store: the task sets of ``layout`` one after the
     other."""
     ptr = np.zeros(n_tasks + 1, dtype=np.int64)
@@ -189,8 +190,8 @@ def _put_task_layout(g: zarr.Group, layout, n_tasks: int) -> None:
     for r, off, task0, n, t in layout:
         ptr[task0 + 1 : task0 + n + 1] = off + t * np.arange(1, n + 1, dtype=np.int64)
         role[task0 : task0 + n] = ROLE_CODES[r]
-    _put(g, "task_ptr", ptr, ["task_edge"])
-    _put(g, "role", role, ["task"]).attrs.update(ROLE_ATTRS)
+    _put(g, "task_ptr", ptr, ["task_edge"], codec)
+    _put(g, "role", role, ["task"], codec).attrs.update(ROLE_ATTRS)
 
 
 def _task_components(results, n_tasks: int) -> np.ndarray:
@@ -203,12 +204,13 @@ def _task_components(results, n_tasks: int) -> np.ndarray:
     return component
 
 
-def _put(g: zarr.Group, name: str, values: np.ndarray, dims: list[str]) -> zarr.Array:
+def _put(g: zarr.Group, name: str, values: np.ndarray, dims: list[str],
+         codec: str | None) -> zarr.Array:
     chunks = (min(TASK_CHUNK, max(1, values.shape[0])),) if values.ndim == 1 else values.shape
     # every chunk written, even one equal to the fill value (all light tasks: role code 0),
     # or the store would read as incomplete
     a = g.create_array(name, shape=values.shape, chunks=chunks, dtype=values.dtype,
-                       dimension_names=dims, compressors=compressors(None, values.itemsize),
+                       dimension_names=dims, compressors=compressors(codec, values.itemsize),
                        config={"write_empty_chunks": True})
     a[...] = values
     return a

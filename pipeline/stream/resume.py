@@ -192,19 +192,46 @@ def saved_rows_fingerprint(prev) -> dict | None:
     return None
 
 
-def check_rows_unchanged(saved: dict, source, n_rows: int, result) -> None:
+def check_rows_unchanged(saved: dict, source, n_rows: int, result,
+                         fitted_on: tuple[str, str] | None = None) -> None:
     """Refuse to continue when a chunk of the rows ``0:n_rows`` that the earlier fit read
     changed since (by the stamps of :func:`rows_fingerprint`, compared as
-    :func:`stamp_digest`), naming the variable and rows."""
+    :func:`stamp_digest`), naming the variable and rows. ``fitted_on``: the input (path,
+    group) the result records it read; where it is another place than ``source``'s (a copy
+    of the store, whose files have stamps of their own), the refusal names it, not a change
+    of rows."""
     now = rows_fingerprint(source, n_rows)
     for name, entries in saved.items():
         current = {(int(a), int(b)): stamp_digest(stamp) for a, b, stamp in now.get(name, [])}
         for a, b, stamp in entries:
             if current.get((int(a), int(b))) != stamp_digest(stamp):
+                if fitted_on is not None and _another_input(fitted_on, source):
+                    where = fitted_on[0] + (f" (group {fitted_on[1]})" if fitted_on[1] else "")
+                    raise InputError(
+                        f"{source.label}: --continue-from {result} was fitted on another "
+                        f"input, {where} (as the result records), whose chunks are not this "
+                        "store's (a copy has files of its own): continue it on the store it "
+                        "was fitted on, or fit this store once (without --continue-from) "
+                        "and continue that result")
                 raise InputError(
                     f"{source.label}: variable '{name}' rows {a}-{int(b) - 1} changed since "
                     f"{result} was fitted; --continue-from needs the earlier rows as they "
                     "were: fit again from scratch (without --continue-from)")
+
+
+def _another_input(fitted_on: tuple[str, str], source) -> bool:
+    """Whether the input a result records, (path as given, group), is another place than
+    ``source`` (a relative path resolved from here)."""
+    from streamlsq.io.stores import identity
+
+    path, group = fitted_on
+    return (identity(path), group or "") != (source.identity(), source.group or "")
+
+
+def _fitted_on(attrs: dict) -> tuple[str, str] | None:
+    """The input (path as given, group) a result's attributes record, or None."""
+    path = attrs.get("input")
+    return (path, str(attrs.get("input_group") or "")) if isinstance(path, str) else None
 
 
 def _continue_refusal(result, what: str) -> InputError:
@@ -221,14 +248,24 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle, ru
     if source.from_table:
         raise InputError(f"{source.label}: --continue-from continues a fit on a store that "
                          "grew, not on a table: write the table as a store (streamlsq "
-                         "convert), append the new rows to it and continue on the store, or "
-                         "fit the whole table again")
+                         "convert), fit the store once, then append the new rows to it and "
+                         "continue that fit on it; or fit the whole table again")
     if source.in_memory:
         raise InputError("--continue-from reads a store (a path, URL or zarr store) whose "
                          "chunks can be stamped, not an xarray Dataset: write the Dataset "
                          "to Zarr (ds.to_zarr) and append to it")
     prev = run.open_input("result", result, lazy=False).load()
     a = prev.attrs
+    fitted_on = _fitted_on(a)
+    if fitted_on is not None:
+        from streamlsq.io.tables import is_table
+
+        if is_table(fitted_on[0]):  # its stamps are the table's files: no store has them
+            raise InputError(
+                f"{source.label}: --continue-from {result} was fitted on the table "
+                f"{fitted_on[0]} (as the result records), not on this store; a fit of a "
+                "table is not continued on a store: fit the store once (without "
+                "--continue-from), then continue that result as rows are appended")
     if a.get("method") != rec.name:
         raise _continue_refusal(result, f"it was fitted by '{a.get('method')}', not "
                                 f"'{rec.name}'")
@@ -278,7 +315,7 @@ def continued_result(result, source, rec, dtype, block_size, epochs, shuffle, ru
     if saved is None:
         raise _continue_refusal(result, "it keeps no fingerprint of the rows it read "
                                 "(written by an earlier version)")
-    check_rows_unchanged(saved, source, n_old, result)
+    check_rows_unchanged(saved, source, n_old, result, fitted_on)
     return prev
 
 

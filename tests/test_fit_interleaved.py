@@ -179,7 +179,8 @@ def test_checkpoint_and_resume(pop, client, tmp_path, stop_after_commits):
     ckpt = tmp_path / "ckpt"
     with stop_after_commits(3):
         fit_interleaved(f"{pop}#a", f"{pop}#b", checkpoint=ckpt, **kw)
-    with pytest.raises(InputError, match="different run .*plan"):
+    with pytest.raises(InputError, match=r"different run \(differs in: --block-size 45 then, "
+                       r"50 now\)"):
         fit_interleaved(f"{pop}#a", f"{pop}#b", checkpoint=ckpt, resume=True,
                         **{**kw, "block_size": 50})
     resumed = fit_interleaved(f"{pop}#a", f"{pop}#b", checkpoint=ckpt, resume=True, **kw)

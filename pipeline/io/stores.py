@@ -414,10 +414,8 @@ def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start
     try:
         values = direct_rows(arr, files, start, stop) if files else None
     except DamagedChunk as exc:
-        a, b = exc.rows
-        raise InputError(
-            f"{label}: variable '{name}' chunk {exc.coords[0]} (rows {a}-{b - 1}) cannot be "
-            f"read ({exc.reason}); the chunk file is truncated or corrupt: {remedy}") from None
+        raise _unreadable_chunk(label, name, exc.coords[0], exc.rows, exc.reason,
+                                remedy) from None
     if values is not None:
         return values
     try:
@@ -434,12 +432,20 @@ def read_checked(path: str, group: str | None, name: str, arr: zarr.Array, start
         except (InputError, MemoryError):
             raise
         except Exception as exc:
-            raise InputError(
-                f"{label}: variable '{name}' chunk {c} (rows {a}-{b - 1}) cannot be read "
-                f"({type(exc).__name__}: {_first_line(exc)}); the chunk file is truncated or "
-                f"corrupt: {remedy}") from None
+            raise _unreadable_chunk(label, name, c, (a, b),
+                                    f"{type(exc).__name__}: {_first_line(exc)}",
+                                    remedy) from None
     raise InputError(f"{label}: variable '{name}' rows {start}-{stop - 1} cannot be read "
                      f"({type(first).__name__}: {_first_line(first)})") from None
+
+
+def _unreadable_chunk(label: str, name: str, chunk: int, rows: tuple[int, int], reason: str,
+                      remedy: str) -> InputError:
+    """The refusal of a chunk whose file is there but cannot be decoded, or is not what the
+    array's metadata says (whether zarr or :mod:`~streamlsq.io.chunk_decoding` found it)."""
+    return InputError(f"{label}: variable '{name}' chunk {chunk} (rows {rows[0]}-{rows[1] - 1})"
+                      f" cannot be read ({reason}); the chunk file is truncated or corrupt: "
+                      f"{remedy}")
 
 
 def _first_line(exc: BaseException) -> str:

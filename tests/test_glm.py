@@ -110,6 +110,42 @@ def test_kernel_families_match_statsmodels():
         assert abs(fit.iterations - res.fit_history["iteration"]) <= 1, name
 
 
+@pytest.mark.parametrize("solver", ["qr", "normal"])
+def test_a_constant_made_by_the_kernels_equals_a_column_of_ones(solver):
+    """The IRLS, final and robust sums with ``constant=True`` (the intercept's column made
+    in the kernels' slices) equal those of the design with the column of ones stacked."""
+    data = sm.datasets.scotland.load_pandas()
+    X, y = data.exog.to_numpy(float), data.endog.to_numpy(float)
+    Z = sm.add_constant(X)
+    rng = np.random.default_rng(5)
+    prior = {"offset": rng.normal(0, 0.01, len(y)), "var_weights": rng.uniform(0.5, 2, len(y)),
+             "keep": rng.random(len(y)) > 0.1}
+    spec = kernels.GLMSpec("gamma", "log", solver=solver)
+    coef = np.linalg.lstsq(Z, np.log(y), rcond=None)[0]
+    for c in (None, coef):
+        made = kernels.irls_sums(spec, X, y, c, ybar=float(y.mean()), constant=True, **prior)
+        ref = kernels.irls_sums(spec, Z, y, c, ybar=float(y.mean()), **prior)
+        assert made.keys() == ref.keys()
+        for key in ref:
+            np.testing.assert_allclose(made[key], ref[key], rtol=1e-12, atol=1e-12 * (
+                np.abs(ref[key]).max() if np.ndim(ref[key]) else abs(ref[key])), err_msg=key)
+    made = kernels.final_sums(spec, X, y, coef, 0.1, constant=True, null_mean=float(y.mean()),
+                              **prior)
+    ref = kernels.final_sums(spec, Z, y, coef, 0.1, null_mean=float(y.mean()), **prior)
+    for key in ref:
+        close(made[key], ref[key], rel=1e-12)
+    labels = np.arange(len(y)) % 4
+    for cov_type in ("HC0", "cluster"):
+        made = kernels.robust_sums(spec, X, y, coef, 0.1, cov_type=cov_type, labels=labels,
+                                   constant=True, **prior)
+        ref = kernels.robust_sums(spec, Z, y, coef, 0.1, cov_type=cov_type, labels=labels,
+                                  **prior)
+        for key in ("hessian", "meat", "sums"):
+            if key in ref:  # η = β₀ + Xβ rounds apart from [1 X]β by an ulp
+                np.testing.assert_allclose(made[key], ref[key], rtol=1e-12,
+                                           atol=1e-12 * np.abs(ref[key]).max())
+
+
 def test_binomial_counts_frame(star98, client):
     """star98: successes out of --trials, a formula, the default logit and probit."""
     formula = "NABOVE ~ LOWINC + PERASIAN + PERBLACK + PERHISP + PERMINTE + AVYRSEXP"

@@ -97,3 +97,28 @@ def test_no_rows_leave_the_prior():
     R = rows_factor(np.zeros((0, 2)), np.zeros((0, 1)), prior=A, scale=2.0)
     np.testing.assert_allclose(R.T @ R, 4 * A.T @ A)
     assert np.all(np.diag(R) >= 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.integers(1, 3_000), n=st.integers(0, 5), weighted=st.booleans(),
+       fortran=st.booleans(), slice_rows=st.sampled_from([1, 7, 512, 4096]),
+       seed=st.integers(0, 2**16))
+def test_a_constant_made_in_the_slices_is_the_column_of_ones_stacked(rows, n, weighted,
+                                                                     fortran, slice_rows,
+                                                                     seed):
+    """``constant=True`` is the factor of [1 X Y]: the same Householder factor as the rows
+    with the column of ones stacked by hand, weights and the columns' sums included."""
+    rng = np.random.default_rng(seed)
+    X, Y = rng.standard_normal((rows, n)), rng.standard_normal((rows, 1))
+    if fortran:
+        X = np.asfortranarray(X)
+    w = rng.uniform(0.1, 2.0, rows) if weighted else None
+    stacked = np.hstack([np.ones((rows, 1)), X])
+    sums, ref_sums = np.zeros(n + 1), np.zeros(n + 1)
+    R = rows_factor(X, Y, w, slice_rows=slice_rows, sums=sums, constant=True)
+    ref = rows_factor(stacked, Y, w, slice_rows=slice_rows, sums=ref_sums)
+    # the same numbers in the same slices and the same order of operations
+    np.testing.assert_array_equal(R, ref)
+    np.testing.assert_array_equal(sums, ref_sums)
+    M = np.hstack([stacked, Y]) * (1.0 if w is None else w[:, None])
+    np.testing.assert_allclose(R.T @ R, M.T @ M, rtol=0, atol=1e3 * EPS * np.sum(M**2))

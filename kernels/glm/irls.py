@@ -169,18 +169,21 @@ def mean_sums(spec: GLMSpec, y, *, trials=None, var_weights=None, freq_weights=N
 
 
 def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offset=None,
-              var_weights=None, freq_weights=None, trials=None, keep=None) -> dict:
+              var_weights=None, freq_weights=None, trials=None, keep=None,
+              constant: bool = False) -> dict:
     """One chunk's part of one IRLS iteration, at the coefficients ``coef`` (None: the
     family's starting means μ₀, with the unweighted mean ``ybar`` of the response): the
     summary of the next weighted least-squares step (``factor``: the (p+1)² triangular
     factor of [√w·X, √w·z]; or ``xtwx`` and ``xtwz``), and at ``coef`` the ``deviance``,
     ``pearson_chi2``, ``x2`` (Σ iw (y − μ)²/V, statsmodels' scale estimate's numerator),
     ``rss`` (Σ iw (y − μ)²), ``max_resid`` (max |y − μ|, perfect prediction) and
-    ``boundary`` (rows fitted numerically 0 or 1 by a binomial fit)."""
+    ``boundary`` (rows fitted numerically 0 or 1 by a binomial fit). ``constant``: the
+    design is [1 X], its column of ones first (``coef[0]`` its coefficient) made in the
+    slices' copies, not held in ``X``."""
     fam = spec.fam
     X, y, (o, v, f, n, k), ys = _rows(spec, X, y, offset, var_weights, freq_weights, trials,
                                       keep)
-    m, p = X.shape
+    m, p = X.shape[0], X.shape[1] + int(bool(constant))
     _check_support(fam, ys, n, k)
     coef = None if coef is None else np.asarray(coef, np.float64)
     out = {"deviance": 0.0, "pearson_chi2": 0.0, "x2": 0.0, "rss": 0.0, "max_resid": 0.0,
@@ -192,7 +195,8 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
         b = min(a + IRLS_SLICE_ROWS, m)
         rows = slice(a, b)
         sums = _working_rows(spec, X[rows], ys[rows], coef, ybar, o[rows], v[rows], f[rows],
-                             n[rows], k[rows], w[rows], z[rows], first_row=a)
+                             n[rows], k[rows], w[rows], z[rows], first_row=a,
+                             constant=constant)
         for key, value in sums.items():
             out[key] = max(out[key], value) if key == "max_resid" else out[key] + value
     if spec.solver == "normal":
@@ -202,17 +206,36 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
             b = min(a + IRLS_SLICE_ROWS, m)
             # (√w·X)ᵀ(√w·X): numpy hands a product of an array with its own transpose to
             # BLAS syrk, half the flops of XᵀWX as a general product
-            Xw = X[a:b] * root[a:b, None]
+            Xw = np.empty((b - a, p))
+            if constant:
+                Xw[:, 0] = root[a:b]
+            np.multiply(X[a:b], root[a:b, None], out=Xw[:, p - X.shape[1]:])
             xtwx += Xw.T @ Xw
             xtwz += Xw.T @ (root[a:b] * z[a:b])
         out["xtwx"], out["xtwz"] = xtwx, xtwz
     else:
-        out["factor"] = rows_factor(X, z[:, None], np.sqrt(w))
+        out["factor"] = rows_factor(X, z[:, None], np.sqrt(w), constant=constant)
     return out
 
 
+def _with_constant(X, constant: bool) -> np.ndarray:
+    """A new float64 array of the design: [1 X] with ``constant``, else a copy of X."""
+    out = np.empty((X.shape[0], X.shape[1] + int(bool(constant))))
+    if constant:
+        out[:, 0] = 1.0
+    out[:, int(bool(constant)):] = X
+    return out
+
+
+def _linear_predictor(X, coef, o, constant: bool) -> np.ndarray:
+    """η = [1 X]β + o with ``constant`` (β₀ the constant's coefficient), else Xβ + o."""
+    if constant:
+        return X @ coef[1:] + (coef[0] + o)
+    return X @ coef + o
+
+
 def _working_rows(spec: GLMSpec, X, ys, coef, ybar, o, v, f, n, k, w, z, *,
-                  first_row: int) -> dict:
+                  first_row: int, constant: bool = False) -> dict:
     """One slice of rows of :func:`irls_sums`: writes the working weights ``w`` and
     responses ``z`` of the rows (0 in rows not kept) and returns the slice's sums."""
     fam, link = spec.fam, spec.lnk
@@ -220,7 +243,7 @@ def _working_rows(spec: GLMSpec, X, ys, coef, ybar, o, v, f, n, k, w, z, *,
         mu = fam.start(ys, ybar)
         eta = link.link(mu)
     else:
-        eta = X @ coef + o
+        eta = _linear_predictor(X, coef, o, constant)
         mu = link.inverse(eta)
     iw = np.where(k, f * v, 0.0)
     with np.errstate(all="ignore"):
@@ -252,18 +275,19 @@ def _working_rows(spec: GLMSpec, X, ys, coef, ybar, o, v, f, n, k, w, z, *,
 
 def final_sums(spec: GLMSpec, X, y, coef, scale: float, *, null_coef=None, null_mean=None,
                null_scale=None, offset=None, var_weights=None, freq_weights=None,
-               trials=None, keep=None) -> dict:
+               trials=None, keep=None, constant: bool = False) -> dict:
     """The last pass's sums at the final coefficients ``coef`` and dispersion ``scale``:
     the log-likelihood ``llf`` Σ f·ℓ(y, μ, n, v, φ) and the null model's ``llnull`` at
     dispersion ``null_scale`` (default ``scale``; statsmodels' ``llnull`` takes the fit's
     φ where ``llf`` may take the concentrated one) (both absent for a family without one),
     and the null model's deviance ``null_deviance`` at its mean: the constant
-    ``null_mean`` (no offset) or g⁻¹(``null_coef`` + o)."""
+    ``null_mean`` (no offset) or g⁻¹(``null_coef`` + o). ``constant`` as
+    :func:`irls_sums`'."""
     fam, link = spec.fam, spec.lnk
     X, y, (o, v, f, n, k), ys = _rows(spec, X, y, offset, var_weights, freq_weights, trials,
                                       keep)
     m = X.shape[0]
-    mu = link.inverse(X @ np.asarray(coef, np.float64) + o)
+    mu = link.inverse(_linear_predictor(X, np.asarray(coef, np.float64), o, constant))
     null = (np.full(m, null_mean) if null_coef is None
             else link.inverse(float(null_coef) + o))
     out = {"null_deviance": float(np.sum(np.where(k, f * v * fam.unit_deviance(ys, null, n),
@@ -434,7 +458,7 @@ def run_irls(spec: GLMSpec, step, *, df_resid: float, tol: float = 1e-8,
 
 def robust_sums(spec: GLMSpec, X, y, coef, scale: float, *, cov_type: str, labels=None,
                 offset=None, var_weights=None, freq_weights=None, trials=None,
-                keep=None) -> dict:
+                keep=None, constant: bool = False) -> dict:
     """One chunk's part of a GLM's sandwich covariance at the final coefficients, as
     statsmodels' ``cov_white_simple`` and ``cov_cluster`` build it from ``GLM.score_obs``
     and ``GLM.hessian``: the bread's ``hessian`` Σ x xᵀ·h, the observed information
@@ -442,12 +466,14 @@ def robust_sums(spec: GLMSpec, X, y, coef, scale: float, *, cov_type: str, label
     ``hessian_factor(observed=True)``; the expected one for a canonical link) and the meat:
     ``meat`` Σ uuᵀ of the scores u = x·iw·n (y − μ)/(V(μ) g'(μ) φ) divided by √f (HC0), or
     for ``cov_type="cluster"`` the scores summed by group (``labels`` and ``sums``), which
-    :func:`merge_score_sums` merges across chunks."""
+    :func:`merge_score_sums` merges across chunks. ``constant`` as :func:`irls_sums`'."""
     from streamlsq.kernels.inference.robust import cluster_score_sums
 
     fam, link = spec.fam, spec.lnk
     X, y, (o, v, f, n, k), ys = _rows(spec, X, y, offset, var_weights, freq_weights, trials,
                                       keep)
+    if constant:  # the bread and the scores need every column: one pass, made once
+        X = _with_constant(X, True)
     mu = link.inverse(X @ np.asarray(coef, np.float64) + o)
     iw = np.where(k, f * v * n, 0.0)
     d, var = link.deriv(mu), fam.variance(mu)

@@ -93,20 +93,22 @@ class GLMRegressor(RegressorMixin, BaseEstimator):
                                  "is left to fit")
         spec = kernels.GLMSpec(self.family, self.link, self.nb_alpha, self.var_power,
                                self.solver)
-        Z = self._design(X)
+        n_params = X.shape[1] + int(self.fit_intercept)
         try:
             mean = kernels.mean_sums(spec, y, trials=trials, var_weights=sample_weight)
         except kernels.RowError as exc:
             raise InputError(f"y: {exc}") from None
         ybar = float(mean["sum_y"]) / int(mean["rows"])
-        df_resid = float(mean["wnobs"]) - Z.shape[1]
-        fit = run_irls(spec, lambda c: kernels.irls_sums(spec, Z, y, c, ybar=ybar,
+        df_resid = float(mean["wnobs"]) - n_params
+        # the intercept's column made by the kernel in its slices: no copy of X
+        fit = run_irls(spec, lambda c: kernels.irls_sums(spec, X, y, c, ybar=ybar,
                                                          trials=trials,
-                                                         var_weights=sample_weight),
+                                                         var_weights=sample_weight,
+                                                         constant=self.fit_intercept),
                        df_resid=df_resid, tol=self.tol, maxiter=self.maxiter)
         if spec.fam.scale_estimated and df_resid <= 0:
             raise ValueError(f"{type(self).__name__}: {int(mean['rows'])} rows for "
-                             f"{Z.shape[1]} coefficients leave no degree of freedom to "
+                             f"{n_params} coefficients leave no degree of freedom to "
                              f"estimate the {self.family} family's scale")
         scale = float(fit.last["x2"]) / df_resid if spec.fam.scale_estimated else 1.0
         self.spec_ = spec

@@ -279,14 +279,14 @@ class StreamSource(StoreSource):
                     self.read_targets(start, stop, dtype, check))
 
     def read_features(self, start: int, stop: int, dtype=np.float64, check: bool = True,
-                      allow_nan: bool = False) -> np.ndarray:
+                      allow_nan: bool = False, with_constant: bool = True) -> np.ndarray:
         """Rows ``start:stop`` of the features alone (with the constant column first when
-        ``intercept``; values checked like :meth:`read`, NaN let through with
-        ``allow_nan``)."""
+        ``intercept``, unless ``with_constant=False``: for a kernel that makes the column
+        itself; values checked like :meth:`read`, NaN let through with ``allow_nan``)."""
         X = self._stack(self.x_vars, start, stop, dtype, check, allow_nan)
         if X.ndim == 1:
             X = X[:, None]
-        if self.intercept:
+        if self.intercept and with_constant:
             out = np.empty((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
             out[:, 0] = 1
             out[:, 1:] = X
@@ -300,7 +300,8 @@ class StreamSource(StoreSource):
         Y = self._stack(self.y_vars, start, stop, dtype, check, allow_nan)
         return Y[:, None] if Y.ndim == 1 else Y
 
-    def read_weighted(self, start: int, stop: int, dtype=np.float64, check: bool = True
+    def read_weighted(self, start: int, stop: int, dtype=np.float64, check: bool = True,
+                      with_constant: bool = True
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Rows ``start:stop`` as (X, Y, w): the rows' precision weights ``w`` (None when
         every row weighs 1: no weights and nothing dropped).
@@ -310,13 +311,15 @@ class StreamSource(StoreSource):
         weights, groups) gets weight 0 and zeros for its values: it is left out of the fit
         without changing the blocks (a fill value decodes to NaN: a missing value); an Inf
         is still refused. ``check=False`` skips the refusal of Inf (and of NaN when
-        nothing is dropped), for callers that check what they computed from the rows."""
+        nothing is dropped), for callers that check what they computed from the rows.
+        ``with_constant`` as :meth:`read_features`'."""
         drop = self.missing == "drop"
         # every column of these rows read at once (a table's part decoded once for all)
         names = (*self.x_vars, *self.y_vars, *(() if self.weights is None else (self.weights,)),
                  *(_group_names(self.groups) if drop else ()))
         with self.rows.reading(names, start, stop):
-            X = self.read_features(start, stop, dtype, check, allow_nan=drop)
+            X = self.read_features(start, stop, dtype, check, allow_nan=drop,
+                                   with_constant=with_constant)
             Y = self.read_targets(start, stop, dtype, check, allow_nan=drop)
             w = None
             if self.weights is not None:

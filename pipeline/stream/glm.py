@@ -409,7 +409,9 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
               stop: int, spec, kind: str, kw: dict):
     """Dask task: one piece's sums of the pass ``kind`` (``mean``, ``irls``, ``final``)."""
     drop = source.missing == "drop"
-    X, Y, w = source.read_weighted(start, stop)
+    # X without the intercept's column: the kernels make it in their slices' copies
+    X, Y, w = source.read_weighted(start, stop, with_constant=False)
+    constant = source.intercept
     keep = np.ones(stop - start, bool) if w is None else w > 0
     extra: dict[str, np.ndarray] = {}
     if aux is not None:
@@ -445,16 +447,22 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
             out = kernels.mean_sums(spec, y, **{k: v for k, v in prior.items()
                                                 if k != "offset"})
         elif kind == "irls":
-            design = np.ones((stop - start, 1)) if kw["null"] else X
-            out = kernels.irls_sums(spec, design, y, kw["coef"], ybar=kw["ybar"], **prior)
+            if kw["null"]:
+                out = kernels.irls_sums(spec, np.ones((stop - start, 1)), y, kw["coef"],
+                                        ybar=kw["ybar"], **prior)
+            else:
+                out = kernels.irls_sums(spec, X, y, kw["coef"], ybar=kw["ybar"],
+                                        constant=constant, **prior)
         elif kind == "robust":
             labels = (source.read_labels(start, stop) if kw["cov_type"] == "cluster"
                       else None)
             out = kernels.robust_sums(spec, X, y, kw["coef"], kw["scale"],
-                                      cov_type=kw["cov_type"], labels=labels, **prior)
+                                      cov_type=kw["cov_type"], labels=labels,
+                                      constant=constant, **prior)
         else:
             extra_kw = {k: kw[k] for k in ("null_coef", "null_mean", "null_scale") if k in kw}
-            out = kernels.final_sums(spec, X, y, kw["coef"], kw["scale"], **extra_kw, **prior)
+            out = kernels.final_sums(spec, X, y, kw["coef"], kw["scale"], constant=constant,
+                                     **extra_kw, **prior)
     except kernels.RowError as exc:
         row = start + exc.row
         response = source.y_vars[0] if source.variables.formula is None else "the response"

@@ -15,7 +15,7 @@ import streamlsq.kernels
 RUN = """
 import numpy as np
 from streamlsq.kernels import KF4LLS, LMS, block_edges
-from streamlsq.kernels.recursions import lms, sqrtinfo
+from streamlsq.kernels.recursions import givens, lms
 
 rng = np.random.default_rng(0)
 X, Y = rng.standard_normal((60, 3)), rng.standard_normal((60, 1))
@@ -23,7 +23,7 @@ rec = KF4LLS(ridge=1.0)  # blocks of one row: the compiled Givens rotations
 rec.fold(rec.init(3, 1), X, Y, block_edges(60, 1), 1, 10)
 rec = LMS(rate=0.01)
 rec.fold(rec.init(3, 1), X, Y, block_edges(60, 10), 1, 1)
-for kernel in (sqrtinfo._givens_kernel, lms._lms_loop):
+for kernel in (givens.givens_kernel, lms._lms_loop):
     print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
 """
 
@@ -58,3 +58,27 @@ def test_the_next_process_loads_the_compiled_kernels_from_the_cache(tmp_path):
     assert all(hits + misses >= 1 for hits, misses in first)  # each kernel ran
     second = run()
     assert all(hits >= 1 and misses == 0 for hits, misses in second), second
+
+
+NO_NUMBA = """
+import sys
+import numpy as np
+from streamlsq.kernels import KF4LLS, block_edges
+
+rng = np.random.default_rng(0)
+X, Y = rng.standard_normal((5_000, 3)), rng.standard_normal((5_000, 1))
+rec = KF4LLS()
+result = rec.fold(rec.init(3, 1), X, Y, block_edges(5_000, 1_000), 1, 1)
+assert np.isfinite(result.diagnostics["normalized_variance"]).all()
+print("numba" in sys.modules, len(result.steps))
+"""
+
+
+def test_a_fit_by_block_qr_never_starts_numba():
+    """Blocks of more than GIVENS_MAX_ROWS rows are folded by block QR and their variances
+    come from LAPACK: such a fit (the command line's default) imports no Numba, whose
+    import and first call cost a process about a third of a second."""
+    out = subprocess.run([sys.executable, "-c", NO_NUMBA], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "5"]

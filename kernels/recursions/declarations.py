@@ -134,8 +134,9 @@ class RecursionDeclaration:
 #: the modules of this package that define no recursion: the registry lists the
 #: recursions without importing them (a module neither listed here nor the module of a
 #: declaration is imported then, to find the recursions it defines)
-SUPPORT_MODULES = frozenset({"basis", "checks", "contract", "declarations", "moments",
-                             "params", "registry", "shuffle", "sqrtinfo", "stability"})
+SUPPORT_MODULES = frozenset({"basis", "checks", "contract", "declarations", "givens",
+                             "moments", "params", "registry", "shuffle", "sqrtinfo",
+                             "stability"})
 
 _PACKAGE = "streamlsq.kernels.recursions"
 

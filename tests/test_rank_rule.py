@@ -12,6 +12,7 @@ import mpmath
 import numpy as np
 import pytest
 import scipy.linalg as sla
+import xarray as xr
 
 from streamlsq import fit_stream
 from streamlsq.kernels import KF4LLS, SingularMatrixError, block_edges
@@ -167,6 +168,23 @@ def test_an_aliased_column_is_never_published(tmp_path, cli, engine, solver, col
     line = one_line(cli(*args))
     assert named in line, line
     assert "numerical rank 2 of 3" in line
+    assert not out.exists() and leftovers(out) == []
+
+
+def test_a_formula_fit_names_its_intercept_as_its_result_does(tmp_path, cli):
+    """A formula fit labels its intercept 'Intercept' (formulaic's, statsmodels'): the
+    refusal of a first block in which a column is aliased with it names it so too."""
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.standard_normal(40), rng.standard_normal(40)
+    x2[:5] = 1.0  # constant in the first block only: aliased with the intercept there
+    data = tmp_path / "d.zarr"
+    columns = {"x1": x1, "x2": x2, "y": x1 + rng.standard_normal(40)}
+    xr.Dataset({k: ("row", v) for k, v in columns.items()}).chunk({"row": 5}).to_zarr(data)
+    out = tmp_path / "out.zarr"
+    line = one_line(cli("fit", "bfgs", data, "--formula", "y ~ x1 + x2", "--sample-dim",
+                        "row", "--first-block-size", "5", "--out", out))
+    assert "the first block (rows 0-4)" in line, line
+    assert "column 'x2' is aliased with 'Intercept'" in line, line
     assert not out.exists() and leftovers(out) == []
 
 

@@ -94,13 +94,18 @@ def unheld_levels(aliased, labels) -> str:
 
 
 def source_labels(source, n_coef: int) -> list | None:
-    """The labels of the columns a recursion reads from ``source`` (``intercept`` first
-    when the reading path prepends it), or None when they do not number ``n_coef``: what
-    an engine names aliased columns by (the result's own labels are
-    :func:`~streamlsq.stream.layout.coef_labels`, used by the final check)."""
+    """The labels of the columns a recursion reads from ``source`` (the intercept's first,
+    labelled as the result labels it, when the reading path prepends it), or None when
+    they do not number ``n_coef``: what an engine names aliased columns by (the result's
+    own labels are :func:`~streamlsq.stream.layout.coef_labels`, used by the final
+    check)."""
     if source is None:
         return None
-    labels = (["intercept"] if source.intercept else []) + [str(f) for f in source.features]
+    # imported here: the layout of results imports this module's guards
+    from streamlsq.stream.layout import intercept_label
+
+    constant = [intercept_label(source.variables.formula)] if source.intercept else []
+    labels = constant + [str(f) for f in source.features]
     return labels if len(labels) == n_coef else None
 
 

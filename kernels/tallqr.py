@@ -97,8 +97,9 @@ def rows_factor(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None,
             np.multiply(X[a:b].T, w, out=B[:, c:n].T, casting="unsafe")
             np.multiply(Y[a:b].T, w, out=B[:, n:].T, casting="unsafe")
         if sums is not None:  # Σ w²·x = Σ w·(w·x); a matrix-vector product (BLAS gemv)
-            # reads the slice's columns at half the cost of numpy's sum over them
-            sums += (ones[:b - a] if weights is None else w) @ B[:, :n]
+            # reads the slice's columns at half the cost of numpy's sum over them (np.dot:
+            # it releases the GIL during the BLAS call, numpy's @ does not)
+            sums += np.dot(ones[:b - a] if weights is None else w, B[:, :n])
         R, _, _, info = tpqrt(0, block, R, B, overwrite_a=1, overwrite_b=1)
         if info != 0:  # pragma: no cover - tpqrt fails only on bad arguments
             raise np.linalg.LinAlgError(f"tpqrt failed (info={info})")

@@ -210,8 +210,8 @@ def irls_sums(spec: GLMSpec, X, y, coef=None, *, ybar: float | None = None, offs
             if constant:
                 Xw[:, 0] = root[a:b]
             np.multiply(X[a:b], root[a:b, None], out=Xw[:, p - X.shape[1]:])
-            xtwx += Xw.T @ Xw
-            xtwz += Xw.T @ (root[a:b] * z[a:b])
+            xtwx += np.dot(Xw.T, Xw)  # np.dot releases the GIL (see _linear_predictor)
+            xtwz += np.dot(Xw.T, root[a:b] * z[a:b])
         out["xtwx"], out["xtwz"] = xtwx, xtwz
     else:
         out["factor"] = rows_factor(X, z[:, None], np.sqrt(w), constant=constant)
@@ -228,10 +228,13 @@ def _with_constant(X, constant: bool) -> np.ndarray:
 
 
 def _linear_predictor(X, coef, o, constant: bool) -> np.ndarray:
-    """η = [1 X]β + o with ``constant`` (β₀ the constant's coefficient), else Xβ + o."""
+    """η = [1 X]β + o with ``constant`` (β₀ the constant's coefficient), else Xβ + o.
+
+    By np.dot, not @: numpy's matmul holds the GIL through its BLAS call where np.dot
+    releases it (numpy issue 11821), and worker threads run these kernels side by side."""
     if constant:
-        return X @ coef[1:] + (coef[0] + o)
-    return X @ coef + o
+        return np.dot(X, coef[1:]) + (coef[0] + o)
+    return np.dot(X, coef) + o
 
 
 def _working_rows(spec: GLMSpec, X, ys, coef, ybar, o, v, f, n, k, w, z, *,

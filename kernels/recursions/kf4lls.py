@@ -84,13 +84,16 @@ def block_sums(X: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None, 
     ([[10.0, 14.0], [14.0, 20.0]], [4.0, 6.0])
     """
     Xw = X if weights is None else X * weights[:, None]
+    # np.dot, not @: numpy's matmul holds the GIL through its BLAS call, np.dot releases
+    # it, so that worker threads sum their blocks at once (the same BLAS call, same bits)
     if not totals:
-        return symmetrize(Xw.T @ X), Xw.T @ Y
+        return symmetrize(np.dot(Xw.T, X)), np.dot(Xw.T, Y)
     # Σ w·x as a matrix-vector product (BLAS gemv, one read of X), not a column of ones
     # beside Y: stacking [Y 1] copied Y and made XᵀW[Y 1] a general product of two columns,
     # measured 1.5× the time of the two products apart on a 160,000 × 20 block
     scale = np.ones(len(X), X.dtype) if weights is None else np.asarray(weights, X.dtype)
-    return symmetrize(Xw.T @ X), Xw.T @ Y, (scale @ X).astype(np.float64)
+    return (symmetrize(np.dot(Xw.T, X)), np.dot(Xw.T, Y),
+            np.dot(scale, X).astype(np.float64))
 
 
 def kf4lls_update(

@@ -313,9 +313,9 @@ def main() -> None:
                    "reading every chunk through zarr's arr[a:b], as before chunk files "
                    "were decoded in place (streamlsq.io.chunk_decoding)")
     p.add_argument("--threads", action="store_true",
-                   help="also decode and fit (scan and sequential QR) on a cluster of "
-                   "--workers in-process worker threads, as the embedded cluster runs "
-                   "them for small stores (one BLAS thread during their runs)")
+                   help="also decode and fit (scan and sequential QR, scan normal) on a "
+                   "cluster of --workers in-process worker threads, as the embedded cluster "
+                   "runs them for small stores (one BLAS thread during their runs)")
     p.add_argument("--runs", default=None,
                    help="comma-separated parts of the names of the runs to keep besides the "
                    "floors (e.g. 'scan qr,scan normal')")
@@ -391,10 +391,10 @@ def main() -> None:
         if threads is not None:
             b.add("decode, in-process threads", n,
                   one_blas_thread(lambda: raw_read(threads, source)), group="floor")
-            for engine in ("sequential", "scan"):
-                b.add(f"KF4LLS {engine} qr, threads", n, one_blas_thread(
-                    lambda e=engine: fit_coef(fit_stream(
-                        store, "kf4lls", engine=e, solver="qr", client=threads,
+            for engine, solver in (("sequential", "qr"), ("scan", "qr"), ("scan", "normal")):
+                b.add(f"KF4LLS {engine} {solver}, threads", n, one_blas_thread(
+                    lambda e=engine, s=solver: fit_coef(fit_stream(
+                        store, "kf4lls", engine=e, solver=s, client=threads,
                         progress=False))), ref)
         if one is not None:
             b.add("decode, 1 worker", n, lambda: raw_read(one, source), group="floor",

@@ -946,3 +946,9 @@ class DesignInput:
         """The levels the input declares for its own column ``name`` (the design and the
         response are numbers)."""
         return None if name in (DESIGN, RESPONSE) else self.inner.categories(name)
+
+
+def intercept_label(formula: str | None) -> str:
+    """The label of a fit's intercept: formulaic's and statsmodels' ``Intercept`` in a
+    formula fit (every label there is formulaic's), ``intercept`` otherwise."""
+    return "intercept" if formula is None else "Intercept"

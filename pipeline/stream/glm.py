@@ -394,7 +394,7 @@ def counts_response(formula: str, family: str, trials: str | None) -> bool:
 
 def coef_labels(source: StreamSource) -> np.ndarray:
     """The intercept first when one is fitted, labelled as a linear fit labels it
-    (:func:`~streamlsq.stream.layout.intercept_label`: formulaic's ``Intercept`` in a formula
+    (:func:`~streamlsq.io.formulas.intercept_label`: formulaic's ``Intercept`` in a formula
     fit), then the data's feature labels (terms of a formula, variable names) or ``x0, x1,
     …``."""
     n_data = source.n_features - int(source.intercept)

@@ -19,6 +19,7 @@ import re
 import numpy as np
 
 from streamlsq.errors import InputError
+from streamlsq.io.formulas import intercept_label
 from streamlsq.kernels.limits import largest_safe_magnitude, state_is_finite
 from streamlsq.kernels.linalg import SingularMatrixError, aliased_phrase
 
@@ -101,9 +102,6 @@ def source_labels(source, n_coef: int) -> list | None:
     check)."""
     if source is None:
         return None
-    # imported here: the layout of results imports this module's guards
-    from streamlsq.stream.layout import intercept_label
-
     constant = [intercept_label(source.variables.formula)] if source.intercept else []
     labels = constant + [str(f) for f in source.features]
     return labels if len(labels) == n_coef else None

@@ -7,6 +7,7 @@ import numpy as np
 import xarray as xr
 
 from streamlsq.errors import InputError
+from streamlsq.io.formulas import intercept_label
 from streamlsq.io.sources import StreamSource
 from streamlsq.kernels.limits import state_is_finite
 from streamlsq.kernels.recursions.contract import Recursion
@@ -94,9 +95,10 @@ def fits_intercept(rec: Recursion, source: StreamSource) -> bool:
 
 def coef_labels(rec: Recursion, source: StreamSource, n_coef: int) -> np.ndarray:
     """Labels of the rows of ``coef``: the recursion's own (the basis functions of the IRMA
-    family); else the intercept first when one is fitted (:func:`intercept_label`), then the
-    data's feature labels (their variable names or the coordinate of X's feature dimension),
-    or ``x0, x1, …`` beside an intercept, or the numbers 0..q−1 when the data name none."""
+    family); else the intercept first when one is fitted
+    (:func:`~streamlsq.io.formulas.intercept_label`), then the data's feature labels (their
+    variable names or the coordinate of X's feature dimension), or ``x0, x1, …`` beside an
+    intercept, or the numbers 0..q−1 when the data name none."""
     if rec.intercept_kind not in ("column", "kernel"):
         names = rec.coef_names(n_coef)
         if names is not None:
@@ -112,9 +114,3 @@ def coef_labels(rec: Recursion, source: StreamSource, n_coef: int) -> np.ndarray
         return np.asarray([str(v) for v in data]) if data else np.arange(n_coef)
     data = [str(v) for v in data] or [f"x{j}" for j in range(n_data)]
     return np.asarray([intercept_label(source.variables.formula), *data])
-
-
-def intercept_label(formula: str | None) -> str:
-    """The label of a fit's intercept: formulaic's and statsmodels' ``Intercept`` in a
-    formula fit (every label there is formulaic's), ``intercept`` otherwise."""
-    return "intercept" if formula is None else "Intercept"

@@ -37,7 +37,8 @@ def _load_the_fit_path(client, tmp_path):
     small = simulate_stream(tmp_path / "small.zarr", 2_000, 24, 1, chunk_rows=500, seed=1,
                             client=client)
     for engine in ("sequential", "scan"):
-        fit_stream(small, engine=engine, client=client, progress=False)
+        # with HC1 too: the robust pass imports its compiled kernels (and Numba) on first use
+        fit_stream(small, engine=engine, cov_type="HC1", client=client, progress=False)
 
 
 # first: the cluster and the store of the tests below do not exist yet while it runs

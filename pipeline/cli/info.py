@@ -39,7 +39,10 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
                      "memory_limit": memory_limit})
     from streamlsq.io.describe import CONVERTED, check_tasks, check_values, describe, store_kind
-    from streamlsq.io.stores import open_group
+    from streamlsq.io.stores import open_group, split_group
+
+    path, group = split_group(store)  # PATH#GROUP: the group, a store of its own
+    store = store if group is None else f"{str(path).rstrip('/')}/{group}"
 
     try:
         described = describe(store)
@@ -76,6 +79,14 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
         click.echo(f"checked: every chunk of every variable read, every value finite in {n} "
                    f"rows of {tasks} tasks, none so large that the least-squares sums "
                    "overflow")
+    elif kind == "groups":  # simulate interleaved's populations: each a stream of its own
+        g = open_group(store, None)
+        streams = [sub for sub in sorted(g.group_keys()) if store_kind(g[sub]) == "stream"]
+        with _client(scheduler, n_workers, memory_limit, data=store) as client:
+            rows = [check_values(f"{str(store).rstrip('/')}/{sub}", client) for sub in streams]
+        click.echo(f"checked: every value finite in the {', '.join(map(str, rows))} rows of "
+                   f"the streams {', '.join(f'{store}#{sub}' for sub in streams)}, none so "
+                   "large that the least-squares sums overflow")
     elif check:
         with _client(scheduler, n_workers, memory_limit, data=store) as client:
             n = check_values(store, client)

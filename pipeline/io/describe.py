@@ -47,10 +47,10 @@ def store_kind(g: zarr.Group) -> str:
         return "multi-task"
     if {"X", "y"} <= names:
         return "stream"
+    if not names and any(True for _ in g.group_keys()):  # simulate interleaved's
+        return "groups"
     if "written_by" in g.attrs:  # streamlsq's, no data: a result whose method is gone,
         return "result"  # refused as such by info --check (open_result)
-    if any(True for _ in g.group_keys()):
-        return "groups"
     return "unknown"
 
 
@@ -71,7 +71,7 @@ def describe(path: str) -> str:
             f"chunks {a.chunks}{missing}"
         )
     for sub in sorted(g.group_keys()):
-        lines.append(f"  group {sub}/: {store_kind(g[sub])}")
+        lines.append(f"  group {sub}/: {store_kind(g[sub])} (read as {path}#{sub})")
     for key, value in sorted(g.attrs.items()):
         text = str(value)
         lines.append(f"  @{key} = {text if len(text) < 120 else text[:117] + '...'}")

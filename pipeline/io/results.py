@@ -13,7 +13,7 @@ import dataclasses
 import os
 import posixpath
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 import numpy as np
@@ -268,9 +268,11 @@ def _every_chunk_written(g: zarr.Group, list_once: bool = False) -> bool:
 
 
 def for_workers(tmp):
-    """A temporary store of :func:`atomic_store` as Dask tasks take it: the local path as a
-    string, or the ``FsspecStore`` itself (both open with ``zarr.open_group``)."""
-    return str(tmp) if isinstance(tmp, str | os.PathLike) else tmp
+    """A temporary store of :func:`atomic_store` as Dask tasks take it: the local path as an
+    absolute string (a worker of a running scheduler has its own working folder: a relative
+    ``--out`` was written there, or not found), or the ``FsspecStore`` itself (both open with
+    ``zarr.open_group``)."""
+    return os.path.abspath(tmp) if isinstance(tmp, str | os.PathLike) else tmp
 
 
 def published(out, storage_options=None):
@@ -350,6 +352,9 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     """
     check_storage_options(storage_options, [path])
     loc = locate(path, storage_options)
+    if loc is None and not isinstance(path, zarr.abc.store.Store | MutableMapping):
+        raise InputError(f"{path!r}: not a path, URL or zarr store of a result (a "
+                         f"{type(path).__name__})")
     if loc is None:  # an in-memory zarr store: read as xarray reads it
         ds = open_dataset(path, lazy=lazy)
         if ds.attrs.get("complete") is not True:

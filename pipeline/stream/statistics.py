@@ -192,7 +192,11 @@ def _open(result) -> xr.Dataset:
     dims = ds.coef.dims if "coef" in ds else ()
     if set(dims) != {"step", "feature", "target"}:
         held = f"whose coef is ({', '.join(map(str, dims))})" if dims else "which has no coef"
-        raise InputError(f"{shown}: the result of {ds.attrs.get('method')!r}, {held}, not a "
+        method = ds.attrs.get("method")
+        # a data store (simulate's, convert's) has no method: no 'result of None'
+        what = (f"the result of {method!r}" if method is not None else
+                "not a result (no attribute method: a data store?)")
+        raise InputError(f"{shown}: {what}, {held}, not a "
                          "fit's coefficients (step, feature, target): summary, summary_text "
                          "and wald_test read those of a stream fit, an interleaved fit or a "
                          "GLM")

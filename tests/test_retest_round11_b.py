@@ -397,3 +397,78 @@ def test_info_of_a_store_of_groups_calls_it_so_and_checks_each(populations, cli)
         f"checked: every value finite in the 600, 600, 600 rows of the streams "
         f"{populations}#a, {populations}#b, {populations}#c, none so large that the "
         "least-squares sums overflow")
+
+
+# -- 7. fit glm and the studies resumed with an option or the input changed -----------------
+
+@pytest.fixture
+def stopped_glm(rows, tmp_path, client, monkeypatch):
+    from streamlsq.io.checkpoint import CheckpointFolder
+
+    save = CheckpointFolder.save_step
+
+    def save_then_stop(self, name, arrays):
+        save(self, name, arrays)
+        raise Stop(name)
+
+    ckpt = tmp_path / "glm-ck"
+    with monkeypatch.context() as m:
+        m.setattr(CheckpointFolder, "save_step", save_then_stop)
+        with pytest.raises(Stop):
+            streamlsq.fit_glm(rows, checkpoint=ckpt, client=client, progress=False)
+    return ckpt
+
+
+def test_a_glm_resume_names_the_option_and_the_input_as_typed(rows, stopped_glm, tmp_path,
+                                                              cli, client):
+    """Round 11: ``differs in: options (family 'gaussian' then, 'poisson' now)``,
+    ``options (cov_type None then, 'HC1' now)``, ``options (segment_bytes None then, 65536
+    now)`` (Python's spelling, bytes), and for another store of other rows ``differs in:
+    chunk_rows, n_rows`` (the store not named)."""
+    other = streamlsq.simulate_stream(tmp_path / "other.zarr", n_rows=2_000, n_features=3,
+                                      chunk_rows=400, seed=5, client=client)
+    before = _unlocked(snapshot(tmp_path))
+    out = tmp_path / "g.zarr"
+    for given, named in ((("--family", "poisson"), "--family gaussian then, poisson now"),
+                         (("--cov-type", "HC1"), "--cov-type not given then, HC1 now"),
+                         (("--segment-size", 0.0625), "--segment-size not given then, "
+                                                      "0.0625 now")):
+        line = one_line(cli("fit", "glm", rows, "--out", out, "--checkpoint", stopped_glm,
+                            "--resume", *given))
+        assert line == "streamlsq: error: " + (
+            f"{stopped_glm}: checkpoint belongs to a different run (differs in: {named}); "
+            "rerun without --resume or point --checkpoint elsewhere"), line
+    line = one_line(cli("fit", "glm", other, "--out", out, "--checkpoint", stopped_glm,
+                        "--resume"))
+    assert f"(differs in: input ({rows} then, {other} now))" in line, line
+    assert _unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
+    resumed = streamlsq.fit_glm(rows, checkpoint=stopped_glm, resume=True, client=client,
+                                progress=False)
+    whole = streamlsq.fit_glm(rows, client=client, progress=False)
+    np.testing.assert_array_equal(resumed.coef.values, whole.coef.values)
+
+
+def test_a_study_resume_names_its_own_option_as_typed(tmp_path, cli, client, monkeypatch):
+    """Round 11: ``differs in: options (replicates None then, 2 now)``."""
+    from streamlsq.io.checkpoint import EntryCheckpoint
+    from streamlsq.studies import run_study
+
+    save = EntryCheckpoint.save
+
+    def save_then_stop(self, name, value, reads=()):
+        save(self, name, value, reads)
+        raise Stop(name)
+
+    ckpt = tmp_path / "study-ck"
+    with monkeypatch.context() as m:
+        m.setattr(EntryCheckpoint, "save", save_then_stop)
+        with pytest.raises(Stop):
+            run_study("mlr", tmp_path / "s", quick=True, client=client, checkpoint=ckpt,
+                      replicates=None)
+    before = _unlocked(snapshot(tmp_path))
+    line = one_line(cli("study", "mlr", "--out", tmp_path / "s", "--quick", "--replicates", 2,
+                        "--checkpoint", ckpt, "--resume"))
+    assert line == (f"streamlsq: error: {ckpt}: checkpoint belongs to a different run (differs "
+                    "in: --replicates not given then, 2 now); rerun without --resume or point "
+                    "--checkpoint elsewhere"), line
+    assert _unlocked(snapshot(tmp_path)) == before

@@ -472,3 +472,83 @@ def test_a_study_resume_names_its_own_option_as_typed(tmp_path, cli, client, mon
                     "in: --replicates not given then, 2 now); rerun without --resume or point "
                     "--checkpoint elsewhere"), line
     assert _unlocked(snapshot(tmp_path)) == before
+
+
+# -- 8. --out inside another Zarr store ------------------------------------------------------
+
+@pytest.mark.parametrize("inside", ["fit.zarr/inner.zarr", "tasks.zarr/X/new.zarr"])
+def test_an_output_inside_another_store_is_refused(rows, tmp_path, cli, client, inside):
+    """Round 11: ``--out fit.zarr/inner.zarr`` (a result, not an input of the run) was
+    written, the result becoming a group of ``fit.zarr``; so was one inside a data store."""
+    import shutil
+
+    streamlsq.fit_stream(rows, "kf4lls", out=tmp_path / "fit.zarr", client=client,
+                         progress=False)
+    shutil.copytree(rows, tmp_path / "tasks.zarr")
+    before = snapshot(tmp_path)
+    out = tmp_path / inside
+    outer = inside.split("/")[0]
+    line = one_line(cli("fit", "kf4lls", rows, "--out", out))
+    assert line == (f"streamlsq: error: {out}: {outer} is a Zarr store; a store is not "
+                    "written inside another (it would become one of its groups): choose "
+                    "another --out"), line
+    assert snapshot(tmp_path) == before
+
+
+def test_an_output_inside_another_store_on_s3_is_refused(rows, s3, client):
+    from conftest import S3_BUCKET, s3_filesystem
+
+    _, options = s3
+    outer = f"s3://{S3_BUCKET}/r11b/fit.zarr"
+    streamlsq.fit_stream(rows, "kf4lls", out=outer, storage_options=options, client=client,
+                         progress=False)
+    fs = s3_filesystem(options)
+    before = sorted(fs.find(f"{S3_BUCKET}/r11b"))
+    with pytest.raises(InputError) as refused:
+        streamlsq.fit_stream(rows, "kf4lls", out=f"{outer}/inner.zarr",
+                             storage_options=options, client=client, progress=False)
+    assert str(refused.value) == (f"{outer}/inner.zarr: fit.zarr is a Zarr store; a store is "
+                                  "not written inside another (it would become one of its "
+                                  "groups): choose another --out")
+    assert sorted(s3_filesystem(options).find(f"{S3_BUCKET}/r11b")) == before
+
+
+def test_a_resume_of_a_cut_at_k_clusters_with_a_rank_names_both(tasks, tmp_path, client,
+                                                                 monkeypatch):
+    """A checkpoint of ``--k 3`` resumed as ``--rank 3 --threshold 1``: every option named
+    with both values (``rank``, bare, before: the checkpoint's run had no rank)."""
+    from streamlsq.io.checkpoint import EntryCheckpoint
+
+    save = EntryCheckpoint.save
+
+    def save_then_stop(self, name, value, reads=()):
+        save(self, name, value, reads)
+        raise Stop(name)
+
+    ckpt = tmp_path / "ck"
+    with monkeypatch.context() as m:
+        m.setattr(EntryCheckpoint, "save", save_then_stop)
+        with pytest.raises(Stop):
+            streamlsq.metalearn(tasks, 3, checkpoint=ckpt, client=client, progress=False)
+    with pytest.raises(InputError) as refused:
+        streamlsq.metalearn(tasks, rank=3, threshold=1.0, checkpoint=ckpt, resume=True,
+                            client=client, progress=False)
+    assert ("differs in: --k 3 then, not given now, --rank not given then, 3 now, "
+            "--threshold not given then, 1.0 now)") in str(refused.value), refused.value
+
+
+# -- 9. simulate mlr: more components than features ------------------------------------------
+
+def test_simulate_mlr_with_more_orthonormal_components_than_features(tmp_path, cli):
+    """Round 11: ``simulate mlr: kind='orthonormal' needs k <= d, got k = 3, d = 2``
+    (Python's spelling, no remedy)."""
+    before = snapshot(tmp_path)
+    out = tmp_path / "t.zarr"
+    line = one_line(cli("simulate", "mlr", "--out", out, "--k", 3, "--d", 2))
+    assert line == ("streamlsq: error: simulate mlr: --kind orthonormal (kind='orthonormal') "
+                    "has at most d components: --k 3 (k=3) > --d 2 (d=2); give --d >= --k, or "
+                    "--kind gaussian"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    run = cli("simulate", "mlr", "--out", out, "--k", 3, "--d", 2, "--kind", "gaussian",
+              "--n-light", 40, "--n-heavy", 10, "--n-light2", 10)
+    assert run.exit_code == 0, run.output

@@ -118,6 +118,8 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
     if not out.parent.is_dir():
         raise InputError(f"{out}: {out.parent.name} is a file, not a folder; choose another "
                          "--out")
+    _check_not_inside_a_store(out, [p for p in out.absolute().parents
+                                    if any((p / m).is_file() for m in _STORE_MARKS)])
     check_writable(out.parent)
     if beside:
         BesideFiles(out, beside).check(overwrite)
@@ -184,6 +186,32 @@ def _check_remote_place(loc: Location, shown: str) -> None:
     if is_file:
         raise InputError(f"{shown}: {posixpath.basename(parent)} is a file, not a folder; "
                          "choose another --out")
+    # the prefixes above the output, below the bucket: a store there would take it in
+    above, prefixes = parent, []
+    while above and (fs.root_marker != "" or "/" in above):
+        prefixes.append(above)
+        above = posixpath.dirname(above)
+    try:
+        stores = [p for p in prefixes
+                  if any(fs.isfile(fs.root_marker + f"{p}/{m}") for m in _STORE_MARKS)]
+    except Exception as exc:
+        raise _unreachable(shown, exc) from None
+    _check_not_inside_a_store(shown, stores)
+
+
+#: the files that make a folder (or a prefix) a Zarr store: v3's, v2's group and array
+_STORE_MARKS = ("zarr.json", ".zgroup", ".zarray")
+
+
+def _check_not_inside_a_store(shown, stores: list) -> None:
+    """Refuse an output inside a Zarr store (``fit.zarr/inner.zarr``; ``stores``: the
+    folders above it that are stores, the nearest first): written there, it would become a
+    group of that store, changing a store the command does not write (an input is refused
+    as such before, :func:`~streamlsq.io.outputs.check_apart`)."""
+    if stores:
+        name = posixpath.basename(str(stores[-1]).rstrip("/"))  # the outermost
+        raise InputError(f"{shown}: {name} is a Zarr store; a store is not written inside "
+                         "another (it would become one of its groups): choose another --out")
 
 
 @contextlib.contextmanager

@@ -438,6 +438,11 @@ class MetaLearning(Job):
                 "heavy_rows": self.heavy_rows, "holdout": self.holdout,
                 "chunk_tasks": self.chunk_tasks, "tile": self.tile}
 
+    def fingerprint_options(self, fingerprint: dict) -> dict[str, dict]:
+        """As declared, and ``--rank`` whether the fingerprint holds it or not (it does only
+        with a threshold): a resume that gives it or leaves it names it with both values."""
+        return super().fingerprint_options(fingerprint) | {"rank": {"--rank": self.rank}}
+
     def parameters(self) -> dict:
         return self.settings
 

@@ -552,3 +552,42 @@ def test_simulate_mlr_with_more_orthonormal_components_than_features(tmp_path, c
     run = cli("simulate", "mlr", "--out", out, "--k", 3, "--d", 2, "--kind", "gaussian",
               "--n-light", 40, "--n-heavy", 10, "--n-light2", 10)
     assert run.exit_code == 0, run.output
+
+
+# -- 10. info --check of a converted table by a relative path; info of streamlsq's folders ----
+
+def test_info_check_of_a_converted_table_by_a_relative_path(tmp_path, cli, monkeypatch):
+    """Round 11: ``info --check tab.zarr`` (relative) described the store, then ended
+    ``tab.zarr: no such store`` (exit 2): the workers, in their own folder, were given the
+    relative path."""
+    import pandas as pd
+
+    pd.DataFrame({"a": np.arange(50.0), "y": np.arange(50.0) * 2}).to_parquet(
+        tmp_path / "t.parquet")
+    monkeypatch.chdir(tmp_path)
+    assert cli("convert", "t.parquet", "--out", "t.zarr").exit_code == 0
+    before = snapshot(tmp_path)
+    run = cli("info", "--check", "t.zarr")
+    assert run.exit_code == 0, run.output
+    assert run.output.splitlines()[-1] == ("checked: every chunk of every column written and "
+                                           "readable in 50 rows; missing values: none")
+    assert snapshot(tmp_path) == before
+
+
+def test_info_of_a_checkpoint_or_a_study_folder_says_what_it_is(stopped_fit, tmp_path, cli,
+                                                                client):
+    """Round 11: ``ck: not a readable Zarr group (No group found in store '/abs/ck' at path
+    '')``."""
+    before = _unlocked(snapshot(tmp_path))
+    line = one_line(cli("info", stopped_fit))
+    assert line == (f"streamlsq: error: {stopped_fit}: a checkpoint folder (continue its run "
+                    f"with --checkpoint {stopped_fit} --resume), not a Zarr store: info "
+                    "describes stores and results"), line
+    from streamlsq.studies import run_study
+
+    run_study("irma", tmp_path / "study", quick=True, client=client)
+    line = one_line(cli("info", tmp_path / "study"))
+    assert line == (f"streamlsq: error: {tmp_path / 'study'}: a study's folder (its summary.md "
+                    "says what it holds), not a Zarr store: info describes stores and "
+                    "results"), line
+    assert _unlocked(snapshot(tmp_path)).items() >= before.items()

@@ -54,6 +54,10 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
                 f"{store}: a table (Parquet or CSV), not a Zarr store: info describes stores "
                 "and results; a fit reads the table as it is, and 'streamlsq convert' writes "
                 "it as a store that info --check reads") from None
+        folder = _streamlsq_folder(store)
+        if folder is not None:  # not "not a readable Zarr group (No group found ...)"
+            raise InputError(f"{store}: {folder}, not a Zarr store: info describes stores "
+                             "and results") from None
         raise
     click.echo(described)
     _print_summary(store)
@@ -92,6 +96,24 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
             n = check_values(store, client)
         click.echo(f"checked: every value finite in {n} rows, none so large that the "
                    "least-squares sums overflow")
+
+
+def _streamlsq_folder(store) -> str | None:
+    """What a local folder streamlsq wrote that is not a store is (a checkpoint, a study's
+    or the demo's folder), in words with what to do with it; None for anything else."""
+    import os
+
+    from streamlsq.io.checkpoint import MARKER
+
+    if not os.path.isdir(store):
+        return None
+    if os.path.isfile(os.path.join(store, MARKER)):
+        return (f"a checkpoint folder (continue its run with --checkpoint {store} "
+                "--resume)")
+    for marker, what in (("study.json", "a study's folder"), ("demo.json", "the demo's folder")):
+        if os.path.isfile(os.path.join(store, marker)):
+            return f"{what} (its summary.md says what it holds)"
+    return None
 
 
 def _print_summary(store):

@@ -591,3 +591,48 @@ def test_info_of_a_checkpoint_or_a_study_folder_says_what_it_is(stopped_fit, tmp
                     "says what it holds), not a Zarr store: info describes stores and "
                     "results"), line
     assert _unlocked(snapshot(tmp_path)).items() >= before.items()
+
+
+# -- 11. --continue-from with no row appended since -----------------------------------------
+
+def test_a_continuation_with_no_row_appended_says_so(rows, tmp_path, cli, client):
+    """Round 11: ``wrote g7.zarr: ... 1.63e+05 rows/s, ..., continued from g2.zarr after its
+    15000 rows``: the earlier run's speed (copied into the result), and nothing saying no
+    row was read."""
+    first = tmp_path / "first.zarr"
+    streamlsq.fit_stream(rows, "kf4lls", out=first, client=client, progress=False)
+    out = tmp_path / "again.zarr"
+    run = cli("fit", "kf4lls", rows, "--out", out, "--continue-from", first)
+    assert run.exit_code == 0, run.output
+    assert "rows/s" not in run.output, run.output
+    assert run.output.rstrip().endswith(f"continued from {first} after its 3001 rows: no row "
+                                        "appended since, its coefficients unchanged")
+    again = streamlsq.open_result(out, lazy=False)
+    assert again.attrs["rows_per_second"] == 0.0
+    np.testing.assert_array_equal(again.coef.values,
+                                  streamlsq.open_result(first, lazy=False).coef.values)
+
+
+# -- 12. a model with its curve replaced by one without ----------------------------------------
+
+def test_a_model_replaced_by_one_without_its_curve_takes_the_curve_with_it(tasks, tmp_path,
+                                                                          cli):
+    """Round 11: ``metalearn --overwrite --k 3`` over a ``--k auto`` model left its
+    ``m.k-curve.csv`` and ``.png`` (describing a model no longer there); a later ``--k auto
+    --overwrite`` refused them: ``m.k-curve.csv: exists and was not written by streamlsq (or
+    was changed since)``. A curve file the user changed since stays."""
+    import os
+
+    out = tmp_path / "m.zarr"
+    assert cli("metalearn", tasks, "--out", out, "--k-max", 3).exit_code == 0
+    assert sorted(os.listdir(tmp_path)) == ["m.k-curve.csv", "m.k-curve.png", "m.zarr"]
+    run = cli("metalearn", tasks, "--out", out, "--overwrite", "--k", 3)
+    assert run.exit_code == 0, run.output
+    assert sorted(os.listdir(tmp_path)) == ["m.zarr"]
+    run = cli("metalearn", tasks, "--out", out, "--overwrite", "--k-max", 3)
+    assert run.exit_code == 0, run.output
+    assert sorted(os.listdir(tmp_path)) == ["m.k-curve.csv", "m.k-curve.png", "m.zarr"]
+    with open(tmp_path / "m.k-curve.csv", "a") as f:
+        f.write("# my note\n")
+    assert cli("metalearn", tasks, "--out", out, "--overwrite", "--k", 3).exit_code == 0
+    assert sorted(os.listdir(tmp_path)) == ["m.k-curve.csv", "m.zarr"]

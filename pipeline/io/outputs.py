@@ -680,6 +680,20 @@ class BesideFiles:
         self.temporaries: dict[Path, OwnedTemporary] = {}
         self.published: list[Path] = []
 
+    def stale(self) -> list[Path]:
+        """The files beside the result at ``out`` that it lists and that this one does not
+        write (a ``metalearn --k auto`` model replaced by one of a given k: its curve), each
+        unchanged since streamlsq wrote it: replaced with the result, they are removed with
+        it (left, they described a model that no longer was, and were then refused as the
+        user's)."""
+        listed = _root_attrs(self.out).get(BESIDE) if written_by_streamlsq(self.out) else None
+        if not isinstance(listed, dict):
+            return []
+        ours = [self.out.parent / name for name in listed
+                if isinstance(name, str) and name == Path(name).name]
+        return [path for path in ours if path not in self.writers and path.is_file()
+                and not path.is_symlink() and beside_is_ours(path, self.out)]
+
     def check(self, overwrite: bool) -> None:
         for path in self.writers:
             reclaim_leftovers(path)

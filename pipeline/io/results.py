@@ -263,12 +263,15 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
                 mark[BESIDE] = files.write()
             g.attrs.update(mark)
             consolidate(tmp.path)
+            stale = files.stale() if overwrite else []
             files.publish(overwrite)
             try:
                 publish(tmp, out, overwrite)
             except BaseException:
                 files.withdraw()
                 raise
+            for path in stale:  # the replaced result's, which this one does not list
+                path.unlink(missing_ok=True)
         except OSError as exc:
             failure = output_failure(exc, out, tmp.path)
             if failure is None:

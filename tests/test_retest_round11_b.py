@@ -636,3 +636,29 @@ def test_a_model_replaced_by_one_without_its_curve_takes_the_curve_with_it(tasks
         f.write("# my note\n")
     assert cli("metalearn", tasks, "--out", out, "--overwrite", "--k", 3).exit_code == 0
     assert sorted(os.listdir(tmp_path)) == ["m.k-curve.csv", "m.zarr"]
+
+
+# -- 13. summary, wald_test and plot_fit with odd arguments ----------------------------------
+
+def test_summary_wald_test_and_plot_fit_with_odd_arguments(rows, tasks, tmp_path, client):
+    """Round 11: ``target must be one of [np.int64(0)], got 5`` (NumPy's repr); a NaN in R
+    called ``the restrictions are linearly dependent (R V Rᵀ is singular)``; ``plot_fit`` of
+    a store's path: ``AttributeError: 'str' object has no attribute 'rows_seen'``, of a
+    model the same."""
+    path = tmp_path / "fit.zarr"
+    fit = streamlsq.fit_stream(rows, "kf4lls", out=path, client=client, progress=False)
+    with pytest.raises(InputError, match=r"^target must be one of \[0\], got 5$"):
+        streamlsq.summary(fit, target=5)
+    with pytest.raises(InputError, match=r"^the restrictions R and q must be finite numbers"):
+        streamlsq.wald_test(fit, np.full((1, 3), np.nan))
+    with pytest.raises(InputError, match=r"^the restrictions R and q must be finite numbers"):
+        streamlsq.wald_test(fit, np.eye(3)[:1], q=[np.inf])
+    figure = streamlsq.plot_fit(path)
+    assert figure.axes[0].get_title() == streamlsq.plot_fit(fit).axes[0].get_title()
+    model = tmp_path / "em.zarr"
+    streamlsq.fit_em(tasks, 3, out=model, client=client, progress=False)
+    with pytest.raises(InputError) as refused:
+        streamlsq.plot_fit(model)
+    assert str(refused.value) == (
+        f"{model}: the result of 'em', not a stream fit's: plot_fit draws a stream fit's "
+        "coefficients against the rows seen (rows_seen, coef (step, feature, target))")

@@ -208,8 +208,9 @@ def _target(ds: xr.Dataset, target) -> object:
     labels = list(ds.target.values)
     if target is None:
         return labels[0]
-    if target not in labels:
-        raise InputError(f"target must be one of {labels}, got {target!r}")
+    if target not in labels:  # the labels as Python values, not np.int64(0)
+        shown = [v.item() if isinstance(v, np.generic) else v for v in labels]
+        raise InputError(f"target must be one of {shown}, got {target!r}")
     return target
 
 

@@ -662,3 +662,18 @@ def test_summary_wald_test_and_plot_fit_with_odd_arguments(rows, tasks, tmp_path
     assert str(refused.value) == (
         f"{model}: the result of 'em', not a stream fit's: plot_fit draws a stream fit's "
         "coefficients against the rows seen (rows_seen, coef (step, feature, target))")
+
+
+def test_a_checkpoint_inside_a_store_is_refused(rows, tmp_path, cli, client):
+    """Round 11: ``--checkpoint m.zarr/ck`` (a result, not an input) was created inside the
+    store, which held a folder of another kind for as long as the run lasted (and after a
+    kill)."""
+    streamlsq.fit_stream(rows, "kf4lls", out=tmp_path / "m.zarr", client=client,
+                         progress=False)
+    before = snapshot(tmp_path)
+    out = tmp_path / "o.zarr"
+    ckpt = tmp_path / "m.zarr" / "ck"
+    line = one_line(cli("fit", "kf4lls", rows, "--out", out, "--checkpoint", ckpt))
+    assert line == (f"streamlsq: error: {ckpt}: m.zarr is a Zarr store; a checkpoint is not "
+                    "written inside a store: choose another --checkpoint"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

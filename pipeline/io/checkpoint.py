@@ -56,7 +56,7 @@ import numpy as np
 
 from streamlsq.errors import InputError, OutputError
 from streamlsq.io.locks import FileLock
-from streamlsq.io.outputs import check_apart
+from streamlsq.io.outputs import check_apart, store_above
 
 __all__ = ["Checkpoint", "CheckpointFolder", "EntryCheckpoint", "check_checkpoint_parent",
            "data_digest", "decode_data", "encode_data", "fingerprint_digest"]
@@ -143,6 +143,10 @@ def check_checkpoint_parent(directory: str | os.PathLike) -> None:
     if not parent.is_dir():
         raise InputError(f"{d}: {parent.name} is a file, not a folder; choose another "
                          "--checkpoint")
+    outer = store_above(d)
+    if outer is not None:  # its folder would become part of that store while the run lasts
+        raise InputError(f"{d}: {outer.name} is a Zarr store; a checkpoint is not written "
+                         "inside a store: choose another --checkpoint")
 
 
 def _lock_file_is_ours(path: Path) -> bool:

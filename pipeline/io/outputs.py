@@ -648,6 +648,19 @@ def _root_attrs(out) -> dict:
     return attrs if isinstance(attrs, dict) else {}
 
 
+#: the files that make a folder (or a prefix) a Zarr store: v3's, v2's group and array
+STORE_MARKS = ("zarr.json", ".zgroup", ".zarray")
+
+
+def store_above(path) -> Path | None:
+    """The outermost Zarr store among the local folders above ``path`` (None: none), where
+    nothing but that store's own writer should write: a folder created there becomes part
+    of it."""
+    stores = [p for p in Path(path).absolute().parents
+              if any((p / mark).is_file() for mark in STORE_MARKS)]
+    return stores[-1] if stores else None
+
+
 def beside_is_ours(path: Path, out) -> bool:
     """Whether the file ``path`` beside ``out`` is the one streamlsq wrote with the result at
     ``out``: that result lists it with the digest of its present bytes."""

@@ -24,6 +24,7 @@ from streamlsq.errors import InputError, OutputError
 from streamlsq.io.location import Location, check_storage_options, locate
 from streamlsq.io.outputs import (
     BESIDE,
+    STORE_MARKS,
     WRITTEN_BY,
     BesideFiles,
     OwnedTemporary,
@@ -38,6 +39,7 @@ from streamlsq.io.outputs import (
     publish_remote,
     reclaim_leftovers,
     remote_written_by_streamlsq,
+    store_above,
     written_by_streamlsq,
 )
 from streamlsq.io.provenance import _version
@@ -118,8 +120,8 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
     if not out.parent.is_dir():
         raise InputError(f"{out}: {out.parent.name} is a file, not a folder; choose another "
                          "--out")
-    _check_not_inside_a_store(out, [p for p in out.absolute().parents
-                                    if any((p / m).is_file() for m in _STORE_MARKS)])
+    outer = store_above(out)
+    _check_not_inside_a_store(out, [] if outer is None else [outer])
     check_writable(out.parent)
     if beside:
         BesideFiles(out, beside).check(overwrite)
@@ -193,14 +195,10 @@ def _check_remote_place(loc: Location, shown: str) -> None:
         above = posixpath.dirname(above)
     try:
         stores = [p for p in prefixes
-                  if any(fs.isfile(fs.root_marker + f"{p}/{m}") for m in _STORE_MARKS)]
+                  if any(fs.isfile(fs.root_marker + f"{p}/{m}") for m in STORE_MARKS)]
     except Exception as exc:
         raise _unreachable(shown, exc) from None
     _check_not_inside_a_store(shown, stores)
-
-
-#: the files that make a folder (or a prefix) a Zarr store: v3's, v2's group and array
-_STORE_MARKS = ("zarr.json", ".zgroup", ".zarray")
 
 
 def _check_not_inside_a_store(shown, stores: list) -> None:

@@ -677,3 +677,22 @@ def test_a_checkpoint_inside_a_store_is_refused(rows, tmp_path, cli, client):
     assert line == (f"streamlsq: error: {ckpt}: m.zarr is a Zarr store; a checkpoint is not "
                     "written inside a store: choose another --checkpoint"), line
     assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_relative_out_of_predict_and_convert(tasks, tmp_path, cli, client, monkeypatch):
+    """Round 11: the same for ``predict --out p.zarr`` and ``convert --out t.zarr``:
+    ``input/output error (FileNotFoundError: .p.zarr.partial-7d36fdc4 does not exist)``."""
+    import os
+
+    import pandas as pd
+
+    model = tmp_path / "m.zarr"
+    streamlsq.metalearn(tasks, 3, out=model, client=client, progress=False)
+    pd.DataFrame({"a": np.arange(20.0), "y": np.arange(20.0)}).to_parquet(tmp_path / "t.pq")
+    monkeypatch.chdir(tmp_path)
+    run = cli("predict", "m.zarr", tasks, "--out", "p.zarr", "--yhat")
+    assert run.exit_code == 0, run.output
+    run = cli("convert", "t.pq", "--out", "t.zarr")
+    assert run.exit_code == 0, run.output
+    assert sorted(os.listdir(tmp_path)) == ["m.zarr", "p.zarr", "t.pq", "t.zarr"]
+    assert streamlsq.open_result("p.zarr").yhat.shape == (streamlsq.open_tasks(tasks).n_rows,)

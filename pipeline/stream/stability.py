@@ -104,9 +104,9 @@ def _stream_fit(result) -> xr.Dataset:
     another kind of result (a bare ``AttributeError`` on ``rows_seen`` before)."""
     shown = "the result"
     if not isinstance(result, xr.Dataset):
-        from streamlsq.io.results import open_result
+        from streamlsq.jobs import Run
 
-        shown, result = str(result), open_result(result, lazy=False)
+        shown, result = str(result), Run().open_input("result", result, lazy=False)
     coef = result.coef.dims if "coef" in result else ()
     if "rows_seen" not in result or set(coef) != {"step", "feature", "target"}:
         raise InputError(f"{shown}: the result of {result.attrs.get('method')!r}, not a stream "

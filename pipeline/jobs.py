@@ -383,6 +383,8 @@ class Run:
         else:
             raise ValueError(f"no input of kind {kind!r}: 'stream', 'tasks', 'result' or "
                              "'table'")
+        if kind in ("stream", "tasks"):
+            data, args, kwargs = _group_of_path(data, args, kwargs)
         self.opened.append(data)
         # a local input of a run that also reads or writes URLs takes none of their options
         return opener(data, *args, storage_options=options_for(data, self.storage_options),
@@ -520,3 +522,19 @@ class Run:
         if checkpoint is not None:
             checkpoint.remove()
         return job.published(self.out, self.storage_options)
+
+
+def _group_of_path(data, args: tuple, kwargs: dict) -> tuple:
+    """An input named ``PATH#GROUP`` (docs/stores.md: a store's group on the command line,
+    as ``fit interleaved`` reads its populations) as ``PATH`` and its group, the opener's
+    second argument (or ``group=``); a name that is itself a local path stays whole. Given
+    both ways, they must agree."""
+    from streamlsq.io.stores import split_group
+
+    group = args[0] if args else kwargs.get("group")
+    path, named = split_group(data, group)
+    if named is None or named == group:
+        return path, args, kwargs
+    if args:
+        return path, (named, *args[1:]), kwargs
+    return path, args, {**kwargs, "group": named}

@@ -188,11 +188,11 @@ def test_every_command_of_this_family_generates_its_options():
 @pytest.mark.parametrize(("call", "message"), [
     (lambda: streamlsq.metalearn("missing.zarr", 2, linkage="ward"),
      "linkage must be one of 'auto', 'single', 'average', got 'ward'"),
-    (lambda: streamlsq.metalearn("missing.zarr", 2, threshold=float("nan")),
+    (lambda: streamlsq.metalearn("missing.zarr", rank=2, threshold=float("nan")),
      "threshold must be a finite number >= 0 or None, got nan"),
     (lambda: streamlsq.metalearn("missing.zarr", "auto", threshold=1.0),
-     "--k auto (k='auto') chooses the cut itself: give no --threshold (threshold=), or give "
-     "--k K (k=K), the subspace's rank"),
+     "--k (k=) does not go with --threshold (threshold=): the cut finds the clusters; give "
+     "the subspace's rank as --rank R (rank=R)"),
     (lambda: streamlsq.metalearn("missing.zarr", 3, k_max=5),
      "--k-max (k_max=) goes with --k auto"),
     (lambda: streamlsq.metalearn("missing.zarr", 2, tile=1), "tile must be an integer >= 2"),

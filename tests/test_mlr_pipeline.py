@@ -94,7 +94,8 @@ def test_average_linkage_and_threshold_cut_agree_on_separated_tasks(store, model
     _, ds = model
     avg = metalearn(store, K, client=client, linkage="average", splits=3)
     # orthonormal components: Δ² = 2; average linkage cut at Δ²/2 = 1 finds k clusters itself
-    cut = metalearn(store, K, client=client, linkage="average", splits=3, threshold=1.0)
+    cut = metalearn(store, client=client, linkage="average", splits=3, threshold=1.0,
+                    rank=K)
     for other in (avg, cut):
         np.testing.assert_array_equal(other.heavy_cluster.values, ds.heavy_cluster.values)
     assert cut.attrs["n_clusters"] == K

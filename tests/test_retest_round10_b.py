@@ -220,8 +220,9 @@ def test_every_opener_refuses_storage_options_for_a_local_path(rows, tasks, tmp_
     ({"k": 2, "k_max": 3},
      "--k-max (k_max=) goes with --k auto (k='auto', the default), the largest k it tries"),
     ({"threshold": 0.5},
-     "--threshold (threshold=) goes with --k K (k=K), the subspace's rank (the cut then "
-     "finds the clusters); k not given is 'auto', which chooses the cut itself"),
+     "--threshold (threshold=) goes with --rank R (rank=R), the subspace's rank (the cut "
+     "then finds the clusters); without --threshold, --k K is both the rank and the "
+     "clusters"),
 ])
 def test_metalearn_refusals_name_pythons_spelling_too(tasks, tmp_path, client, options,
                                                       wanted):

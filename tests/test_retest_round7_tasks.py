@@ -244,14 +244,16 @@ def test_a_checkpoint_of_another_kind_of_run_is_refused_and_kept(tasks, tmp_path
     stream = tmp_path / "s.zarr"
     streamlsq.simulate_stream(stream, n_rows=200, n_features=2, client=client)
     before = snapshot(tmp_path)
-    expected = (f"{ckpt}: the checkpoint of a 'em' run, not of '{{}}'; choose another "
-                "--checkpoint, or remove it")
-    for kind, args in (("metalearn", ("metalearn", data, "--out", tmp_path / "x.zarr",
+    expected = (f"{ckpt}: the checkpoint of a 'streamlsq fit em' run; this is '{{}}': "
+                "choose another --checkpoint, or remove it")
+    for kind, args in (("streamlsq metalearn", ("metalearn", data, "--out", tmp_path / "x.zarr",
                                       "--k", 2, "--checkpoint", ckpt)),
-                       ("metalearn", ("metalearn", data, "--out", tmp_path / "x.zarr",
-                                      "--k", 2, "--checkpoint", ckpt, "--resume")),
-                       ("fit", ("fit", "kf4lls", stream, "--out", tmp_path / "x.zarr",
-                                "--checkpoint", ckpt))):
+                       ("streamlsq metalearn", ("metalearn", data, "--out",
+                                                tmp_path / "x.zarr", "--k", 2,
+                                                "--checkpoint", ckpt, "--resume")),
+                       ("streamlsq fit METHOD (--engine sequential)",
+                        ("fit", "kf4lls", stream, "--out", tmp_path / "x.zarr",
+                         "--checkpoint", ckpt))):
         line = one_line(cli(*args))
         assert line.endswith(expected.format(kind)), line
     assert snapshot(tmp_path) == before and leftovers(tmp_path / "x.zarr") == []
@@ -271,8 +273,8 @@ def test_a_checkpoint_of_another_kind_of_run_is_refused_and_kept(tasks, tmp_path
     before = snapshot(tmp_path)
     line = one_line(cli("fit", "em", data, "--out", tmp_path / "x.zarr", "--k", 2,
                         "--init", "random", "--checkpoint", mck))
-    assert line.endswith(f"{mck}: the checkpoint of a 'metalearn' run, not of 'em'; choose "
-                         "another --checkpoint, or remove it"), line
+    assert line.endswith(f"{mck}: the checkpoint of a 'streamlsq metalearn' run; this is "
+                         "'streamlsq fit em': choose another --checkpoint, or remove it"), line
     assert snapshot(tmp_path) == before
 
 

@@ -66,11 +66,12 @@ def test_heavy_rows_with_the_stores_roles_from_python(tasks, client):
 
 @pytest.mark.parametrize("given, wanted", [
     (("--threshold", "0.3"),
-     "--threshold (threshold=) goes with --k K (k=K), the subspace's rank (the cut then "
-     "finds the clusters); k not given is 'auto', which chooses the cut itself"),
+     "--threshold (threshold=) goes with --rank R (rank=R), the subspace's rank (the cut "
+     "then finds the clusters); without --threshold, --k K is both the rank and the "
+     "clusters"),
     (("--k", "auto", "--threshold", "0.3"),
-     "--k auto (k='auto') chooses the cut itself: give no --threshold (threshold=), or give "
-     "--k K (k=K), the subspace's rank"),
+     "--k (k=) does not go with --threshold (threshold=): the cut finds the clusters; give "
+     "the subspace's rank as --rank R (rank=R)"),
     (("--k", "2", "--k-max", "3"),
      "--k-max (k_max=) goes with --k auto (k='auto', the default), the largest k it tries"),
 ])
@@ -87,9 +88,9 @@ def test_threshold_and_k_max_say_what_k_they_go_with(tasks, tmp_path, cli, given
 
 def test_k_not_given_is_auto_and_a_threshold_with_k_says_k_is_the_rank(tasks, tmp_path, cli,
                                                                         client):
-    with pytest.raises(InputError, match=r"^--threshold \(threshold=\) goes with --k K"):
+    with pytest.raises(InputError, match=r"^--threshold \(threshold=\) goes with --rank R"):
         streamlsq.metalearn(tasks, threshold=0.3, client=client, progress=False)
-    with pytest.raises(InputError, match=r"^--threshold \(threshold=\) goes with --k K"):
+    with pytest.raises(InputError, match=r"^--threshold \(threshold=\) goes with --rank R"):
         streamlsq.metalearn(tasks, None, threshold=0.3, client=client, progress=False)
     # k not given (None) is k='auto': the same model, bit for bit, and the same curve
     default = streamlsq.metalearn(tasks, client=client, progress=False, k_max=3)
@@ -98,13 +99,14 @@ def test_k_not_given_is_auto_and_a_threshold_with_k_says_k_is_the_rank(tasks, tm
     for name in auto.data_vars:
         if not name.startswith("seconds"):
             np.testing.assert_array_equal(default[name].values, auto[name].values, name)
-    # --k with --threshold: k is the subspace's rank, the cut finds the clusters, as said
-    run = cli("metalearn", tasks, "--out", tmp_path / "m.zarr", "--k", 2, "--threshold", 1.0)
+    # --rank with --threshold: the subspace's rank, the cut finds the clusters, as said
+    run = cli("metalearn", tasks, "--out", tmp_path / "m.zarr", "--rank", 2, "--threshold",
+              1.0)
     assert run.exit_code == 0, run.output
     model = streamlsq.open_result(tmp_path / "m.zarr")
     assert model.sizes["rank"] == 2
     assert (f"wrote {tmp_path / 'm.zarr'}: {model.sizes['cluster']} clusters (cut at "
-            "--threshold 1; --k 2: the subspace's rank) from") in run.output
+            "--threshold 1, of a subspace of --rank 2) from") in run.output
 
 # -- 3. fit lms: --eps without --normalized; --tau and --power spelled as given -------------
 

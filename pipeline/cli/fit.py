@@ -37,9 +37,10 @@ __all__ = ["fit", "fit_command_options", "recursion_command"]
 
 def _summary(out, name, engine, ds) -> str:
     resumed = ds.attrs.get("rows_resumed")
+    read = ds.attrs.get("rows_continued") != ds.attrs["n_rows"]  # continued: rows appended
     return (f"wrote {out}: {name} ({engine}) over {ds.attrs['n_rows']} rows in "
-            f"{ds.attrs['n_blocks']} blocks, {ds.sizes['step']} recorded steps, "
-            f"{ds.attrs['rows_per_second']:.3g} rows/s"
+            f"{ds.attrs['n_blocks']} blocks, {ds.sizes['step']} recorded steps"
+            + (f", {ds.attrs['rows_per_second']:.3g} rows/s" if read else "")
             + (f" (resumed: {resumed} rows from the checkpoint, the rest read now)"
                if resumed else ""))
 

@@ -39,7 +39,10 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
                      "memory_limit": memory_limit})
     from streamlsq.io.describe import CONVERTED, check_tasks, check_values, describe, store_kind
-    from streamlsq.io.stores import open_group
+    from streamlsq.io.stores import open_group, split_group
+
+    path, group = split_group(store)  # PATH#GROUP: the group, a store of its own
+    store = store if group is None else f"{str(path).rstrip('/')}/{group}"
 
     try:
         described = describe(store)
@@ -51,6 +54,10 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
                 f"{store}: a table (Parquet or CSV), not a Zarr store: info describes stores "
                 "and results; a fit reads the table as it is, and 'streamlsq convert' writes "
                 "it as a store that info --check reads") from None
+        folder = _streamlsq_folder(store)
+        if folder is not None:  # not "not a readable Zarr group (No group found ...)"
+            raise InputError(f"{store}: {folder}, not a Zarr store: info describes stores "
+                             "and results") from None
         raise
     click.echo(described)
     _print_summary(store)
@@ -76,11 +83,37 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
         click.echo(f"checked: every chunk of every variable read, every value finite in {n} "
                    f"rows of {tasks} tasks, none so large that the least-squares sums "
                    "overflow")
+    elif kind == "groups":  # simulate interleaved's populations: each a stream of its own
+        g = open_group(store, None)
+        streams = [sub for sub in sorted(g.group_keys()) if store_kind(g[sub]) == "stream"]
+        with _client(scheduler, n_workers, memory_limit, data=store) as client:
+            rows = [check_values(f"{str(store).rstrip('/')}/{sub}", client) for sub in streams]
+        click.echo(f"checked: every value finite in the {', '.join(map(str, rows))} rows of "
+                   f"the streams {', '.join(f'{store}#{sub}' for sub in streams)}, none so "
+                   "large that the least-squares sums overflow")
     elif check:
         with _client(scheduler, n_workers, memory_limit, data=store) as client:
             n = check_values(store, client)
         click.echo(f"checked: every value finite in {n} rows, none so large that the "
                    "least-squares sums overflow")
+
+
+def _streamlsq_folder(store) -> str | None:
+    """What a local folder streamlsq wrote that is not a store is (a checkpoint, a study's
+    or the demo's folder), in words with what to do with it; None for anything else."""
+    import os
+
+    from streamlsq.io.checkpoint import MARKER
+
+    if not os.path.isdir(store):
+        return None
+    if os.path.isfile(os.path.join(store, MARKER)):
+        return (f"a checkpoint folder (continue its run with --checkpoint {store} "
+                "--resume)")
+    for marker, what in (("study.json", "a study's folder"), ("demo.json", "the demo's folder")):
+        if os.path.isfile(os.path.join(store, marker)):
+            return f"{what} (its summary.md says what it holds)"
+    return None
 
 
 def _print_summary(store):

@@ -39,6 +39,7 @@ def metalearn(data, out, **given):
       streamlsq metalearn tasks.zarr --out model.zarr --k 4
       streamlsq metalearn tasks.zarr --out model.zarr            # k chosen from the data
       streamlsq metalearn tasks.zarr --out model.zarr --k 4 --linkage single --splits 3
+      streamlsq metalearn tasks.zarr --out model.zarr --rank 4 --threshold 0.5
       streamlsq metalearn exam.zarr --out m.zarr --k 2 --whiten --roles rows --heavy-rows 40
       streamlsq metalearn tasks.zarr --out model.zarr --k 4 --checkpoint ckpt/ --resume
     """
@@ -47,9 +48,10 @@ def metalearn(data, out, **given):
     from streamlsq.mlr.metalearn import metalearn as run
 
     options, cluster = _command_values(OPTIONS, given)  # checked before any cluster starts
-    k = options.pop("k", None)  # not given: 'auto', told apart by the rules
+    k = options.pop("k", None)  # not given: 'auto' (without --threshold), told apart by the rules
+    auto = k in (None, "auto") and options.get("threshold") is None
     # the curve's files belong to the model store: checked with it, published with it
-    options["k_curve"] = k in (None, "auto") and not getattr(locate(out), "remote", False)
+    options["k_curve"] = auto and not getattr(locate(out), "remote", False)
     with _client(**cluster, data=data) as client:
         ds = run(data, k, out=out, client=client, **options)
     done = _done_line(out, ds)
@@ -58,7 +60,8 @@ def metalearn(data, out, **given):
         return
     a = ds.attrs
     cut = ("" if options.get("threshold") is None else
-           f" (cut at --threshold {options['threshold']:g}; --k {k}: the subspace's rank)")
+           f" (cut at --threshold {options['threshold']:g}, of a subspace of --rank "
+           f"{options['rank']})")
     line = (f"wrote {out}: {a['n_clusters']} clusters{cut} from {a['n_light']} light, "
             f"{a['n_heavy']} heavy and {a['n_light2']} light2 tasks in {a['seconds']:.3g} s")
     if "subspace_error" in a:
@@ -68,7 +71,7 @@ def metalearn(data, out, **given):
     click.echo(line)
     click.echo(f"roles: {a['role_rule']}" + (f"; {a['n_unused_tasks']} task(s) with fewer "
                "than 2 rows unused" if a["n_unused_tasks"] else ""))
-    if k in (None, "auto"):
+    if auto:
         where = (f"{beside_path(out, '.k-curve.csv')} and {beside_path(out, '.k-curve.png')}"
                  if options["k_curve"] else
                  "the model's k_loglik (no files beside an object store)")

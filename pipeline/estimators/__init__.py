@@ -19,6 +19,7 @@ import re
 import sys
 import types
 
+from streamlsq.errors import InputError
 from streamlsq.estimators.base import (
     BlocksMixin,
     InterceptColumnMixin,
@@ -60,7 +61,11 @@ def regressor_for(name: str) -> type[RecursionRegressor]:
     >>> regressor_for("kf4lls").__name__
     'KF4LLSRegressor'
     """
-    kernel = RECURSIONS[name]  # KeyError: not registered
+    try:
+        kernel = RECURSIONS[name]
+    except KeyError:  # as fit_stream says it (a bare KeyError named the name alone)
+        raise InputError(f"unknown method '{name}'; available: "
+                         f"{', '.join(sorted(RECURSIONS))}") from None
     recorded = recorded_regressor(name)  # written, or made by an earlier call
     if recorded is not None:
         return recorded

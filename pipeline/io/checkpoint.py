@@ -56,7 +56,7 @@ import numpy as np
 
 from streamlsq.errors import InputError, OutputError
 from streamlsq.io.locks import FileLock
-from streamlsq.io.outputs import check_apart
+from streamlsq.io.outputs import check_apart, store_above
 
 __all__ = ["Checkpoint", "CheckpointFolder", "EntryCheckpoint", "check_checkpoint_parent",
            "data_digest", "decode_data", "encode_data", "fingerprint_digest"]
@@ -143,6 +143,10 @@ def check_checkpoint_parent(directory: str | os.PathLike) -> None:
     if not parent.is_dir():
         raise InputError(f"{d}: {parent.name} is a file, not a folder; choose another "
                          "--checkpoint")
+    outer = store_above(d)
+    if outer is not None:  # its folder would become part of that store while the run lasts
+        raise InputError(f"{d}: {outer.name} is a Zarr store; a checkpoint is not written "
+                         "inside a store: choose another --checkpoint")
 
 
 def _lock_file_is_ours(path: Path) -> bool:
@@ -448,8 +452,9 @@ class CheckpointFolder:
             raise InputError(f"{d}: the checkpoint of an --engine {engines[kind]} fit; this is "
                              f"--engine {engines[self.kind]}: run it with --engine "
                              f"{engines[kind]}, or choose another --checkpoint")
-        raise InputError(f"{d}: the checkpoint of a '{kind}' run, not of '{self.kind}'; "
-                         "choose another --checkpoint, or remove it")
+        raise InputError(f"{d}: the checkpoint of a '{_command_of(kind)}' run; this is "
+                         f"'{_command_of(self.kind)}': choose another --checkpoint, or "
+                         "remove it")
 
     def _check_started(self) -> None:
         """Refuse to resume, before the lock is taken (the folder left as it was found), a
@@ -625,6 +630,8 @@ class CheckpointFolder:
         """The refusal of a checkpoint file ``what`` that cannot be used: ``exc`` the error
         reading it, or what is wrong with it in words."""
         name = getattr(what, "name", what)
+        if isinstance(exc, FileNotFoundError):  # not the errno and the path again
+            exc = "missing (removed since it was written)"
         reason = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
         reason = reason.splitlines()[0][:200]
         return InputError(f"{self.directory}: checkpoint is corrupt ({name}: {reason}); rerun "
@@ -742,8 +749,10 @@ class CheckpointFolder:
         ``reads`` are (input index, first row, end row) spans read by the committed work.
         """
         path = self.directory / "inputs.json"
-        if not path.exists():
+        if not reads:
             return
+        # written before the first commit: without it no changed chunk could be told, and
+        # the resumed run would mix two datasets without a word
         try:
             saved = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
@@ -767,6 +776,22 @@ class CheckpointFolder:
                             f"{src.label}: variable '{name}' rows {a}-{b - 1} changed since "
                             f"the checkpoint {self.directory} read them; resuming would mix "
                             "two datasets: rerun without --resume")
+
+
+#: the commands whose runs keep each kind of checkpoint, as the user typed them (a kind is
+#: an internal name: 'fit-scan', 'em')
+_KIND_COMMANDS = {"fit": "streamlsq fit METHOD (--engine sequential)",
+                  "fit-scan": "streamlsq fit METHOD --engine scan", "glm": "streamlsq fit glm",
+                  "em": "streamlsq fit em", "metalearn": "streamlsq metalearn"}
+
+
+def _command_of(kind: str) -> str:
+    """The command a run of the checkpoint kind ``kind`` is started by."""
+    if kind in _KIND_COMMANDS:
+        return _KIND_COMMANDS[kind]
+    if kind.startswith("study-"):
+        return f"streamlsq study {kind[len('study-'):]}"
+    return kind
 
 
 #: what the options that shape an entry of a fit's fingerprint are, where the entry keeps
@@ -807,10 +832,42 @@ def _differences(old: dict, new: dict, old_options=None, new_options=None) -> st
 
 
 def _entry_difference(key, before, now) -> str:
-    inner = _inner_differences(before, now)
+    inner = _inner_differences(before, now) or _paths_differences(before, now)
     if not inner and key in _FINGERPRINT_OPTIONS:
         inner = [_FINGERPRINT_OPTIONS[key]]
+    if not inner and all(isinstance(v, str) and _WORD.fullmatch(v) for v in (before, now)):
+        inner = [f"{before} then, {now} now"]  # the method: 'kf4lls then, rls now'
     return f"{key} ({', '.join(inner)})" if inner else str(key)
+
+
+#: a fingerprint entry shown as it is (a method's name), not a digest of hex digits
+_WORD = re.compile(r"(?![0-9a-f]{16}$)[A-Za-z][\w.-]{0,39}")
+
+
+def _paths_differences(before, now) -> list[str]:
+    """The inputs whose stores differ between two entries of inputs (``data
+    /d/a.zarr then, /d/b.zarr now``); none when the entries name no stores or the same.
+    An input's entry is a list, its role then its path (a fit's inputs, a list of them)."""
+    def stores(value) -> dict:
+        entries = value if isinstance(value, list) and value and all(
+            isinstance(v, list) for v in value) else [value]
+        found = {}
+        for e in entries:
+            if not (isinstance(e, list) and len(e) > 1 and isinstance(e[0], str)
+                    and isinstance(e[1], str)):
+                continue
+            if re.fullmatch(r"\w+", e[0]):  # a fit's: its role, its path
+                found[e[0] + " "] = e[1]
+            else:  # a store of tasks: its path, its group
+                found[""] = e[0] + (f"#{e[1]}" if e[1] else "")
+        return found
+
+    old, new = stores(before), stores(now)
+    if not old or not new:
+        return []
+    return [f"{role}{old.get(role)} then, {new.get(role)} now"
+            for role in sorted(set(old) | set(new), key=str)
+            if old.get(role) != new.get(role)]
 
 
 def _option_changes(old_options, new_options, key) -> list[str] | None:

@@ -10,7 +10,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.formulas import undeclared_level
-from streamlsq.io.location import locate
+from streamlsq.io.location import Location, locate
 from streamlsq.io.sources import declared_levels, open_stream
 from streamlsq.io.stores import (
     array_names,
@@ -47,10 +47,10 @@ def store_kind(g: zarr.Group) -> str:
         return "multi-task"
     if {"X", "y"} <= names:
         return "stream"
+    if not names and any(True for _ in g.group_keys()):  # simulate interleaved's
+        return "groups"
     if "written_by" in g.attrs:  # streamlsq's, no data: a result whose method is gone,
         return "result"  # refused as such by info --check (open_result)
-    if any(True for _ in g.group_keys()):
-        return "groups"
     return "unknown"
 
 
@@ -71,7 +71,7 @@ def describe(path: str) -> str:
             f"chunks {a.chunks}{missing}"
         )
     for sub in sorted(g.group_keys()):
-        lines.append(f"  group {sub}/: {store_kind(g[sub])}")
+        lines.append(f"  group {sub}/: {store_kind(g[sub])} (read as {path}#{sub})")
     for key, value in sorted(g.attrs.items()):
         text = str(value)
         lines.append(f"  @{key} = {text if len(text) < 120 else text[:117] + '...'}")
@@ -175,10 +175,13 @@ def check_tasks(path: str, client: Client) -> tuple[int, int]:
     return int(np.sum(track_futures(client, futures, source.n_rows, "check"))), source.n_tasks
 
 
-def _read_column(path: str, name: str, a: int, b: int) -> int:
+def _read_column(where: Location, name: str, a: int, b: int) -> int:
     """Rows ``a:b`` of a converted table's column ``name`` read (each chunk file present and
-    decodable); returns the missing values among them (NaN, or the empty string)."""
-    g = open_group(path, None)
+    decodable); returns the missing values among them (NaN, or the empty string). ``where``:
+    located by the client (a worker's working folder is its own: a relative path was not
+    found there)."""
+    path = where.shown or where.url
+    g = open_group(where, None)
     arr = get_array(g, path, name)
     values = read_checked(path, None, name, arr, a, b, remedy="convert the table again")
     if values.dtype.kind == "f":
@@ -202,7 +205,8 @@ def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
     the missing values of each column that has any."""
     from streamlsq.runtime.progress import track_futures
 
-    g = open_group(path, None)
+    where = locate(path)
+    g = open_group(where, None)
     names = sorted(array_names(g, path))
     n = int(g.attrs.get("n_rows", 0))
     tag = uuid.uuid4().hex[:8]
@@ -214,7 +218,7 @@ def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
         rows = int(arr.chunks[0]) if arr.ndim else 1
         for i, a in enumerate(range(0, max(int(arr.shape[0]) if arr.ndim else 1, 1), rows)):
             b = min(a + rows, int(arr.shape[0]) if arr.ndim else 1)
-            futures[(name, i)] = client.submit(_read_column, path, name, a, b,
+            futures[(name, i)] = client.submit(_read_column, where, name, a, b,
                                                key=f"check-{tag}-{name}-{i}")
     counts = track_futures(client, list(futures.values()), n, "check")
     missing: dict[str, int] = {}

@@ -648,6 +648,19 @@ def _root_attrs(out) -> dict:
     return attrs if isinstance(attrs, dict) else {}
 
 
+#: the files that make a folder (or a prefix) a Zarr store: v3's, v2's group and array
+STORE_MARKS = ("zarr.json", ".zgroup", ".zarray")
+
+
+def store_above(path) -> Path | None:
+    """The outermost Zarr store among the local folders above ``path`` (None: none), where
+    nothing but that store's own writer should write: a folder created there becomes part
+    of it."""
+    stores = [p for p in Path(path).absolute().parents
+              if any((p / mark).is_file() for mark in STORE_MARKS)]
+    return stores[-1] if stores else None
+
+
 def beside_is_ours(path: Path, out) -> bool:
     """Whether the file ``path`` beside ``out`` is the one streamlsq wrote with the result at
     ``out``: that result lists it with the digest of its present bytes."""
@@ -679,6 +692,20 @@ class BesideFiles:
         self.writers = {beside_path(out, suffix): write for suffix, write in writers.items()}
         self.temporaries: dict[Path, OwnedTemporary] = {}
         self.published: list[Path] = []
+
+    def stale(self) -> list[Path]:
+        """The files beside the result at ``out`` that it lists and that this one does not
+        write (a ``metalearn --k auto`` model replaced by one of a given k: its curve), each
+        unchanged since streamlsq wrote it: replaced with the result, they are removed with
+        it (left, they described a model that no longer was, and were then refused as the
+        user's)."""
+        listed = _root_attrs(self.out).get(BESIDE) if written_by_streamlsq(self.out) else None
+        if not isinstance(listed, dict):
+            return []
+        ours = [self.out.parent / name for name in listed
+                if isinstance(name, str) and name == Path(name).name]
+        return [path for path in ours if path not in self.writers and path.is_file()
+                and not path.is_symlink() and beside_is_ours(path, self.out)]
 
     def check(self, overwrite: bool) -> None:
         for path in self.writers:

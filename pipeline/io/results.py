@@ -13,7 +13,7 @@ import dataclasses
 import os
 import posixpath
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,7 @@ from streamlsq.errors import InputError, OutputError
 from streamlsq.io.location import Location, check_storage_options, locate
 from streamlsq.io.outputs import (
     BESIDE,
+    STORE_MARKS,
     WRITTEN_BY,
     BesideFiles,
     OwnedTemporary,
@@ -38,6 +39,7 @@ from streamlsq.io.outputs import (
     publish_remote,
     reclaim_leftovers,
     remote_written_by_streamlsq,
+    store_above,
     written_by_streamlsq,
 )
 from streamlsq.io.provenance import _version
@@ -118,6 +120,8 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
     if not out.parent.is_dir():
         raise InputError(f"{out}: {out.parent.name} is a file, not a folder; choose another "
                          "--out")
+    outer = store_above(out)
+    _check_not_inside_a_store(out, [] if outer is None else [outer])
     check_writable(out.parent)
     if beside:
         BesideFiles(out, beside).check(overwrite)
@@ -184,6 +188,28 @@ def _check_remote_place(loc: Location, shown: str) -> None:
     if is_file:
         raise InputError(f"{shown}: {posixpath.basename(parent)} is a file, not a folder; "
                          "choose another --out")
+    # the prefixes above the output, below the bucket: a store there would take it in
+    above, prefixes = parent, []
+    while above and (fs.root_marker != "" or "/" in above):
+        prefixes.append(above)
+        above = posixpath.dirname(above)
+    try:
+        stores = [p for p in prefixes
+                  if any(fs.isfile(fs.root_marker + f"{p}/{m}") for m in STORE_MARKS)]
+    except Exception as exc:
+        raise _unreachable(shown, exc) from None
+    _check_not_inside_a_store(shown, stores)
+
+
+def _check_not_inside_a_store(shown, stores: list) -> None:
+    """Refuse an output inside a Zarr store (``fit.zarr/inner.zarr``; ``stores``: the
+    folders above it that are stores, the nearest first): written there, it would become a
+    group of that store, changing a store the command does not write (an input is refused
+    as such before, :func:`~streamlsq.io.outputs.check_apart`)."""
+    if stores:
+        name = posixpath.basename(str(stores[-1]).rstrip("/"))  # the outermost
+        raise InputError(f"{shown}: {name} is a Zarr store; a store is not written inside "
+                         "another (it would become one of its groups): choose another --out")
 
 
 @contextlib.contextmanager
@@ -235,12 +261,15 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
                 mark[BESIDE] = files.write()
             g.attrs.update(mark)
             consolidate(tmp.path)
+            stale = files.stale() if overwrite else []
             files.publish(overwrite)
             try:
                 publish(tmp, out, overwrite)
             except BaseException:
                 files.withdraw()
                 raise
+            for path in stale:  # the replaced result's, which this one does not list
+                path.unlink(missing_ok=True)
         except OSError as exc:
             failure = output_failure(exc, out, tmp.path)
             if failure is None:
@@ -268,9 +297,11 @@ def _every_chunk_written(g: zarr.Group, list_once: bool = False) -> bool:
 
 
 def for_workers(tmp):
-    """A temporary store of :func:`atomic_store` as Dask tasks take it: the local path as a
-    string, or the ``FsspecStore`` itself (both open with ``zarr.open_group``)."""
-    return str(tmp) if isinstance(tmp, str | os.PathLike) else tmp
+    """A temporary store of :func:`atomic_store` as Dask tasks take it: the local path as an
+    absolute string (a worker of a running scheduler has its own working folder: a relative
+    ``--out`` was written there, or not found), or the ``FsspecStore`` itself (both open with
+    ``zarr.open_group``)."""
+    return os.path.abspath(tmp) if isinstance(tmp, str | os.PathLike) else tmp
 
 
 def published(out, storage_options=None):
@@ -350,6 +381,9 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     """
     check_storage_options(storage_options, [path])
     loc = locate(path, storage_options)
+    if loc is None and not isinstance(path, zarr.abc.store.Store | MutableMapping):
+        raise InputError(f"{path!r}: not a path, URL or zarr store of a result (a "
+                         f"{type(path).__name__})")
     if loc is None:  # an in-memory zarr store: read as xarray reads it
         ds = open_dataset(path, lazy=lazy)
         if ds.attrs.get("complete") is not True:

@@ -526,6 +526,30 @@ def require_variables(g: zarr.Group, label: str, names, layout: str) -> set[str]
     return members
 
 
+def split_group(data, group: str | None = None) -> tuple:
+    """``PATH#GROUP`` (docs/stores.md: a group inside a store, on the command line) as
+    ``(PATH, GROUP)``; anything else, or a local path whose name holds a ``#`` and exists,
+    as ``(data, group)``. A group named both ways must be the same one.
+
+    >>> split_group("pop.zarr#a")
+    ('pop.zarr', 'a')
+    >>> split_group("pop.zarr", "a")
+    ('pop.zarr', 'a')
+    """
+    if not isinstance(data, str | os.PathLike):
+        return data, group
+    text = os.fspath(data)
+    if isinstance(text, bytes) or "#" not in text or os.path.lexists(text):
+        return data, group
+    path, named = text.rsplit("#", 1)
+    if not path or not named:
+        raise InputError(f"{text}: expected PATH or PATH#GROUP")
+    if group is not None and group != named:
+        raise InputError(f"{text} names the group '{named}', and --group (group=) "
+                         f"'{group}': name the group once")
+    return path, named
+
+
 def open_group(path, group: str | None) -> zarr.Group:
     """The store's group (a path, URL, zarr store object or :class:`Location`), read from the
     arrays' own metadata (never a consolidated copy, which goes stale when rows are appended

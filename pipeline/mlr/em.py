@@ -196,9 +196,11 @@ class EMFit(Job):
                     f"{source.label}: init '{self.init}' needs the true parameters (w_true, "
                     "s_true, p_true); use --init random for a store without them")
             if self.truth["w_true"].shape[0] != k:
+                stored = self.truth["w_true"].shape[0]
                 raise InputError(
-                    f"{source.label}: init '{self.init}' needs k = "
-                    f"{self.truth['w_true'].shape[0]} (the store's components), got k = {k}")
+                    f"{source.label}: --init {self.init} (init='{self.init}') starts at the "
+                    f"store's truth, of {stored} components; this is --k {k} (k={k}): give "
+                    f"--k {stored}, or --init random")
         return [source]
 
     def fingerprint(self) -> dict:

@@ -252,7 +252,7 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
     the option that gave ``k`` (``k_max`` with ``--k auto``), named when it is refused."""
     d = source.n_features
     label = source.label
-    given = f"k = {k}" if option == "k" else f"--k-max {k}"
+    given = {"k": f"k = {k}", "k_max": f"--k-max {k}", "rank": f"--rank {k}"}[option]
     if k > d:
         raise InputError(
             f"{label}: {given} is larger than the number of features d = {d}; the subspace "
@@ -298,6 +298,7 @@ def metalearn(
     k_max: int | None = None,
     linkage: str = DEFAULT_LINKAGE,
     threshold: float | None = None,
+    rank: int | None = None,
     splits: int = DEFAULT_SPLITS,
     whiten: bool = False,
     roles: str = "auto",
@@ -314,16 +315,16 @@ def metalearn(
     Parameters
     ----------
     k : number of components (the subspace rank and the clustering cut), or
-        "auto" (None, the default, is "auto"): chosen from the data (:func:`select_k`:
-        held-out likelihood of the fitted mixture for k = 1..``k_max``,
-        one-standard-error rule).
+        "auto" (None, the default, is "auto" unless ``threshold`` is given): chosen from
+        the data (:func:`select_k`: held-out likelihood of the fitted mixture for
+        k = 1..``k_max``, one-standard-error rule).
     k_max : largest k tried by ``k="auto"`` (default min(d, 8, heavy tasks)).
     linkage : "average" (the authors' code; full matrix, up to ``MAX_FULL_HEAVY``
         heavy tasks), "single" (the paper; tiled, any number of heavy tasks) or
         "auto" (average up to ``MAX_FULL_HEAVY`` heavy tasks, else single).
-    threshold : with an integer ``k``, cut the linkage at this distance instead of at
-        k clusters (Δ²/2 for a known separation Δ); k is then the subspace's rank only,
-        and the number of clusters is found.
+    threshold, rank : cut the linkage at the distance ``threshold`` instead of at k
+        clusters (Δ²/2 for a known separation Δ), the subspace being of rank ``rank``;
+        the number of clusters is found (``k`` is then not given).
     splits : L, the number of split pairs per heavy task (median over L).
     whiten : whiten the features first (coefficients are mapped back).
     roles, heavy_rows : task sets from the store's ``role`` or by rows per task
@@ -376,7 +377,7 @@ def metalearn(
     >>> tmp.cleanup()
     """
     job = MetaLearning(data, k, group=group, k_max=k_max, linkage=linkage,
-                       threshold=threshold, splits=splits, whiten=whiten, roles=roles,
+                       threshold=threshold, rank=rank, splits=splits, whiten=whiten, roles=roles,
                        heavy_rows=heavy_rows, holdout=holdout, chunk_tasks=chunk_tasks,
                        tile=tile, k_curve=k_curve)
     return Run(out, **run).execute(job)
@@ -394,6 +395,7 @@ class MetaLearning(Job):
     k_max: int | None = None
     linkage: str = DEFAULT_LINKAGE
     threshold: float | None = None
+    rank: int | None = None
     splits: int = DEFAULT_SPLITS
     whiten: bool = False
     roles: str = "auto"
@@ -410,9 +412,10 @@ class MetaLearning(Job):
 
     def check_options(self) -> None:
         """The declared options checked; k not given is then k='auto' (the rules tell the
-        two apart: an explicit 'auto' and a threshold are refused in its words)."""
+        two apart: an explicit 'auto' and a threshold are refused in its words); with a
+        threshold, k stays None: the rank is ``rank``."""
         super().check_options()
-        if self.k is None:
+        if self.k is None and self.threshold is None:
             self.k = "auto"
 
     def open(self, run: Run) -> list:
@@ -428,10 +431,17 @@ class MetaLearning(Job):
 
     def fingerprint(self) -> dict:
         return {"input": task_input_identity(self.source), "k": self.k, "k_max": self.k_max,
-                "linkage": self.linkage, "threshold": self.threshold, "splits": self.splits,
+                "linkage": self.linkage, "threshold": self.threshold,
+                # only with a threshold: a checkpoint of a cut at k clusters stays resumable
+                **({} if self.rank is None else {"rank": self.rank}), "splits": self.splits,
                 "whiten": bool(self.whiten), "roles": self.roles,
                 "heavy_rows": self.heavy_rows, "holdout": self.holdout,
                 "chunk_tasks": self.chunk_tasks, "tile": self.tile}
+
+    def fingerprint_options(self, fingerprint: dict) -> dict[str, dict]:
+        """As declared, and ``--rank`` whether the fingerprint holds it or not (it does only
+        with a threshold): a resume that gives it or leaves it names it with both values."""
+        return super().fingerprint_options(fingerprint) | {"rank": {"--rank": self.rank}}
 
     def parameters(self) -> dict:
         return self.settings
@@ -456,11 +466,15 @@ def _meta_learn(job: MetaLearning, steps: Steps) -> tuple[xr.Dataset, dict]:
                       option="k_max" if job.k_max is not None else "k")
         selection = _select_k(steps, sets, k_max, job.splits, linkage, job.whiten, job.tile)
         k = selection["k"]
-    _check_inputs(source, sets, steps.ptr, k, job.splits, linkage, job.threshold, job.holdout)
+    if job.threshold is not None:
+        k = job.rank
+    _check_inputs(source, sets, steps.ptr, k, job.splits, linkage, job.threshold, job.holdout,
+                  option="k" if job.threshold is None else "rank")
     result = _algorithm(steps, sets, k, job.splits, linkage, job.threshold, job.whiten,
                         job.tile)
     settings = {
-        "k": "auto" if auto else int(k), "linkage": linkage, "threshold": job.threshold,
+        **({"k": "auto" if auto else int(k)} if job.threshold is None else
+           {"rank": int(k)}), "linkage": linkage, "threshold": job.threshold,
         "splits": job.splits, "whiten": job.whiten, "roles": sets.rule,
         "holdout": job.holdout, "chunk_tasks": job.chunk_tasks, "tile": job.tile,
         **({"k_max": int(k_max)} if auto else {})}

@@ -134,6 +134,11 @@ def _predict_rows(ctx, source: TaskSource, coef, path, name):
 
 def _load_model(run: Run, model) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """The model's coefficients, noise variances, weights and attributes, opened by ``run``."""
+    if isinstance(model, xr.Dataset):  # zarr's 'Unsupported type for store_like: Dataset'
+        raise InputError(
+            f"the model: a model of tasks (method {model.attrs.get('method')!r}) held in "
+            "memory; predict reads a model of tasks from its store: write it with out=PATH "
+            "and give PATH")
     ds = run.open_input("result", model)
     for name in ("coef", "noise_var", "weight"):
         if name not in ds:

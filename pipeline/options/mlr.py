@@ -69,17 +69,19 @@ _AUTO = _Auto()
 
 #: :func:`streamlsq.metalearn` (Algorithm 1)
 METALEARN = Options(
-    Param("k", None, "Number of components (the subspace's rank and, without --threshold, "
-          "the clusters), or 'auto' (the default, also when not given): chosen by held-out "
-          "likelihood (writes OUT.k-curve.csv and .png beside the model, OUT without .zarr).",
+    Param("k", None, "Number of components (the subspace's rank and the clusters), or 'auto' "
+          "(the default, also when not given): chosen by held-out likelihood (writes "
+          "OUT.k-curve.csv and .png beside the model, OUT without .zarr).",
           type=int, gt=0, choices=("auto",), optional=True),
     Param("k_max", None, "With --k auto (the default): the largest k tried (default min(d, 8, "
           "heavy tasks)).", type=int, gt=0, optional=True),
     Param("linkage", DEFAULT_LINKAGE, "Clustering of the heavy tasks (auto: average up to "
           f"{MAX_FULL_HEAVY:,} heavy tasks, else single).", type=str, choices=LINKAGES),
-    Param("threshold", None, "With --k K: cut the linkage at this distance (Δ²/2 for a known "
-          "separation Δ) instead of at K clusters; K is then the subspace's rank only, and the "
-          "clusters are those the cut finds.", type=float, ge=0, optional=True),
+    Param("threshold", None, "With --rank R: cut the linkage at this distance (Δ²/2 for a "
+          "known separation Δ) instead of at K clusters; the clusters are those the cut "
+          "finds.", type=float, ge=0, optional=True),
+    Param("rank", None, "With --threshold: the subspace's rank (without --threshold, --k K "
+          "is both the rank and the clusters).", type=int, gt=0, optional=True),
     Param("splits", DEFAULT_SPLITS, "L: split pairs per heavy task (distances are medians "
           "over L).", type=int, gt=0),
     Param("whiten", False, "Whiten the features first (coefficients are mapped back to the "
@@ -98,17 +100,25 @@ METALEARN = Options(
           command_line=False),
     # the rules' lines name each option as the command line and Python both spell it (as
     # DROP_REMEDY does): metalearn refuses them from either, before any input is opened
-    rules=[Rule("k", "auto", excludes=("threshold",),
-                message="--k auto (k='auto') chooses the cut itself: give no --threshold "
-                        "(threshold=), or give --k K (k=K), the subspace's rank"),
-           # k not given is k='auto': --threshold needs the subspace's rank given
-           Rule("threshold", needs={"k": Rule.GIVEN},
-                message="--threshold (threshold=) goes with --k K (k=K), the subspace's rank "
-                        "(the cut then finds the clusters); k not given is 'auto', which "
-                        "chooses the cut itself"),
+    rules=[# one word, one thing: --k is the components (rank and clusters); with a cut at
+           # a distance the clusters are the cut's, and --rank gives the subspace's rank
+           Rule("threshold", excludes=("k",),
+                message="--k (k=) does not go with --threshold (threshold=): the cut finds "
+                        "the clusters; give the subspace's rank as --rank R (rank=R)"),
+           Rule("threshold", needs={"rank": Rule.GIVEN},
+                message="--threshold (threshold=) goes with --rank R (rank=R), the "
+                        "subspace's rank (the cut then finds the clusters); without "
+                        "--threshold, --k K is both the rank and the clusters"),
+           Rule("rank", needs={"threshold": Rule.GIVEN},
+                message="--rank (rank=) goes with --threshold T (threshold=T), a cut of the "
+                        "linkage at a distance; without it, --k K is both the subspace's "
+                        "rank and the clusters"),
            Rule("k_max", needs={"k": _AUTO},
                 message="--k-max (k_max=) goes with --k auto (k='auto', the default), the "
                         "largest k it tries"),
+           Rule("k_max", excludes=("threshold",),
+                message="--k-max (k_max=) goes with --k auto (k='auto', the default), the "
+                        "largest k it tries; --threshold (threshold=) cuts at a distance"),
            # the store's roles leave nothing for it to choose (re-test round 9)
            Rule("roles", "store", excludes=("heavy_rows",),
                 message="--heavy-rows N (heavy_rows=N) goes with --roles rows "

@@ -137,6 +137,11 @@ def simulate_mlr(
     given = checked_options(MLR, locals())
     task_seed = seed if task_seed is None else task_seed
     sets = [(role, given[f"n_{role}"], given[f"t_{role}"]) for role in SET_TAGS]
+    if given["kind"] == "orthonormal" and given["k"] > given["d"]:  # the kernel's words are
+        raise InputError(                                          # Python's, no remedy
+            f"simulate mlr: --kind orthonormal (kind='orthonormal') has at most d components: "
+            f"--k {given['k']} (k={given['k']}) > --d {given['d']} (d={given['d']}); give "
+            "--d >= --k, or --kind gaussian")
     try:
         W, s, p = mlr_components(seed, d, k, kind, separation, noise, weights)
     except ValueError as exc:

@@ -289,8 +289,11 @@ def fit_notes(ds: xr.Dataset) -> list[str]:
     if int(ds.attrs.get("epochs", 1)) != 1:
         notes.append(f"{ds.attrs['epochs']} epoch(s)")
     if "rows_continued" in ds.attrs:
+        unchanged = int(ds.attrs["rows_continued"]) == int(ds.attrs["n_rows"])
         notes.append(f"continued from {ds.attrs['continued_from']} after its "
-                     f"{ds.attrs['rows_continued']} rows")
+                     f"{ds.attrs['rows_continued']} rows"
+                     + (": no row appended since, its coefficients unchanged" if unchanged
+                        else ""))
     return notes
 
 
@@ -605,8 +608,9 @@ def fit_trajectory(job: StreamFit, ctx: Context) -> Trajectory:
 def unchanged_result(previous: xr.Dataset, continue_from) -> xr.Dataset:
     """The earlier result of a continued fit when no row was appended since."""
     ds = previous.copy()
+    # no row read: the earlier run's speed is not this one's
     ds.attrs.update({"continued_from": str(continue_from),
-                     "rows_continued": int(previous.attrs["n_rows"])})
+                     "rows_continued": int(previous.attrs["n_rows"]), "rows_per_second": 0.0})
     for key in ("complete", "written_by", "already_complete", "run_fingerprint"):
         ds.attrs.pop(key, None)
     return ds

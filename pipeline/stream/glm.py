@@ -193,10 +193,22 @@ class GLMFit(Job):
         return [self.source]
 
     def fingerprint(self) -> dict:
-        return {"job": "glm", "selection": self.source.selection(),
+        source = self.source
+        # the store itself, as a fit's fingerprint has it: another store of the same shape
+        # was told only by its chunks' stamps, as "rows changed since"
+        return {"job": "glm", "selection": source.selection(),
+                "input": [source.identity(), source.group or "", f"token:{source.token}"],
                 "options": {k: getattr(self, k) for k in GLM.names
                             if k not in ("allow_nonconverged",)},
-                "n_rows": self.source.n_rows, "chunk_rows": self.source.chunk_rows}
+                "n_rows": source.n_rows, "chunk_rows": source.chunk_rows}
+
+    def fingerprint_options(self, fingerprint: dict) -> dict[str, dict]:
+        """The options, as the command line spells them (``--family gaussian then, poisson
+        now``); the selection, the rows and their chunks follow from the options and the
+        input, named when those are not."""
+        return {"options": {GLM.param(k).option: GLM.param(k).shown(v)
+                            for k, v in fingerprint["options"].items()},
+                "selection": {}, "n_rows": {}, "chunk_rows": {}}
 
     def parameters(self) -> dict:
         return {"family": self.family, "link": self.spec.lnk.name, "nb_alpha": self.nb_alpha,

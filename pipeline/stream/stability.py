@@ -17,6 +17,7 @@ import os
 import numpy as np
 import xarray as xr
 
+from streamlsq.errors import InputError
 from streamlsq.kernels.recursions.stability import (
     cusum,
     cusum_bound,
@@ -98,6 +99,22 @@ def add_stability(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
+def _stream_fit(result) -> xr.Dataset:
+    """A stream fit's result, opened when a store is given, refused in one line when it is
+    another kind of result (a bare ``AttributeError`` on ``rows_seen`` before)."""
+    shown = "the result"
+    if not isinstance(result, xr.Dataset):
+        from streamlsq.jobs import Run
+
+        shown, result = str(result), Run().open_input("result", result, lazy=False)
+    coef = result.coef.dims if "coef" in result else ()
+    if "rows_seen" not in result or set(coef) != {"step", "feature", "target"}:
+        raise InputError(f"{shown}: the result of {result.attrs.get('method')!r}, not a stream "
+                         "fit's: plot_fit draws a stream fit's coefficients against the rows "
+                         "seen (rows_seen, coef (step, feature, target))")
+    return result
+
+
 def plot_fit(ds: xr.Dataset, path: str | os.PathLike | None = None, target: int = 0):
     """A figure of a stream fit: coefficients against rows seen (with their recursive
     confidence bands when the fit has statistics), for a result with recursive
@@ -105,7 +122,8 @@ def plot_fit(ds: xr.Dataset, path: str | os.PathLike | None = None, target: int 
     (``--window``) the coefficients of the windows against their last row, with their
     normal bands ψ ± z·bse.
 
-    Returns the :class:`matplotlib.figure.Figure`; with ``path``, also writes it (PNG).
+    ``ds``: the fit's Dataset, or its result store (opened). Returns the
+    :class:`matplotlib.figure.Figure`; with ``path``, also writes it (PNG).
 
     Examples
     --------
@@ -120,6 +138,7 @@ def plot_fit(ds: xr.Dataset, path: str | os.PathLike | None = None, target: int 
     """
     from matplotlib.figure import Figure
 
+    ds = _stream_fit(ds)
     tests = "cusum" in ds
     rolling = "rolling_params" in ds
     panels = 1 + 2 * tests + rolling

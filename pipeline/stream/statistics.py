@@ -192,7 +192,11 @@ def _open(result) -> xr.Dataset:
     dims = ds.coef.dims if "coef" in ds else ()
     if set(dims) != {"step", "feature", "target"}:
         held = f"whose coef is ({', '.join(map(str, dims))})" if dims else "which has no coef"
-        raise InputError(f"{shown}: the result of {ds.attrs.get('method')!r}, {held}, not a "
+        method = ds.attrs.get("method")
+        # a data store (simulate's, convert's) has no method: no 'result of None'
+        what = (f"the result of {method!r}" if method is not None else
+                "not a result (no attribute method: a data store?)")
+        raise InputError(f"{shown}: {what}, {held}, not a "
                          "fit's coefficients (step, feature, target): summary, summary_text "
                          "and wald_test read those of a stream fit, an interleaved fit or a "
                          "GLM")
@@ -204,8 +208,9 @@ def _target(ds: xr.Dataset, target) -> object:
     labels = list(ds.target.values)
     if target is None:
         return labels[0]
-    if target not in labels:
-        raise InputError(f"target must be one of {labels}, got {target!r}")
+    if target not in labels:  # the labels as Python values, not np.int64(0)
+        shown = [v.item() if isinstance(v, np.generic) else v for v in labels]
+        raise InputError(f"target must be one of {shown}, got {target!r}")
     return target
 
 

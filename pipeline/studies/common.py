@@ -42,7 +42,7 @@ from streamlsq.io.checkpoint import EntryCheckpoint, data_digest, fingerprint_di
 from streamlsq.io.outputs import OwnedTemporary, publish, reclaim_leftovers
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels.recursions.params import Param
-from streamlsq.options.study import STUDY, STUDY_OPTIONS
+from streamlsq.options.study import EVERY_STUDY, STUDY, STUDY_OPTIONS
 from streamlsq.runtime.progress import track_futures
 
 __all__ = [
@@ -380,9 +380,19 @@ class StudyJob(Job):
         return dict(self.identity)
 
     def fingerprint_options(self, fingerprint: dict) -> dict[str, dict]:
-        """What every study takes (``--quick``, ``--seed``), as the command line spells it."""
-        return {key: {STUDY.param(key).option: value} for key, value in fingerprint.items()
-                if key in STUDY}
+        """What every study takes (``--quick``, ``--seed``) and the study's own options
+        (the entry ``options``, their JSON text: ``--replicates``), as the command line
+        spells them."""
+        shaped = {key: {STUDY.param(key).option: value} for key, value in fingerprint.items()
+                  if key in STUDY}
+        try:
+            own = json.loads(fingerprint.get("options") or "{}")
+        except (TypeError, ValueError):
+            own = None
+        if isinstance(own, dict) and all(key in EVERY_STUDY for key in own):
+            shaped["options"] = {EVERY_STUDY.param(key).option: value
+                                 for key, value in own.items()}
+        return shaped
 
     def finished(self, run: Run, fingerprint: dict) -> StudyResult | None:
         return published_study(run.out, self.study, fingerprint_digest(fingerprint))

@@ -93,8 +93,8 @@ def test_the_command_line_converts_units_and_leaves_out_what_was_not_given():
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--engine", "fast"], "--engine: engine must be 'sequential' or 'scan', got 'fast'"),
-    (["--block-size", "x"], "--block-size: block_size must be a positive integer, got 'x'"),
+    (["--engine", "fast"], "--engine must be 'sequential' or 'scan', got 'fast'"),
+    (["--block-size", "x"], "--block-size must be a positive integer, got 'x'"),
     (["--segment-size", "nan"], "--segment-size must be a number of MB, got 'nan'"),
     (["--cov-type", "cluster"], "--cov-type cluster needs --groups"),
 ])

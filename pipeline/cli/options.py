@@ -120,6 +120,9 @@ def values(options: Options, given: Mapping, *, check: bool = True) -> dict:
         if name not in options or raw is None or (raw == () and options.param(name).multiple):
             continue
         p = options.param(name).replace(optional=False)  # a value given is never None
+        if p.unit is None and p.label is None:
+            # named as the user typed it: "--rows must be ...", not "--rows: n_rows must be"
+            p = p.replace(label=p.option)
         if p.type is bool and p.choices is not None and isinstance(raw, str) \
                 and raw not in p.choices:
             # the command line's True and False are the switches, not words

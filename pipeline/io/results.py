@@ -269,8 +269,10 @@ def _every_chunk_written(g: zarr.Group, list_once: bool = False) -> bool:
 
 def for_workers(tmp):
     """A temporary store of :func:`atomic_store` as Dask tasks take it: the local path as a
-    string, or the ``FsspecStore`` itself (both open with ``zarr.open_group``)."""
-    return str(tmp) if isinstance(tmp, str | os.PathLike) else tmp
+    string, or the ``FsspecStore`` itself (both open with ``zarr.open_group``). A local path
+    is made absolute here: the workers of a scheduler given by ``--scheduler`` run in their
+    own working folder, where a relative path names another place."""
+    return os.path.abspath(tmp) if isinstance(tmp, str | os.PathLike) else tmp
 
 
 def published(out, storage_options=None):

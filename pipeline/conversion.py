@@ -32,6 +32,7 @@ from streamlsq.io.tables import (
     is_parquet_folder_url,
     is_table,
     numbers_as_text,
+    partition_note,
     read_frame,
     text_for_numbers,
 )
@@ -142,10 +143,23 @@ class TableConversion(Job):
         if not names:  # --columns ""
             raise InputError(f"{table.label}: --columns names no column (found: "
                              f"{table.found})")
+        keys = getattr(table, "partitions", {})
+        if keys and self.columns is None:
+            # its partition keys are not in its files: a store of "all the columns" would
+            # go without them, without a word
+            raise InputError(
+                f"{table.label}: its files lie in partition folders "
+                f"({', '.join(f'{v}/' for v in keys.values())}...), whose "
+                f"key{'s' if len(keys) > 1 else ''} {', '.join(map(repr, keys))} streamlsq "
+                "does not read as a column (pandas does), so the store would go without "
+                f"{'them' if len(keys) > 1 else 'it'}; convert the frame "
+                "pd.read_parquet(folder) from Python (streamlsq.convert), or name the files' "
+                "columns to convert with --columns (columns=)")
         for name in names:
             if name not in table.members:
                 raise InputError(f"{table.label}: column '{name}' is missing (found: "
-                                 f"{table.found}){look_alike(name, table.members)}")
+                                 f"{table.found}){look_alike(name, table.members)}"
+                                 f"{partition_note(table, name)}")
             why = _unstorable(name)
             if why:
                 raise InputError(f"{table.label}: column {name[:60]!r}"

@@ -54,7 +54,11 @@ def glm(data, out, **given):
         return
     a = ds.attrs
     state = "converged" if a["converged"] else "NOT converged"
-    click.echo(f"wrote {out}: GLM {a['family']} ({a['link']}) over {a['n_rows']} rows, "
+    # the rows --missing drop left out are said, as a linear fit's line says them
+    dropped = int(a.get("rows_dropped") or 0)
+    fitted = f" ({a['n_rows'] - dropped} fitted, {dropped} dropped: --missing drop)" \
+        if dropped else ""
+    click.echo(f"wrote {out}: GLM {a['family']} ({a['link']}) over {a['n_rows']} rows{fitted}, "
                f"{state} after {a['iterations']} iterations ({a['passes']} passes), "
                f"deviance {float(ds.deviance.values[0]):.6g} "
                "(streamlsq info RESULT: the summary)")

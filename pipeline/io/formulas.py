@@ -46,7 +46,12 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import Column, OpenedInput, RowsReader
-from streamlsq.io.tables import numbers_as_text, read_frame, text_for_numbers
+from streamlsq.io.tables import (
+    numbers_as_text,
+    partition_note,
+    read_frame,
+    text_for_numbers,
+)
 
 __all__ = ["DESIGN", "RESPONSE", "TRANSFORMS", "Design", "DesignInput", "DesignRows",
            "FormulaColumns", "check_formula", "formula_intercept"]
@@ -878,7 +883,8 @@ class DesignInput:
             if name not in self.inner.members:
                 raise InputError(f"{self.label}: column '{name}' of the formula "
                                  f"{self.formula!r} is missing (found: {self.found or 'none'})"
-                                 + look_alike(name, self.inner.members))
+                                 + (look_alike(name, self.inner.members)
+                                    or partition_note(self.inner, name)))
         per_row = [n for n in names if n not in (DESIGN, RESPONSE)]
         # the column that counts the rows: the formula's first, else (the intercept alone,
         # y ~ 1, on new rows without y) any of the input's

@@ -71,7 +71,7 @@ from streamlsq.io.stores import (
     store_label,
     store_token,
 )
-from streamlsq.io.tables import is_parquet_folder_url, is_table, open_table
+from streamlsq.io.tables import is_parquet_folder_url, is_table, open_table, partition_note
 
 __all__ = [
     "MISSING",
@@ -750,7 +750,8 @@ def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
               else "name the feature variables with --x (x=) and the targets with --y (y=)")
     for name in names:
         if name not in table.members:
-            similar = look_alike(name, table.members, "variable")
+            similar = look_alike(name, table.members, "variable") or partition_note(table,
+                                                                                    name)
             option, remedy = named.get(name, (None, layout))
             given = f" named by {option}" if option else ""
             raise InputError(f"{table.label}: variable '{name}'{given} is missing (found: "

@@ -636,6 +636,36 @@ def _list_files(text: str, options: dict | None, suffixes) -> list[tuple[str, st
     return files
 
 
+def _partition_keys(text: str, files: list) -> dict[str, str]:
+    """The partition keys of a folder written partitioned (``g=a/part.parquet``, pandas'
+    ``partition_cols``, Hive's layout): key -> the first folder naming it. pandas and
+    pyarrow read such a key as a column; streamlsq reads the columns the files hold, so
+    the refusals that miss one say where it is."""
+    root = text.rstrip("/")
+    keys: dict[str, str] = {}
+    for file, _ in files:
+        where = file.split("://", 1)[-1] if is_url(text) else file
+        start = root.split("://", 1)[-1] if is_url(text) else os.path.abspath(root)
+        if not where.startswith(start + "/"):
+            continue  # a glob's or a single file's: no folder of partitions
+        for part in where[len(start) + 1:].split("/")[:-1]:
+            key, eq, _ = part.partition("=")
+            if eq and key:
+                keys.setdefault(key, part)
+    return keys
+
+
+def partition_note(table, name: str) -> str:
+    """What to add to the refusal of the column ``name`` as missing from ``table`` when it
+    is a partition key of its folders (:func:`_partition_keys`), else ``""``."""
+    where = getattr(table, "partitions", {}).get(name)
+    if where is None:
+        return ""
+    return (f"; '{name}' is a partition key of the folder's paths ({where}/...), which "
+            "streamlsq does not read as a column (pandas does): give the frame "
+            "pd.read_parquet(folder) from Python, or write the column into the files")
+
+
 def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
     """The row groups of the Parquet files ``text`` names, and the columns' pandas dtypes."""
     files = _list_files(text, options, PARQUET_SUFFIXES)
@@ -671,7 +701,8 @@ def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
             stamps.append(f"{stamp}:{g}:{rg.num_rows}:{rg.total_byte_size}")
     rows = TableRows("parquet", tuple(parts), _edges(sizes), text, text, token,
                      _virtual_chunk(sizes), storage_options=options, stamps=tuple(stamps))
-    return rows, dtypes
+    return rows, dtypes, {k: v for k, v in _partition_keys(text, files).items()
+                          if k not in dtypes}
 
 
 def _mixed_files(name: str, first: tuple, other: tuple, options: dict | None) -> str:
@@ -1249,8 +1280,11 @@ class TableInput:
 
     sample_first = False
 
-    def __init__(self, rows: TableRows, dtypes: dict, label: str):
+    def __init__(self, rows: TableRows, dtypes: dict, label: str,
+                 partitions: dict | None = None):
         self.table_rows, self.dtypes, self.label = rows, dtypes, label
+        #: the partition keys of a partitioned folder, not among its columns (not read)
+        self.partitions = partitions or {}
         self.members = set(map(str, dtypes))
         self.found = sorted(self.members)
         self.attrs: dict = {}
@@ -1340,12 +1374,13 @@ def open_table(data, storage_options: dict | None = None, file_kind: str | None 
     text = os.fspath(data)
     if not is_url(text) and not any(c in text for c in "*?[") and not os.path.exists(text):
         raise InputError(f"{text}: no such file or folder")
+    partitions = {}
     if (file_kind or _file_kind(text)) == "parquet":
-        rows, dtypes = _parquet_rows(text, storage_options)
+        rows, dtypes, partitions = _parquet_rows(text, storage_options)
     else:
         rows = _csv_rows(text, storage_options)
         dtypes = dict(rows.frame.dtypes)
-    return _with_rows(TableInput(rows, dtypes, text))
+    return _with_rows(TableInput(rows, dtypes, text, partitions))
 
 
 def _with_rows(table: TableInput) -> TableInput:

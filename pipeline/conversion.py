@@ -28,6 +28,7 @@ from streamlsq.io.formulas import find_levels
 from streamlsq.io.names import look_alike
 from streamlsq.io.tables import (
     ROW_DIM,
+    csv_folder_remedy,
     forget_parts,
     is_parquet_folder_url,
     is_table,
@@ -136,7 +137,7 @@ class TableConversion(Job):
             hint = ("; a Dataset is already a stream: fit it as it is, or write it with "
                     "to_zarr" if type(self.data).__name__ == "Dataset" else "")
             raise InputError(f"{shown}: not a table (Parquet or CSV files, a pandas, "
-                             f"polars or dask DataFrame){hint}")
+                             f"polars or dask DataFrame){hint}{csv_folder_remedy(self.data)}")
         table = run.open_input("table", self.data, file_kind="parquet" if folder else None)
         names = table.found if self.columns is None else [str(c) for c in (
             [self.columns] if isinstance(self.columns, str) else self.columns)]

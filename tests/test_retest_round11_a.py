@@ -140,3 +140,200 @@ def test_the_remedy_for_a_partition_key_fits_as_statsmodels(partitioned, client)
     labels = [str(v) for v in fit.feature.values]
     np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params[labels].values,
                                rtol=1e-10)
+
+
+# -- a folder of CSV files given as a folder ---------------------------------------------------
+
+def test_a_folder_of_csv_files_is_told_to_be_given_by_a_glob(tmp_path, cli):
+    frame = _frame()
+    (tmp_path / "csvs").mkdir()
+    frame.iloc[:200].to_csv(tmp_path / "csvs" / "a.csv", index=False)
+    frame.iloc[200:].to_csv(tmp_path / "csvs" / "b.csv", index=False)
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    glob = os.path.join(str(tmp_path / "csvs"), "*.csv")
+    for args in (("fit", "glm", tmp_path / "csvs", "--out", out, "--family", "poisson",
+                  "--formula", "cnt ~ x1"),
+                 ("convert", tmp_path / "csvs", "--out", out)):
+        line = one_line(cli(*args))
+        assert line.endswith(f"it holds CSV files, which are read as one table when given by "
+                             f"a glob: '{glob}' (a folder is read as a table of its Parquet "
+                             "files)"), line
+        assert snapshot(tmp_path) == before and leftovers(out) == []
+    # the remedy: the glob is one table
+    result = cli("fit", "glm", glob, "--out", out, "--family", "poisson", "--formula",
+                 "cnt ~ x1")
+    assert result.exit_code == 0, result.stderr
+    ref = smf.glm("cnt ~ x1", frame, family=sm.families.Poisson()).fit()
+    np.testing.assert_allclose(streamlsq.open_result(out).coef.values[-1, :, 0],
+                               ref.params.values, rtol=1e-10)
+
+
+# -- info --check of a store of groups, and of a store of other variables ----------------------
+
+def _stream_group(g, name: str, y_value: float = 1.0):
+    sub = g.create_group(name)
+    rng = np.random.default_rng(1)
+    sub.create_array("X", shape=(100, 2), chunks=(30, 2), dtype="f8",
+                     dimension_names=("sample", "feature"))[:] = rng.normal(size=(100, 2))
+    sub.create_array("y", shape=(100,), chunks=(30,), dtype="f8",
+                     dimension_names=("sample",))[:] = y_value
+    return sub
+
+
+def test_info_check_reads_every_group_of_a_store_of_groups(tmp_path, cli):
+    g = zarr.open_group(str(tmp_path / "groups.zarr"), mode="w", zarr_format=3)
+    _stream_group(g, "a")
+    _stream_group(g, "b")
+    g.create_group("notes")
+    result = cli("info", tmp_path / "groups.zarr", "--check")
+    assert result.exit_code == 0, result.stderr
+    assert "checked: group a/: every value finite in 100 rows" in result.stdout
+    assert "checked: group b/: every value finite in 100 rows" in result.stdout
+    g["b"]["y"][77] = np.inf  # in group b, chunk 2
+    before = snapshot(tmp_path)
+    line = one_line(cli("info", tmp_path / "groups.zarr", "--check"))
+    assert line == (f"streamlsq: error: {tmp_path / 'groups.zarr'} (group 'b'): variable 'y' "
+                    "chunk 2 has Inf at row 77; remove or impute non-finite values"), line
+    assert snapshot(tmp_path) == before
+
+
+def test_info_check_of_a_store_of_other_variables_says_what_it_reads(tmp_path, cli):
+    g = zarr.open_group(str(tmp_path / "cols.zarr"), mode="w", zarr_format=3)
+    for name in ("a", "b", "c"):
+        g.create_array(name, shape=(50,), chunks=(20,), dtype="f8",
+                       dimension_names=("sample",))[:] = 1.0
+    before = snapshot(tmp_path)
+    line = one_line(cli("info", tmp_path / "cols.zarr", "--check"))
+    assert line == (f"streamlsq: error: {tmp_path / 'cols.zarr'}: holds no X and y, task_ptr, "
+                    "converted table or result (found: ['a', 'b', 'c']): info --check reads "
+                    "those; variables named otherwise are checked by the fit that names them "
+                    "(--x, --y), as it reads them"), line
+    assert "X (sample, feature)" not in line
+    assert snapshot(tmp_path) == before
+
+
+# -- a decoded fill value refused as a NaN says what the store holds ----------------------------
+
+def test_a_zarr_v2_fill_value_read_as_missing_says_the_stored_value(tmp_path, cli):
+    g = zarr.open_group(str(tmp_path / "v2.zarr"), mode="w", zarr_format=2)
+    X = g.create_array("X", shape=(60, 2), chunks=(25, 2), dtype="f8",
+                       attributes={"_ARRAY_DIMENSIONS": ["sample", "feature"]})
+    X[:] = np.random.default_rng(2).normal(size=(60, 2))
+    y = g.create_array("y", shape=(60,), chunks=(25,), dtype="f8",
+                       attributes={"_ARRAY_DIMENSIONS": ["sample"]})  # fill_value 0.0
+    y[:] = np.arange(60.0) + 1
+    y[31] = 0.0  # a count of 0, as xarray reads it: missing
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "glm", tmp_path / "v2.zarr", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson"))
+    assert "variable 'y' chunk 1 has NaN at row 31" in line, line
+    assert line.endswith("; the store holds 0.0 there, the array's fill_value, which xarray "
+                         "reads as missing in Zarr v2 (write the array with fill_value=None, "
+                         "or in Zarr v3): docs/stores.md#values"), line
+    assert snapshot(tmp_path) == before
+
+
+# -- GLM refusals in their own words ---------------------------------------------------------
+
+def test_successes_beyond_their_trials_are_named_as_counts(tmp_path, cli):
+    frame = _frame()
+    frame.loc[9, "succ"] = frame.loc[9, "trials"] + 2
+    frame.to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "binomial", "--formula", "succ ~ x1", "--trials",
+                        "trials"))
+    n = frame.loc[9, "trials"]
+    assert line.endswith(f"the response row 9: {n + 2:g} successes out of {n:g} trials "
+                         "(--trials trials): a binomial count lies between 0 and its trials; "
+                         "correct the row, or drop it (a NaN there and --missing drop "
+                         "(missing=\"drop\"))"), line
+    assert "proportion" not in line
+    assert snapshot(tmp_path) == before
+
+
+def test_a_log_link_binomial_at_probability_one_names_the_link(tmp_path, cli):
+    rng = np.random.default_rng(3)
+    x1 = rng.normal(size=400)
+    frame = pd.DataFrame({"x1": x1, "yb": (rng.uniform(size=400) <
+                                           np.minimum(np.exp(-0.2 + 0.6 * x1), 1)).astype(float)})
+    frame.to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "binomial", "--link", "log", "--formula", "yb ~ x1"))
+    assert "row(s) fitted with probability numerically 0 or 1: the log link does not keep " \
+        "the binomial mean inside (0, 1); choose a link that does (--link logit, probit or " \
+        "cloglog), or --allow-nonconverged to publish it marked" in line, line
+    assert "separation" not in line
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("option", ["--offset", "--exposure", "--weights", "--freq-weights"])
+def test_text_in_a_column_an_option_reads_as_numbers_names_the_option(tmp_path, cli, option):
+    _frame().to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson", "--formula", "cnt ~ x1", option, "g"))
+    python = option.lstrip("-").replace("-", "_")
+    assert "column 'g' holds the value" in line and "which is not a number: " \
+        f"{option} ({python}=) reads a column of numbers; correct the value (or leave it " \
+        f"empty: a missing value), or name another column with {option}" in line, line
+    assert "C(g)" not in line
+    assert snapshot(tmp_path) == before
+
+
+# -- formulas and names ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("term", "extra"), [("C(g, Treatment('b'))", "another argument"),
+                                             ("C(g, levels=['b', 'a', 'c'])",
+                                              "a keyword argument")])
+def test_c_with_a_reference_level_says_how_to_choose_it(tmp_path, cli, term, extra):
+    _frame().to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson", "--formula", f"cnt ~ x1 + {term}"))
+    assert f"calls C() with more than its column ({extra}, in {term}); C() takes one " \
+        "column, in " \
+        "treatment coding with its first level as the reference: to choose the reference, " \
+        "give the column as a pandas category whose first level it is" in line, line
+    assert snapshot(tmp_path) == before
+
+
+def test_the_reference_level_chosen_by_the_categorys_order_is_statsmodels(client):
+    frame = _frame()
+    frame["g"] = pd.Categorical(frame.g, categories=["b", "a", "c"])
+    fit = streamlsq.fit_glm(frame, family="poisson", formula="cnt ~ x1 + C(g)",
+                            client=client)
+    ref = smf.glm("cnt ~ x1 + C(g, Treatment('b'))", frame,
+                  family=sm.families.Poisson()).fit()
+    labels = [str(v) for v in fit.feature.values]
+    assert labels == ["Intercept", "x1", "C(g)[T.a]", "C(g)[T.c]"]
+    ours = dict(zip(labels, fit.coef.values[-1, :, 0], strict=True))
+    np.testing.assert_allclose(
+        [ours["C(g)[T.a]"], ours["C(g)[T.c]"], ours["x1"]],
+        [ref.params["C(g, Treatment('b'))[T.a]"], ref.params["C(g, Treatment('b'))[T.c]"],
+         ref.params["x1"]], rtol=1e-9)
+
+
+def test_no_intercept_is_named_as_given(tmp_path, cli):
+    _frame().to_parquet(tmp_path / "t.parquet")
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson", "--formula", "cnt ~ x1", "--no-intercept"))
+    assert "has an intercept but fit_intercept=False (--no-intercept): the formula decides" \
+        in line, line
+
+
+def test_a_column_with_a_comma_cut_by_x_is_named_whole(tmp_path, cli):
+    frame = _frame().rename(columns={"x1": "a,b"})
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "glm", tmp_path / "t.csv", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson", "--x", "a,b", "--y", "cnt"))
+    assert line.endswith("the variable 'a,b' has a comma in its name, where --x and --y (and "
+                         "the other options of names) cut a list: name it in a formula, in "
+                         "backticks (--formula \"... ~ `a,b`\"), or rename it"), line
+    assert snapshot(tmp_path) == before
+    result = cli("fit", "glm", tmp_path / "t.csv", "--out", tmp_path / "g.zarr", "--family",
+                 "poisson", "--formula", "cnt ~ `a,b`")
+    assert result.exit_code == 0, result.stderr

@@ -112,7 +112,7 @@ def _check_range(source, a, b):
     return b - a
 
 
-def check_values(path: str, client: Client) -> int:
+def check_values(path: str, client: Client, group: str | None = None) -> int:
     """Read every chunk of a stream store in parallel and refuse NaN/Inf, unreadable chunks and
     values so large that the solvers' sums would overflow
     (:func:`~streamlsq.kernels.limits.largest_safe_magnitude`); returns rows checked."""
@@ -121,7 +121,7 @@ def check_values(path: str, client: Client) -> int:
     loc = locate(path)
     if loc is None or not loc.exists():
         raise InputError(f"{path}: no such store")
-    source = open_stream(path)
+    source = open_stream(path, group)
     edges = source.chunk_edges()
     tag = uuid.uuid4().hex[:8]
     futures = [
@@ -154,7 +154,7 @@ def _check_tasks_chunk(source, chunk, limit):
     return int(ptr[-1])
 
 
-def check_tasks(path: str, client: Client) -> tuple[int, int]:
+def check_tasks(path: str, client: Client, group: str | None = None) -> tuple[int, int]:
     """Read every chunk of every variable of a multi-task store, as the task commands read
     it (:func:`~streamlsq.io.tasks.open_tasks`: layout, ``task_ptr``, roles; then the rows
     of every task in parallel: NaN/Inf and values so large that the least-squares sums
@@ -162,7 +162,7 @@ def check_tasks(path: str, client: Client) -> tuple[int, int]:
     from streamlsq.io.tasks import TRUTH, open_tasks, plan_chunks
     from streamlsq.runtime.progress import track_futures
 
-    source = open_tasks(path)
+    source = open_tasks(path, group)
     for name in TRUTH if source.has_truth else ():  # read as stored: every chunk present
         read_checked(source.path, source.group, name, source.array(name), 0,
                      int(source.array(name).shape[0]), source.label)

@@ -201,10 +201,20 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
         name = _callee(node.func)
         if name not in (*TRANSFORMS, "I", "C"):
             _refuse_call(node)
+        wanted = TRANSFORMS[name][1] if name in TRANSFORMS else 1
+        if name == "C" and (node.keywords or len(node.args) != 1):
+            # C(g, Treatment('b')), C(g, levels=[...]): statsmodels' way to choose the
+            # reference level; here the levels' own order does
+            extra = "a keyword argument" if node.keywords else "another argument"
+            raise _Refused(f"calls C() with more than its column ({extra}, in "
+                           f"{ast.unparse(node)}); "
+                           "C() takes one column, in treatment coding with its first level "
+                           "as the reference: to choose the reference, give the column as a "
+                           "pandas category whose first level it is (a DataFrame, or a "
+                           "Parquet file written from one: docs/tables.md#formulas)", True)
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             raise _Refused(f"passes {name}() keyword or starred arguments (in "
                            f"{ast.unparse(node)})")
-        wanted = TRANSFORMS[name][1] if name in TRANSFORMS else 1
         if len(node.args) != wanted:
             raise _Refused(f"calls {name}() with {len(node.args)} argument(s), not {wanted}")
         if name == "C":
@@ -370,7 +380,9 @@ def formula_intercept(formula: str, fit_intercept: bool | None) -> bool:
     if fit_intercept is not None and bool(fit_intercept) != has:
         said = "has an" if has else "has no"
         raise InputError(f"formula {formula!r} {said} intercept but fit_intercept="
-                         f"{bool(fit_intercept)} (--intercept): the formula decides (write "
+                         f"{bool(fit_intercept)} "
+                         f"({'--intercept' if fit_intercept else '--no-intercept'}): the "
+                         "formula decides (write "
                          "'- 1' to remove it, '+ 1' to add it)")
     return has
 
@@ -927,9 +939,10 @@ class DesignInput:
         out.update({name: raw[name] for name in per_row})
         return {name: out[name] for name in names}
 
-    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = (),
+                options: dict | None = None) -> dict[str, Column]:
         own = {n: c for n, c in columns.items() if n not in (DESIGN, RESPONSE)}
-        read = self.inner.as_read(own, labels) if own else {}
+        read = self.inner.as_read(own, labels, options) if own else {}
         return {n: read.get(n, c) for n, c in columns.items()}
 
     def check_complete(self) -> None:

@@ -114,6 +114,20 @@ def _file_kind(text: str) -> str | None:
     return None
 
 
+def csv_folder_remedy(path) -> str:
+    """For a local folder of CSV files given where a table or a store is read (a folder is
+    read as a table for Parquet files only; CSV files are given by a glob): how to give
+    them, else ``""``."""
+    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if text is None or is_url(text) or not os.path.isdir(text):
+        return ""
+    if not any(f.lower().endswith(CSV_SUFFIXES) for f in os.listdir(text)):
+        return ""
+    glob = os.path.join(text, "*.csv")
+    return (f"; it holds CSV files, which are read as one table when given by a glob: "
+            f"'{glob}' (a folder is read as a table of its Parquet files)")
+
+
 def is_table(data) -> bool:
     """Whether ``data`` is a table this module reads (a DataFrame, or a path, glob or URL of
     Parquet or CSV files)."""
@@ -1153,8 +1167,9 @@ def text_for_numbers(rows: RowsReader, name: str, n_rows: int, chunk_rows: int,
     'x' (named by --x/--y: read as numbers), 'formula' or 'response' (a formula would read
     it as categories, on its right- or left-hand side: ``counted`` its distinct values that
     are numbers, of how many), 'computed' (a formula's ``factor``, such as ``np.log(x)``,
-    computes with it: categories would not do either) or 'convert' (numbers written with
-    separators, which convert would store as text)."""
+    computes with it: categories would not do either), 'convert' (numbers written with
+    separators, which convert would store as text) or 'option' (read as numbers by the option
+    ``factor``, such as ``--offset (offset=)``)."""
     csv = _is_csv(rows)
     found = first_value(rows, name, n_rows, chunk_rows, _not_plain)
     first = first_value(rows, name, n_rows, chunk_rows, _present)
@@ -1191,6 +1206,10 @@ def text_for_numbers(rows: RowsReader, name: str, n_rows: int, chunk_rows: int,
         return (f"{found.where(name)}, a number written with thousands separators ({share}, "
                 f"some written so): the column would be stored as text; "
                 f"{_separators_remedy(csv)}, or leave the column out (--columns)")
+    if use == "option" and found is not None and not _grouped(found.value):
+        return (f"{found.where(name)}, which is not a number: {factor} reads a column of "
+                "numbers; correct the value (or leave it empty: a missing value), or name "
+                f"another column with {factor.split(' ')[0]}")
     if found is None:
         if first is None:
             return f"{rows.label}: column '{name}' holds no value, not numbers"
@@ -1296,9 +1315,12 @@ class TableInput:
     def columns(self, names, dim: str | None) -> dict[str, Column]:
         return {name: Column((ROW_DIM,), (self.n,), self.dtypes[name]) for name in names}
 
-    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = (),
+                options: dict | None = None) -> dict[str, Column]:
         """Numbers (and booleans) read as float64; other columns refused unless they are
-        ``labels`` (group labels, or a formula's categories)."""
+        ``labels`` (group labels, or a formula's categories). ``options``: the columns an
+        option other than --x reads as numbers (--offset, --exposure, ...) -> that option,
+        named in the refusal of text there instead of the advice for a feature."""
         import pandas as pd
 
         out = {}
@@ -1313,8 +1335,11 @@ class TableInput:
                                      "not numbers; a category enters the fit through a "
                                      f"formula (--formula \"... ~ C({name})\")")
                 # text: the first value that is not a number named, with its remedy
+                option = (options or {}).get(name)
                 raise InputError(text_for_numbers(self.table_rows, name, self.n,
-                                                  self.table_rows.chunk_rows, "x"))
+                                                  self.table_rows.chunk_rows,
+                                                  "option" if option else "x",
+                                                  factor=option))
             out[name] = Column(column.dims, column.shape,
                                 np.dtype(np.float64) if numeric else np.dtype(object))
         return out

@@ -308,6 +308,14 @@ class GLMLoop:
             return ("perfect separation: the fitted probabilities equal the response on every "
                     "row, the coefficients are not identified; remove the separating "
                     "variable(s), or --allow-nonconverged to publish it marked")
+        if int(last["boundary"]) > 0 and job.spec.family == "binomial" and \
+                job.spec.fam.link(job.spec.link).name not in BOUNDED_LINKS:
+            # a link whose mean is not held in (0, 1) reaches 1 (or 0) by itself: the link,
+            # not a separating variable, is what to change (statsmodels warns of its domain)
+            return (f"{int(last['boundary'])} row(s) fitted with probability numerically 0 "
+                    f"or 1: the {job.spec.fam.link(job.spec.link).name} link does not keep the "
+                    "binomial mean inside (0, 1); choose a link that does (--link logit, "
+                    "probit or cloglog), or --allow-nonconverged to publish it marked")
         if int(last["boundary"]) > 0:
             return (f"quasi-separation: {int(last['boundary'])} row(s) fitted with probability "
                     "numerically 0 or 1 (coefficients running off); remove or merge the "
@@ -392,6 +400,12 @@ def counts_response(formula: str, family: str, trials: str | None) -> bool:
     return True
 
 
+
+#: the binomial links whose mean stays inside (0, 1) for every linear predictor; with the
+#: log link a fitted probability of 0 or 1 is the link's doing, not a separating variable
+BOUNDED_LINKS = ("logit", "probit", "cloglog")
+
+
 def coef_labels(source: StreamSource) -> np.ndarray:
     """The intercept first when one is fitted, labelled as a linear fit labels it
     (:func:`~streamlsq.stream.layout.intercept_label`: formulaic's ``Intercept`` in a formula
@@ -465,6 +479,14 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
         if exc.kind == "support":
             remedy = ("choose a family whose support holds it, or drop the row "
                       "(a NaN there and --missing drop (missing=\"drop\"))")
+            given = extra.get("trials")
+            if given is not None and given[exc.row] > 0:
+                # a count of successes past its trials (or below 0), not a proportion
+                raise InputError(
+                    f"{source.label}: {response} row {row}: {y[exc.row]:g} successes out of "
+                    f"{given[exc.row]:g} trials (--trials {aux_names['trials']}): a binomial "
+                    "count lies between 0 and its trials; correct the row, or drop it (a NaN "
+                    "there and --missing drop (missing=\"drop\"))") from None
             raise InputError(f"{source.label}: {response} row {row}: {exc.what}; {remedy}"
                              ) from None
         raise InputError(f"{source.label}: row {row}: {exc.what}: the IRLS step cannot use it; "

@@ -25,10 +25,10 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.formulas import find_levels
+from streamlsq.io.location import csv_folder_remedy
 from streamlsq.io.names import look_alike
 from streamlsq.io.tables import (
     ROW_DIM,
-    csv_folder_remedy,
     forget_parts,
     is_parquet_folder_url,
     is_table,

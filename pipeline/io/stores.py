@@ -30,7 +30,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.chunk_decoding import DamagedChunk, direct_rows
-from streamlsq.io.location import Location, check_storage_options, locate
+from streamlsq.io.location import Location, check_storage_options, csv_folder_remedy, locate
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import RowsReader
 
@@ -574,8 +574,6 @@ def open_group(path, group: str | None) -> zarr.Group:
         return zarr.open_group(store=loc.zarr_store(read_only=True), mode="r",
                                path=group or None, use_consolidated=False)
     except Exception as exc:  # zarr raises several types for "not a group here"
-        from streamlsq.io.tables import csv_folder_remedy
-
         label = store_label(shown, group)
         raise InputError(f"{label}: not a readable Zarr group ({_first_line(exc)})"
                          f"{'' if loc.remote or group else csv_folder_remedy(shown)}") from None

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamlsq.errors import InputError
-from streamlsq.io.location import is_url
+from streamlsq.io.location import CSV_SUFFIXES, is_url
 from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, RowsReader
 from streamlsq.io.stores import object_stamp
 
@@ -59,7 +59,6 @@ __all__ = ["TableRows", "column_pieces", "decimals_as_floats", "first_value", "f
 #: the dimension of every column of a table
 ROW_DIM = "row"
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
-CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
 #: rows of a pandas frame in one part (about 25 MB of float64 in ten columns)
 FRAME_PART_ROWS = TARGET_CHUNK_ELEMENTS // 10
 #: parts a process keeps between reads, each until all its rows have been handed out (the
@@ -112,20 +111,6 @@ def _file_kind(text: str) -> str | None:
                for f in files):
             return "parquet"
     return None
-
-
-def csv_folder_remedy(path) -> str:
-    """For a local folder of CSV files given where a table or a store is read (a folder is
-    read as a table for Parquet files only; CSV files are given by a glob): how to give
-    them, else ``""``."""
-    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
-    if text is None or is_url(text) or not os.path.isdir(text):
-        return ""
-    if not any(f.lower().endswith(CSV_SUFFIXES) for f in os.listdir(text)):
-        return ""
-    glob = os.path.join(text, "*.csv")
-    return (f"; it holds CSV files, which are read as one table when given by a glob: "
-            f"'{glob}' (a folder is read as a table of its Parquet files)")
 
 
 def is_table(data) -> bool:

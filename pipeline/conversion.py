@@ -91,6 +91,20 @@ def _write_chunk(rows, names: tuple, strings: frozenset, a: int, b: int, store) 
     return b - a
 
 
+def _time_kind(dtype) -> str | None:
+    """'date' or 'duration' for a pandas dtype of times (datetime64, with a time zone,
+    periods) or durations (timedelta64), else None."""
+    import pandas as pd
+
+    if dtype is None:
+        return None
+    if pd.api.types.is_datetime64_any_dtype(dtype) or isinstance(dtype, pd.PeriodDtype):
+        return "date"
+    if pd.api.types.is_timedelta64_dtype(dtype):
+        return "duration"
+    return None
+
+
 #: the longest name of a variable in bytes: a folder's name on common filesystems
 LONGEST_NAME = 255
 
@@ -166,6 +180,16 @@ class TableConversion(Job):
                 raise InputError(f"{table.label}: column {name[:60]!r}"
                                  f"{'…' if len(name) > 60 else ''} cannot be a variable of a "
                                  f"Zarr store ({why}); rename it, or leave it out (--columns)")
+        for name in names:
+            kind = _time_kind(table.dtypes.get(name)) if hasattr(table, "dtypes") else None
+            if kind:
+                # written as text, a time's levels (pandas' str) and its stored strings
+                # (NumPy's) differ: the store would refuse its own values
+                raise InputError(
+                    f"{table.label}: column '{name}' holds {table.dtypes[name]} values ({kind}"
+                    "s), neither the numbers nor the text a store holds: make it numbers (e.g. "
+                    "days since a date) or text (astype(str)) before converting, or leave it "
+                    "out (--columns)")
         read = table.as_read(table.columns(names, ROW_DIM), labels=tuple(names))
         self.names = tuple(names)
         self.strings = frozenset(n for n, c in read.items() if getattr(c.dtype, "kind", "O") == "O")

@@ -337,3 +337,64 @@ def test_a_column_with_a_comma_cut_by_x_is_named_whole(tmp_path, cli):
     result = cli("fit", "glm", tmp_path / "t.csv", "--out", tmp_path / "g.zarr", "--family",
                  "poisson", "--formula", "cnt ~ `a,b`")
     assert result.exit_code == 0, result.stderr
+
+
+def test_info_check_of_a_converted_table_by_a_relative_path(elsewhere, cli, client):
+    """The check's tasks read the store on the workers: given as the user wrote it, a
+    relative path named a store in the workers' folder (or none: 'no such store')."""
+    frame = _frame()
+    frame.loc[3, "x1"] = np.nan
+    streamlsq.convert(frame, elsewhere / "c.zarr", client=client)
+    result = cli("info", "c.zarr", "--check")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        "checked: every chunk of every column written and readable in 400 rows; missing "
+        "values: x1 1")
+
+
+# -- dates and durations -----------------------------------------------------------------------
+
+def _dated() -> pd.DataFrame:
+    frame = _frame()
+    frame["when"] = pd.date_range("2020-01-01", periods=len(frame), freq="h")
+    return frame
+
+
+@pytest.mark.parametrize("given", ["frame", "parquet"])
+def test_convert_refuses_a_column_of_dates_it_would_store_unreadable(tmp_path, cli, client,
+                                                                     given):
+    """Written as text, the dates' declared levels (pandas' str) were not the strings
+    stored (NumPy's): every fit of the store then refused it as edited."""
+    frame = _dated()
+    frame.to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "c.zarr"
+    label = "pandas DataFrame" if given == "frame" else str(tmp_path / "t.parquet")
+    with pytest.raises(InputError) as err:
+        streamlsq.convert(frame if given == "frame" else tmp_path / "t.parquet", out,
+                          client=client)
+    assert str(err.value) == (
+        f"{label}: column 'when' holds {frame.when.dtype} values (dates), neither the numbers "
+        "nor the text a store holds: make it numbers (e.g. days since a date) or text "
+        "(astype(str)) before converting, or leave it out (--columns)")
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    if given == "parquet":
+        line = one_line(cli("convert", tmp_path / "t.parquet", "--out", out))
+        assert "column 'when' holds" in line and "(dates)" in line, line
+        assert snapshot(tmp_path) == before
+    # the remedy: the column as text, converted and read back as the frame's
+    frame["when"] = frame.when.astype(str)
+    streamlsq.convert(frame, out, client=client)
+    assert list(zarr.open_group(str(out), mode="r")["when"][:2]) == list(frame.when[:2])
+
+
+def test_dates_named_by_x_are_not_advised_into_a_formula(tmp_path, cli):
+    _dated().to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson", "--x", "x1,when", "--y", "cnt"))
+    assert "column 'when' holds datetime64[" in line and line.endswith(
+        "values (dates or durations), not numbers: compute a number of them before the fit "
+        "(e.g. days since a date)"), line
+    assert "C(when)" not in line
+    assert snapshot(tmp_path) == before

@@ -175,12 +175,13 @@ def check_tasks(path: str, client: Client, group: str | None = None) -> tuple[in
     return int(np.sum(track_futures(client, futures, source.n_rows, "check"))), source.n_tasks
 
 
-def _read_column(path: str, name: str, a: int, b: int) -> int:
+def _read_column(where: str, path: str, name: str, a: int, b: int) -> int:
     """Rows ``a:b`` of a converted table's column ``name`` read (each chunk file present and
-    decodable); returns the missing values among them (NaN, or the empty string)."""
-    g = open_group(path, None)
+    decodable) from ``where`` (its absolute path or URL; ``path`` as given, for messages);
+    returns the missing values among them (NaN, or the empty string)."""
+    g = open_group(where, None)
     arr = get_array(g, path, name)
-    values = read_checked(path, None, name, arr, a, b, remedy="convert the table again")
+    values = read_checked(where, None, name, arr, a, b, path, remedy="convert the table again")
     if values.dtype.kind == "f":
         return int(np.isnan(values).sum())
     levels = declared_levels(arr.attrs, arr.shape[0], f"{path}: variable '{name}'")
@@ -203,6 +204,8 @@ def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
     from streamlsq.runtime.progress import track_futures
 
     g = open_group(path, None)
+    # the workers run in a folder of their own: a relative path would name another store
+    where = locate(path).url
     names = sorted(array_names(g, path))
     n = int(g.attrs.get("n_rows", 0))
     tag = uuid.uuid4().hex[:8]
@@ -214,7 +217,7 @@ def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
         rows = int(arr.chunks[0]) if arr.ndim else 1
         for i, a in enumerate(range(0, max(int(arr.shape[0]) if arr.ndim else 1, 1), rows)):
             b = min(a + rows, int(arr.shape[0]) if arr.ndim else 1)
-            futures[(name, i)] = client.submit(_read_column, path, name, a, b,
+            futures[(name, i)] = client.submit(_read_column, where, path, name, a, b,
                                                key=f"check-{tag}-{name}-{i}")
     counts = track_futures(client, list(futures.values()), n, "check")
     missing: dict[str, int] = {}

@@ -1314,6 +1314,11 @@ class TableInput:
             numeric = pd.api.types.is_bool_dtype(dtype) or (
                 pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype,
                                                                         pd.CategoricalDtype))
+            if getattr(dtype, "kind", "O") in "mM" and name not in labels:
+                # not numbers, and not levels either (a formula refuses them too)
+                raise InputError(f"{self.label}: column '{name}' holds {dtype} values (dates "
+                                 "or durations), not numbers: compute a number of them before "
+                                 "the fit (e.g. days since a date)")
             if not numeric and name not in labels:
                 if isinstance(dtype, pd.CategoricalDtype):
                     raise InputError(f"{self.label}: column '{name}' holds {dtype} values, "

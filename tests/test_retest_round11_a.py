@@ -398,3 +398,50 @@ def test_dates_named_by_x_are_not_advised_into_a_formula(tmp_path, cli):
         "(e.g. days since a date)"), line
     assert "C(when)" not in line
     assert snapshot(tmp_path) == before
+
+
+# -- a GLM's response: one -------------------------------------------------------------------
+
+def test_a_glm_of_several_responses_says_which_and_what_to_do(tmp_path, cli):
+    frame = _frame()
+    frame.to_parquet(tmp_path / "t.parquet")
+    import xarray as xr
+
+    xr.Dataset({"X": (("sample", "feature"), frame[["x1", "x2"]].values),
+                "y": (("sample", "target"), frame[["cnt", "yb"]].values)}).to_zarr(
+        tmp_path / "y2.zarr", zarr_format=3)
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family",
+                        "poisson", "--x", "x1", "--y", "cnt,yb"))
+    assert line.endswith("a GLM has one response, got 2 target columns (--y names 2 "
+                         "variables, cnt, yb): fit each response in a run of its own"), line
+    assert "text or levels" not in line
+    line = one_line(cli("fit", "glm", tmp_path / "y2.zarr", "--out", out, "--family",
+                        "poisson"))
+    assert line.endswith("a GLM has one response, got 2 target columns (variable 'y' has 2 "
+                         "columns): give a variable of one column with --y, e.g. one column "
+                         "of it written as a variable of its own"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_new_rows_named_otherwise_say_how_to_name_them(tmp_path, cli, client):
+    frame = _frame()
+    frame.to_parquet(tmp_path / "t.parquet")
+    fit = tmp_path / "g.zarr"
+    streamlsq.fit_glm(tmp_path / "t.parquet", x="x1,x2", y="cnt", fit_intercept=True,
+                      family="poisson", out=fit, client=client)
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    line = one_line(cli("predict", fit, tmp_path / "t.parquet", "--out", out, "--x",
+                        "yb,trials"))
+    assert line.endswith(f"its features ['yb', 'trials'] are not those {fit} was fitted on "
+                         "(['x1', 'x2']): its coefficients apply to its features by name and "
+                         "in order; give the new rows those columns (renamed if need be) and "
+                         "leave out --x (x=), or name them in that order"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    # the remedy: --x left out, the fit's columns read by name from the new rows
+    got = streamlsq.predict(fit, frame[["x2", "x1"]], client=client)
+    ref = sm.GLM(frame.cnt, sm.add_constant(frame[["x1", "x2"]]),
+                 family=sm.families.Poisson()).fit()
+    np.testing.assert_allclose(got.yhat.values[:, 0], ref.predict(), rtol=1e-10)

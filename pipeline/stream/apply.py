@@ -227,7 +227,9 @@ def check_new_rows(source: StreamSource, coef: FitCoefficients, shown: str,
             [str(v) for v in source.features] != fitted:
         raise InputError(f"{source.label}: its features "
                          f"{list(map(str, source.features))} are not those {shown} was "
-                         f"fitted on ({fitted})")
+                         f"fitted on ({fitted}): its coefficients apply to its features by "
+                         "name and in order; give the new rows those columns (renamed if "
+                         "need be) and leave out --x (x=), or name them in that order")
     if targets and source.y_vars and source.n_targets != W.shape[1]:
         raise InputError(f"{source.label}: has {source.n_targets} target(s) but {shown} "
                          f"predicts {W.shape[1]}")

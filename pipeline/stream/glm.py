@@ -168,9 +168,19 @@ class GLMFit(Job):
         if self.source.n_targets != (2 if self.counts else 1):
             # the columns named: a response of text reads as one column per level
             named = ", ".join(map(str, self.source.targets))
-            shown = (f" ({named[:120]}{'...' if len(named) > 120 else ''}: a column of text "
-                     "or levels makes one per level; a GLM's response holds numbers)"
-                     if named and self.source.n_targets > 1 else "")
+            names = [str(v) for v in self.source.y_vars]
+            if self.formula is None and len(names) > 1:
+                # several variables named: not levels, but several responses
+                shown = (f" (--y names {len(names)} variables, {', '.join(names)}): fit each "
+                         "response in a run of its own")
+            elif self.formula is None and self.source.n_targets > 1:
+                shown = (f" (variable '{names[0]}' has {self.source.n_targets} columns): give "
+                         "a variable of one column with --y, e.g. one column of it written as "
+                         "a variable of its own")
+            else:
+                shown = (f" ({named[:120]}{'...' if len(named) > 120 else ''}: a column of "
+                         "text or levels makes one per level; a GLM's response holds numbers)"
+                         if named and self.source.n_targets > 1 else "")
             raise InputError(f"{self.source.label}: a GLM has one response"
                              f"{' (or successes + failures)' if self.counts else ''}, got "
                              f"{self.source.n_targets} target columns{shown}")

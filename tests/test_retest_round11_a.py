@@ -445,3 +445,41 @@ def test_new_rows_named_otherwise_say_how_to_name_them(tmp_path, cli, client):
     ref = sm.GLM(frame.cnt, sm.add_constant(frame[["x1", "x2"]]),
                  family=sm.families.Poisson()).fit()
     np.testing.assert_allclose(got.yhat.values[:, 0], ref.predict(), rtol=1e-10)
+
+
+# -- a GLM whose deviance is not finite ------------------------------------------------------
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_glm_whose_deviance_is_not_finite_is_never_published(tmp_path, cli, client, allow):
+    """A Tweedie fit with the identity link takes a mean below 0 (statsmodels too: NaN,
+    not converged). The line said 'the deviance changed by nan'; with --allow-nonconverged
+    the fit was published, and every reader then called it damaged ('variable 'deviance'
+    chunk 0 has NaN ...; compute it again')."""
+    rng = np.random.default_rng(4)
+    x1 = rng.normal(size=400)
+    frame = pd.DataFrame({"x1": x1, "yg": rng.gamma(2.0, np.exp(0.3 + 0.5 * x1) / 2)})
+    frame.to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family",
+                        "tweedie", "--link", "identity", "--formula", "yg ~ x1",
+                        *(["--allow-nonconverged"] if allow else [])))
+    assert "IRLS did not converge in 100 iterations: the deviance is not finite, a fitted " \
+        "mean having left the tweedie family's range (a value >= 0) under the identity " \
+        "link; choose a link that keeps it there (the family's default, log)" in line, line
+    assert "changed by nan" not in line
+    assert line.endswith("; --allow-nonconverged publishes a fit that stopped short, not one "
+                         "whose deviance or coefficients are not finite") == allow, line
+    assert snapshot(tmp_path) == before and not out.exists() and leftovers(out) == []
+    # the remedy: the family's own link, as statsmodels fits it
+    fit = streamlsq.fit_glm(frame, family="tweedie", formula="yg ~ x1", client=client)
+    ref = smf.glm("yg ~ x1", frame, family=sm.families.Tweedie(var_power=1.5)).fit()
+    np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params.values, rtol=1e-9)
+
+
+def test_a_fit_stopped_short_is_still_published_marked(tmp_path, client):
+    frame = _frame()
+    fit = streamlsq.fit_glm(frame, family="poisson", formula="cnt ~ x1", maxiter=2,
+                            allow_nonconverged=True, out=tmp_path / "g.zarr", client=client)
+    assert fit.attrs["converged"] is False
+    assert np.isfinite(streamlsq.open_result(tmp_path / "g.zarr", lazy=False).deviance).all()

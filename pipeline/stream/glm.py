@@ -267,8 +267,14 @@ class GLMLoop:
         last = fit.last
         scale = float(last["x2"]) / df_resid if fam.scale_estimated else 1.0
         problem = self.problem(fit, last)
-        if problem is not None and not job.allow_nonconverged:
-            raise InputError(f"{job.source.label}: {problem}")
+        finite = np.isfinite(fit.deviances[-1]) and np.isfinite(np.asarray(fit.coef)).all()
+        if problem is not None and (not job.allow_nonconverged or not finite):
+            # a deviance or coefficient not finite is no fit to mark: published, every reader
+            # of results would call it damaged and ask for it to be computed again
+            kept = "" if finite or not job.allow_nonconverged else (
+                "; --allow-nonconverged publishes a fit that stopped short, not one whose "
+                "deviance or coefficients are not finite")
+            raise InputError(f"{job.source.label}: {problem}{kept}")
         null_kw: dict[str, Any] = {"null_mean": float(mean["wsum_y"]) / float(mean["wsum"])}
         if job.offset is not None or job.exposure is not None:
             counter = iter(range(10**9))
@@ -331,6 +337,14 @@ class GLMLoop:
                     "numerically 0 or 1 (coefficients running off); remove or merge the "
                     "separating variable(s) or categories, or --allow-nonconverged to publish "
                     "it marked")
+        if not fit.converged and not np.isfinite(fit.deviances[-1]):
+            # "changed by nan" says nothing: a mean left the family's range under this link
+            link = job.spec.fam.link(job.spec.link).name
+            return (f"IRLS did not converge in {fit.iterations} iterations: the deviance is "
+                    f"not finite, a fitted mean having left the {job.spec.family} family's "
+                    f"range ({job.spec.fam.support}) under the {link} link; choose a link "
+                    f"that keeps it there (the family's default, "
+                    f"{job.spec.fam.default_link})")
         if not fit.converged:
             return (f"IRLS did not converge in {fit.iterations} iterations (the deviance "
                     f"changed by {abs(fit.deviances[-1] - fit.deviances[-2]):.3g} in the last, "

@@ -483,3 +483,55 @@ def test_a_fit_stopped_short_is_still_published_marked(tmp_path, client):
                             allow_nonconverged=True, out=tmp_path / "g.zarr", client=client)
     assert fit.attrs["converged"] is False
     assert np.isfinite(streamlsq.open_result(tmp_path / "g.zarr", lazy=False).deviance).all()
+
+
+# -- a column named as a Python keyword --------------------------------------------------------
+
+def test_a_column_named_as_a_python_keyword_is_a_column(tmp_path, cli, client):
+    """formulaic looks a lone name up in the data, keyword or not (it evaluates nothing);
+    the check refused 'class', 'None', 'True' as 'names 'class', which is no column', with
+    backticks too, though the docs say any text in backticks names a column."""
+    frame = _frame().rename(columns={"x1": "class", "x2": "None"})
+    frame.to_parquet(tmp_path / "t.parquet")
+    out = tmp_path / "g.zarr"
+    result = cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family", "poisson",
+                 "--formula", "cnt ~ `class` + `None`")
+    assert result.exit_code == 0, result.stderr
+    ref = smf.glm("cnt ~ x1 + x2", _frame(), family=sm.families.Poisson()).fit()
+    fit = streamlsq.open_result(out, lazy=False)
+    assert [str(v) for v in fit.feature.values] == ["Intercept", "class", "None"]
+    np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params.values, rtol=1e-10)
+    got = streamlsq.predict(out, frame, client=client)  # its formula read back
+    np.testing.assert_allclose(got.yhat.values[:, 0], ref.predict(), rtol=1e-10)
+
+
+@pytest.mark.parametrize(("formula", "word"), [("cnt ~ C(`class`)", "class"),
+                                               ("cnt ~ np.log(`None` + 1)", "None")])
+def test_a_keyword_column_inside_a_call_says_to_rename_it(tmp_path, cli, formula, word):
+    frame = _frame().rename(columns={"x1": "class", "x2": "None"})
+    frame.to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson", "--formula", formula))
+    assert f"the column '{word}'" in line and "a Python keyword" in line and \
+        f"formulaic reads such a column alone (y ~ `{word}`)" in line or \
+        f"which formulaic reads alone (y ~ `{word}`)" in line, line
+    assert line.endswith("rename the column"), line
+    assert snapshot(tmp_path) == before
+
+
+def test_a_bare_keyword_is_told_to_be_backticked(tmp_path, cli):
+    frame = _frame().rename(columns={"x1": "class"})
+    frame.to_parquet(tmp_path / "t.parquet")
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson", "--formula", "cnt ~ class"))
+    assert "names 'class', a Python keyword, which is no column unless written in " \
+        "backticks (`class`)" in line, line
+
+
+def test_dunder_names_stay_refused(tmp_path, cli):
+    frame = _frame().rename(columns={"x1": "__class__"})
+    frame.to_parquet(tmp_path / "t.parquet")
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                        "--family", "poisson", "--formula", "cnt ~ `__class__`"))
+    assert "names '__class__', which is no column" in line, line

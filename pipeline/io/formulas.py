@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -242,7 +243,8 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
         raise _Refused(f"holds {what} {ast.unparse(node)}")
 
 
-def _factor_columns(factor, columns: set, categorical: set, called: dict | None = None) -> None:
+def _factor_columns(factor, columns: set, categorical: set, called: dict | None = None,
+                   quoted: frozenset = frozenset()) -> None:
     """Check one factor of formulaic's parse and collect the columns it reads (and in
     ``called``, the names of the namespace it calls: ``np`` of ``np.log(x)`` -> ``np.log``)."""
     from formulaic.utils.code import sanitize_variable_names
@@ -253,13 +255,22 @@ def _factor_columns(factor, columns: set, categorical: set, called: dict | None 
             raise _Refused(f"holds the constant {expr}")
         return
     if method == "lookup":  # a column name as written (backticks let it be any text)
-        if expr.startswith("__") and expr.endswith("__") or ".__" in expr or \
-                keyword.iskeyword(expr):
+        # a Python keyword (class, None, True) in backticks is a column too: formulaic
+        # looks a lone name up in the data, it evaluates nothing
+        if expr.startswith("__") and expr.endswith("__") or ".__" in expr:
             raise _Refused(f"names '{expr}', which is no column")
+        if keyword.iskeyword(expr) and expr not in quoted:
+            raise _Refused(f"names '{expr}', a Python keyword, which is no column unless "
+                           f"written in backticks (`{expr}`)")
         columns.add(expr)
         return
     if method != "python":
         raise _Refused(f"holds the factor {expr} of kind {method}")
+    words = sorted({w for w in re.findall(r"`([^`]*)`", expr) if keyword.iskeyword(w)})
+    if words:  # formulaic keeps a keyword's name as it is: Python reads it as the keyword
+        raise _Refused(f"reads the column '{words[0]}', a Python keyword, inside {expr}: "
+                       f"formulaic reads such a column alone (y ~ `{words[0]}`), not inside "
+                       "C(), I() or a transform; rename the column", True)
     aliases: dict = {}
     try:  # backticked names made Python names, text only (formulaic's own step)
         code = ast.parse(sanitize_variable_names(expr, {}, aliases), mode="eval")
@@ -287,6 +298,7 @@ def check_formula(formula: str) -> FormulaColumns:
 @lru_cache(maxsize=64)
 def _checked(formula: str) -> FormulaColumns:
     parsed = parse(formula)
+    quoted = frozenset(re.findall(r"`([^`]*)`", formula))
     sides = {}
     computed: dict[str, str] = {}
     for side in ("rhs", "lhs"):
@@ -298,7 +310,7 @@ def _checked(formula: str) -> FormulaColumns:
             for factor in term.factors:
                 try:
                     read, made = set(), set()
-                    _factor_columns(factor, read, made, called)
+                    _factor_columns(factor, read, made, called, quoted)
                     in_term |= read
                     columns |= read
                     categorical |= made
@@ -358,8 +370,12 @@ def parse(formula: str):
     try:
         parsed = Formula(formula)
     except Exception as exc:
+        words = sorted({w for w in re.findall(r"`([^`]*)`", formula) if keyword.iskeyword(w)})
+        hint = (f"; the column '{words[0]}' is a Python keyword, which formulaic reads alone "
+                f"(y ~ `{words[0]}`), not inside C(), I() or a transform: rename the column"
+                if words and isinstance(exc, SyntaxError) else "")
         raise InputError(f"formula {formula!r} cannot be parsed ({type(exc).__name__}: "
-                         f"{_first_line(exc)})") from None
+                         f"{_first_line(exc)}){hint}") from None
     if not isinstance(getattr(parsed, "lhs", None), SimpleFormula) or \
             not isinstance(getattr(parsed, "rhs", None), SimpleFormula):
         raise InputError(f"formula {formula!r} must be 'response ~ terms'")
@@ -440,13 +456,14 @@ def least_columns(formula: str, levels: dict) -> int:
     less the reference level, 1 for a number (formulaic makes each factor's full or
     reduced coding, so this is exact for treatment coding beside an intercept)."""
     total = 0
+    quoted = frozenset(re.findall(r"`([^`]*)`", formula))
     for term in parse(formula).rhs:
         if str(term) == "1":
             continue
         width = 1
         for factor in term.factors:
             read: set = set()
-            _factor_columns(factor, read, set())
+            _factor_columns(factor, read, set(), quoted=quoted)
             for name in sorted(read & set(levels)):
                 width *= max(len(levels[name]) - 1, 1)
         total += width

@@ -535,3 +535,20 @@ def test_dunder_names_stay_refused(tmp_path, cli):
     line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
                         "--family", "poisson", "--formula", "cnt ~ `__class__`"))
     assert "names '__class__', which is no column" in line, line
+
+
+def test_a_glm_clustered_by_one_group_is_refused_as_a_linear_fit_is(tmp_path, cli):
+    frame = _frame()
+    frame["one"] = 1.0
+    frame.to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family",
+                        "poisson", "--formula", "cnt ~ x1", "--cov-type", "cluster",
+                        "--groups", "one"))
+    assert line == (f"streamlsq: error: {tmp_path / 't.parquet'}: variable 'one' holds 1 "
+                    "group(s): a cluster-robust covariance needs at least 2"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    linear = one_line(cli("fit", "kf4lls", tmp_path / "t.parquet", "--out", out, "--formula",
+                          "cnt ~ x1", "--cov-type", "cluster", "--groups", "one"))
+    assert linear == line

@@ -552,3 +552,55 @@ def test_a_glm_clustered_by_one_group_is_refused_as_a_linear_fit_is(tmp_path, cl
     linear = one_line(cli("fit", "kf4lls", tmp_path / "t.parquet", "--out", out, "--formula",
                           "cnt ~ x1", "--cov-type", "cluster", "--groups", "one"))
     assert linear == line
+
+
+# -- a formula whose interactions explode ------------------------------------------------------
+
+BOMB = "cnt ~ " + "*".join(f"x{i}" for i in range(26))
+
+
+def test_a_formula_of_exploding_interactions_is_refused_at_once(tmp_path):
+    """formulaic expands a*b*...*z (2**26 terms) or (a + b + c)**20 (3**20 products) before
+    anything can count its columns: hours of one core and memory. Refused from the parse
+    tree, before the expansion."""
+    import subprocess
+
+    from faultkit import cli as command_line
+    from faultkit import refusal
+
+    _frame().to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    for formula in (BOMB, "cnt ~ (x1 + x2 + g)**20"):
+        result = subprocess.run(command_line("fit", "glm", tmp_path / "t.parquet", "--out",
+                                             tmp_path / "g.zarr", "--formula", formula),
+                                capture_output=True, text=True, timeout=120)
+        line = refusal(result)
+        assert "expanding its interactions takes more than 92,672 terms (a power such as " \
+            "(a + b + c)**20 is multiplied out before its duplicates are merged), where a " \
+            "fit's design holds 11,584 columns at most (dask config " \
+            "streamlsq.design-state-bytes); write fewer interactions or a lower power" in line
+        assert snapshot(tmp_path) == before
+
+
+def test_a_result_whose_formula_explodes_is_refused_where_it_is_read(tmp_path, client):
+    """A result received from someone else: its formula attribute is parsed by predict,
+    info --check and open_result."""
+    import subprocess
+
+    from faultkit import cli as command_line
+    from faultkit import refusal
+
+    frame = _frame()
+    frame.to_parquet(tmp_path / "t.parquet")
+    fit = tmp_path / "g.zarr"
+    streamlsq.fit_glm(frame, family="poisson", formula="cnt ~ x1", out=fit, client=client)
+    g = zarr.open_group(str(fit), mode="r+")
+    g.attrs["formula"] = BOMB
+    before = snapshot(tmp_path)
+    for args in (("info", fit, "--check"),
+                 ("predict", fit, tmp_path / "t.parquet", "--out", tmp_path / "p.zarr")):
+        result = subprocess.run(command_line(*args), capture_output=True, text=True,
+                                timeout=120)
+        line = refusal(result)
+        assert "expanding its interactions takes more than" in line, line
+        assert snapshot(tmp_path) == before

@@ -367,6 +367,7 @@ def parse(formula: str):
 
     if not isinstance(formula, str) or "~" not in formula:
         raise InputError(f"formula must be 'response ~ terms', got {formula!r}")
+    _check_term_count(formula)
     try:
         parsed = Formula(formula)
     except Exception as exc:
@@ -380,6 +381,63 @@ def parse(formula: str):
             not isinstance(getattr(parsed, "rhs", None), SimpleFormula):
         raise InputError(f"formula {formula!r} must be 'response ~ terms'")
     return parsed
+
+
+#: the terms a formula's operators may make, counted from its parse tree before formulaic
+#: expands them (a*b*...*z of 26 columns makes 2**26 terms, (a+b+c)**20 3**20 before
+#: merging: hours of parsing), as a multiple of the widest design a fit's state may hold
+#: (streamlsq.design-state-bytes): a formula kept in a result received from someone else is
+#: parsed by predict and info --check too
+TERM_SLACK = 8
+
+
+def _term_bound(node, cap: int) -> int:
+    """An upper bound of the terms formulaic makes of ``node`` (its parse tree: tokens and
+    operator nodes) while it expands them, each count held at ``cap`` + 1 so the arithmetic
+    stays small."""
+    args = getattr(node, "args", None)
+    if args is None:
+        return 1
+    op = str(getattr(node.operator, "symbol", node.operator))
+    sub = [_term_bound(a, cap) for a in args]
+    if op in ("-",) and sub:
+        total = sub[0]
+    elif op in ("*",) and len(sub) == 2:
+        total = sub[0] + sub[1] + sub[0] * sub[1]
+    elif op in (":", "in") and len(sub) == 2:
+        total = sub[0] * sub[1]
+    elif op == "/" and len(sub) == 2:
+        total = sub[0] + sub[0] * sub[1]
+    elif op in ("**", "^") and len(sub) == 2:
+        try:
+            power = int(str(args[1]))
+        except ValueError:
+            power = cap
+        # formulaic multiplies the base out power times before merging duplicates
+        total = sub[0] ** min(power, 64) if sub[0] > 1 else 1
+    else:  # +, ~, |, and any other: the terms of its sides together
+        total = sum(sub)
+    return min(total, cap + 1)
+
+
+def _check_term_count(formula: str) -> None:
+    """Refuse a formula whose operators could make more terms than any fit's design may
+    hold, from its parse tree, before formulaic expands the terms."""
+    from formulaic.parser import DefaultFormulaParser
+
+    try:
+        tree = DefaultFormulaParser().get_ast(formula)
+    except Exception:  # refused by formulaic's own parse, with its reason
+        return
+    widest = int((_state_limit() / 8) ** 0.5) - 1
+    cap = TERM_SLACK * widest
+    if _term_bound(tree, cap) > cap:
+        raise InputError(f"formula {formula[:200]!r}{'...' if len(formula) > 200 else ''}: "
+                         f"expanding its interactions takes more than {cap:,} terms (a power "
+                         "such as (a + b + c)**20 is multiplied out before its duplicates are "
+                         f"merged), where a fit's design holds {widest:,} columns at most (dask "
+                         "config streamlsq.design-state-bytes); write fewer interactions or a "
+                         "lower power")
 
 
 def _first_line(exc: BaseException) -> str:

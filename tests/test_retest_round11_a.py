@@ -1,7 +1,14 @@
-"""Cases of the eleventh re-test (part A): a relative ``--out`` of a command whose Dask
-tasks write the result (``predict``, ``simulate``) failed with ``input/output error
-(FileNotFoundError: .p.zarr.partial-... does not exist)`` when the workers of ``--scheduler``
-ran in another folder; ..."""
+"""Cases of the eleventh re-test (part A), inputs, formulas, GLMs, predict and convert: a
+relative ``--out`` (``predict``, ``simulate``) or store (``info --check`` of a converted table)
+reached the workers of ``--scheduler`` as written, naming their folder; ``convert`` of a
+partitioned Parquet folder dropped its key, and of a column of dates wrote a store its own
+readers refused; ``fit glm --allow-nonconverged`` published a fit of NaN deviance; a GLM
+clustered by one group divided by zero; a formula's interactions could run for hours before
+anything counted them; a column named as a Python keyword could not be named at all; and
+refusals that named the wrong option, advised the wrong remedy or none (a folder of CSV files,
+text in --offset, successes beyond their trials, a log-link binomial, C() with a reference
+level, --no-intercept, a comma in a column's name, several GLM responses, new rows named
+otherwise, a fill value read as NaN, info --check of groups or of other variables)."""
 
 from __future__ import annotations
 

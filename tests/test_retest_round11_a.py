@@ -611,3 +611,19 @@ def test_a_result_whose_formula_explodes_is_refused_where_it_is_read(tmp_path, c
         line = refusal(result)
         assert "expanding its interactions takes more than" in line, line
         assert snapshot(tmp_path) == before
+
+
+def test_a_converted_store_fitted_by_x_names_its_sample_dimension(tmp_path, cli, client):
+    frame = _frame()
+    streamlsq.convert(frame, tmp_path / "c.zarr", client=client)
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "c.zarr", "--out", out, "--family",
+                        "poisson", "--x", "x1,x2", "--y", "cnt"))
+    assert line.endswith("variable 'x1' has dims ('row',), expected ('sample',) or "
+                         "('sample', ...): the sample dimension first; name it with "
+                         "--sample-dim (its first dimension: --sample-dim row)"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    result = cli("fit", "glm", tmp_path / "c.zarr", "--out", out, "--family", "poisson",
+                 "--x", "x1,x2", "--y", "cnt", "--sample-dim", "row")
+    assert result.exit_code == 0, result.stderr

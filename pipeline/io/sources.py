@@ -822,7 +822,9 @@ def _check_sample_dim(label: str, name: str, column: Column, dim: str, sample_fi
             f"{label}: variable '{name}' has dims {column.dims or column.shape}, expected "
             f"('{dim}',) or ('{dim}', ...)"
             + (": the sample dimension first" if sample_first else "")
-            + ("" if given else "; name it with --sample-dim"))
+            + ("" if given else "; name it with --sample-dim"
+               + (f" (its first dimension: --sample-dim {column.dims[0]})"
+                  if column.dims else "")))
 
 
 def _labels(names, columns: dict[str, Column], table: OpenedInput) -> tuple:

@@ -627,3 +627,24 @@ def test_a_converted_store_fitted_by_x_names_its_sample_dimension(tmp_path, cli,
     result = cli("fit", "glm", tmp_path / "c.zarr", "--out", out, "--family", "poisson",
                  "--x", "x1,x2", "--y", "cnt", "--sample-dim", "row")
     assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize("column", ["x1", "expo"])
+def test_a_missing_value_in_a_glms_new_rows_advises_what_predict_offers(tmp_path, cli,
+                                                                         client, column):
+    """predict has no --missing: a linear fit's prediction said so; a GLM's advised
+    '--missing drop (missing="drop")', an option predict does not take."""
+    frame = _frame()
+    fit = tmp_path / "g.zarr"
+    streamlsq.fit_glm(frame, family="poisson", formula="cnt ~ x1 + C(g)", exposure="expo",
+                      out=fit, client=client)
+    new = frame.iloc[:40].copy()
+    new.loc[4, column] = np.nan
+    new.to_parquet(tmp_path / "new.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "p.zarr"
+    line = one_line(cli("predict", fit, tmp_path / "new.parquet", "--out", out))
+    assert "has NaN at row 4; remove or impute the missing values, or leave their rows out " \
+        "of DATA: predict gives every row a prediction (it has no --missing)" in line, line
+    assert "missing drop" not in line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

@@ -648,3 +648,18 @@ def test_a_missing_value_in_a_glms_new_rows_advises_what_predict_offers(tmp_path
         "of DATA: predict gives every row a prediction (it has no --missing)" in line, line
     assert "missing drop" not in line
     assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_an_exposure_of_zero_in_the_new_rows_says_what_to_do(tmp_path, cli, client):
+    frame = _frame()
+    fit = tmp_path / "g.zarr"
+    streamlsq.fit_glm(frame, family="poisson", formula="cnt ~ x1", exposure="expo", out=fit,
+                      client=client)
+    new = frame.iloc[:40].copy()
+    new.loc[4, "expo"] = 0.0
+    new.to_parquet(tmp_path / "new.parquet")
+    before = snapshot(tmp_path)
+    line = one_line(cli("predict", fit, tmp_path / "new.parquet", "--out", tmp_path / "p.zarr"))
+    assert line.endswith("variable 'expo' row 4: an exposure must be > 0 (its logarithm is the "
+                         "offset); correct the row, or leave it out of DATA"), line
+    assert snapshot(tmp_path) == before

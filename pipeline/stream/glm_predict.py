@@ -74,7 +74,8 @@ def _glm_chunk(source: StreamSource, aux, aux_names: dict, a: int, b: int, spec,
             if (exposure <= 0).any():
                 row = a + int(np.flatnonzero(exposure <= 0)[0])
                 raise InputError(f"{source.label}: variable '{aux_names['exposure']}' row "
-                                 f"{row}: an exposure must be > 0")
+                                 f"{row}: an exposure must be > 0 (its logarithm is the "
+                                 "offset); correct the row, or leave it out of DATA")
             offset += np.log(exposure)
     frame = kernels.predict_link(spec, X, coef, cov, offset=offset, alpha=alpha)
     out = {"yhat": frame["mean"], "linpred": frame["linpred"]}

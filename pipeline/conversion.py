@@ -158,6 +158,10 @@ class TableConversion(Job):
         if not names:  # --columns ""
             raise InputError(f"{table.label}: --columns names no column (found: "
                              f"{table.found})")
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:  # a second array of one name: zarr's ContainsArrayError
+            raise InputError(f"{table.label}: --columns names '{twice}' twice; name each "
+                             "column once")
         keys = getattr(table, "partitions", {})
         if keys and self.columns is None:
             # its partition keys are not in its files: a store of "all the columns" would

@@ -89,8 +89,8 @@ def test_the_glm_line_says_the_rows_missing_drop_left_out(tmp_path, cli):
                  "--family", "poisson", "--formula", "cnt ~ x1", "--exposure", "expo",
                  "--missing", "drop")
     assert result.exit_code == 0, result.stderr
-    assert "GLM poisson (log) over 400 rows (398 fitted, 2 dropped: --missing drop), " \
-        "converged" in result.stdout, result.stdout
+    assert "GLM poisson (log) over 400 rows (398 fitted, 2 left out: a missing value " \
+        "(--missing drop)), converged" in result.stdout, result.stdout
     kept = frame.dropna()
     ref = smf.glm("cnt ~ x1", kept, family=sm.families.Poisson(), exposure=kept.expo).fit()
     fit = streamlsq.open_result(tmp_path / "g.zarr", lazy=False)
@@ -663,3 +663,27 @@ def test_an_exposure_of_zero_in_the_new_rows_says_what_to_do(tmp_path, cli, clie
     assert line.endswith("variable 'expo' row 4: an exposure must be > 0 (its logarithm is the "
                          "offset); correct the row, or leave it out of DATA"), line
     assert snapshot(tmp_path) == before
+
+
+def test_the_glm_line_says_rows_of_weight_zero_left_out_as_such(tmp_path, cli):
+    frame = _frame()
+    frame["w"] = 1.0
+    frame.loc[[3, 8, 20], "w"] = 0.0
+    frame.to_parquet(tmp_path / "t.parquet")
+    result = cli("fit", "glm", tmp_path / "t.parquet", "--out", tmp_path / "g.zarr",
+                 "--family", "poisson", "--formula", "cnt ~ x1", "--weights", "w")
+    assert result.exit_code == 0, result.stderr
+    assert "over 400 rows (397 fitted, 3 left out: a weight of 0), converged" in \
+        result.stdout, result.stdout
+    assert "--missing drop" not in result.stdout
+
+
+def test_convert_refuses_a_column_named_twice(tmp_path, cli):
+    _frame().to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "c.zarr"
+    line = one_line(cli("convert", tmp_path / "t.parquet", "--out", out, "--columns",
+                        "x1,cnt,x1"))
+    assert line == (f"streamlsq: error: {tmp_path / 't.parquet'}: --columns names 'x1' twice; "
+                    "name each column once"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

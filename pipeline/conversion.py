@@ -25,6 +25,7 @@ import zarr
 from streamlsq.errors import InputError
 from streamlsq.io.codecs import compressors
 from streamlsq.io.formulas import find_levels
+from streamlsq.io.location import csv_folder_remedy
 from streamlsq.io.names import look_alike
 from streamlsq.io.tables import (
     ROW_DIM,
@@ -32,6 +33,7 @@ from streamlsq.io.tables import (
     is_parquet_folder_url,
     is_table,
     numbers_as_text,
+    partition_note,
     read_frame,
     text_for_numbers,
 )
@@ -89,6 +91,20 @@ def _write_chunk(rows, names: tuple, strings: frozenset, a: int, b: int, store) 
     return b - a
 
 
+def _time_kind(dtype) -> str | None:
+    """'date' or 'duration' for a pandas dtype of times (datetime64, with a time zone,
+    periods) or durations (timedelta64), else None."""
+    import pandas as pd
+
+    if dtype is None:
+        return None
+    if pd.api.types.is_datetime64_any_dtype(dtype) or isinstance(dtype, pd.PeriodDtype):
+        return "date"
+    if pd.api.types.is_timedelta64_dtype(dtype):
+        return "duration"
+    return None
+
+
 #: the longest name of a variable in bytes: a folder's name on common filesystems
 LONGEST_NAME = 255
 
@@ -135,22 +151,49 @@ class TableConversion(Job):
             hint = ("; a Dataset is already a stream: fit it as it is, or write it with "
                     "to_zarr" if type(self.data).__name__ == "Dataset" else "")
             raise InputError(f"{shown}: not a table (Parquet or CSV files, a pandas, "
-                             f"polars or dask DataFrame){hint}")
+                             f"polars or dask DataFrame){hint}{csv_folder_remedy(self.data)}")
         table = run.open_input("table", self.data, file_kind="parquet" if folder else None)
         names = table.found if self.columns is None else [str(c) for c in (
             [self.columns] if isinstance(self.columns, str) else self.columns)]
         if not names:  # --columns ""
             raise InputError(f"{table.label}: --columns names no column (found: "
                              f"{table.found})")
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:  # a second array of one name: zarr's ContainsArrayError
+            raise InputError(f"{table.label}: --columns names '{twice}' twice; name each "
+                             "column once")
+        keys = getattr(table, "partitions", {})
+        if keys and self.columns is None:
+            # its partition keys are not in its files: a store of "all the columns" would
+            # go without them, without a word
+            raise InputError(
+                f"{table.label}: its files lie in partition folders "
+                f"({', '.join(f'{v}/' for v in keys.values())}...), whose "
+                f"key{'s' if len(keys) > 1 else ''} {', '.join(map(repr, keys))} streamlsq "
+                "does not read as a column (pandas does), so the store would go without "
+                f"{'them' if len(keys) > 1 else 'it'}; convert the frame "
+                "pd.read_parquet(folder) from Python (streamlsq.convert), or name the files' "
+                "columns to convert with --columns (columns=)")
         for name in names:
             if name not in table.members:
                 raise InputError(f"{table.label}: column '{name}' is missing (found: "
-                                 f"{table.found}){look_alike(name, table.members)}")
+                                 f"{table.found}){look_alike(name, table.members)}"
+                                 f"{partition_note(table, name)}")
             why = _unstorable(name)
             if why:
                 raise InputError(f"{table.label}: column {name[:60]!r}"
                                  f"{'…' if len(name) > 60 else ''} cannot be a variable of a "
                                  f"Zarr store ({why}); rename it, or leave it out (--columns)")
+        for name in names:
+            kind = _time_kind(table.dtypes.get(name)) if hasattr(table, "dtypes") else None
+            if kind:
+                # written as text, a time's levels (pandas' str) and its stored strings
+                # (NumPy's) differ: the store would refuse its own values
+                raise InputError(
+                    f"{table.label}: column '{name}' holds {table.dtypes[name]} values ({kind}"
+                    "s), neither the numbers nor the text a store holds: make it numbers (e.g. "
+                    "days since a date) or text (astype(str)) before converting, or leave it "
+                    "out (--columns)")
         read = table.as_read(table.columns(names, ROW_DIM), labels=tuple(names))
         self.names = tuple(names)
         self.strings = frozenset(n for n, c in read.items() if getattr(c.dtype, "kind", "O") == "O")

@@ -236,7 +236,9 @@ def test_a_glm_applied_to_columns_named_in_another_order_is_refused(fitted, tmp_
     out = tmp_path / "p.zarr"
     line = one_line(cli("predict", fit, fitted / "new.csv", "--out", out, "--x", "x2,x1"))
     assert line.endswith(f"new.csv: its features ['x2', 'x1'] are not those {fit} was fitted "
-                         "on (['x1', 'x2'])"), line
+                         "on (['x1', 'x2']): its coefficients apply to its features by name "
+                         "and in order; give the new rows those columns (renamed if need be) "
+                         "and leave out --x (x=), or name them in that order"), line
     assert snapshot(tmp_path) == before and leftovers(out) == []
     got = streamlsq.predict(fit, fitted / "new.csv", x="x1,x2", client=client)
     X = sm.add_constant(frame[["x1", "x2"]])

@@ -54,7 +54,14 @@ def glm(data, out, **given):
         return
     a = ds.attrs
     state = "converged" if a["converged"] else "NOT converged"
-    click.echo(f"wrote {out}: GLM {a['family']} ({a['link']}) over {a['n_rows']} rows, "
+    # the rows left out are said, as a linear fit's line says them, with why: a weight of 0
+    # (--weights) or a missing value (--missing drop)
+    dropped = int(a.get("rows_dropped") or 0)
+    why = [w for w, on in (("a missing value (--missing drop)", a.get("missing") == "drop"),
+                           ("a weight of 0", a.get("weights_variable") is not None)) if on]
+    fitted = (f" ({a['n_rows'] - dropped} fitted, {dropped} left out: {' or '.join(why)})"
+              if dropped else "")
+    click.echo(f"wrote {out}: GLM {a['family']} ({a['link']}) over {a['n_rows']} rows{fitted}, "
                f"{state} after {a['iterations']} iterations ({a['passes']} passes), "
                f"deviance {float(ds.deviance.values[0]):.6g} "
                "(streamlsq info RESULT: the summary)")

@@ -38,7 +38,7 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     # the cluster's options checked before the store is read
     values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
                      "memory_limit": memory_limit})
-    from streamlsq.io.describe import CONVERTED, check_tasks, check_values, describe, store_kind
+    from streamlsq.io.describe import CONVERTED, describe, store_kind
     from streamlsq.io.stores import open_group, split_group
 
     path, group = split_group(store)  # PATH#GROUP: the group, a store of its own
@@ -77,25 +77,46 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
 
         open_result(store, lazy=False)  # every chunk read and checked
         click.echo("checked: every chunk of every variable written, readable and finite")
-    elif kind == "multi-task":
-        with _client(scheduler, n_workers, memory_limit, data=store) as client:
-            n, tasks = check_tasks(store, client)
-        click.echo(f"checked: every chunk of every variable read, every value finite in {n} "
-                   f"rows of {tasks} tasks, none so large that the least-squares sums "
-                   "overflow")
-    elif kind == "groups":  # simulate interleaved's populations: each a stream of its own
+    elif kind == "groups":
+        # the groups the description lists as stream or multi-task stores, each as a fit or
+        # a task command given --group reads it
         g = open_group(store, None)
-        streams = [sub for sub in sorted(g.group_keys()) if store_kind(g[sub]) == "stream"]
+        kinds = {sub: store_kind(g[sub]) for sub in sorted(g.group_keys())}
+        data = [sub for sub, k in kinds.items() if k in ("stream", "multi-task")]
+        if not data:
+            raise InputError(
+                f"{store}: none of its groups ({', '.join(f'{s}/: {k}' for s, k in kinds.items())}"
+                ") is a stream or multi-task store, which info --check reads; give a group's "
+                "path (STORE/GROUP) to describe it")
         with _client(scheduler, n_workers, memory_limit, data=store) as client:
-            rows = [check_values(f"{str(store).rstrip('/')}/{sub}", client) for sub in streams]
-        click.echo(f"checked: every value finite in the {', '.join(map(str, rows))} rows of "
-                   f"the streams {', '.join(f'{store}#{sub}' for sub in streams)}, none so "
-                   "large that the least-squares sums overflow")
+            for sub in data:
+                _check_data(store, kinds[sub], client, sub)
+    elif kind == "unknown" and check:
+        g = open_group(store, None)
+        raise InputError(
+            f"{store}: holds no X and y, task_ptr, converted table or result (found: "
+            f"{sorted(g.array_keys()) or 'none'}): info --check reads those; variables named "
+            "otherwise are checked by the fit that names them (--x, --y), as it reads them")
     elif check:
         with _client(scheduler, n_workers, memory_limit, data=store) as client:
-            n = check_values(store, client)
-        click.echo(f"checked: every value finite in {n} rows, none so large that the "
-                   "least-squares sums overflow")
+            _check_data(store, kind, client)
+
+
+def _check_data(store, kind: str, client, group: str | None = None) -> None:
+    """A stream or multi-task store (or one of its groups) read and checked, and the line
+    that says so."""
+    from streamlsq.io.describe import check_tasks, check_values
+
+    where = f"group {group}/: " if group else ""
+    if kind == "multi-task":
+        n, tasks = check_tasks(store, client, group)
+        click.echo(f"checked: {where}every chunk of every variable read, every value finite "
+                   f"in {n} rows of {tasks} tasks, none so large that the least-squares sums "
+                   "overflow")
+        return
+    n = check_values(store, client, group)
+    click.echo(f"checked: {where}every value finite in {n} rows, none so large that the "
+               "least-squares sums overflow")
 
 
 def _streamlsq_folder(store) -> str | None:

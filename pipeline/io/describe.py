@@ -10,7 +10,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.formulas import undeclared_level
-from streamlsq.io.location import Location, locate
+from streamlsq.io.location import locate
 from streamlsq.io.sources import declared_levels, open_stream
 from streamlsq.io.stores import (
     array_names,
@@ -112,7 +112,7 @@ def _check_range(source, a, b):
     return b - a
 
 
-def check_values(path: str, client: Client) -> int:
+def check_values(path: str, client: Client, group: str | None = None) -> int:
     """Read every chunk of a stream store in parallel and refuse NaN/Inf, unreadable chunks and
     values so large that the solvers' sums would overflow
     (:func:`~streamlsq.kernels.limits.largest_safe_magnitude`); returns rows checked."""
@@ -121,7 +121,7 @@ def check_values(path: str, client: Client) -> int:
     loc = locate(path)
     if loc is None or not loc.exists():
         raise InputError(f"{path}: no such store")
-    source = open_stream(path)
+    source = open_stream(path, group)
     edges = source.chunk_edges()
     tag = uuid.uuid4().hex[:8]
     futures = [
@@ -154,7 +154,7 @@ def _check_tasks_chunk(source, chunk, limit):
     return int(ptr[-1])
 
 
-def check_tasks(path: str, client: Client) -> tuple[int, int]:
+def check_tasks(path: str, client: Client, group: str | None = None) -> tuple[int, int]:
     """Read every chunk of every variable of a multi-task store, as the task commands read
     it (:func:`~streamlsq.io.tasks.open_tasks`: layout, ``task_ptr``, roles; then the rows
     of every task in parallel: NaN/Inf and values so large that the least-squares sums
@@ -162,7 +162,7 @@ def check_tasks(path: str, client: Client) -> tuple[int, int]:
     from streamlsq.io.tasks import TRUTH, open_tasks, plan_chunks
     from streamlsq.runtime.progress import track_futures
 
-    source = open_tasks(path)
+    source = open_tasks(path, group)
     for name in TRUTH if source.has_truth else ():  # read as stored: every chunk present
         read_checked(source.path, source.group, name, source.array(name), 0,
                      int(source.array(name).shape[0]), source.label)
@@ -175,15 +175,13 @@ def check_tasks(path: str, client: Client) -> tuple[int, int]:
     return int(np.sum(track_futures(client, futures, source.n_rows, "check"))), source.n_tasks
 
 
-def _read_column(where: Location, name: str, a: int, b: int) -> int:
+def _read_column(where: str, path: str, name: str, a: int, b: int) -> int:
     """Rows ``a:b`` of a converted table's column ``name`` read (each chunk file present and
-    decodable); returns the missing values among them (NaN, or the empty string). ``where``:
-    located by the client (a worker's working folder is its own: a relative path was not
-    found there)."""
-    path = where.shown or where.url
+    decodable) from ``where`` (its absolute path or URL; ``path`` as given, for messages);
+    returns the missing values among them (NaN, or the empty string)."""
     g = open_group(where, None)
     arr = get_array(g, path, name)
-    values = read_checked(path, None, name, arr, a, b, remedy="convert the table again")
+    values = read_checked(where, None, name, arr, a, b, path, remedy="convert the table again")
     if values.dtype.kind == "f":
         return int(np.isnan(values).sum())
     levels = declared_levels(arr.attrs, arr.shape[0], f"{path}: variable '{name}'")
@@ -205,8 +203,9 @@ def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
     the missing values of each column that has any."""
     from streamlsq.runtime.progress import track_futures
 
-    where = locate(path)
-    g = open_group(where, None)
+    g = open_group(path, None)
+    # the workers run in a folder of their own: a relative path would name another store
+    where = locate(path).url
     names = sorted(array_names(g, path))
     n = int(g.attrs.get("n_rows", 0))
     tag = uuid.uuid4().hex[:8]
@@ -218,7 +217,7 @@ def check_table(path: str, client: Client) -> tuple[int, dict[str, int]]:
         rows = int(arr.chunks[0]) if arr.ndim else 1
         for i, a in enumerate(range(0, max(int(arr.shape[0]) if arr.ndim else 1, 1), rows)):
             b = min(a + rows, int(arr.shape[0]) if arr.ndim else 1)
-            futures[(name, i)] = client.submit(_read_column, where, name, a, b,
+            futures[(name, i)] = client.submit(_read_column, where, path, name, a, b,
                                                key=f"check-{tag}-{name}-{i}")
     counts = track_futures(client, list(futures.values()), n, "check")
     missing: dict[str, int] = {}

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -46,7 +47,12 @@ import numpy as np
 from streamlsq.errors import InputError
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import Column, OpenedInput, RowsReader
-from streamlsq.io.tables import numbers_as_text, read_frame, text_for_numbers
+from streamlsq.io.tables import (
+    numbers_as_text,
+    partition_note,
+    read_frame,
+    text_for_numbers,
+)
 
 __all__ = ["DESIGN", "RESPONSE", "TRANSFORMS", "Design", "DesignInput", "DesignRows",
            "FormulaColumns", "check_formula", "formula_intercept"]
@@ -196,10 +202,20 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
         name = _callee(node.func)
         if name not in (*TRANSFORMS, "I", "C"):
             _refuse_call(node)
+        wanted = TRANSFORMS[name][1] if name in TRANSFORMS else 1
+        if name == "C" and (node.keywords or len(node.args) != 1):
+            # C(g, Treatment('b')), C(g, levels=[...]): statsmodels' way to choose the
+            # reference level; here the levels' own order does
+            extra = "a keyword argument" if node.keywords else "another argument"
+            raise _Refused(f"calls C() with more than its column ({extra}, in "
+                           f"{ast.unparse(node)}); "
+                           "C() takes one column, in treatment coding with its first level "
+                           "as the reference: to choose the reference, give the column as a "
+                           "pandas category whose first level it is (a DataFrame, or a "
+                           "Parquet file written from one: docs/tables.md#formulas)", True)
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             raise _Refused(f"passes {name}() keyword or starred arguments (in "
                            f"{ast.unparse(node)})")
-        wanted = TRANSFORMS[name][1] if name in TRANSFORMS else 1
         if len(node.args) != wanted:
             raise _Refused(f"calls {name}() with {len(node.args)} argument(s), not {wanted}")
         if name == "C":
@@ -227,7 +243,8 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
         raise _Refused(f"holds {what} {ast.unparse(node)}")
 
 
-def _factor_columns(factor, columns: set, categorical: set, called: dict | None = None) -> None:
+def _factor_columns(factor, columns: set, categorical: set, called: dict | None = None,
+                   quoted: frozenset = frozenset()) -> None:
     """Check one factor of formulaic's parse and collect the columns it reads (and in
     ``called``, the names of the namespace it calls: ``np`` of ``np.log(x)`` -> ``np.log``)."""
     from formulaic.utils.code import sanitize_variable_names
@@ -238,13 +255,22 @@ def _factor_columns(factor, columns: set, categorical: set, called: dict | None 
             raise _Refused(f"holds the constant {expr}")
         return
     if method == "lookup":  # a column name as written (backticks let it be any text)
-        if expr.startswith("__") and expr.endswith("__") or ".__" in expr or \
-                keyword.iskeyword(expr):
+        # a Python keyword (class, None, True) in backticks is a column too: formulaic
+        # looks a lone name up in the data, it evaluates nothing
+        if expr.startswith("__") and expr.endswith("__") or ".__" in expr:
             raise _Refused(f"names '{expr}', which is no column")
+        if keyword.iskeyword(expr) and expr not in quoted:
+            raise _Refused(f"names '{expr}', a Python keyword, which is no column unless "
+                           f"written in backticks (`{expr}`)")
         columns.add(expr)
         return
     if method != "python":
         raise _Refused(f"holds the factor {expr} of kind {method}")
+    words = sorted({w for w in re.findall(r"`([^`]*)`", expr) if keyword.iskeyword(w)})
+    if words:  # formulaic keeps a keyword's name as it is: Python reads it as the keyword
+        raise _Refused(f"reads the column '{words[0]}', a Python keyword, inside {expr}: "
+                       f"formulaic reads such a column alone (y ~ `{words[0]}`), not inside "
+                       "C(), I() or a transform; rename the column", True)
     aliases: dict = {}
     try:  # backticked names made Python names, text only (formulaic's own step)
         code = ast.parse(sanitize_variable_names(expr, {}, aliases), mode="eval")
@@ -272,6 +298,7 @@ def check_formula(formula: str) -> FormulaColumns:
 @lru_cache(maxsize=64)
 def _checked(formula: str) -> FormulaColumns:
     parsed = parse(formula)
+    quoted = frozenset(re.findall(r"`([^`]*)`", formula))
     sides = {}
     computed: dict[str, str] = {}
     for side in ("rhs", "lhs"):
@@ -283,7 +310,7 @@ def _checked(formula: str) -> FormulaColumns:
             for factor in term.factors:
                 try:
                     read, made = set(), set()
-                    _factor_columns(factor, read, made, called)
+                    _factor_columns(factor, read, made, called, quoted)
                     in_term |= read
                     columns |= read
                     categorical |= made
@@ -340,15 +367,77 @@ def parse(formula: str):
 
     if not isinstance(formula, str) or "~" not in formula:
         raise InputError(f"formula must be 'response ~ terms', got {formula!r}")
+    _check_term_count(formula)
     try:
         parsed = Formula(formula)
     except Exception as exc:
+        words = sorted({w for w in re.findall(r"`([^`]*)`", formula) if keyword.iskeyword(w)})
+        hint = (f"; the column '{words[0]}' is a Python keyword, which formulaic reads alone "
+                f"(y ~ `{words[0]}`), not inside C(), I() or a transform: rename the column"
+                if words and isinstance(exc, SyntaxError) else "")
         raise InputError(f"formula {formula!r} cannot be parsed ({type(exc).__name__}: "
-                         f"{_first_line(exc)})") from None
+                         f"{_first_line(exc)}){hint}") from None
     if not isinstance(getattr(parsed, "lhs", None), SimpleFormula) or \
             not isinstance(getattr(parsed, "rhs", None), SimpleFormula):
         raise InputError(f"formula {formula!r} must be 'response ~ terms'")
     return parsed
+
+
+#: the terms a formula's operators may make, counted from its parse tree before formulaic
+#: expands them (a*b*...*z of 26 columns makes 2**26 terms, (a+b+c)**20 3**20 before
+#: merging: hours of parsing), as a multiple of the widest design a fit's state may hold
+#: (streamlsq.design-state-bytes): a formula kept in a result received from someone else is
+#: parsed by predict and info --check too
+TERM_SLACK = 8
+
+
+def _term_bound(node, cap: int) -> int:
+    """An upper bound of the terms formulaic makes of ``node`` (its parse tree: tokens and
+    operator nodes) while it expands them, each count held at ``cap`` + 1 so the arithmetic
+    stays small."""
+    args = getattr(node, "args", None)
+    if args is None:
+        return 1
+    op = str(getattr(node.operator, "symbol", node.operator))
+    sub = [_term_bound(a, cap) for a in args]
+    if op in ("-",) and sub:
+        total = sub[0]
+    elif op in ("*",) and len(sub) == 2:
+        total = sub[0] + sub[1] + sub[0] * sub[1]
+    elif op in (":", "in") and len(sub) == 2:
+        total = sub[0] * sub[1]
+    elif op == "/" and len(sub) == 2:
+        total = sub[0] + sub[0] * sub[1]
+    elif op in ("**", "^") and len(sub) == 2:
+        try:
+            power = int(str(args[1]))
+        except ValueError:
+            power = cap
+        # formulaic multiplies the base out power times before merging duplicates
+        total = sub[0] ** min(power, 64) if sub[0] > 1 else 1
+    else:  # +, ~, |, and any other: the terms of its sides together
+        total = sum(sub)
+    return min(total, cap + 1)
+
+
+def _check_term_count(formula: str) -> None:
+    """Refuse a formula whose operators could make more terms than any fit's design may
+    hold, from its parse tree, before formulaic expands the terms."""
+    from formulaic.parser import DefaultFormulaParser
+
+    try:
+        tree = DefaultFormulaParser().get_ast(formula)
+    except Exception:  # refused by formulaic's own parse, with its reason
+        return
+    widest = int((_state_limit() / 8) ** 0.5) - 1
+    cap = TERM_SLACK * widest
+    if _term_bound(tree, cap) > cap:
+        raise InputError(f"formula {formula[:200]!r}{'...' if len(formula) > 200 else ''}: "
+                         f"expanding its interactions takes more than {cap:,} terms (a power "
+                         "such as (a + b + c)**20 is multiplied out before its duplicates are "
+                         f"merged), where a fit's design holds {widest:,} columns at most (dask "
+                         "config streamlsq.design-state-bytes); write fewer interactions or a "
+                         "lower power")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -365,7 +454,9 @@ def formula_intercept(formula: str, fit_intercept: bool | None) -> bool:
     if fit_intercept is not None and bool(fit_intercept) != has:
         said = "has an" if has else "has no"
         raise InputError(f"formula {formula!r} {said} intercept but fit_intercept="
-                         f"{bool(fit_intercept)} (--intercept): the formula decides (write "
+                         f"{bool(fit_intercept)} "
+                         f"({'--intercept' if fit_intercept else '--no-intercept'}): the "
+                         "formula decides (write "
                          "'- 1' to remove it, '+ 1' to add it)")
     return has
 
@@ -423,13 +514,14 @@ def least_columns(formula: str, levels: dict) -> int:
     less the reference level, 1 for a number (formulaic makes each factor's full or
     reduced coding, so this is exact for treatment coding beside an intercept)."""
     total = 0
+    quoted = frozenset(re.findall(r"`([^`]*)`", formula))
     for term in parse(formula).rhs:
         if str(term) == "1":
             continue
         width = 1
         for factor in term.factors:
             read: set = set()
-            _factor_columns(factor, read, set())
+            _factor_columns(factor, read, set(), quoted=quoted)
             for name in sorted(read & set(levels)):
                 width *= max(len(levels[name]) - 1, 1)
         total += width
@@ -878,7 +970,8 @@ class DesignInput:
             if name not in self.inner.members:
                 raise InputError(f"{self.label}: column '{name}' of the formula "
                                  f"{self.formula!r} is missing (found: {self.found or 'none'})"
-                                 + look_alike(name, self.inner.members))
+                                 + (look_alike(name, self.inner.members)
+                                    or partition_note(self.inner, name)))
         per_row = [n for n in names if n not in (DESIGN, RESPONSE)]
         # the column that counts the rows: the formula's first, else (the intercept alone,
         # y ~ 1, on new rows without y) any of the input's
@@ -921,9 +1014,10 @@ class DesignInput:
         out.update({name: raw[name] for name in per_row})
         return {name: out[name] for name in names}
 
-    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = (),
+                options: dict | None = None) -> dict[str, Column]:
         own = {n: c for n, c in columns.items() if n not in (DESIGN, RESPONSE)}
-        read = self.inner.as_read(own, labels) if own else {}
+        read = self.inner.as_read(own, labels, options) if own else {}
         return {n: read.get(n, c) for n, c in columns.items()}
 
     def check_complete(self) -> None:

@@ -18,7 +18,11 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 
-__all__ = ["Location", "check_storage_options", "is_url", "locate", "options_for"]
+#: the suffixes of the CSV files a table is read from (a glob of them is one table)
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
+
+__all__ = ["CSV_SUFFIXES", "Location", "check_storage_options", "csv_folder_remedy", "is_url",
+           "locate", "options_for"]
 
 
 def is_url(path) -> bool:
@@ -198,3 +202,17 @@ def options_for(data, storage_options: dict | None) -> dict | None:
     :func:`check_storage_options`), else as given."""
     loc = locate(data)
     return None if loc is not None and not loc.remote else storage_options
+
+
+def csv_folder_remedy(path) -> str:
+    """For a local folder of CSV files given where a table or a store is read (a folder is
+    read as a table for Parquet files only; CSV files are given by a glob): how to give
+    them, else ``""``."""
+    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if text is None or is_url(text) or not os.path.isdir(text):
+        return ""
+    if not any(f.lower().endswith(CSV_SUFFIXES) for f in os.listdir(text)):
+        return ""
+    glob = os.path.join(text, "*.csv")
+    return (f"; it holds CSV files, which are read as one table when given by a glob: "
+            f"'{glob}' (a folder is read as a table of its Parquet files)")

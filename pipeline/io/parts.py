@@ -133,9 +133,11 @@ class OpenedInput(Protocol):
         """The variables ``names`` as found, the sample dimension ``dim`` first where they
         have it."""
 
-    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = (),
+                options: dict | None = None) -> dict[str, Column]:
         """The columns with the dtypes their values are read in, refused unless numbers
-        (``labels``: variables that may hold strings)."""
+        (``labels``: variables that may hold strings; ``options``: variables an option other
+        than --x reads as numbers -> that option, for the refusal to name)."""
 
     def check_complete(self) -> None:
         """Refuse a selected variable with a chunk not written."""

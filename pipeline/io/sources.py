@@ -71,7 +71,12 @@ from streamlsq.io.stores import (
     store_label,
     store_token,
 )
-from streamlsq.io.tables import is_parquet_folder_url, is_table, open_table
+from streamlsq.io.tables import (
+    is_parquet_folder_url,
+    is_table,
+    open_table,
+    partition_note,
+)
 
 __all__ = [
     "MISSING",
@@ -439,7 +444,8 @@ class StoreInput:
         return {name: Column(dimension_names(a), tuple(a.shape), a.dtype)
                 for name, a in self.arrays.items()}
 
-    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = (),
+                options: dict | None = None) -> dict[str, Column]:
         """The columns with the dtypes xarray decodes them to, refused unless real numbers
         (``labels``: the variables of group labels, which may be strings)."""
         self.decodings = cf_decodings(self.loc, self.group, self.arrays, self.label)
@@ -540,7 +546,8 @@ class DatasetInput:
         return {name: Column(tuple(v.dims), tuple(v.shape), v.dtype)
                 for name, v in self.selected.items()}
 
-    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = (),
+                options: dict | None = None) -> dict[str, Column]:
         """The columns as they are (the Dataset's user decoded them), refused unless real
         numbers (``labels``: the variables of group labels, which may be strings)."""
         for name, column in columns.items():
@@ -700,7 +707,12 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
         if len(columns[name].shape) != 1:
             raise InputError(f"{table.label}: variable '{name}' has dims "
                              f"{columns[name].dims}, expected ('{dim}',): one value per row")
-    columns = table.as_read(columns, labels=group_vars)
+    # a column an option other than --x reads (--offset, --exposure, ...): its text is
+    # refused naming that option, not advised into a formula as a feature
+    options = {name: option for name, (option, _) in named.items()
+               if name == weights} | {name: option for name, (option, _)
+                                       in dict(named_by or {}).items()}
+    columns = table.as_read(columns, labels=group_vars, options=options)
     n, width, n_targets, y_is_vector = _column_counts(table.label, columns, x_vars, y_vars,
                                                       formula is not None and fit_intercept)
     table.check_complete()
@@ -745,6 +757,17 @@ def _present(names: tuple[str, ...], members: set) -> tuple[str, ...]:
     return names if all(n in members for n in names) else ()
 
 
+def _comma_note(name: str, members) -> str:
+    """For a name cut from a variable whose name holds a comma (``--x 'a,b'`` reads 'a' and
+    'b'): that variable, and how to name it."""
+    whole = sorted(m for m in map(str, members) if "," in m and name in m.split(","))
+    if not whole:
+        return ""
+    return (f"; the variable '{whole[0]}' has a comma in its name, where --x and --y (and "
+            "the other options of names) cut a list: name it in a formula, in backticks "
+            f"(--formula \"... ~ `{whole[0]}`\"), or rename it")
+
+
 def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
     """Refuse the first of ``names`` the input does not hold, naming what it holds and the
     option that named it with its remedy (``named``: name -> (option, remedy)), else the
@@ -753,7 +776,8 @@ def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
               else "name the feature variables with --x (x=) and the targets with --y (y=)")
     for name in names:
         if name not in table.members:
-            similar = look_alike(name, table.members, "variable")
+            similar = (look_alike(name, table.members, "variable")
+                       or partition_note(table, name) or _comma_note(name, table.members))
             option, remedy = named.get(name, (None, layout))
             given = f" named by {option}" if option else ""
             raise InputError(f"{table.label}: variable '{name}'{given} is missing (found: "
@@ -801,7 +825,9 @@ def _check_sample_dim(label: str, name: str, column: Column, dim: str, sample_fi
             f"{label}: variable '{name}' has dims {column.dims or column.shape}, expected "
             f"('{dim}',) or ('{dim}', ...)"
             + (": the sample dimension first" if sample_first else "")
-            + ("" if given else "; name it with --sample-dim"))
+            + ("" if given else "; name it with --sample-dim"
+               + (f" (its first dimension: --sample-dim {column.dims[0]})"
+                  if column.dims else "")))
 
 
 def _labels(names, columns: dict[str, Column], table: OpenedInput) -> tuple:

@@ -30,7 +30,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.chunk_decoding import DamagedChunk, direct_rows
-from streamlsq.io.location import Location, check_storage_options, locate
+from streamlsq.io.location import Location, check_storage_options, csv_folder_remedy, locate
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import RowsReader
 
@@ -354,10 +354,39 @@ class StoreSource:
         stored = np.asarray(self.rows.read(name, start, stop))
         values = np.asarray(stored, dtype=dtype)
         if check:
-            check_finite_rows(self.label, name, values, start, self.rows.rows_per_chunk(name),
-                              stored, allow_nan, getattr(self.rows, "described", None),
-                              self.nan_remedy)
+            try:
+                check_finite_rows(self.label, name, values, start,
+                                  self.rows.rows_per_chunk(name), stored, allow_nan,
+                                  getattr(self.rows, "described", None), self.nan_remedy)
+            except InputError as exc:
+                raise InputError(f"{exc}{self._fill_value_note(name, values, start)}") from None
         return values
+
+    def _fill_value_note(self, name: str, values: np.ndarray, start: int) -> str:
+        """Where a refused NaN was stored as a number xarray decodes as missing (the
+        variable's ``_FillValue`` or ``missing_value``; in Zarr v2 the array's own
+        ``fill_value``, zeros by zarr-python's default): that number and why, since the
+        user's store holds no NaN there."""
+        decoding = getattr(self.rows, "decodings", {}).get(name)
+        if decoding is None:
+            return ""
+        nan = np.isnan(values.reshape(len(values), -1)).any(axis=1)
+        if not nan.any():
+            return ""
+        row = start + int(np.flatnonzero(nan)[0])
+        raw = np.asarray(self.array(name)[row]).ravel()
+        fills = [decoding.attrs.get(k) for k in ("_FillValue", "missing_value")]
+        fills = [v for f in fills if f is not None for v in np.ravel(f)]
+        hit = next((v for v in raw if any(v == f for f in fills)), None)
+        if hit is None:
+            return ""
+        v2 = self.array(name).metadata.zarr_format == 2 and "_FillValue" not in \
+            self.array(name).attrs
+        whose = ("the array's fill_value, which xarray reads as missing in Zarr v2 (write "
+                 "the array with fill_value=None, or in Zarr v3)" if v2
+                 else "a value its attributes declare missing (_FillValue, missing_value)")
+        return (f"; the store holds {np.asarray(hit).item()!r} there, {whose}: "
+                "docs/stores.md#values")
 
     def chunk_stamps(self, names, contents: bool = False) -> dict:
         """Stamps of the stored chunks of ``names`` (:func:`chunk_stamps`; none for a
@@ -570,7 +599,8 @@ def open_group(path, group: str | None) -> zarr.Group:
                                path=group or None, use_consolidated=False)
     except Exception as exc:  # zarr raises several types for "not a group here"
         label = store_label(shown, group)
-        raise InputError(f"{label}: not a readable Zarr group ({_first_line(exc)})") from None
+        raise InputError(f"{label}: not a readable Zarr group ({_first_line(exc)})"
+                         f"{'' if loc.remote or group else csv_folder_remedy(shown)}") from None
 
 
 def array_names(g: zarr.Group, label: str) -> set[str]:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamlsq.errors import InputError
-from streamlsq.io.location import is_url
+from streamlsq.io.location import CSV_SUFFIXES, is_url
 from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, RowsReader
 from streamlsq.io.stores import object_stamp
 
@@ -59,7 +59,6 @@ __all__ = ["TableRows", "column_pieces", "decimals_as_floats", "first_value", "f
 #: the dimension of every column of a table
 ROW_DIM = "row"
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
-CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
 #: rows of a pandas frame in one part (about 25 MB of float64 in ten columns)
 FRAME_PART_ROWS = TARGET_CHUNK_ELEMENTS // 10
 #: parts a process keeps between reads, each until all its rows have been handed out (the
@@ -636,6 +635,36 @@ def _list_files(text: str, options: dict | None, suffixes) -> list[tuple[str, st
     return files
 
 
+def _partition_keys(text: str, files: list) -> dict[str, str]:
+    """The partition keys of a folder written partitioned (``g=a/part.parquet``, pandas'
+    ``partition_cols``, Hive's layout): key -> the first folder naming it. pandas and
+    pyarrow read such a key as a column; streamlsq reads the columns the files hold, so
+    the refusals that miss one say where it is."""
+    root = text.rstrip("/")
+    keys: dict[str, str] = {}
+    for file, _ in files:
+        where = file.split("://", 1)[-1] if is_url(text) else file
+        start = root.split("://", 1)[-1] if is_url(text) else os.path.abspath(root)
+        if not where.startswith(start + "/"):
+            continue  # a glob's or a single file's: no folder of partitions
+        for part in where[len(start) + 1:].split("/")[:-1]:
+            key, eq, _ = part.partition("=")
+            if eq and key:
+                keys.setdefault(key, part)
+    return keys
+
+
+def partition_note(table, name: str) -> str:
+    """What to add to the refusal of the column ``name`` as missing from ``table`` when it
+    is a partition key of its folders (:func:`_partition_keys`), else ``""``."""
+    where = getattr(table, "partitions", {}).get(name)
+    if where is None:
+        return ""
+    return (f"; '{name}' is a partition key of the folder's paths ({where}/...), which "
+            "streamlsq does not read as a column (pandas does): give the frame "
+            "pd.read_parquet(folder) from Python, or write the column into the files")
+
+
 def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
     """The row groups of the Parquet files ``text`` names, and the columns' pandas dtypes."""
     files = _list_files(text, options, PARQUET_SUFFIXES)
@@ -671,7 +700,8 @@ def _parquet_rows(text: str, options: dict | None) -> tuple[TableRows, dict]:
             stamps.append(f"{stamp}:{g}:{rg.num_rows}:{rg.total_byte_size}")
     rows = TableRows("parquet", tuple(parts), _edges(sizes), text, text, token,
                      _virtual_chunk(sizes), storage_options=options, stamps=tuple(stamps))
-    return rows, dtypes
+    return rows, dtypes, {k: v for k, v in _partition_keys(text, files).items()
+                          if k not in dtypes}
 
 
 def _mixed_files(name: str, first: tuple, other: tuple, options: dict | None) -> str:
@@ -1122,8 +1152,9 @@ def text_for_numbers(rows: RowsReader, name: str, n_rows: int, chunk_rows: int,
     'x' (named by --x/--y: read as numbers), 'formula' or 'response' (a formula would read
     it as categories, on its right- or left-hand side: ``counted`` its distinct values that
     are numbers, of how many), 'computed' (a formula's ``factor``, such as ``np.log(x)``,
-    computes with it: categories would not do either) or 'convert' (numbers written with
-    separators, which convert would store as text)."""
+    computes with it: categories would not do either), 'convert' (numbers written with
+    separators, which convert would store as text) or 'option' (read as numbers by the option
+    ``factor``, such as ``--offset (offset=)``)."""
     csv = _is_csv(rows)
     found = first_value(rows, name, n_rows, chunk_rows, _not_plain)
     first = first_value(rows, name, n_rows, chunk_rows, _present)
@@ -1160,6 +1191,10 @@ def text_for_numbers(rows: RowsReader, name: str, n_rows: int, chunk_rows: int,
         return (f"{found.where(name)}, a number written with thousands separators ({share}, "
                 f"some written so): the column would be stored as text; "
                 f"{_separators_remedy(csv)}, or leave the column out (--columns)")
+    if use == "option" and found is not None and not _grouped(found.value):
+        return (f"{found.where(name)}, which is not a number: {factor} reads a column of "
+                "numbers; correct the value (or leave it empty: a missing value), or name "
+                f"another column with {factor.split(' ')[0]}")
     if found is None:
         if first is None:
             return f"{rows.label}: column '{name}' holds no value, not numbers"
@@ -1249,8 +1284,11 @@ class TableInput:
 
     sample_first = False
 
-    def __init__(self, rows: TableRows, dtypes: dict, label: str):
+    def __init__(self, rows: TableRows, dtypes: dict, label: str,
+                 partitions: dict | None = None):
         self.table_rows, self.dtypes, self.label = rows, dtypes, label
+        #: the partition keys of a partitioned folder, not among its columns (not read)
+        self.partitions = partitions or {}
         self.members = set(map(str, dtypes))
         self.found = sorted(self.members)
         self.attrs: dict = {}
@@ -1262,9 +1300,12 @@ class TableInput:
     def columns(self, names, dim: str | None) -> dict[str, Column]:
         return {name: Column((ROW_DIM,), (self.n,), self.dtypes[name]) for name in names}
 
-    def as_read(self, columns: dict[str, Column], labels: tuple = ()) -> dict[str, Column]:
+    def as_read(self, columns: dict[str, Column], labels: tuple = (),
+                options: dict | None = None) -> dict[str, Column]:
         """Numbers (and booleans) read as float64; other columns refused unless they are
-        ``labels`` (group labels, or a formula's categories)."""
+        ``labels`` (group labels, or a formula's categories). ``options``: the columns an
+        option other than --x reads as numbers (--offset, --exposure, ...) -> that option,
+        named in the refusal of text there instead of the advice for a feature."""
         import pandas as pd
 
         out = {}
@@ -1273,14 +1314,22 @@ class TableInput:
             numeric = pd.api.types.is_bool_dtype(dtype) or (
                 pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype,
                                                                         pd.CategoricalDtype))
+            if getattr(dtype, "kind", "O") in "mM" and name not in labels:
+                # not numbers, and not levels either (a formula refuses them too)
+                raise InputError(f"{self.label}: column '{name}' holds {dtype} values (dates "
+                                 "or durations), not numbers: compute a number of them before "
+                                 "the fit (e.g. days since a date)")
             if not numeric and name not in labels:
                 if isinstance(dtype, pd.CategoricalDtype):
                     raise InputError(f"{self.label}: column '{name}' holds {dtype} values, "
                                      "not numbers; a category enters the fit through a "
                                      f"formula (--formula \"... ~ C({name})\")")
                 # text: the first value that is not a number named, with its remedy
+                option = (options or {}).get(name)
                 raise InputError(text_for_numbers(self.table_rows, name, self.n,
-                                                  self.table_rows.chunk_rows, "x"))
+                                                  self.table_rows.chunk_rows,
+                                                  "option" if option else "x",
+                                                  factor=option))
             out[name] = Column(column.dims, column.shape,
                                 np.dtype(np.float64) if numeric else np.dtype(object))
         return out
@@ -1340,12 +1389,13 @@ def open_table(data, storage_options: dict | None = None, file_kind: str | None 
     text = os.fspath(data)
     if not is_url(text) and not any(c in text for c in "*?[") and not os.path.exists(text):
         raise InputError(f"{text}: no such file or folder")
+    partitions = {}
     if (file_kind or _file_kind(text)) == "parquet":
-        rows, dtypes = _parquet_rows(text, storage_options)
+        rows, dtypes, partitions = _parquet_rows(text, storage_options)
     else:
         rows = _csv_rows(text, storage_options)
         dtypes = dict(rows.frame.dtypes)
-    return _with_rows(TableInput(rows, dtypes, text))
+    return _with_rows(TableInput(rows, dtypes, text, partitions))
 
 
 def _with_rows(table: TableInput) -> TableInput:

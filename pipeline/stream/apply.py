@@ -59,7 +59,7 @@ PREDICT_REMEDY = ("remove or impute the missing values, or leave their rows out 
                   "predict gives every row a prediction (it has no --missing)")
 
 
-def _read_new_rows(read, a: int, b: int) -> np.ndarray:
+def read_new_rows(read, a: int, b: int) -> np.ndarray:
     """``read(a, b)`` (the new rows' features or targets); a refused NaN advises what
     predict offers, not a fit's ``--missing drop``."""
     try:
@@ -72,11 +72,11 @@ def _read_new_rows(read, a: int, b: int) -> np.ndarray:
 
 def _apply_chunk(source: StreamSource, a: int, b: int, W: np.ndarray, store,
                  intervals: dict | None = None):
-    X = _read_new_rows(source.read_features, a, b)
+    X = read_new_rows(source.read_features, a, b)
     out = {"yhat": X @ W}
     sums = {"sse": np.zeros(W.shape[1]), "rows": 0}
     if source.y_vars:
-        out["residual"] = _read_new_rows(source.read_targets, a, b) - out["yhat"]
+        out["residual"] = read_new_rows(source.read_targets, a, b) - out["yhat"]
         sums = {"sse": (out["residual"]**2).sum(axis=0), "rows": b - a}
     if intervals is not None:  # statsmodels' summary frame: the mean is yhat
         frame = prediction_intervals(X, W, **intervals)
@@ -227,7 +227,9 @@ def check_new_rows(source: StreamSource, coef: FitCoefficients, shown: str,
             [str(v) for v in source.features] != fitted:
         raise InputError(f"{source.label}: its features "
                          f"{list(map(str, source.features))} are not those {shown} was "
-                         f"fitted on ({fitted})")
+                         f"fitted on ({fitted}): its coefficients apply to its features by "
+                         "name and in order; give the new rows those columns (renamed if "
+                         "need be) and leave out --x (x=), or name them in that order")
     if targets and source.y_vars and source.n_targets != W.shape[1]:
         raise InputError(f"{source.label}: has {source.n_targets} target(s) but {shown} "
                          f"predicts {W.shape[1]}")

@@ -168,9 +168,19 @@ class GLMFit(Job):
         if self.source.n_targets != (2 if self.counts else 1):
             # the columns named: a response of text reads as one column per level
             named = ", ".join(map(str, self.source.targets))
-            shown = (f" ({named[:120]}{'...' if len(named) > 120 else ''}: a column of text "
-                     "or levels makes one per level; a GLM's response holds numbers)"
-                     if named and self.source.n_targets > 1 else "")
+            names = [str(v) for v in self.source.y_vars]
+            if self.formula is None and len(names) > 1:
+                # several variables named: not levels, but several responses
+                shown = (f" (--y names {len(names)} variables, {', '.join(names)}): fit each "
+                         "response in a run of its own")
+            elif self.formula is None and self.source.n_targets > 1:
+                shown = (f" (variable '{names[0]}' has {self.source.n_targets} columns): give "
+                         "a variable of one column with --y, e.g. one column of it written as "
+                         "a variable of its own")
+            else:
+                shown = (f" ({named[:120]}{'...' if len(named) > 120 else ''}: a column of "
+                         "text or levels makes one per level; a GLM's response holds numbers)"
+                         if named and self.source.n_targets > 1 else "")
             raise InputError(f"{self.source.label}: a GLM has one response"
                              f"{' (or successes + failures)' if self.counts else ''}, got "
                              f"{self.source.n_targets} target columns{shown}")
@@ -269,8 +279,14 @@ class GLMLoop:
         last = fit.last
         scale = float(last["x2"]) / df_resid if fam.scale_estimated else 1.0
         problem = self.problem(fit, last)
-        if problem is not None and not job.allow_nonconverged:
-            raise InputError(f"{job.source.label}: {problem}")
+        finite = np.isfinite(fit.deviances[-1]) and np.isfinite(np.asarray(fit.coef)).all()
+        if problem is not None and (not job.allow_nonconverged or not finite):
+            # a deviance or coefficient not finite is no fit to mark: published, every reader
+            # of results would call it damaged and ask for it to be computed again
+            kept = "" if finite or not job.allow_nonconverged else (
+                "; --allow-nonconverged publishes a fit that stopped short, not one whose "
+                "deviance or coefficients are not finite")
+            raise InputError(f"{job.source.label}: {problem}{kept}")
         null_kw: dict[str, Any] = {"null_mean": float(mean["wsum_y"]) / float(mean["wsum"])}
         if job.offset is not None or job.exposure is not None:
             counter = iter(range(10**9))
@@ -320,11 +336,27 @@ class GLMLoop:
             return ("perfect separation: the fitted probabilities equal the response on every "
                     "row, the coefficients are not identified; remove the separating "
                     "variable(s), or --allow-nonconverged to publish it marked")
+        if int(last["boundary"]) > 0 and job.spec.family == "binomial" and \
+                job.spec.fam.link(job.spec.link).name not in BOUNDED_LINKS:
+            # a link whose mean is not held in (0, 1) reaches 1 (or 0) by itself: the link,
+            # not a separating variable, is what to change (statsmodels warns of its domain)
+            return (f"{int(last['boundary'])} row(s) fitted with probability numerically 0 "
+                    f"or 1: the {job.spec.fam.link(job.spec.link).name} link does not keep the "
+                    "binomial mean inside (0, 1); choose a link that does (--link logit, "
+                    "probit or cloglog), or --allow-nonconverged to publish it marked")
         if int(last["boundary"]) > 0:
             return (f"quasi-separation: {int(last['boundary'])} row(s) fitted with probability "
                     "numerically 0 or 1 (coefficients running off); remove or merge the "
                     "separating variable(s) or categories, or --allow-nonconverged to publish "
                     "it marked")
+        if not fit.converged and not np.isfinite(fit.deviances[-1]):
+            # "changed by nan" says nothing: a mean left the family's range under this link
+            link = job.spec.fam.link(job.spec.link).name
+            return (f"IRLS did not converge in {fit.iterations} iterations: the deviance is "
+                    f"not finite, a fitted mean having left the {job.spec.family} family's "
+                    f"range ({job.spec.fam.support}) under the {link} link; choose a link "
+                    f"that keeps it there (the family's default, "
+                    f"{job.spec.fam.default_link})")
         if not fit.converged:
             return (f"IRLS did not converge in {fit.iterations} iterations (the deviance "
                     f"changed by {abs(fit.deviances[-1] - fit.deviances[-2]):.3g} in the last, "
@@ -402,6 +434,12 @@ def counts_response(formula: str, family: str, trials: str | None) -> bool:
         raise InputError(f"formula {formula!r}: its two columns are successes + failures, "
                          f"the trials their sum: leave out --trials {trials}")
     return True
+
+
+
+#: the binomial links whose mean stays inside (0, 1) for every linear predictor; with the
+#: log link a fitted probability of 0 or 1 is the link's doing, not a separating variable
+BOUNDED_LINKS = ("logit", "probit", "cloglog")
 
 
 def coef_labels(source: StreamSource) -> np.ndarray:
@@ -485,6 +523,14 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
         if exc.kind == "support":
             remedy = ("choose a family whose support holds it, or drop the row "
                       "(a NaN there and --missing drop (missing=\"drop\"))")
+            given = extra.get("trials")
+            if given is not None and given[exc.row] > 0:
+                # a count of successes past its trials (or below 0), not a proportion
+                raise InputError(
+                    f"{source.label}: {response} row {row}: {y[exc.row]:g} successes out of "
+                    f"{given[exc.row]:g} trials (--trials {aux_names['trials']}): a binomial "
+                    "count lies between 0 and its trials; correct the row, or drop it (a NaN "
+                    "there and --missing drop (missing=\"drop\"))") from None
             raise InputError(f"{source.label}: {response} row {row}: {exc.what}; {remedy}"
                              ) from None
         raise InputError(f"{source.label}: row {row}: {exc.what}: the IRLS step cannot use it; "
@@ -535,6 +581,9 @@ class GLMPass(Pass):
                            kernels.combine_robust if robust else kernels.combine_sums,
                            leaf=_part, name=f"{self.label}-combine-{tag}").result()
         if robust:  # the labels stay on the workers' side: the state is numbers only
+            if "sums" in root and np.asarray(root["sums"]).shape[0] < 2:
+                # one group: no correction G/(G - 1) to make; the fit refuses it by name
+                return {"cov": None, "n_groups": int(np.asarray(root["sums"]).shape[0])}
             cov, groups = kernels.robust_cov(root, source.n_features)
             return {"cov": cov, "n_groups": -1 if groups is None else groups}
         return {k: np.asarray(v) for k, v in root.items()}

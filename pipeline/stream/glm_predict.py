@@ -28,6 +28,7 @@ from streamlsq.stream.apply import (
     check_recorded_step,
     create_prediction_arrays,
     predict_chunks,
+    read_new_rows,
 )
 from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.layout import intercept_label
@@ -59,18 +60,22 @@ def predict_glm(result, data, *, out=None, group=None, x=None, y=None, sample_di
 
 def _glm_chunk(source: StreamSource, aux, aux_names: dict, a: int, b: int, spec, coef, cov,
                alpha, store):
-    X = source.read_features(a, b)
+    # a NaN in the new rows advises what predict offers, not a fit's --missing drop
+    X = read_new_rows(source.read_features, a, b)
     offset = None
     if aux is not None:
         offset = np.zeros(b - a)
         if "offset" in aux_names:
-            offset += aux.read_rows(aux_names["offset"], a, b)
+            offset += read_new_rows(lambda i, j: aux.read_rows(aux_names["offset"], i, j), a,
+                                    b)
         if "exposure" in aux_names:
-            exposure = aux.read_rows(aux_names["exposure"], a, b)
+            exposure = read_new_rows(lambda i, j: aux.read_rows(aux_names["exposure"], i, j),
+                                     a, b)
             if (exposure <= 0).any():
                 row = a + int(np.flatnonzero(exposure <= 0)[0])
                 raise InputError(f"{source.label}: variable '{aux_names['exposure']}' row "
-                                 f"{row}: an exposure must be > 0")
+                                 f"{row}: an exposure must be > 0 (its logarithm is the "
+                                 "offset); correct the row, or leave it out of DATA")
             offset += np.log(exposure)
     frame = kernels.predict_link(spec, X, coef, cov, offset=offset, alpha=alpha)
     out = {"yhat": frame["mean"], "linpred": frame["linpred"]}

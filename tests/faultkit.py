@@ -65,6 +65,12 @@ def snapshot(folder) -> dict[str, tuple]:
     return out
 
 
+def unlocked(snap: dict) -> dict:
+    """A :func:`snapshot` without the contents of a checkpoint's lock file (a refusal once
+    the lock is taken has written it anew: who holds it, since when)."""
+    return {k: (v[:1] if k.endswith("/lock") else v) for k, v in snap.items()}
+
+
 def leftovers(out) -> list[str]:
     """Temporaries or owner files streamlsq left next to ``out``."""
     out = Path(out)

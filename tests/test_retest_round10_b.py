@@ -17,17 +17,11 @@ import streamlsq
 from streamlsq.errors import InputError
 
 from conftest import one_line
-from faultkit import leftovers, snapshot
+from faultkit import leftovers, snapshot, unlocked
 
 
 class Stop(Exception):
     pass
-
-
-def _unlocked(snap: dict) -> dict:
-    """A snapshot without the contents of the checkpoint's lock file (a refusal once the
-    lock is taken has written it anew: who holds it, since when)."""
-    return {k: (v[:1] if k.endswith("/lock") else v) for k, v in snap.items()}
 
 
 @pytest.fixture(scope="module")
@@ -80,16 +74,16 @@ def test_a_resume_names_the_option_changed_with_both_values(rows, stopped_fit, t
     """Round 10: ``differs in: plan (the blocks: --block-size, --first-block-size, --epochs,
     --shuffle, --seed), segments (the rows per task: --segment-size)`` for --block-size
     alone (--segment-size unchanged), ``record_every (--record-every)`` without values."""
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     with pytest.raises(InputError) as refused:
         streamlsq.fit_stream(rows, "kf4lls", checkpoint=stopped_fit, resume=True,
                              client=client, **{**FIT, **changed})
     assert str(refused.value) == _different(stopped_fit, named)
-    assert _unlocked(snapshot(tmp_path)) == before
+    assert unlocked(snapshot(tmp_path)) == before
 
 
 def test_the_command_line_names_them_so_too(rows, stopped_fit, tmp_path, cli):
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     out = tmp_path / "o.zarr"
     common = ("fit", "kf4lls", rows, "--out", out, "--checkpoint", stopped_fit, "--resume",
               "--segment-size", 2**12 / 2**20)
@@ -100,7 +94,7 @@ def test_the_command_line_names_them_so_too(rows, stopped_fit, tmp_path, cli):
     assert line == (f"streamlsq: error: {stopped_fit}: the checkpoint of an --engine "
                     "sequential fit; this is --engine scan: run it with --engine sequential, "
                     "or choose another --checkpoint"), line
-    assert _unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
+    assert unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
 
 
 def test_a_checkpoint_that_kept_no_options_keeps_the_earlier_wording(rows, stopped_fit,
@@ -159,23 +153,23 @@ def test_a_metalearn_resume_names_the_option_with_both_values(tasks, stopped_met
                                                               named):
     """Round 10: ``differs in: chunk_tasks``, ``splits``, ``k`` (Python's names, no
     values)."""
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     options = {"k": 2, "chunk_tasks": 50, **changed}
     with pytest.raises(InputError) as refused:
         streamlsq.metalearn(tasks, checkpoint=stopped_metalearn, resume=True, client=client,
                             progress=False, **options)
     assert str(refused.value) == _different(stopped_metalearn, named)
-    assert _unlocked(snapshot(tmp_path)) == before
+    assert unlocked(snapshot(tmp_path)) == before
 
 
 def test_a_metalearn_resume_from_the_command_line(tasks, stopped_metalearn, tmp_path, cli):
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     out = tmp_path / "m.zarr"
     line = one_line(cli("metalearn", tasks, "--k", 2, "--out", out, "--checkpoint",
                         stopped_metalearn, "--resume", "--chunk-tasks", 60))
     assert line == "streamlsq: error: " + _different(stopped_metalearn,
                                                      "--chunk-tasks 50 then, 60 now"), line
-    assert _unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
+    assert unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
 
 
 # -- 3. --diagnostics with --solver normal, on the command line -------------------------------

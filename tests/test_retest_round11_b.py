@@ -4,6 +4,8 @@ cut at a distance is now ``--rank``; and the cases found weak or broken by the r
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,31 @@ import streamlsq
 from streamlsq.errors import InputError
 
 from conftest import one_line
-from faultkit import leftovers, snapshot
+from faultkit import leftovers, snapshot, unlocked
+
+
+class Stop(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def stopped_after_first_save(monkeypatch, owner: str, method: str):
+    """The block's run stops (``Stop``) right after the checkpoint class ``owner`` of
+    ``streamlsq.io.checkpoint`` has saved its first step with ``method``: a run interrupted
+    after its first commit."""
+    from streamlsq.io import checkpoint
+
+    cls = getattr(checkpoint, owner)
+    save = getattr(cls, method)
+
+    def save_then_stop(self, name, *args, **kwargs):
+        save(self, name, *args, **kwargs)
+        raise Stop(name)
+
+    with monkeypatch.context() as m:
+        m.setattr(cls, method, save_then_stop)
+        with pytest.raises(Stop):
+            yield
 
 
 @pytest.fixture(scope="module")
@@ -107,23 +133,10 @@ def test_a_rank_above_the_features_names_rank(tasks, tmp_path, cli):
 
 
 def test_a_resume_with_another_rank_names_rank(tasks, tmp_path, client, monkeypatch):
-    from streamlsq.io.checkpoint import EntryCheckpoint
-
-    class Stop(Exception):
-        pass
-
-    save = EntryCheckpoint.save
-
-    def save_then_stop(self, name, value, reads=()):
-        save(self, name, value, reads)
-        raise Stop(name)
-
     ckpt = tmp_path / "ck"
-    with monkeypatch.context() as m:
-        m.setattr(EntryCheckpoint, "save", save_then_stop)
-        with pytest.raises(Stop):
-            streamlsq.metalearn(tasks, rank=3, threshold=1.0, checkpoint=ckpt, client=client,
-                                progress=False)
+    with stopped_after_first_save(monkeypatch, "EntryCheckpoint", "save"):
+        streamlsq.metalearn(tasks, rank=3, threshold=1.0, checkpoint=ckpt, client=client,
+                            progress=False)
     with pytest.raises(InputError, match=r"differs in: --rank 3 then, 2 now\)"):
         streamlsq.metalearn(tasks, rank=2, threshold=1.0, checkpoint=ckpt, resume=True,
                             client=client, progress=False)
@@ -163,16 +176,6 @@ def test_the_workers_work_in_another_folder(client, tmp_path):
 
 # -- 3. checkpoints: a file removed, another kind of run, another method or input -----------
 
-class Stop(Exception):
-    pass
-
-
-def _unlocked(snap: dict) -> dict:
-    """A snapshot without the contents of the checkpoint's lock file (a refusal once the
-    lock is taken has written it anew)."""
-    return {k: (v[:1] if k.endswith("/lock") else v) for k, v in snap.items()}
-
-
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory, client):
     root = tmp_path_factory.mktemp("rows")
@@ -197,14 +200,14 @@ def test_a_checkpoint_whose_input_stamps_were_removed_is_corrupt(rows, stopped_f
     """Round 11: without ``inputs.json`` (the stamps of the chunks the committed work read)
     a resume went on without checking them: a chunk changed since was mixed in."""
     (stopped_fit / "inputs.json").unlink()
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     with pytest.raises(InputError) as refused:
         streamlsq.fit_stream(rows, "kf4lls", checkpoint=stopped_fit, resume=True,
                              client=client, **FIT)
     assert str(refused.value) == (
         f"{stopped_fit}: checkpoint is corrupt (inputs.json: missing (removed since it was "
         "written)); rerun without --resume to start afresh")
-    assert _unlocked(snapshot(tmp_path)) == before
+    assert unlocked(snapshot(tmp_path)) == before
 
 
 def test_a_checkpoint_file_removed_is_named_without_errno(rows, stopped_fit, tmp_path, client):
@@ -226,7 +229,7 @@ def test_a_resume_names_the_method_and_the_input_that_changed(rows, stopped_fit,
     ``differs in: inputs``, without the methods or the stores."""
     other = streamlsq.simulate_stream(tmp_path / "other.zarr", n_rows=3_001, n_features=3,
                                       chunk_rows=500, seed=5, client=client)
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     out = tmp_path / "o.zarr"
     common = ("--out", out, "--checkpoint", stopped_fit, "--resume", "--block-size", 100,
               "--segment-size", 2**12 / 2**20)
@@ -236,24 +239,14 @@ def test_a_resume_names_the_method_and_the_input_that_changed(rows, stopped_fit,
     assert line == (f"streamlsq: error: {stopped_fit}: checkpoint belongs to a different run "
                     f"(differs in: inputs (data {rows} then, {other} now)); rerun without "
                     "--resume or point --checkpoint elsewhere"), line
-    assert _unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
+    assert unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
 
 
 @pytest.fixture
 def stopped_em(tasks, tmp_path, client, monkeypatch):
-    from streamlsq.io.checkpoint import EntryCheckpoint
-
-    save = EntryCheckpoint.save
-
-    def save_then_stop(self, name, value, reads=()):
-        save(self, name, value, reads)
-        raise Stop(name)
-
     ckpt = tmp_path / "em-ck"
-    with monkeypatch.context() as m:
-        m.setattr(EntryCheckpoint, "save", save_then_stop)
-        with pytest.raises(Stop):
-            streamlsq.fit_em(tasks, 3, checkpoint=ckpt, client=client, progress=False)
+    with stopped_after_first_save(monkeypatch, "EntryCheckpoint", "save"):
+        streamlsq.fit_em(tasks, 3, checkpoint=ckpt, client=client, progress=False)
     return ckpt
 
 
@@ -402,19 +395,9 @@ def test_info_of_a_store_of_groups_calls_it_so_and_checks_each(populations, cli)
 
 @pytest.fixture
 def stopped_glm(rows, tmp_path, client, monkeypatch):
-    from streamlsq.io.checkpoint import CheckpointFolder
-
-    save = CheckpointFolder.save_step
-
-    def save_then_stop(self, name, arrays):
-        save(self, name, arrays)
-        raise Stop(name)
-
     ckpt = tmp_path / "glm-ck"
-    with monkeypatch.context() as m:
-        m.setattr(CheckpointFolder, "save_step", save_then_stop)
-        with pytest.raises(Stop):
-            streamlsq.fit_glm(rows, checkpoint=ckpt, client=client, progress=False)
+    with stopped_after_first_save(monkeypatch, "CheckpointFolder", "save_step"):
+        streamlsq.fit_glm(rows, checkpoint=ckpt, client=client, progress=False)
     return ckpt
 
 
@@ -426,7 +409,7 @@ def test_a_glm_resume_names_the_option_and_the_input_as_typed(rows, stopped_glm,
     chunk_rows, n_rows`` (the store not named)."""
     other = streamlsq.simulate_stream(tmp_path / "other.zarr", n_rows=2_000, n_features=3,
                                       chunk_rows=400, seed=5, client=client)
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     out = tmp_path / "g.zarr"
     for given, named in ((("--family", "poisson"), "--family gaussian then, poisson now"),
                          (("--cov-type", "HC1"), "--cov-type not given then, HC1 now"),
@@ -440,7 +423,7 @@ def test_a_glm_resume_names_the_option_and_the_input_as_typed(rows, stopped_glm,
     line = one_line(cli("fit", "glm", other, "--out", out, "--checkpoint", stopped_glm,
                         "--resume"))
     assert f"(differs in: input ({rows} then, {other} now))" in line, line
-    assert _unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
+    assert unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
     resumed = streamlsq.fit_glm(rows, checkpoint=stopped_glm, resume=True, client=client,
                                 progress=False)
     whole = streamlsq.fit_glm(rows, client=client, progress=False)
@@ -449,28 +432,19 @@ def test_a_glm_resume_names_the_option_and_the_input_as_typed(rows, stopped_glm,
 
 def test_a_study_resume_names_its_own_option_as_typed(tmp_path, cli, client, monkeypatch):
     """Round 11: ``differs in: options (replicates None then, 2 now)``."""
-    from streamlsq.io.checkpoint import EntryCheckpoint
     from streamlsq.studies import run_study
 
-    save = EntryCheckpoint.save
-
-    def save_then_stop(self, name, value, reads=()):
-        save(self, name, value, reads)
-        raise Stop(name)
-
     ckpt = tmp_path / "study-ck"
-    with monkeypatch.context() as m:
-        m.setattr(EntryCheckpoint, "save", save_then_stop)
-        with pytest.raises(Stop):
-            run_study("mlr", tmp_path / "s", quick=True, client=client, checkpoint=ckpt,
-                      replicates=None)
-    before = _unlocked(snapshot(tmp_path))
+    with stopped_after_first_save(monkeypatch, "EntryCheckpoint", "save"):
+        run_study("mlr", tmp_path / "s", quick=True, client=client, checkpoint=ckpt,
+                  replicates=None)
+    before = unlocked(snapshot(tmp_path))
     line = one_line(cli("study", "mlr", "--out", tmp_path / "s", "--quick", "--replicates", 2,
                         "--checkpoint", ckpt, "--resume"))
     assert line == (f"streamlsq: error: {ckpt}: checkpoint belongs to a different run (differs "
                     "in: --replicates not given then, 2 now); rerun without --resume or point "
                     "--checkpoint elsewhere"), line
-    assert _unlocked(snapshot(tmp_path)) == before
+    assert unlocked(snapshot(tmp_path)) == before
 
 
 # -- 8. --out inside another Zarr store ------------------------------------------------------
@@ -516,19 +490,9 @@ def test_a_resume_of_a_cut_at_k_clusters_with_a_rank_names_both(tasks, tmp_path,
                                                                  monkeypatch):
     """A checkpoint of ``--k 3`` resumed as ``--rank 3 --threshold 1``: every option named
     with both values (``rank``, bare, before: the checkpoint's run had no rank)."""
-    from streamlsq.io.checkpoint import EntryCheckpoint
-
-    save = EntryCheckpoint.save
-
-    def save_then_stop(self, name, value, reads=()):
-        save(self, name, value, reads)
-        raise Stop(name)
-
     ckpt = tmp_path / "ck"
-    with monkeypatch.context() as m:
-        m.setattr(EntryCheckpoint, "save", save_then_stop)
-        with pytest.raises(Stop):
-            streamlsq.metalearn(tasks, 3, checkpoint=ckpt, client=client, progress=False)
+    with stopped_after_first_save(monkeypatch, "EntryCheckpoint", "save"):
+        streamlsq.metalearn(tasks, 3, checkpoint=ckpt, client=client, progress=False)
     with pytest.raises(InputError) as refused:
         streamlsq.metalearn(tasks, rank=3, threshold=1.0, checkpoint=ckpt, resume=True,
                             client=client, progress=False)
@@ -577,7 +541,7 @@ def test_info_of_a_checkpoint_or_a_study_folder_says_what_it_is(stopped_fit, tmp
                                                                 client):
     """Round 11: ``ck: not a readable Zarr group (No group found in store '/abs/ck' at path
     '')``."""
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     line = one_line(cli("info", stopped_fit))
     assert line == (f"streamlsq: error: {stopped_fit}: a checkpoint folder (continue its run "
                     f"with --checkpoint {stopped_fit} --resume), not a Zarr store: info "
@@ -589,7 +553,7 @@ def test_info_of_a_checkpoint_or_a_study_folder_says_what_it_is(stopped_fit, tmp
     assert line == (f"streamlsq: error: {tmp_path / 'study'}: a study's folder (its summary.md "
                     "says what it holds), not a Zarr store: info describes stores and "
                     "results"), line
-    assert _unlocked(snapshot(tmp_path)).items() >= before.items()
+    assert unlocked(snapshot(tmp_path)).items() >= before.items()
 
 
 # -- 11. --continue-from with no row appended since -----------------------------------------

@@ -108,23 +108,31 @@ def main() -> None:
             fit_stream(data, "kf4lls", client=client, progress=False, **kw)
             return time.perf_counter() - t
 
+        def timed_fit_on_threads(data, client, **kw):
+            # as the embedded cluster runs its worker threads: one BLAS thread each (two
+            # worker threads each starting OpenBLAS's own threads oversubscribe the cores)
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=1, user_api="blas"):
+                return timed_fit(data, client, **kw)
+
         with LocalCluster(processes=False, dashboard_address=":0",
                           silence_logs=logging.ERROR) as cluster, \
                 Client(cluster) as client, \
                 LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
                              silence_logs=logging.ERROR) as two, \
                 Client(two, set_as_default=False) as on_two:
-            timed_fit(store, client)  # warm
+            timed_fit_on_threads(store, client)  # warm
             if args.big is not None:
                 timed_fit(args.big, on_two, engine=args.engine)
             for _ in range(args.repeat):
                 for name, fn in cases.items():
                     runs[name].append(fn())
-                runs[warm].append(timed_fit(store, client))
+                runs[warm].append(timed_fit_on_threads(store, client))
                 if args.big is not None:
                     runs[warm_big].append(timed_fit(args.big, on_two, engine=args.engine))
-                    runs[warm_big_threads].append(timed_fit(args.big, client,
-                                                            engine=args.engine))
+                    runs[warm_big_threads].append(timed_fit_on_threads(
+                        args.big, client, engine=args.engine))
         imports = {stmt: import_seconds(stmt, args.repeat)
                    for stmt in ("import streamlsq.cli", "import streamlsq.stream.fit")}
     report(args, runs, imports, (load_before, os.getloadavg()), warm_big)

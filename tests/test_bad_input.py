@@ -142,7 +142,7 @@ def test_bad_options(tmp_path, run):
     out = tmp_path / "o.zarr"
     assert "forgetting factor" in _one_error_line(
         run("fit", "rls", data, "--out", out, "--forgetting", "1.5"))
-    assert "block_size" in _one_error_line(
+    assert "--block-size must be a positive integer" in _one_error_line(
         run("fit", "kf4lls", data, "--out", out, "--block-size", "0"))
     assert "--checkpoint" in _one_error_line(
         run("fit", "kf4lls", data, "--out", out, "--resume"))

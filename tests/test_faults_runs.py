@@ -266,7 +266,8 @@ def test_metalearn_em_and_study_checkpoints_of_other_options_are_refused(tmp_pat
     assert "checkpoint belongs to a different run (differs in: --seed " in line
     line = refusal(run("study", "lms", "--quick", "--out", tmp_path / "s", "--checkpoint",
                        tmp_path / "sc", "--resume"))
-    assert "checkpoint of a 'study-bfgs' run, not of 'study-lms'" in line
+    assert ("the checkpoint of a 'streamlsq study bfgs' run; this is 'streamlsq study lms'"
+            in line)
     resumed = metalearn(tasks, 2, checkpoint=tmp_path / "m", resume=True, client=client)
     np.testing.assert_array_equal(resumed.coef, metalearn(tasks, 2, client=client).coef)
 

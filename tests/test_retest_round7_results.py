@@ -231,9 +231,8 @@ def test_resume_before_any_commit_checks_the_formula(tmp_path, cli, client, monk
     line = one_line(cli(*args, "--formula", other, "--out", out, "--checkpoint", ckpt,
                         "--resume"))
     # the options named with both values
-    change = f"formula {first!r} then, {other!r} now"
-    which = f"inputs ({change})" if kind == "fit" else \
-        f"options ({change}), selection ({change})"
+    which = f"inputs (formula {first!r} then, {other!r} now)" if kind == "fit" else \
+        f"--formula {first} then, {other} now"  # a GLM's options named as typed (round 11)
     assert line == (f"streamlsq: error: {ckpt}: checkpoint belongs to a different run (differs "
                     f"in: {which}); rerun without --resume or point --checkpoint elsewhere")
     assert snapshot(tmp_path) == before and leftovers(out) == []

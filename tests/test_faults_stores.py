@@ -190,7 +190,7 @@ def test_empty_stores(tmp_path, run):
     assert "variable 'X' is empty (shape (0, 3))" in line
     (tmp_path / "plain").mkdir()
     line = refusal(run("info", tmp_path / "plain"))
-    assert "plain: not a readable Zarr group" in line
+    assert "plain: an empty folder, not a Zarr store" in line
 
 
 def test_a_one_row_store(tmp_path, run):

@@ -251,8 +251,8 @@ def stopped_em(tasks, tmp_path, client, monkeypatch):
 
 
 @pytest.mark.parametrize("command, named", [
-    (("fit", "kf4lls", "{rows}", "--engine", "scan"), "streamlsq fit METHOD --engine scan"),
-    (("fit", "kf4lls", "{rows}"), "streamlsq fit METHOD (--engine sequential)"),
+    (("fit", "kf4lls", "{rows}", "--engine", "scan"), "streamlsq fit kf4lls --engine scan"),
+    (("fit", "kf4lls", "{rows}"), "streamlsq fit kf4lls (--engine sequential)"),
     (("fit", "glm", "{rows}"), "streamlsq fit glm"),
     (("metalearn", "{tasks}", "--k", 3), "streamlsq metalearn"),
 ])

@@ -251,7 +251,7 @@ def test_a_checkpoint_of_another_kind_of_run_is_refused_and_kept(tasks, tmp_path
                        ("streamlsq metalearn", ("metalearn", data, "--out",
                                                 tmp_path / "x.zarr", "--k", 2,
                                                 "--checkpoint", ckpt, "--resume")),
-                       ("streamlsq fit METHOD (--engine sequential)",
+                       ("streamlsq fit kf4lls (--engine sequential)",
                         ("fit", "kf4lls", stream, "--out", tmp_path / "x.zarr",
                          "--checkpoint", ckpt))):
         line = one_line(cli(*args))

@@ -64,15 +64,15 @@ def wald_test(coef, cov, restrictions, q, df_denom, *, definite: bool = True) ->
     coef = np.asarray(coef, np.float64)
     restrictions = np.atleast_2d(np.asarray(restrictions, np.float64))
     q = np.asarray(q, np.float64).reshape(-1)
+    if restrictions.size == 0:  # F of no restriction is 0/0; [] is made (1, 0) above
+        raise ValueError("no restriction to test (J = 0): give at least one, such as "
+                         "'x1 = 0' or a row of R")
     if restrictions.shape[1] != coef.shape[0] or restrictions.shape[0] != q.shape[0]:
         raise ValueError(f"restrictions must be (J, {coef.shape[0]}) with q (J,), got "
                          f"{restrictions.shape} and {q.shape}")
     if not (np.isfinite(restrictions).all() and np.isfinite(q).all()):  # else "singular"
         raise ValueError("the restrictions R and q must be finite numbers; they hold NaN or "
                          "inf")
-    if restrictions.shape[0] == 0:  # an F statistic of no restriction is 0/0
-        raise ValueError("no restriction to test (J = 0): give at least one, such as "
-                         "'x1 = 0' or a row of R")
     diff = restrictions @ coef - q
     middle = restrictions @ np.asarray(cov, np.float64) @ restrictions.T
     middle = 0.5 * (middle + middle.T)

@@ -38,7 +38,7 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     # the cluster's options checked before the store is read
     values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
                      "memory_limit": memory_limit})
-    from streamlsq.io.describe import CONVERTED, describe, store_kind
+    from streamlsq.io.describe import CONVERTED, describe, group_kinds, store_kind
     from streamlsq.io.stores import open_group, split_group
 
     path, group = split_group(store)  # PATH#GROUP: the group, a store of its own
@@ -54,7 +54,9 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
                 f"{store}: a table (Parquet or CSV), not a Zarr store: info describes stores "
                 "and results; a fit reads the table as it is, and 'streamlsq convert' writes "
                 "it as a store that info --check reads") from None
-        folder = _streamlsq_folder(store)
+        from streamlsq.io.location import streamlsq_folder
+
+        folder = streamlsq_folder(store)
         if folder is not None:  # not "not a readable Zarr group (No group found ...)"
             raise InputError(f"{store}: {folder}, not a Zarr store: info describes stores "
                              "and results") from None
@@ -78,10 +80,9 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
         open_result(store, lazy=False)  # every chunk read and checked
         click.echo("checked: every chunk of every variable written, readable and finite")
     elif kind == "groups":
-        # the groups the description lists as stream or multi-task stores, each as a fit or
-        # a task command given --group reads it
-        g = open_group(store, None)
-        kinds = {sub: store_kind(g[sub]) for sub in sorted(g.group_keys())}
+        # the groups the description lists as stream or multi-task stores, at any depth,
+        # each as a fit or a task command given --group reads it
+        kinds = group_kinds(open_group(store, None))
         data = [sub for sub, k in kinds.items() if k in ("stream", "multi-task")]
         if not data:
             raise InputError(
@@ -91,6 +92,14 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
         with _client(scheduler, n_workers, memory_limit, data=store) as client:
             for sub in data:
                 _check_data(store, kinds[sub], client, sub)
+        # said, so that the lines above are not taken for a check of the whole store
+        unread = [f"{sub}/ ({k})" for sub, k in kinds.items() if k not in (
+            "stream", "multi-task", "groups")]
+        if unread:
+            click.echo(f"not checked: group{'s' if len(unread) > 1 else ''} "
+                       f"{', '.join(unread)}: info --check reads the stream and multi-task "
+                       "groups of a store of groups; give a group's path (STORE/GROUP) to "
+                       "check it")
     elif kind == "unknown" and check:
         g = open_group(store, None)
         raise InputError(
@@ -117,24 +126,6 @@ def _check_data(store, kind: str, client, group: str | None = None) -> None:
     n = check_values(store, client, group)
     click.echo(f"checked: {where}every value finite in {n} rows, none so large that the "
                "least-squares sums overflow")
-
-
-def _streamlsq_folder(store) -> str | None:
-    """What a local folder streamlsq wrote that is not a store is (a checkpoint, a study's
-    or the demo's folder), in words with what to do with it; None for anything else."""
-    import os
-
-    from streamlsq.io.checkpoint import MARKER
-
-    if not os.path.isdir(store):
-        return None
-    if os.path.isfile(os.path.join(store, MARKER)):
-        return (f"a checkpoint folder (continue its run with --checkpoint {store} "
-                "--resume)")
-    for marker, what in (("study.json", "a study's folder"), ("demo.json", "the demo's folder")):
-        if os.path.isfile(os.path.join(store, marker)):
-            return f"{what} (its summary.md says what it holds)"
-    return None
 
 
 def _print_summary(store):

@@ -55,6 +55,28 @@ class SwitchOrChoice(DeclaredOption):
         return f"{names} / {self.negative}", text
 
 
+class GivenOnce(DeclaredOption):
+    """A declared option of one value that names what is read (``--group``), refused when
+    given twice with different values: click's rule, the last one wins, would read
+    another group than the one typed first without a word (as ``PATH#GROUP`` and
+    ``--group`` naming two groups are refused)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, multiple=True, **kwargs)
+
+    def process_value(self, ctx, value):
+        given = tuple(dict.fromkeys(super().process_value(ctx, value) or ()))
+        if len(given) > 1:
+            shown = ", then ".join(repr(v) for v in given)
+            raise click.UsageError(f"{self.opts[0]} given {len(given)} times ({shown}): name "
+                                   f"the {self.name} once", ctx)
+        return given[0] if given else None
+
+
+#: the declarations given once (:class:`GivenOnce`)
+_ONCE = {"group"}
+
+
 def _help(p: Param) -> str:
     text = p.help
     if p.default is not None and p.type is not bool and not p.multiple:
@@ -90,6 +112,8 @@ def click_option(p: Param):
         return click.option(p.option, p.name, nargs=p.nargs, multiple=p.multiple,
                             type=p.type if p.type in (int, float) else str, default=None,
                             help=p.help, metavar=p.metavar, **kept)
+    if p.name in _ONCE:
+        kept["cls"] = GivenOnce
     return click.option(p.option, p.name, default=None, type=str, help=_help(p),
                         metavar=_metavar(p), **kept)
 

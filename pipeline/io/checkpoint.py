@@ -55,13 +55,14 @@ from pathlib import Path
 import numpy as np
 
 from streamlsq.errors import InputError, OutputError
+from streamlsq.io.location import CHECKPOINT_MARKER
 from streamlsq.io.locks import FileLock
-from streamlsq.io.outputs import check_apart, store_above
+from streamlsq.io.outputs import check_apart, check_outside_stores
 
 __all__ = ["Checkpoint", "CheckpointFolder", "EntryCheckpoint", "check_checkpoint_parent",
            "data_digest", "decode_data", "encode_data", "fingerprint_digest"]
 
-MARKER = "streamlsq-checkpoint.json"
+MARKER = CHECKPOINT_MARKER
 LOCK = "lock"
 #: the files streamlsq writes into a checkpoint folder (the only ones it ever removes)
 OWN_FILES = re.compile(r"^(streamlsq-checkpoint\.json|lock|progress\.json|inputs\.json"
@@ -135,6 +136,9 @@ def check_checkpoint_parent(directory: str | os.PathLike) -> None:
     d = Path(directory)
     if os.path.lexists(d):
         return
+    # its folder would become part of that store while the run lasts (checked first: that
+    # is the reason, whether or not the folders below the store exist)
+    check_outside_stores(d, "a checkpoint", "--checkpoint")
     parent = d.parent
     if not parent.exists():
         raise InputError(f"{parent}: folder of --checkpoint {d} does not exist; streamlsq "
@@ -143,10 +147,6 @@ def check_checkpoint_parent(directory: str | os.PathLike) -> None:
     if not parent.is_dir():
         raise InputError(f"{d}: {parent.name} is a file, not a folder; choose another "
                          "--checkpoint")
-    outer = store_above(d)
-    if outer is not None:  # its folder would become part of that store while the run lasts
-        raise InputError(f"{d}: {outer.name} is a Zarr store; a checkpoint is not written "
-                         "inside a store: choose another --checkpoint")
 
 
 def _lock_file_is_ours(path: Path) -> bool:
@@ -452,9 +452,10 @@ class CheckpointFolder:
             raise InputError(f"{d}: the checkpoint of an --engine {engines[kind]} fit; this is "
                              f"--engine {engines[self.kind]}: run it with --engine "
                              f"{engines[kind]}, or choose another --checkpoint")
-        raise InputError(f"{d}: the checkpoint of a '{_command_of(kind)}' run; this is "
-                         f"'{_command_of(self.kind)}': choose another --checkpoint, or "
-                         "remove it")
+        theirs = self._marker().get("fingerprint")
+        raise InputError(f"{d}: the checkpoint of a '{_command_of(kind, theirs)}' run; this "
+                         f"is '{_command_of(self.kind, self.fingerprint)}': choose another "
+                         "--checkpoint, or remove it")
 
     def _check_started(self) -> None:
         """Refuse to resume, before the lock is taken (the folder left as it was found), a
@@ -757,13 +758,20 @@ class CheckpointFolder:
             saved = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise self.corrupt(path, exc) from None
+        if not (isinstance(saved, list) and len(saved) == len(self.inputs)
+                and all(map(_is_stamps, saved))):
+            # valid JSON of another shape compared nothing: the resume went on unchecked
+            raise self.corrupt(path, f"not the chunk stamps of the run's {len(self.inputs)} "
+                                     "input(s)")
         spans: dict[int, list] = {}
         for i, a, b in reads:
             spans.setdefault(int(i), []).append((int(a), int(b)))
         for i, src in enumerate(self.inputs):
-            if i >= len(saved) or i not in spans:
+            if i not in spans:
                 continue
-            now = src.chunk_stamps(list(saved[i]), contents=True) if saved[i] else {}
+            names = [n for n in _variables(src, self.variables) if _has_array(src, n)]
+            names += [n for n in saved[i] if n not in names]
+            now = src.chunk_stamps(names, contents=True) if names else {}
             for name, before in saved[i].items():
                 current = {(a, b): s for a, b, s in now.get(name, [])}
                 for a, b, stamp in before:
@@ -776,6 +784,19 @@ class CheckpointFolder:
                             f"{src.label}: variable '{name}' rows {a}-{b - 1} changed since "
                             f"the checkpoint {self.directory} read them; resuming would mix "
                             "two datasets: rerun without --resume")
+            # a chunk read whose stamp was not recorded could have changed unseen
+            for name, entries in now.items():
+                if entries and name not in saved[i]:
+                    raise self.corrupt(path, f"no stamps of variable '{name}' of {src.label}")
+                if name not in _row_variables(src):
+                    continue  # shapes every read: recorded at all, a changed chunk is told above
+                recorded = {(a, b) for a, b, _ in saved[i][name]}
+                unrecorded = [(a, b) for a, b, _ in entries if (a, b) not in recorded and any(
+                    a < hi and lo < b for lo, hi in spans[i])]
+                if unrecorded:
+                    a, b = unrecorded[0]
+                    raise self.corrupt(path, f"no stamp of variable '{name}' rows {a}-{b - 1} "
+                                             f"of {src.label}")
 
 
 #: the commands whose runs keep each kind of checkpoint, as the user typed them (a kind is
@@ -785,10 +806,13 @@ _KIND_COMMANDS = {"fit": "streamlsq fit METHOD (--engine sequential)",
                   "em": "streamlsq fit em", "metalearn": "streamlsq metalearn"}
 
 
-def _command_of(kind: str) -> str:
-    """The command a run of the checkpoint kind ``kind`` is started by."""
+def _command_of(kind: str, fingerprint=None) -> str:
+    """The command a run of the checkpoint kind ``kind`` is started by, with the method its
+    ``fingerprint`` records in place of METHOD (a fit's)."""
     if kind in _KIND_COMMANDS:
-        return _KIND_COMMANDS[kind]
+        method = fingerprint.get("method") if isinstance(fingerprint, dict) else None
+        command = _KIND_COMMANDS[kind]
+        return command.replace("METHOD", method) if isinstance(method, str) else command
     if kind.startswith("study-"):
         return f"streamlsq study {kind[len('study-'):]}"
     return kind
@@ -921,6 +945,16 @@ def _inner_differences(before, now) -> list[str]:
                         changes.setdefault(str(k), f"{k} {ma.get(k)!r} then, {mb.get(k)!r} now")
         return [changes[k] for k in sorted(changes)]
     return []
+
+
+def _is_stamps(entry) -> bool:
+    """Whether ``entry`` has the shape of one input's stamps in ``inputs.json``:
+    {variable: [[first row, end row, stamp], ...]}."""
+    return isinstance(entry, dict) and all(
+        isinstance(stamps, list) and all(
+            isinstance(s, list) and len(s) == 3 and all(isinstance(v, int) for v in s[:2])
+            and isinstance(s[2], str) for s in stamps)
+        for stamps in entry.values())
 
 
 def _safe_name(name: str) -> str:

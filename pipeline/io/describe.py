@@ -27,7 +27,8 @@ from streamlsq.runtime.memory import fast_large_allocations
 if TYPE_CHECKING:  # distributed is imported by --check only: `streamlsq info` starts fast
     from distributed import Client
 
-__all__ = ["check_table", "check_tasks", "check_values", "describe", "store_kind"]
+__all__ = ["check_table", "check_tasks", "check_values", "describe", "group_kinds",
+           "store_kind"]
 
 #: variables of input stores whose every chunk must have been written
 DATA_VARIABLES = {"X", "y", "task_ptr"}
@@ -54,6 +55,16 @@ def store_kind(g: zarr.Group) -> str:
     return "unknown"
 
 
+def group_kinds(g: zarr.Group, prefix: str = "") -> dict[str, str]:
+    """The kind (:func:`store_kind`) of every group of ``g`` at any depth, by its path in
+    ``g`` (``lvl/t``), each group before the groups it holds."""
+    kinds = {}
+    for sub in sorted(g.group_keys()):
+        kinds[prefix + sub] = store_kind(g[sub])
+        kinds |= group_kinds(g[sub], f"{prefix}{sub}/")
+    return kinds
+
+
 def describe(path: str) -> str:
     """A readable summary of the store at ``path``; raises InputError if it is invalid."""
     g = open_group(str(path), None)
@@ -70,8 +81,9 @@ def describe(path: str) -> str:
             f"  {name:<14} {str(dimension_names(a)):<28} {str(a.shape):<18} {str(a.dtype):<8} "
             f"chunks {a.chunks}{missing}"
         )
-    for sub in sorted(g.group_keys()):
-        lines.append(f"  group {sub}/: {store_kind(g[sub])} (read as {path}#{sub})")
+    root = str(path).rstrip("/") or str(path)
+    for sub, sub_kind in group_kinds(g).items():
+        lines.append(f"  group {sub}/: {sub_kind} (read as {root}#{sub})")
     for key, value in sorted(g.attrs.items()):
         text = str(value)
         lines.append(f"  @{key} = {text if len(text) < 120 else text[:117] + '...'}")

@@ -204,6 +204,26 @@ def options_for(data, storage_options: dict | None) -> dict | None:
     return None if loc is not None and not loc.remote else storage_options
 
 
+#: the file that marks a checkpoint folder (:mod:`streamlsq.io.checkpoint`'s ``MARKER``; here,
+#: where every reader can tell such a folder from a store without importing checkpoints)
+CHECKPOINT_MARKER = "streamlsq-checkpoint.json"
+
+
+def streamlsq_folder(path) -> str | None:
+    """What a local folder streamlsq wrote that is not a store is (a checkpoint, a study's
+    or the demo's folder), in words with what to do with it; None for anything else."""
+    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if text is None or is_url(text) or not os.path.isdir(text):
+        return None
+    if os.path.isfile(os.path.join(text, CHECKPOINT_MARKER)):
+        return (f"a checkpoint folder (continue its run with --checkpoint {text} "
+                "--resume)")
+    for marker, what in (("study.json", "a study's folder"), ("demo.json", "the demo's folder")):
+        if os.path.isfile(os.path.join(text, marker)):
+            return f"{what} (its summary.md says what it holds)"
+    return None
+
+
 def csv_folder_remedy(path) -> str:
     """For a local folder of CSV files given where a table or a store is read (a folder is
     read as a table for Parquet files only; CSV files are given by a glob): how to give

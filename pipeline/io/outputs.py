@@ -661,6 +661,16 @@ def store_above(path) -> Path | None:
     return stores[-1] if stores else None
 
 
+def check_outside_stores(path, what: str, option: str) -> None:
+    """Refuse a folder ``what`` (a study's folder, the demo's, a checkpoint) at ``path``
+    inside a Zarr store, before any work: it would become part of that store, which the
+    command does not write (``option``: the option that named ``path``)."""
+    outer = store_above(path)
+    if outer is not None:
+        raise InputError(f"{path}: {outer.name} is a Zarr store; {what} is not written inside "
+                         f"a store: choose another {option}")
+
+
 def beside_is_ours(path: Path, out) -> bool:
     """Whether the file ``path`` beside ``out`` is the one streamlsq wrote with the result at
     ``out``: that result lists it with the digest of its present bytes."""
@@ -765,6 +775,7 @@ def write_file(path, write: Callable[[Path], None], ours: Callable[[Path], bool]
     tells its own), checked before ``write`` runs; written under an owned temporary next to
     it and renamed into place."""
     path = Path(path)
+    check_outside_stores(path, "a file", what)
     reclaim_leftovers(path)
     if path.is_symlink():
         raise InputError(f"{path}: is a symbolic link; streamlsq never writes through a link: "

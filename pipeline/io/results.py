@@ -21,7 +21,7 @@ import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError, OutputError
-from streamlsq.io.location import Location, check_storage_options, locate
+from streamlsq.io.location import Location, check_storage_options, is_url, locate
 from streamlsq.io.outputs import (
     BESIDE,
     STORE_MARKS,
@@ -50,6 +50,7 @@ from streamlsq.io.stores import (
     open_dataset,
     open_group,
     read_checked,
+    split_group,
     store_keys,
     unwritten_chunks,
 )
@@ -115,13 +116,14 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
             raise InputError(f"{out}: exists and was not written by streamlsq; --overwrite "
                              "replaces only streamlsq's own results: choose another --out")
         check_only_ours(out)
+    # first: inside a store is the reason, whether or not the folders below it exist
+    outer = store_above(out)
+    _check_not_inside_a_store(out, [] if outer is None else [outer])
     if not out.parent.exists():
         raise InputError(f"{out.parent}: output folder does not exist")
     if not out.parent.is_dir():
         raise InputError(f"{out}: {out.parent.name} is a file, not a folder; choose another "
                          "--out")
-    outer = store_above(out)
-    _check_not_inside_a_store(out, [] if outer is None else [outer])
     check_writable(out.parent)
     if beside:
         BesideFiles(out, beside).check(overwrite)
@@ -379,6 +381,10 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     (True, 'kf4lls')
     >>> tmp.cleanup()
     """
+    if isinstance(path, str | os.PathLike) and not os.fspath(path):
+        # else read as the working folder, and named so
+        raise InputError("'': an empty path; give the path (or URL) of a result store")
+    _check_not_a_group(path)
     check_storage_options(storage_options, [path])
     loc = locate(path, storage_options)
     if loc is None and not isinstance(path, zarr.abc.store.Store | MutableMapping):
@@ -411,6 +417,19 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
             ds[name] = ds[name].copy(data=_checked_lazily(loc, name, g[name],
                                                           ds[name].data.chunks))
     return ds
+
+
+def _check_not_a_group(path) -> None:
+    """Refuse ``PATH#GROUP`` (a group of a store, as the commands that read data name one)
+    given for a result, which is a store of its own (a result is never written inside
+    another store), rather than say ``no such store``."""
+    if not isinstance(path, str | os.PathLike) or is_url(os.fspath(path)):
+        return
+    store, group = split_group(path)
+    if group is not None:
+        raise InputError(f"{path}: names the group '{group}' of {store}; a result is a store "
+                         "of its own, never a group: give its path (open_dataset(PATH, "
+                         "group=GROUP) reads a group of a store)")
 
 
 def check_kept_formula(attrs: dict, label: str, variables: set | None = None) -> None:

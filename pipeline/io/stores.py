@@ -30,7 +30,13 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.chunk_decoding import DamagedChunk, direct_rows
-from streamlsq.io.location import Location, check_storage_options, csv_folder_remedy, locate
+from streamlsq.io.location import (
+    Location,
+    check_storage_options,
+    csv_folder_remedy,
+    locate,
+    streamlsq_folder,
+)
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import RowsReader
 
@@ -564,13 +570,19 @@ def split_group(data, group: str | None = None) -> tuple:
     ('pop.zarr', 'a')
     >>> split_group("pop.zarr", "a")
     ('pop.zarr', 'a')
+    >>> split_group("pop.zarr#x#y")
+    ('pop.zarr', 'x#y')
     """
     if not isinstance(data, str | os.PathLike):
         return data, group
     text = os.fspath(data)
     if isinstance(text, bytes) or "#" not in text or os.path.lexists(text):
         return data, group
-    path, named = text.rsplit("#", 1)
+    # the store is the shortest part that exists (a group's own name may hold a '#', as
+    # info spells it: odd.zarr#x#y); none existing, the part up to the first '#'
+    cuts = [i for i, ch in enumerate(text) if ch == "#"]
+    cut = next((i for i in cuts if os.path.lexists(text[:i])), cuts[0])
+    path, named = text[:cut], text[cut + 1:]
     if not path or not named:
         raise InputError(f"{text}: expected PATH or PATH#GROUP")
     if group is not None and group != named:
@@ -598,9 +610,44 @@ def open_group(path, group: str | None) -> zarr.Group:
         return zarr.open_group(store=loc.zarr_store(read_only=True), mode="r",
                                path=group or None, use_consolidated=False)
     except Exception as exc:  # zarr raises several types for "not a group here"
-        label = store_label(shown, group)
-        raise InputError(f"{label}: not a readable Zarr group ({_first_line(exc)})"
-                         f"{'' if loc.remote or group else csv_folder_remedy(shown)}") from None
+        raise InputError(_not_a_group(loc, shown, group, exc)) from None
+
+
+def _not_a_group(loc: Location, shown: str, group: str | None, exc: Exception) -> str:
+    """Why the store ``shown`` (or its ``group``) cannot be opened as a Zarr group, in one
+    line: a group the store does not have (its groups named), an array named as a group, a
+    folder of streamlsq's that is no store, else zarr's reason."""
+    label = store_label(shown, group)
+    if not group:
+        folder = None if loc.remote else streamlsq_folder(shown)
+        if folder is not None:
+            return f"{shown}: {folder}, not a Zarr store"
+        if not loc.remote and os.path.isdir(shown) and not os.listdir(shown):
+            return f"{shown}: an empty folder, not a Zarr store"
+        return (f"{label}: not a readable Zarr group ({_first_line(exc)})"
+                f"{'' if loc.remote else csv_folder_remedy(shown)}")
+    try:
+        root = zarr.open_group(store=loc.zarr_store(read_only=True), mode="r",
+                               use_consolidated=False)
+        groups = _group_paths(root)
+        inner = root.get(group.strip("/"))
+    except Exception:
+        return f"{label}: not a readable Zarr group ({_first_line(exc)})"
+    found = f"its groups: {', '.join(groups)}" if groups else "it has no group"
+    if isinstance(inner, zarr.Array):
+        return (f"{label}: '{group}' is an array of {shown}, not a group ({found}); give the "
+                "store without a group, and name its arrays with --x and --y (x=, y=)")
+    if inner is None:
+        return f"{label}: {shown} has no group '{group}' ({found})"
+    return f"{label}: not a readable Zarr group ({_first_line(exc)})"
+
+
+def _group_paths(g: zarr.Group, prefix: str = "") -> list[str]:
+    """The paths of every group of ``g`` at any depth (``lvl``, ``lvl/t``)."""
+    paths = []
+    for sub in sorted(g.group_keys()):
+        paths += [prefix + sub, *_group_paths(g[sub], f"{prefix}{sub}/")]
+    return paths
 
 
 def array_names(g: zarr.Group, label: str) -> set[str]:

@@ -255,8 +255,8 @@ def _check_inputs(source: TaskSource, sets: TaskSets, ptr, k, splits, linkage, t
     given = {"k": f"k = {k}", "k_max": f"--k-max {k}", "rank": f"--rank {k}"}[option]
     if k > d:
         raise InputError(
-            f"{label}: {given} is larger than the number of features d = {d}; the subspace "
-            f"of k components has at most d dimensions"
+            f"{label}: {given} is larger than the number of features d = {d}; the subspace"
+            f"{'' if option == 'rank' else ' of k components'} has at most d dimensions"
         )
     sizes = np.diff(ptr) - holdout
     for role, need, why in (

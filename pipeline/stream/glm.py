@@ -29,6 +29,7 @@ from streamlsq.kernels.glm.irls import run_irls
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.options import Options
+from streamlsq.options.fit import CONF_ALPHA
 from streamlsq.options.glm import GLM
 from streamlsq.runtime.reduce import tree_reduce, wait_progress
 from streamlsq.stream.engines import PIECE_BYTES, bytes_per_call
@@ -208,9 +209,24 @@ class GLMFit(Job):
         # was told only by its chunks' stamps, as "rows changed since"
         return {"job": "glm", "selection": source.selection(),
                 "input": [source.identity(), source.group or "", f"token:{source.token}"],
-                "options": {k: getattr(self, k) for k in GLM.names
-                            if k not in ("allow_nonconverged",)},
+                "options": self._fingerprinted_options(),
                 "n_rows": source.n_rows, "chunk_rows": source.chunk_rows}
+
+    def _fingerprinted_options(self) -> dict:
+        """The options, each typed out at the value its absence means (the family's link and
+        parameter, the nonrobust covariance, 0.05) kept as not given: a resume compares the
+        run, not its spelling (as a linear fit's ``--record-every`` at its default)."""
+        unset = kernels.GLMSpec(self.family, solver=self.solver)
+        implied = {"link": unset.lnk.name, "cov_type": "nonrobust", "alpha": CONF_ALPHA.default,
+                   "nb_alpha": unset.fam.parameter, "var_power": unset.fam.parameter}
+        options = {}
+        for k in GLM.names:
+            if k == "allow_nonconverged":
+                continue
+            value = getattr(self, k)
+            options[k] = None if k in implied and value is not None and \
+                value == implied[k] else value
+        return options
 
     def fingerprint_options(self, fingerprint: dict) -> dict[str, dict]:
         """The options, as the command line spells them (``--family gaussian then, poisson

@@ -25,6 +25,7 @@ from distributed import Client
 
 from streamlsq.errors import InputError
 from streamlsq.io.sources import StreamSource
+from streamlsq.io.stores import split_group
 from streamlsq.jobs import Context, Run, RunOptions
 from streamlsq.kernels.recursions.contract import BlockGrid
 from streamlsq.kernels.recursions.interleaved import (
@@ -54,13 +55,8 @@ __all__ = ["ALPHA_ESTIMATORS", "InterleavedFit", "fit_interleaved", "open_popula
 
 def split_store_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
     """``"path#group"`` → (path, group); a plain path → (path, None)."""
-    spec = str(spec)
-    if "#" in spec:
-        path, group = spec.rsplit("#", 1)
-        if not path or not group:
-            raise InputError(f"{spec}: expected PATH or PATH#GROUP")
-        return path, group
-    return spec, None
+    path, group = split_group(str(spec))
+    return str(path), group
 
 
 def open_population(run: Run, spec: str | os.PathLike) -> StreamSource:

@@ -39,7 +39,7 @@ import pandas as pd
 from streamlsq import __version__
 from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import EntryCheckpoint, data_digest, fingerprint_digest
-from streamlsq.io.outputs import OwnedTemporary, publish, reclaim_leftovers
+from streamlsq.io.outputs import OwnedTemporary, check_outside_stores, publish, reclaim_leftovers
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels.recursions.params import Param
 from streamlsq.options.study import EVERY_STUDY, STUDY, STUDY_OPTIONS
@@ -241,6 +241,7 @@ class StudyFolder:
         self.out = Path(out)
         self.name = name
         self.run_fingerprint = run_fingerprint
+        check_outside_stores(self.out, "a study's folder", "--out")
         reclaim_leftovers(self.out)  # a killed run's, also when this one is refused below
         if self.out.exists():
             if not self.out.is_dir():

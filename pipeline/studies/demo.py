@@ -39,7 +39,12 @@ from matplotlib.figure import Figure
 
 from streamlsq import __version__
 from streamlsq.errors import InputError
-from streamlsq.io.outputs import OwnedTemporary, check_writable, reclaim_leftovers
+from streamlsq.io.outputs import (
+    OwnedTemporary,
+    check_outside_stores,
+    check_writable,
+    reclaim_leftovers,
+)
 from streamlsq.jobs import Context, Job, Run
 from streamlsq.mlr.metalearn import metalearn
 from streamlsq.mlr.predict import predict
@@ -85,6 +90,7 @@ class DemoFolder:
 
     def check(self) -> None:
         out = self.out
+        check_outside_stores(out, "the demo's folder", "--out")
         if not out.parent.is_dir():
             raise InputError(f"{out.parent}: output folder does not exist")
         reclaim_leftovers(out)

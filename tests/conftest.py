@@ -266,3 +266,31 @@ def kernel_env(tmp_path, monkeypatch, client):
     monkeypatch.setenv("STREAMLSQ_STUDY_OUT", str(tmp_path / "out"))
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", client.scheduler.address)
     return tmp_path / "out"
+
+
+#: the fit the re-test rounds' checkpoints are started by (``stopped_fit``)
+CHECKPOINTED_FIT = dict(block_size=100, segment_bytes=2**12, progress=False)
+
+
+@pytest.fixture(scope="module")
+def checkpointed_rows(tmp_path_factory, client):
+    """A 3,001 × 3 stream store in chunks of 500 rows, the data of ``stopped_fit``."""
+    import streamlsq
+
+    root = tmp_path_factory.mktemp("rows")
+    return streamlsq.simulate_stream(root / "rows.zarr", n_rows=3_001, n_features=3,
+                                     chunk_rows=500, client=client)
+
+
+@pytest.fixture
+def stopped_fit(checkpointed_rows, tmp_path, client, stop_after_commits):
+    """The checkpoint (``tmp_path / "ck"``) of a sequential KF4LLS fit of
+    ``checkpointed_rows`` stopped right after its first commit."""
+    import streamlsq
+
+    ckpt = tmp_path / "ck"
+    with stop_after_commits(1):
+        streamlsq.fit_stream(checkpointed_rows, "kf4lls", checkpoint=ckpt, client=client,
+                             **CHECKPOINTED_FIT)
+    assert (ckpt / "progress.json").exists()
+    return ckpt

@@ -16,6 +16,7 @@ import pytest
 import streamlsq
 from streamlsq.errors import InputError
 
+from conftest import CHECKPOINTED_FIT as FIT
 from conftest import one_line
 from faultkit import leftovers, snapshot, unlocked
 
@@ -25,34 +26,8 @@ class Stop(Exception):
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory, client):
-    root = tmp_path_factory.mktemp("rows")
-    return streamlsq.simulate_stream(root / "rows.zarr", n_rows=3_001, n_features=3,
-                                     chunk_rows=500, client=client)
-
-
-#: the fit the checkpoints below were started by
-FIT = dict(block_size=100, segment_bytes=2**12, progress=False)
-
-
-@pytest.fixture
-def stopped_fit(rows, tmp_path, client, monkeypatch):
-    """The checkpoint of a sequential fit of ``rows`` stopped after its first commit."""
-    import streamlsq.stream.fit as fit_module
-    from streamlsq.io.checkpoint import Checkpoint
-
-    class Stopping(Checkpoint):
-        def save(self, i, part):
-            super().save(i, part)
-            raise Stop(f"stopped at segment {i}")
-
-    ckpt = tmp_path / "ck"
-    with monkeypatch.context() as m:
-        m.setattr(fit_module, "Checkpoint", Stopping)
-        with pytest.raises(Stop):
-            streamlsq.fit_stream(rows, "kf4lls", checkpoint=ckpt, client=client, **FIT)
-    assert (ckpt / "progress.json").exists()
-    return ckpt
+def rows(checkpointed_rows):
+    return checkpointed_rows
 
 
 def _different(ckpt, change: str) -> str:

@@ -12,6 +12,7 @@ import pytest
 import streamlsq
 from streamlsq.errors import InputError
 
+from conftest import CHECKPOINTED_FIT as FIT
 from conftest import one_line
 from faultkit import leftovers, snapshot, unlocked
 
@@ -177,22 +178,8 @@ def test_the_workers_work_in_another_folder(client, tmp_path):
 # -- 3. checkpoints: a file removed, another kind of run, another method or input -----------
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory, client):
-    root = tmp_path_factory.mktemp("rows")
-    return streamlsq.simulate_stream(root / "rows.zarr", n_rows=3_001, n_features=3,
-                                     chunk_rows=500, client=client)
-
-
-FIT = dict(block_size=100, segment_bytes=2**12, progress=False)
-
-
-@pytest.fixture
-def stopped_fit(rows, tmp_path, client, stop_after_commits):
-    ckpt = tmp_path / "ck"
-    with stop_after_commits(1):
-        streamlsq.fit_stream(rows, "kf4lls", checkpoint=ckpt, client=client, **FIT)
-    assert (ckpt / "progress.json").exists()
-    return ckpt
+def rows(checkpointed_rows):
+    return checkpointed_rows
 
 
 def test_a_checkpoint_whose_input_stamps_were_removed_is_corrupt(rows, stopped_fit,

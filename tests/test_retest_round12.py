@@ -12,37 +12,18 @@ import zarr
 import streamlsq
 from streamlsq.errors import InputError
 
+from conftest import CHECKPOINTED_FIT as FIT
 from conftest import one_line, write_stream
-from faultkit import leftovers, snapshot
+from faultkit import leftovers, snapshot, unlocked
 
 
 class Stop(Exception):
     pass
 
 
-def _unlocked(snap: dict) -> dict:
-    """A snapshot without the contents of the checkpoint's lock file (a refusal once the
-    lock is taken has written it anew)."""
-    return {k: (v[:1] if k.endswith("/lock") else v) for k, v in snap.items()}
-
-
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory, client):
-    root = tmp_path_factory.mktemp("rows")
-    return streamlsq.simulate_stream(root / "rows.zarr", n_rows=3_001, n_features=3,
-                                     chunk_rows=500, client=client)
-
-
-FIT = dict(block_size=100, segment_bytes=2**12, progress=False)
-
-
-@pytest.fixture
-def stopped_fit(rows, tmp_path, client, stop_after_commits):
-    ckpt = tmp_path / "ck"
-    with stop_after_commits(1):
-        streamlsq.fit_stream(rows, "kf4lls", checkpoint=ckpt, client=client, **FIT)
-    assert (ckpt / "progress.json").exists()
-    return ckpt
+def rows(checkpointed_rows):
+    return checkpointed_rows
 
 
 def _groups_store(path, groups, n=300, seed=0):
@@ -74,14 +55,14 @@ def test_a_checkpoint_whose_input_stamps_were_replaced_is_corrupt(rows, stopped_
     """Round 12: ``echo '[]' > ck/inputs.json`` (valid JSON of another shape) resumed over
     changed data without a word and published a mix; only a removed file was refused."""
     (stopped_fit / "inputs.json").write_text(text)
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     with pytest.raises(InputError) as refused:
         streamlsq.fit_stream(rows, "kf4lls", checkpoint=stopped_fit, resume=True,
                              client=client, **FIT)
     assert str(refused.value) == (
         f"{stopped_fit}: checkpoint is corrupt (inputs.json: {reason.format(rows=rows)}); "
         "rerun without --resume to start afresh")
-    assert _unlocked(snapshot(tmp_path)) == before
+    assert unlocked(snapshot(tmp_path)) == before
 
 
 def test_a_checkpoint_whose_input_stamps_are_whole_still_resumes(rows, stopped_fit, client):
@@ -218,14 +199,14 @@ def test_info_check_says_which_groups_it_did_not_read(tmp_path, cli):
 def test_a_checkpoint_of_another_command_names_its_method(stopped_fit, rows, tmp_path, cli):
     """Round 12: ``the checkpoint of a 'streamlsq fit METHOD (--engine sequential)' run``:
     the placeholder, not the method the checkpoint records."""
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     out = tmp_path / "g.zarr"
     line = one_line(cli("fit", "glm", rows, "--out", out, "--checkpoint", stopped_fit,
                         "--resume"))
     assert line == (f"streamlsq: error: {stopped_fit}: the checkpoint of a 'streamlsq fit "
                     "kf4lls (--engine sequential)' run; this is 'streamlsq fit glm': choose "
                     "another --checkpoint, or remove it"), line
-    assert _unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
+    assert unlocked(snapshot(tmp_path)) == before and leftovers(out) == []
 
 
 @pytest.fixture
@@ -289,7 +270,7 @@ def test_open_result_of_an_empty_path_a_checkpoint_or_a_group(stopped_fit, tmp_p
     ``open_result('pop.zarr#a')`` ``no such store``."""
     pop = _groups_store(tmp_path / "pop.zarr", ["a"])
     monkeypatch.chdir(tmp_path)
-    before = _unlocked(snapshot(tmp_path))
+    before = unlocked(snapshot(tmp_path))
     for given, wanted in (
             ("", "'': an empty path; give the path (or URL) of a result store"),
             (stopped_fit, f"{stopped_fit}: a checkpoint folder (continue its run with "
@@ -300,7 +281,7 @@ def test_open_result_of_an_empty_path_a_checkpoint_or_a_group(stopped_fit, tmp_p
         with pytest.raises(InputError) as refused:
             streamlsq.open_result(given)
         assert str(refused.value) == wanted
-    assert _unlocked(snapshot(tmp_path)) == before
+    assert unlocked(snapshot(tmp_path)) == before
     assert json.loads((stopped_fit / "progress.json").read_text())  # kept
 
 

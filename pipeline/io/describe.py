@@ -17,6 +17,7 @@ from streamlsq.io.stores import (
     check_complete,
     dimension_names,
     get_array,
+    group_paths,
     open_group,
     read_checked,
     unwritten_chunks,
@@ -55,14 +56,10 @@ def store_kind(g: zarr.Group) -> str:
     return "unknown"
 
 
-def group_kinds(g: zarr.Group, prefix: str = "") -> dict[str, str]:
+def group_kinds(g: zarr.Group) -> dict[str, str]:
     """The kind (:func:`store_kind`) of every group of ``g`` at any depth, by its path in
     ``g`` (``lvl/t``), each group before the groups it holds."""
-    kinds = {}
-    for sub in sorted(g.group_keys()):
-        kinds[prefix + sub] = store_kind(g[sub])
-        kinds |= group_kinds(g[sub], f"{prefix}{sub}/")
-    return kinds
+    return {path: store_kind(g[path]) for path in group_paths(g)}
 
 
 def describe(path: str) -> str:

@@ -629,7 +629,7 @@ def _not_a_group(loc: Location, shown: str, group: str | None, exc: Exception) -
     try:
         root = zarr.open_group(store=loc.zarr_store(read_only=True), mode="r",
                                use_consolidated=False)
-        groups = _group_paths(root)
+        groups = group_paths(root)
         inner = root.get(group.strip("/"))
     except Exception:
         return f"{label}: not a readable Zarr group ({_first_line(exc)})"
@@ -642,11 +642,12 @@ def _not_a_group(loc: Location, shown: str, group: str | None, exc: Exception) -
     return f"{label}: not a readable Zarr group ({_first_line(exc)})"
 
 
-def _group_paths(g: zarr.Group, prefix: str = "") -> list[str]:
-    """The paths of every group of ``g`` at any depth (``lvl``, ``lvl/t``)."""
+def group_paths(g: zarr.Group, prefix: str = "") -> list[str]:
+    """The paths of every group of ``g`` at any depth (``lvl``, ``lvl/t``), each group before
+    the groups it holds."""
     paths = []
     for sub in sorted(g.group_keys()):
-        paths += [prefix + sub, *_group_paths(g[sub], f"{prefix}{sub}/")]
+        paths += [prefix + sub, *group_paths(g[sub], f"{prefix}{sub}/")]
     return paths
 
 

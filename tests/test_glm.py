@@ -146,6 +146,22 @@ def test_a_constant_made_by_the_kernels_equals_a_column_of_ones(solver):
                                            atol=1e-12 * np.abs(ref[key]).max())
 
 
+def test_robust_cov_of_one_group_is_none():
+    """The cluster-robust covariance needs 2 groups (its correction divides by G − 1):
+    the kernel returns none for one, with the count, rather than dividing by zero."""
+    data = sm.datasets.scotland.load_pandas()
+    X, y = sm.add_constant(data.exog).to_numpy(float), data.endog.to_numpy(float)
+    spec = kernels.GLMSpec("gamma", "log")
+    coef = np.linalg.lstsq(X, np.log(y), rcond=None)[0]
+    one = kernels.robust_sums(spec, X, y, coef, 0.1, cov_type="cluster",
+                              labels=np.zeros(len(y)))
+    assert kernels.robust_cov(one, X.shape[1]) == (None, 1)
+    two = kernels.robust_sums(spec, X, y, coef, 0.1, cov_type="cluster",
+                              labels=np.arange(len(y)) % 2)
+    cov, groups = kernels.robust_cov(two, X.shape[1])
+    assert groups == 2 and np.isfinite(cov).all()
+
+
 def test_binomial_counts_frame(star98, client):
     """star98: successes out of --trials, a formula, the default logit and probit."""
     formula = "NABOVE ~ LOWINC + PERASIAN + PERBLACK + PERHISP + PERMINTE + AVYRSEXP"

@@ -508,12 +508,15 @@ def combine_robust(*parts: dict) -> dict:
     return out
 
 
-def robust_cov(state: dict, n_params: int) -> tuple[np.ndarray, int | None]:
+def robust_cov(state: dict, n_params: int) -> tuple[np.ndarray | None, int | None]:
     """(the sandwich covariance H⁻¹ M H⁻¹, the number of groups or None) from the combined
     :func:`robust_sums`: HC0 as statsmodels' GLM gives it for every ``HC*`` type (its GLM
     results have no small-sample corrections of their own), or cluster-robust with the
     correction G/(G − 1)·(N − 1)/(N − k) (statsmodels' ``cov_cluster``, CRV1; N the rows
-    kept)."""
+    kept). With fewer than 2 groups there is no cluster-robust covariance (the correction
+    divides by G − 1): (None, G), for the caller to refuse by name."""
+    if "sums" in state and np.asarray(state["sums"]).shape[0] < 2:
+        return None, int(np.asarray(state["sums"]).shape[0])
     H = np.asarray(state["hessian"], np.float64)
     Hinv = spd_solve(H, np.eye(H.shape[0]))
     if "sums" in state:

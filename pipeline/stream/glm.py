@@ -597,9 +597,7 @@ class GLMPass(Pass):
                            kernels.combine_robust if robust else kernels.combine_sums,
                            leaf=_part, name=f"{self.label}-combine-{tag}").result()
         if robust:  # the labels stay on the workers' side: the state is numbers only
-            if "sums" in root and np.asarray(root["sums"]).shape[0] < 2:
-                # one group: no correction G/(G - 1) to make; the fit refuses it by name
-                return {"cov": None, "n_groups": int(np.asarray(root["sums"]).shape[0])}
+            # cov None for fewer than 2 groups: the fit refuses it by name
             cov, groups = kernels.robust_cov(root, source.n_features)
             return {"cov": cov, "n_groups": -1 if groups is None else groups}
         return {k: np.asarray(v) for k, v in root.items()}

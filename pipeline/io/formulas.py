@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -243,6 +244,16 @@ def _walk(node: ast.AST, columns: set, categorical: set, aliases: dict) -> None:
         raise _Refused(f"holds {what} {ast.unparse(node)}")
 
 
+def _quoted(text: str) -> frozenset:
+    """The names written in backticks in ``text`` (formulaic's quoting of a column name)."""
+    return frozenset(re.findall(r"`([^`]*)`", text))
+
+
+def _quoted_keywords(text: str) -> list[str]:
+    """The names in backticks in ``text`` that are Python keywords (class, None, True)."""
+    return sorted(w for w in _quoted(text) if keyword.iskeyword(w))
+
+
 def _factor_columns(factor, columns: set, categorical: set, called: dict | None = None,
                    quoted: frozenset = frozenset()) -> None:
     """Check one factor of formulaic's parse and collect the columns it reads (and in
@@ -266,7 +277,7 @@ def _factor_columns(factor, columns: set, categorical: set, called: dict | None 
         return
     if method != "python":
         raise _Refused(f"holds the factor {expr} of kind {method}")
-    words = sorted({w for w in re.findall(r"`([^`]*)`", expr) if keyword.iskeyword(w)})
+    words = _quoted_keywords(expr)
     if words:  # formulaic keeps a keyword's name as it is: Python reads it as the keyword
         raise _Refused(f"reads the column '{words[0]}', a Python keyword, inside {expr}: "
                        f"formulaic reads such a column alone (y ~ `{words[0]}`), not inside "
@@ -298,7 +309,7 @@ def check_formula(formula: str) -> FormulaColumns:
 @lru_cache(maxsize=64)
 def _checked(formula: str) -> FormulaColumns:
     parsed = parse(formula)
-    quoted = frozenset(re.findall(r"`([^`]*)`", formula))
+    quoted = _quoted(formula)
     sides = {}
     computed: dict[str, str] = {}
     for side in ("rhs", "lhs"):
@@ -371,7 +382,7 @@ def parse(formula: str):
     try:
         parsed = Formula(formula)
     except Exception as exc:
-        words = sorted({w for w in re.findall(r"`([^`]*)`", formula) if keyword.iskeyword(w)})
+        words = _quoted_keywords(formula)
         hint = (f"; the column '{words[0]}' is a Python keyword, which formulaic reads alone "
                 f"(y ~ `{words[0]}`), not inside C(), I() or a transform: rename the column"
                 if words and isinstance(exc, SyntaxError) else "")
@@ -429,7 +440,7 @@ def _check_term_count(formula: str) -> None:
         tree = DefaultFormulaParser().get_ast(formula)
     except Exception:  # refused by formulaic's own parse, with its reason
         return
-    widest = int((_state_limit() / 8) ** 0.5) - 1
+    widest = widest_design()
     cap = TERM_SLACK * widest
     if _term_bound(tree, cap) > cap:
         raise InputError(f"formula {formula[:200]!r}{'...' if len(formula) > 200 else ''}: "
@@ -492,6 +503,12 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
+def widest_design() -> int:
+    """The most columns of a design whose fit's state (``check_design_size``: (n + 1)²
+    float64 with the intercept's column) fits ``streamlsq.design-state-bytes``."""
+    return math.isqrt(_state_limit() // 8) - 1
+
+
 def check_design_size(n_columns: int, formula: str, label: str, least: bool = False) -> None:
     """Refuse a design of ``n_columns`` columns (``least``: at least so many) whose fit's
     p x p state (float64, the intercept's column included) would exceed the dask config
@@ -514,7 +531,7 @@ def least_columns(formula: str, levels: dict) -> int:
     less the reference level, 1 for a number (formulaic makes each factor's full or
     reduced coding, so this is exact for treatment coding beside an intercept)."""
     total = 0
-    quoted = frozenset(re.findall(r"`([^`]*)`", formula))
+    quoted = _quoted(formula)
     for term in parse(formula).rhs:
         if str(term) == "1":
             continue

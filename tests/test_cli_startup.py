@@ -131,3 +131,47 @@ def test_the_command_list_and_a_commands_help_import_no_numpy(args):
     output, _, modules = _run_main(args)
     assert "Usage: streamlsq" in output
     assert not _imports_any_of(modules, ["numpy"])
+
+
+# -- the console script ends its process without the interpreter's teardown ---------------
+
+def _console(args: list[str], before: str = "") -> subprocess.CompletedProcess:
+    code = (f"{before}\nimport sys; sys.argv = ['streamlsq', *{args!r}]\n"
+            "from streamlsq.cli.main import console\nconsole()\n"
+            "print('console() returned')")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_console_script_runs_the_exit_handlers_and_flushes_its_output(tmp_path):
+    """After a command succeeds, ``console()`` ends the process at once (``os._exit``): the
+    exit handlers have run, and what the command printed into a pipe (block-buffered,
+    lost by ``os._exit`` unless flushed) reaches it."""
+    from streamlsq import simulate_stream
+
+    store = simulate_stream(tmp_path / "s.zarr", n_rows=300, n_features=2, seed=0)
+    marker = tmp_path / "exit-handler-ran"
+    out = tmp_path / "r.zarr"
+    run = _console(["fit", "kf4lls", str(store), "--out", str(out)],
+                   before=f"import atexit; atexit.register(lambda: open({str(marker)!r}, "
+                          "'w').write('ran'))")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"wrote {out}: kf4lls") and "console() returned" not in \
+        run.stdout
+    assert marker.read_text() == "ran"
+    assert (out / "zarr.json").is_file() and not list(tmp_path.glob(".*partial*"))
+
+
+def test_a_failing_console_command_ends_through_the_interpreter(tmp_path):
+    run = _console(["fit", "kf4lls", str(tmp_path / "none.zarr"), "--out",
+                    str(tmp_path / "r.zarr")])
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("streamlsq: error: ")
+    assert "none.zarr" in run.stderr and not (tmp_path / "r.zarr").exists()
+
+
+def test_the_installed_command_is_the_console_script():
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "streamlsq"]
+    assert script.value == "streamlsq.cli:console"

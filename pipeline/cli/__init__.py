@@ -14,6 +14,6 @@
   commands imported when used
 """
 
-from streamlsq.cli.main import main
+from streamlsq.cli.main import console, main
 
-__all__ = ["main"]
+__all__ = ["console", "main"]

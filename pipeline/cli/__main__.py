@@ -1,5 +1,5 @@
 """``python -m streamlsq.cli``: the command line."""
 
-from streamlsq.cli.main import main
+from streamlsq.cli.main import console
 
-main()
+console()

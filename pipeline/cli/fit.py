@@ -99,8 +99,10 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
         with _client_while(functools.partial(_import_fit_path, name), cluster["scheduler"],
                            cluster["n_workers"], cluster["memory_limit"], data=stores,
                            preload=_task_modules(declaration)) as client:
+            from streamlsq.io.results import import_ahead
             from streamlsq.stream.fit import fit_stream
 
+            import_ahead()  # while the fit's tasks run
             ds = fit_stream(stores[0] if single else stores, name, out=out, client=client,
                             **options)
         done = _done_line(out, ds)

@@ -157,3 +157,45 @@ def test_info_check_names_a_damaged_result(made, tmp_path, client):
     line = refusal(invoke("info", fit, "--check"))
     assert f"{fit}: variable 'state_psi' chunk 0 has NaN at feature 0; the result is " \
            "damaged" in line
+
+
+def test_a_result_encoded_in_memory_is_the_store_zarr_writes_itself(made, tmp_path):
+    """``write_result`` encodes a result held in memory in a zarr MemoryStore and writes its
+    objects as files (``_write_encoded``); the same dataset written by zarr to the
+    temporary folder itself (``atomic_store``) gives the same files, byte for byte, but for
+    the attributes of the root (its consolidated metadata lists the same arrays)."""
+    import json
+
+    from streamlsq.io.results import _write_dataset, atomic_store, write_result
+
+    ds = open_result(made / "fit.zarr", lazy=False)
+    ds.attrs = {k: v for k, v in ds.attrs.items()
+                if k not in ("complete", "written_by", "every_chunk_written")}
+    encoded = write_result(ds, tmp_path / "encoded.zarr")
+    copy = ds.copy()
+    copy.attrs["complete"] = False
+    with atomic_store(tmp_path / "by-zarr.zarr") as tmp:
+        _write_dataset(copy, tmp)
+    by_zarr = tmp_path / "by-zarr.zarr"
+    files = sorted(p.relative_to(encoded) for p in encoded.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(by_zarr) for p in by_zarr.rglob("*") if p.is_file())
+    assert len(files) > 20
+    for name in files:
+        a, b = (encoded / name).read_bytes(), (by_zarr / name).read_bytes()
+        if name.name != "zarr.json":
+            assert a == b, name
+        elif name.parent != type(name)("."):
+            assert json.loads(a) == json.loads(b), name
+    roots = [json.loads((p / "zarr.json").read_bytes()) for p in (encoded, by_zarr)]
+    assert roots[0]["attributes"] == roots[1]["attributes"]
+    assert roots[0]["consolidated_metadata"] == roots[1]["consolidated_metadata"]
+
+
+def test_importing_ahead_writes_nothing_and_ends(tmp_path, monkeypatch):
+    from streamlsq.io.results import import_ahead
+
+    monkeypatch.chdir(tmp_path)
+    thread = import_ahead()
+    thread.join(timeout=120)
+    assert not thread.is_alive() and thread.daemon
+    assert list(tmp_path.iterdir()) == []

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import os
 import posixpath
+import threading
 import uuid
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
@@ -253,30 +254,101 @@ def atomic_store(out, overwrite: bool = False, inputs=(), storage_options=None,
                 raise failure from None
         return
     files = BesideFiles(out, beside or {})
-    with OwnedTemporary(out, "partial") as tmp, contextlib.closing(files):
-        try:
-            yield tmp.path
-            g = zarr.open_group(str(tmp.path), mode="r+")
-            mark = {"complete": True, WRITTEN_BY: f"streamlsq {_version()}",
-                    EVERY_CHUNK_WRITTEN: _every_chunk_written(g)}
-            if beside:
-                mark[BESIDE] = files.write()
-            g.attrs.update(mark)
-            consolidate(tmp.path)
-            stale = files.stale() if overwrite else []
-            files.publish(overwrite)
-            try:
-                publish(tmp, out, overwrite)
-            except BaseException:
-                files.withdraw()
-                raise
-            for path in stale:  # the replaced result's, which this one does not list
-                path.unlink(missing_ok=True)
-        except OSError as exc:
-            failure = output_failure(exc, out, tmp.path)
-            if failure is None:
-                raise
-            raise failure from None
+    with OwnedTemporary(out, "partial") as tmp, contextlib.closing(files), \
+            _output_failures(out, tmp):
+        yield tmp.path
+        g = zarr.open_group(str(tmp.path), mode="r+")
+        mark = {"complete": True, WRITTEN_BY: f"streamlsq {_version()}",
+                EVERY_CHUNK_WRITTEN: _every_chunk_written(g)}
+        if beside:
+            mark[BESIDE] = files.write()
+        g.attrs.update(mark)
+        consolidate(tmp.path)
+        _publish_local(tmp, files, out, overwrite)
+
+
+@contextlib.contextmanager
+def _output_failures(out: Path, tmp: OwnedTemporary) -> Iterator[None]:
+    """A local write that fails for lack of space or permission: one line
+    (:func:`~streamlsq.io.outputs.output_failure`)."""
+    try:
+        yield
+    except OSError as exc:
+        failure = output_failure(exc, out, tmp.path)
+        if failure is None:
+            raise
+        raise failure from None
+
+
+def _publish_local(tmp: OwnedTemporary, files: BesideFiles, out: Path, overwrite: bool) -> None:
+    """Rename the finished temporary store ``tmp`` and its beside ``files`` into place; with
+    ``overwrite``, remove the replaced result's beside files this one does not list."""
+    stale = files.stale() if overwrite else []
+    files.publish(overwrite)
+    try:
+        publish(tmp, out, overwrite)
+    except BaseException:
+        files.withdraw()
+        raise
+    for path in stale:  # the replaced result's, which this one does not list
+        path.unlink(missing_ok=True)
+
+
+def _write_encoded(ds: xr.Dataset, out, overwrite: bool, inputs, storage_options,
+                   beside: dict | None) -> None:
+    """:func:`atomic_store` for a dataset held in memory: encoded, marked and consolidated
+    in a zarr ``MemoryStore`` (:func:`_encoded`), its objects written as the temporary
+    store's files, then published. zarr's own writes to a local store go through its event
+    loop once per object; a result's 40-odd small arrays took 0.17–0.25 s that way against
+    0.12–0.14 s encoded in memory and written as files (``docs/performance.md#exit``)."""
+    out = prepare_output(out, overwrite, inputs, storage_options, beside)
+    files = BesideFiles(out, beside or {})
+    with OwnedTemporary(out, "partial") as tmp, contextlib.closing(files), \
+            _output_failures(out, tmp):
+        if beside:
+            ds.attrs[BESIDE] = files.write()
+        for key, data in _encoded(ds).items():
+            path = tmp.path.joinpath(*key.split("/"))
+            path.parent.mkdir(parents=True, exist_ok=True)  # inside the owned temporary
+            path.write_bytes(data)
+        _publish_local(tmp, files, out, overwrite)
+
+
+def import_ahead() -> threading.Thread:
+    """Start, in a daemon thread, what building and encoding a result first imports, while a
+    command's tasks run.
+
+    xarray imports every duck-array library it can find on its first ``Dataset`` (dask.array
+    with scipy.sparse and scipy.fft, pint and cupy when installed) and pandas its Arrow
+    strings on the first string index: 0.2–0.4 s that a command spent after its fit had
+    finished (``docs/performance.md#exit``), while the command's own process waited idle for
+    its workers. A one-value result is built and encoded in memory for that, nothing is
+    written; should it fail, the real result's build raises the error itself."""
+    thread = threading.Thread(target=_import_by_encoding, name="streamlsq-import-ahead",
+                              daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_by_encoding() -> None:
+    ds = xr.Dataset({"coef": (("step", "feature"), np.zeros((1, 1)))},
+                    coords={"step": [0], "feature": np.array(["x"], dtype=object)},
+                    attrs={"complete": False})
+    with contextlib.suppress(Exception):  # see import_ahead: the real build reports it
+        _encoded(ds)
+
+
+def _encoded(ds: xr.Dataset) -> dict[str, bytes]:
+    """The objects (key → bytes) of the finished store of ``ds``, held in memory:
+    written, marked complete and consolidated in a zarr ``MemoryStore``."""
+    from zarr.storage import MemoryStore
+
+    objects: dict = {}
+    store = MemoryStore(objects)
+    _write_dataset(ds, store)
+    _mark_complete(store, list_once=True)
+    consolidate(store)
+    return {key: buf.to_bytes() for key, buf in objects.items()}
 
 
 def _mark_complete(store, list_once: bool = False) -> None:
@@ -318,10 +390,11 @@ def published(out, storage_options=None):
 def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
                  storage_options=None, beside: dict | None = None):
     """Write ``ds`` atomically: temporary path, ``complete=True`` last, then published (renamed
-    into place; on an object store claimed, copied and marked complete last, or, when ``ds``
-    is held in memory, encoded in memory and its objects written straight to the claimed
-    destination: :func:`~streamlsq.io.outputs.publish_objects`); ``beside``: the files that
-    belong to it (:func:`atomic_store`)."""
+    into place; on an object store claimed, copied and marked complete last). When ``ds`` is
+    held in memory, it is encoded in memory (:func:`_encoded`) and its objects written as
+    the temporary store's files (:func:`_write_encoded`), or on an object store straight to
+    the claimed destination (:func:`~streamlsq.io.outputs.publish_objects`). ``beside``: the
+    files that belong to it (:func:`atomic_store`)."""
     ds = ds.copy()
     # zarr v3 has a specified variable-length string type, not numpy's fixed-width one
     strings = {n: ds[n].astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
@@ -329,28 +402,23 @@ def write_result(ds: xr.Dataset, out, overwrite: bool = False, inputs=(),
     ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
     ds.attrs["complete"] = False
     loc = locate(out, storage_options)
-    if loc is not None and loc.remote and all(v.chunks is None for v in ds.variables.values()):
-        # held in memory: encoded, marked and consolidated in memory, and its objects written
-        # straight to the claimed destination (publish_objects), where a temporary prefix
-        # would cost a request per object to write it, list it, read its metadata back, copy
-        # it and remove it
+    in_memory = all(v.chunks is None for v in ds.variables.values())
+    if loc is not None and loc.remote and in_memory:
+        # encoded in memory, and its objects written straight to the claimed destination
+        # (publish_objects), where a temporary prefix would cost a request per object to
+        # write it, list it, read its metadata back, copy it and remove it
         target = prepare_output(out, overwrite, inputs, storage_options, beside)
-        from zarr.storage import MemoryStore
-
-        objects: dict = {}
-        store = MemoryStore(objects)
-        _write_dataset(ds, store)
-        _mark_complete(store, list_once=True)
-        consolidate(store)
         try:
-            publish_objects({key: buf.to_bytes() for key, buf in objects.items()}, target,
-                            overwrite)
+            publish_objects(_encoded(ds), target, overwrite)
         except Exception as exc:
             failure = remote_failure(exc, target, None)
             if failure is None:
                 raise
             raise failure from None
         return loc
+    if in_memory:
+        _write_encoded(ds, out, overwrite, inputs, storage_options, beside)
+        return Path(loc.url)
     with atomic_store(out, overwrite, inputs, storage_options, beside) as tmp:
         _write_dataset(ds, tmp)
     return loc if loc.remote else Path(loc.url)

@@ -260,6 +260,12 @@ class Job:
         workers as threads of this process)."""
         return None
 
+    #: whether the job's tasks read and compute as fast on worker threads as on worker
+    #: processes (their decoding and BLAS calls release the GIL; measured), so that on a
+    #: machine of few cores its embedded cluster runs threads whatever the input's size
+    #: (:func:`~streamlsq.runtime.client.embedded_workers`)
+    threads_keep_up: bool = False
+
     def new_checkpoint(self, directory, fingerprint: dict, resume: bool, inputs: list):
         """The (unopened) checkpoint folder of this job; by default one entry per committed
         piece of work (:class:`~streamlsq.io.checkpoint.EntryCheckpoint`)."""
@@ -486,7 +492,8 @@ class Run:
         """The Dask client of the run: the one given, the scheduler's, or an embedded
         cluster of ``n_workers`` sized for the job's data (the one place a run opens it)."""
         return dask_client(self.client, self.scheduler, n_workers=self.n_workers,
-                           data_bytes=None if job is None else job.data_bytes())
+                           data_bytes=None if job is None else job.data_bytes(),
+                           threads_keep_up=job is not None and job.threads_keep_up)
 
     def _compute(self, job: Job, inputs, checkpoint, store) -> xr.Dataset:
         started = time.perf_counter()

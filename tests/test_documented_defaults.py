@@ -70,6 +70,7 @@ def test_the_docs_state_the_codes_sizes_and_timeouts():
     ("connect-timeout", f"{client.CONNECT_TIMEOUT:g} s"),
     ("paused-timeout", f"{client.PAUSED_TIMEOUT:g} s"),
     ("in-process-bytes", "1 GiB" if client.IN_PROCESS_BYTES == 2**30 else "?"),
+    ("in-process-cores", f"{client.IN_PROCESS_CORES}"),
     ("design-state-bytes", "1 GiB" if DESIGN_STATE_BYTES == 2**30 else "?"),
 ])
 def test_the_faults_table_of_settings_states_the_codes_defaults(setting, value):

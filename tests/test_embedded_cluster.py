@@ -31,6 +31,24 @@ def test_auto_decides_from_the_size_and_the_options(auto):
         assert embedded_workers(10**6) == "processes"
 
 
+def test_a_stream_fit_on_few_cores_gets_threads_whatever_its_size(auto, monkeypatch):
+    import streamlsq.runtime.client as runtime_client
+
+    for cores, kind in ((1, "threads"), (2, "threads"), (3, "processes"), (64, "processes")):
+        monkeypatch.setattr(runtime_client, "CPU_COUNT", cores)
+        assert embedded_workers(2**40, threads_keep_up=True) == kind
+        assert embedded_workers(None, threads_keep_up=True) == kind
+        assert embedded_workers(2**40) == "processes"  # a job not measured on threads
+        # a memory limit, or a number of workers, is per process
+        assert embedded_workers(2**40, n_workers=2, threads_keep_up=True) == "processes"
+    monkeypatch.setattr(runtime_client, "CPU_COUNT", 8)
+    with dask.config.set({"streamlsq.in-process-cores": 8}):
+        assert embedded_workers(2**40, threads_keep_up=True) == "threads"
+    with dask.config.set({"streamlsq.in-process-cores": -1}), \
+            pytest.raises(InputError, match="in-process-cores"):
+        embedded_workers(2**40, threads_keep_up=True)
+
+
 def test_the_config_forces_either_kind():
     for kind in ("threads", "processes"):
         with dask.config.set({"streamlsq.embedded-workers": kind}):

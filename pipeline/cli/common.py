@@ -205,11 +205,11 @@ def _check_formula(options: Mapping) -> None:
         check_formula(options["formula"])
 
 
-def _client(scheduler, n_workers, memory_limit, data=None, preload=()):
+def _client(scheduler, n_workers, memory_limit, data=None, preload=(), threads_keep_up=False):
     """The command's Dask client. ``data``: the store(s) the command reads, or the bytes
     it will write; an embedded cluster for small data runs its workers as threads of
     this process (``streamlsq.runtime.client.embedded_workers``). ``preload``: modules its
-    worker processes import as they start (``dask_client``)."""
+    worker processes import as they start, ``threads_keep_up`` (``dask_client``)."""
     from streamlsq.runtime.client import dask_client
 
     cluster = values(CLUSTER, {"scheduler": scheduler, "n_workers": n_workers,
@@ -221,24 +221,27 @@ def _client(scheduler, n_workers, memory_limit, data=None, preload=()):
         check_memory_limit(memory_limit)
     data_bytes = data if isinstance(data, int) or data is None else _stores_bytes(data)
     return dask_client(None, scheduler, n_workers=n_workers, memory_limit=memory_limit,
-                       data_bytes=data_bytes, preload=preload)
+                       data_bytes=data_bytes, preload=preload, threads_keep_up=threads_keep_up)
 
 
 @contextlib.contextmanager
-def _client_while(meanwhile, scheduler, n_workers, memory_limit, data=None, preload=()):
+def _client_while(meanwhile, scheduler, n_workers, memory_limit, data=None, preload=(),
+                  threads_keep_up=False):
     """:func:`_client`, started in a background thread while ``meanwhile()`` runs here: the
     heavy imports of a command overlap the start of its worker processes, or the
     connection to a scheduler. An embedded cluster of threads (small inputs) starts after
     ``meanwhile()``: it is quick to start, and the one-BLAS-thread limit of its workers
     applies only to the libraries loaded by then."""
-    manager = _client(scheduler, n_workers, memory_limit, data, preload)  # options checked
+    manager = _client(scheduler, n_workers, memory_limit, data, preload,
+                      threads_keep_up)  # options checked
     n_workers = values(CLUSTER, {"n_workers": n_workers}).get("n_workers")
     from streamlsq.runtime.client import embedded_workers
 
     remote = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if not remote and embedded_workers(
             data if isinstance(data, int) or data is None else _stores_bytes(data),
-            n_workers=n_workers, memory_limit=memory_limit) == "threads":
+            n_workers=n_workers, memory_limit=memory_limit,
+            threads_keep_up=threads_keep_up) == "threads":
         meanwhile()
         with manager as client:
             yield client

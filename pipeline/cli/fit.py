@@ -98,7 +98,8 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
         # processes start
         with _client_while(functools.partial(_import_fit_path, name), cluster["scheduler"],
                            cluster["n_workers"], cluster["memory_limit"], data=stores,
-                           preload=_task_modules(declaration)) as client:
+                           preload=_task_modules(declaration),
+                           threads_keep_up=True) as client:  # as StreamFit declares
             from streamlsq.io.results import import_ahead
             from streamlsq.stream.fit import fit_stream
 

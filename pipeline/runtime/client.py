@@ -49,7 +49,12 @@ The embedded cluster's workers (:func:`embedded_workers`, dask config
 - threads when the caller says how many bytes it will read (``data_bytes``) and they
   are at most ``streamlsq.in-process-bytes`` (default 1 GiB): starting worker processes
   and importing the kernels in each costs 3–4 s, more than such data take to compute;
-- processes otherwise (large or unknown inputs): no shared GIL, one memory limit each.
+- threads when Dask counts at most ``streamlsq.in-process-cores`` cores (default 2) and
+  the caller's tasks run as fast on threads (the stream fits): each worker process would
+  start an interpreter and import the kernels on a core the command itself needs
+  (``docs/performance.md#embedded-cluster``);
+- processes otherwise (large or unknown inputs on more cores): no shared GIL, one memory
+  limit each.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dask
+from dask.system import CPU_COUNT
 from distributed import Client, Future, LocalCluster
 
 from streamlsq.errors import ClusterError, InputError, RunError, WorkersPausedError, checked
@@ -92,6 +98,10 @@ STABLE_WORKER = 5.0
 #: bytes of input up to which the embedded cluster runs its workers as threads of this
 #: process (dask config ``streamlsq.in-process-bytes``)
 IN_PROCESS_BYTES = 2**30
+#: cores (``dask.system.CPU_COUNT``) up to which the embedded cluster runs its workers as
+#: threads of this process whatever the input's size (dask config
+#: ``streamlsq.in-process-cores``)
+IN_PROCESS_CORES = 2
 #: distributed's default ``MALLOC_TRIM_THRESHOLD_`` for worker processes
 DISTRIBUTED_TRIM_THRESHOLD = 65536
 #: glibc's allocator settings of the embedded cluster's worker processes, in place of
@@ -118,6 +128,9 @@ SETTINGS = {
     "streamlsq.in-process-bytes": _setting_param(
         "streamlsq.in-process-bytes", IN_PROCESS_BYTES, "Bytes of input up to which the "
         "embedded cluster's workers are threads.", ge=0),
+    "streamlsq.in-process-cores": _setting_param(
+        "streamlsq.in-process-cores", IN_PROCESS_CORES, "Cores of the machine up to which the "
+        "embedded cluster's workers are threads, whatever the input's size.", ge=0),
     "streamlsq.task-bytes": _setting_param(
         "streamlsq.task-bytes", 0, "Bytes of data one Dask task of a parallel pass reads (0: "
         "sized from the data and the workers).", ge=0),
@@ -196,6 +209,7 @@ def dask_client(
     memory_limit: str | float | None = None,
     data_bytes: int | None = None,
     preload: tuple[str, ...] = (),
+    threads_keep_up: bool = False,
 ) -> Iterator[Client]:
     """Yield a connected :class:`distributed.Client` watched by :func:`paused_watch`; close
     only what this call opened.
@@ -206,7 +220,8 @@ def dask_client(
     kernels of the block's tasks), while this process is still busy, rather than when the
     first task arrives (worker threads share this process's modules; a running cluster's
     workers are left as they are; not with a ``memory_limit``, which preloading could
-    exceed before the cluster is up).
+    exceed before the cluster is up). ``threads_keep_up``: the block's tasks run as fast
+    on worker threads as on worker processes (:func:`embedded_workers`).
 
     Examples
     --------
@@ -219,7 +234,7 @@ def dask_client(
     for name in SETTINGS:  # a bad setting is one line before a cluster is touched
         setting(name)
     with _connect(client, scheduler, n_workers, threads_per_worker, memory_limit,
-                  data_bytes, preload) as (c, own):
+                  data_bytes, preload, threads_keep_up) as (c, own):
         try:
             with paused_watch(c):
                 yield c
@@ -282,7 +297,7 @@ def release_worker_pages(client: Client, timeout: float = 10.0) -> None:
 
 @contextlib.contextmanager
 def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, data_bytes=None,
-             preload=()):
+             preload=(), threads_keep_up=False):
     """Yield (client, whether this call started the cluster)."""
     if client is not None:
         yield client, False
@@ -311,7 +326,8 @@ def _connect(client, scheduler, n_workers, threads_per_worker, memory_limit, dat
             raise InputError(f"--workers must be a positive integer, got {n_workers!r}")
     if memory_limit is not None:
         check_memory_limit(memory_limit)
-    kind = embedded_workers(data_bytes, n_workers=n_workers, memory_limit=memory_limit)
+    kind = embedded_workers(data_bytes, n_workers=n_workers, memory_limit=memory_limit,
+                            threads_keep_up=threads_keep_up)
     # workers' own log lines would bury the one-line error a user should see
     kwargs = {"processes": kind == "processes", "dashboard_address": ":0",
               "silence_logs": logging.CRITICAL}
@@ -390,14 +406,16 @@ def _one_blas_thread():
 
 
 def embedded_workers(data_bytes: int | None = None, *, n_workers: int | None = None,
-                     memory_limit=None) -> str:
+                     memory_limit=None, threads_keep_up: bool = False) -> str:
     """``"threads"`` or ``"processes"``: the workers an embedded LocalCluster gets.
 
     The dask config ``streamlsq.embedded-workers`` (``auto``, ``processes``, ``threads``)
     decides when it is not ``auto``. In ``auto``: threads when worker processes would
     re-run the caller's code (:func:`spawn_would_rerun_caller`); processes when
     ``n_workers`` or ``memory_limit`` is given; threads when ``data_bytes`` is known and
-    at most ``streamlsq.in-process-bytes`` (default 1 GiB); processes otherwise.
+    at most ``streamlsq.in-process-bytes`` (default 1 GiB); threads when the caller's tasks
+    run as fast on threads (``threads_keep_up``: the stream fits) and Dask counts at most
+    ``streamlsq.in-process-cores`` cores (default 2); processes otherwise.
 
     Examples
     --------
@@ -419,6 +437,10 @@ def embedded_workers(data_bytes: int | None = None, *, n_workers: int | None = N
         return "processes"
     limit = setting("streamlsq.in-process-bytes")
     if data_bytes is not None and data_bytes <= limit:
+        return "threads"
+    if threads_keep_up and CPU_COUNT <= setting("streamlsq.in-process-cores"):
+        # each worker process would start an interpreter and import the kernels on a core
+        # the command needs itself (docs/performance.md#embedded-cluster)
         return "threads"
     return "processes"
 

@@ -386,6 +386,9 @@ class StreamFit(Job):
     def data_bytes(self) -> int | None:
         return None if self.plan is None else self.plan.nbytes
 
+    # bench_stream.py --threads: every engine on worker threads within 1.2x of processes
+    threads_keep_up = True
+
     def new_checkpoint(self, directory, fingerprint, resume, inputs):
         return fit_checkpoint(self, directory, fingerprint, resume, inputs)
 

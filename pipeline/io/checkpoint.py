@@ -49,6 +49,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import zipfile
 from pathlib import Path
 
@@ -147,6 +148,17 @@ def check_checkpoint_parent(directory: str | os.PathLike) -> None:
     if not parent.is_dir():
         raise InputError(f"{d}: {parent.name} is a file, not a folder; choose another "
                          "--checkpoint")
+
+
+def _not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it is not a regular file (a link, a named pipe, a folder...),
+    which a checkpoint never holds; None for a file. A pipe would block its reader for
+    ever."""
+    mode = path.lstat().st_mode
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return next((what for test, what in kinds if test(mode)), None)
 
 
 def _lock_file_is_ours(path: Path) -> bool:
@@ -429,6 +441,8 @@ class CheckpointFolder:
         """The folder's marker file as read before the lock is taken; empty when there is
         none, or a corrupt one (refused in one line once the folder is locked)."""
         try:
+            if _not_a_file(self.directory / MARKER) is not None:  # refused by check_files
+                return {}
             marker = json.loads((self.directory / MARKER).read_text())
         except (OSError, ValueError):
             return {}
@@ -496,6 +510,9 @@ class CheckpointFolder:
         arrays' headers are read. One line naming the file; the folder is left as it was."""
         for path in sorted(self.directory.iterdir()):
             name = path.name
+            other = _not_a_file(path)
+            if other is not None and OWN_FILES.match(name):  # read below (a pipe: for ever)
+                raise self.corrupt(path, f"{other}, where the run wrote a file")
             if PICKLED.match(name):
                 raise InputError(
                     f"{path}: a pickle (an earlier version's checkpoint entry), which "

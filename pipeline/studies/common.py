@@ -39,7 +39,14 @@ import pandas as pd
 from streamlsq import __version__
 from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import EntryCheckpoint, data_digest, fingerprint_digest
-from streamlsq.io.outputs import OwnedTemporary, check_outside_stores, publish, reclaim_leftovers
+from streamlsq.io.outputs import (
+    OwnedTemporary,
+    check_outside_stores,
+    make_parents,
+    publish,
+    reclaim_leftovers,
+    remove_made,
+)
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels.recursions.params import Param
 from streamlsq.options.study import EVERY_STUDY, STUDY, STUDY_OPTIONS
@@ -363,6 +370,7 @@ class StudyJob(Job):
     study: str
     make: Callable
     identity: dict
+    made: list = field(default_factory=list)  # the folders above the output this run made
 
     checkpoint_variables = ()
 
@@ -400,6 +408,9 @@ class StudyJob(Job):
 
     def prepare(self, run: Run, inputs: list) -> None:
         StudyFolder(run.out, self.study)  # refuses a folder that is not an earlier run's
+        # the folders above it, made once it is known to be writable there; a failed run
+        # takes them back (run_study_into)
+        self.made = make_parents(run.out)
 
     def compute(self, ctx: Context) -> StudyOutput:
         token = _CHECKPOINT.set(ctx.checkpoint)  # map_batches commits every batch to it
@@ -441,7 +452,11 @@ def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, clie
     job = StudyJob(name, compute, dict(fingerprint or {"study": name}))
     run = Run(out, client=client, scheduler=scheduler, n_workers=n_workers, progress=progress,
               checkpoint=checkpoint, resume=resume)
-    return run.execute(job)
+    try:
+        return run.execute(job)
+    except BaseException:  # the folders made above ``out`` go with the failed run
+        remove_made(job.made)
+        raise
 
 
 def _jsonable(v):

@@ -873,7 +873,8 @@ def _differences(old: dict, new: dict, old_options=None, new_options=None) -> st
 
 
 def _entry_difference(key, before, now) -> str:
-    inner = _inner_differences(before, now) or _paths_differences(before, now)
+    inner = _inner_differences(before, now) or _paths_differences(before, now) or \
+        _size_differences(before, now)
     if not inner and key in _FINGERPRINT_OPTIONS:
         inner = [_FINGERPRINT_OPTIONS[key]]
     if not inner and all(isinstance(v, str) and _WORD.fullmatch(v) for v in (before, now)):
@@ -909,6 +910,27 @@ def _paths_differences(before, now) -> list[str]:
     return [f"{role}{old.get(role)} then, {new.get(role)} now"
             for role in sorted(set(old) | set(new), key=str)
             if old.get(role) != new.get(role)]
+
+
+def _size_differences(before, now) -> list[str]:
+    """The inputs of the same path whose sizes differ between two entries of a fit's inputs
+    (``data /d/t/*.csv: 1200 rows then, 1600 now``: a table's glob matching a new file, a
+    store with rows appended); an input's entry is its role, path, group, then its rows,
+    features and targets."""
+    def inputs(value) -> list:
+        return value if isinstance(value, list) and all(
+            isinstance(e, list) and len(e) >= 6 and isinstance(e[0], str) for e in value) else []
+
+    found = []
+    for a, b in zip(inputs(before), inputs(now), strict=False):
+        if a[:3] != b[:3]:
+            continue
+        sizes = [f"{x} {what} then, {y} now" for what, x, y in zip(
+            ("rows", "features", "targets"), a[3:6], b[3:6], strict=True)
+            if isinstance(x, int) and isinstance(y, int) and x != y]
+        if sizes:
+            found.append(f"{a[0]} {a[1]}{'#' + a[2] if a[2] else ''}: {', '.join(sizes)}")
+    return found
 
 
 def _option_changes(old_options, new_options, key) -> list[str] | None:

@@ -806,7 +806,14 @@ def write_file(path, write: Callable[[Path], None], ours: Callable[[Path], bool]
     never through a link, never over a folder or a file streamlsq did not write (``ours``
     tells its own), checked before ``write`` runs; written under an owned temporary next to
     it and renamed into place."""
+    text = os.fspath(path)
+    if not text.strip():  # else the working folder, refused as a file not streamlsq's
+        raise InputError(f"{what} is empty: name the file to write")
     path = Path(path)
+    if text.endswith(("/", os.sep)) or path.is_dir() and not path.is_symlink():
+        # Path() drops the slash: a file would be written where a folder was meant
+        raise InputError(f"{text}: names a folder; {what} is the file to write (such as "
+                         f"{path / 'plot.png'})")
     check_outside_stores(path, "a file", what)
     reclaim_leftovers(path)
     if path.is_symlink():

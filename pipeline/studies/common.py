@@ -250,6 +250,10 @@ class StudyFolder:
         self.run_fingerprint = run_fingerprint
         check_outside_stores(self.out, "a study's folder", "--out")
         reclaim_leftovers(self.out)  # a killed run's, also when this one is refused below
+        if self.out.is_symlink():  # publishing swaps the folder in where the link was
+            raise InputError(f"{self.out}: is a symbolic link; streamlsq never writes through "
+                             "or over a link: give the path it points to, or choose another "
+                             "--out")
         if self.out.exists():
             if not self.out.is_dir():
                 raise InputError(f"{self.out}: exists and is not a folder; choose another --out")
@@ -266,6 +270,13 @@ class StudyFolder:
                         f"{self.out}: exists and is not an earlier output of study {name!r}; "
                         "choose another --out"
                     )
+                foreign = _not_written(self.out)
+                if foreign:  # replacing the folder would remove them
+                    more = len(foreign) - 1
+                    what = foreign[0] if not more else f"{foreign[0]} and {more} more"
+                    raise InputError(f"{self.out}: holds {what}, which streamlsq did not "
+                                     f"write; move {'them' if more else 'it'} or choose "
+                                     "another --out")
         self.tables: dict[str, pd.DataFrame] = {}
         self.figures: dict[str, Path] = {}
         self.tmp: Path | None = None
@@ -283,7 +294,8 @@ class StudyFolder:
             self._owned.close()
 
     def _same_study(self, path: Path) -> bool:
-        return _study_of(path) == self.name
+        return _study_of(path) == self.name and not path.is_symlink() and \
+            not _not_written(path)
 
     def table(self, name: str, df: pd.DataFrame) -> pd.DataFrame:
         df.to_csv(self.tmp / f"{name}.csv", index=False)
@@ -332,6 +344,19 @@ class StudyOutput:
     params: dict
     n_workers: int = 0
     attrs: dict = field(default_factory=dict)
+
+
+def _not_written(out: Path) -> list[str]:
+    """The entries of an earlier output of a study that it did not write (its
+    ``study.json`` lists its tables and figures): a user's file put there since, which
+    replacing the folder would remove."""
+    try:
+        meta = json.loads((out / MARKER).read_text())
+        own = {MARKER, "summary.md", *meta.get("tables", []), *meta.get("figures", [])}
+    except (OSError, ValueError, AttributeError, TypeError):
+        own = {MARKER}
+    return sorted(p.name for p in out.iterdir()
+                  if p.name not in own or p.is_symlink() or not p.is_file())
 
 
 def _study_of(path: Path) -> str | None:

@@ -350,3 +350,19 @@ def test_a_fit_of_what_is_no_data_is_one_line(given, tmp_path):
     assert f"{type(given).__name__} " in str(refused.value)
     assert "not the data of a fit: give a store's path or URL, a zarr store, an xarray " \
            "Dataset, or a table" in str(refused.value)
+
+
+@pytest.mark.parametrize("suffix, wanted", [
+    ("", "{pop}: variable 'X' is missing (found: none); it holds groups, not arrays (a, b, "
+         "lvl, lvl/t): name one, as {pop}#a"),
+    ("#lvl", "{pop} (group 'lvl'): variable 'X' is missing (found: none); it holds groups, "
+             "not arrays (t): name one, as {pop}#lvl/t"),
+])
+def test_a_fit_of_a_group_of_groups_names_its_groups(pop, tmp_path, cli, suffix, wanted):
+    """Round 13: ``fit kf4lls pop.zarr#lvl`` (a group holding the group t) said ``variable
+    'X' is missing (found: none); a stream store needs X (sample, feature) and y (sample,
+    target)``, the groups that hold the data not named."""
+    before = snapshot(tmp_path)
+    line = one_line(cli("fit", "kf4lls", f"{pop}{suffix}", "--out", tmp_path / "o.zarr"))
+    assert line == "streamlsq: error: " + wanted.format(pop=pop), line
+    assert snapshot(tmp_path) == before

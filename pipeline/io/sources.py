@@ -784,6 +784,24 @@ def _comma_note(name: str, members) -> str:
             f"(--formula \"... ~ `{whole[0]}`\"), or rename it")
 
 
+def _groups_note(table: OpenedInput) -> str:
+    """For a store (or group) holding no array but groups, the groups to name: its data
+    lie in one of them (``pop.zarr#lvl`` of ``lvl/t``)."""
+    g = getattr(table, "g", None)
+    if g is None or table.members:
+        return ""
+    from streamlsq.io.stores import group_paths
+
+    groups = group_paths(g)
+    if not groups:
+        return ""
+    base = str(table.loc.shown or table.loc.url).rstrip("/")
+    inner = f"{table.group}/" if table.group else ""
+    leaf = next(p for p in groups if not any(q.startswith(p + "/") for q in groups))
+    return (f"; it holds groups, not arrays ({', '.join(groups[:6])}"
+            f"{', ...' if len(groups) > 6 else ''}): name one, as {base}#{inner}{leaf}")
+
+
 def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
     """Refuse the first of ``names`` the input does not hold, naming what it holds and the
     option that named it with its remedy (``named``: name -> (option, remedy)), else the
@@ -793,7 +811,8 @@ def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
     for name in names:
         if name not in table.members:
             similar = (look_alike(name, table.members, "variable")
-                       or partition_note(table, name) or _comma_note(name, table.members))
+                       or partition_note(table, name) or _comma_note(name, table.members)
+                       or _groups_note(table))
             option, remedy = named.get(name, (None, layout))
             given = f" named by {option}" if option else ""
             raise InputError(f"{table.label}: variable '{name}'{given} is missing (found: "

@@ -43,12 +43,14 @@ def refusal(result) -> str:
     return lines[0]
 
 
-def snapshot(folder) -> dict[str, tuple]:
+def snapshot(folder, skip=None) -> dict[str, tuple]:
     """Every file and folder under ``folder``: relative path -> (kind, size, mtime, bytes
-    hash of small files), to assert that a refusal left the filesystem as it found it."""
+    hash of small files), to assert that a refusal left the filesystem as it found it;
+    ``skip``: a path left out (a named pipe, whose reading would block)."""
     folder = Path(folder)
     out = {}
     for root, dirs, files in os.walk(folder):
+        files = [f for f in files if skip is None or Path(root, f) != Path(skip)]
         for d in dirs:
             p = Path(root, d)
             out[str(p.relative_to(folder))] = ("link", os.readlink(p)) if p.is_symlink() \

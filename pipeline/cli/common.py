@@ -123,6 +123,20 @@ def _noting_interrupts():
         signal.signal(signal.SIGINT, previous)
 
 
+def _check_not_in_memory(given: Mapping) -> None:
+    """Refuse a ``memory://`` output on the command line: fsspec's memory filesystem lives in
+    the process, so what the command wrote there is gone when it ends (exit 0, nothing
+    left); from Python it is a store the session can read."""
+    for name, option in (("out", "--out"), ("plot", "--plot")):
+        value = given.get(name)
+        if isinstance(value, str) and value.partition("://")[0].strip().lower() == "memory" \
+                and "://" in value:
+            raise InputError(f"{option} {value}: a memory:// store lives in the process that "
+                             "writes it and is gone when the command ends: name a folder or "
+                             "an object store URL (memory:// is for Python: "
+                             "streamlsq.fit_stream(..., out='memory://...'))")
+
+
 def _friendly_errors(fn):
     """Every failure is one line on stderr (a traceback only with ``streamlsq --debug``).
 
@@ -135,6 +149,7 @@ def _friendly_errors(fn):
     def wrapper(*args, **kwargs):
         debug = _debug()
         try:
+            _check_not_in_memory(kwargs)
             with contextlib.nullcontext() if debug else _quiet(), _noting_interrupts():
                 done = fn(*args, **kwargs)
             check_interrupted()  # pressed, and its exception swallowed after publication

@@ -42,6 +42,8 @@ def info(store, check, plot, target, scheduler, n_workers, memory_limit):
     from streamlsq.io.stores import open_group, split_group
 
     path, group = split_group(store)  # PATH#GROUP: the group, a store of its own
+    if group is not None:  # one it does not have, or an array: said as a fit says it
+        open_group(path, group)
     store = store if group is None else f"{str(path).rstrip('/')}/{group}"
 
     try:

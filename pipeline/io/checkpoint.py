@@ -49,6 +49,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import zipfile
 from pathlib import Path
 
@@ -147,6 +148,17 @@ def check_checkpoint_parent(directory: str | os.PathLike) -> None:
     if not parent.is_dir():
         raise InputError(f"{d}: {parent.name} is a file, not a folder; choose another "
                          "--checkpoint")
+
+
+def _not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it is not a regular file (a link, a named pipe, a folder...),
+    which a checkpoint never holds; None for a file. A pipe would block its reader for
+    ever."""
+    mode = path.lstat().st_mode
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return next((what for test, what in kinds if test(mode)), None)
 
 
 def _lock_file_is_ours(path: Path) -> bool:
@@ -429,6 +441,8 @@ class CheckpointFolder:
         """The folder's marker file as read before the lock is taken; empty when there is
         none, or a corrupt one (refused in one line once the folder is locked)."""
         try:
+            if _not_a_file(self.directory / MARKER) is not None:  # refused by check_files
+                return {}
             marker = json.loads((self.directory / MARKER).read_text())
         except (OSError, ValueError):
             return {}
@@ -496,6 +510,9 @@ class CheckpointFolder:
         arrays' headers are read. One line naming the file; the folder is left as it was."""
         for path in sorted(self.directory.iterdir()):
             name = path.name
+            other = _not_a_file(path)
+            if other is not None and OWN_FILES.match(name):  # read below (a pipe: for ever)
+                raise self.corrupt(path, f"{other}, where the run wrote a file")
             if PICKLED.match(name):
                 raise InputError(
                     f"{path}: a pickle (an earlier version's checkpoint entry), which "
@@ -856,7 +873,8 @@ def _differences(old: dict, new: dict, old_options=None, new_options=None) -> st
 
 
 def _entry_difference(key, before, now) -> str:
-    inner = _inner_differences(before, now) or _paths_differences(before, now)
+    inner = _inner_differences(before, now) or _paths_differences(before, now) or \
+        _size_differences(before, now)
     if not inner and key in _FINGERPRINT_OPTIONS:
         inner = [_FINGERPRINT_OPTIONS[key]]
     if not inner and all(isinstance(v, str) and _WORD.fullmatch(v) for v in (before, now)):
@@ -892,6 +910,27 @@ def _paths_differences(before, now) -> list[str]:
     return [f"{role}{old.get(role)} then, {new.get(role)} now"
             for role in sorted(set(old) | set(new), key=str)
             if old.get(role) != new.get(role)]
+
+
+def _size_differences(before, now) -> list[str]:
+    """The inputs of the same path whose sizes differ between two entries of a fit's inputs
+    (``data /d/t/*.csv: 1200 rows then, 1600 now``: a table's glob matching a new file, a
+    store with rows appended); an input's entry is its role, path, group, then its rows,
+    features and targets."""
+    def inputs(value) -> list:
+        return value if isinstance(value, list) and all(
+            isinstance(e, list) and len(e) >= 6 and isinstance(e[0], str) for e in value) else []
+
+    found = []
+    for a, b in zip(inputs(before), inputs(now), strict=False):
+        if a[:3] != b[:3]:
+            continue
+        sizes = [f"{x} {what} then, {y} now" for what, x, y in zip(
+            ("rows", "features", "targets"), a[3:6], b[3:6], strict=True)
+            if isinstance(x, int) and isinstance(y, int) and x != y]
+        if sizes:
+            found.append(f"{a[0]} {a[1]}{'#' + a[2] if a[2] else ''}: {', '.join(sizes)}")
+    return found
 
 
 def _option_changes(old_options, new_options, key) -> list[str] | None:

@@ -280,6 +280,38 @@ def check_writable(folder) -> None:
                           "output folder") from None
 
 
+def make_parents(path) -> list[Path]:
+    """Create the missing folders above ``path`` (a study's folder: the notebooks name one
+    under a folder of results they do not make) and return those created, outermost first,
+    for :func:`remove_made` to take back if the run fails; a parent that cannot be made is
+    refused in one line, with what was made removed."""
+    missing = []
+    for parent in Path(path).absolute().parents:
+        if parent.exists() or parent.is_symlink():
+            break
+        missing.append(parent)
+    made: list[Path] = []
+    for folder in reversed(missing):
+        try:
+            folder.mkdir()
+        except OSError as exc:
+            remove_made(made)
+            raise OutputError(f"{path}: cannot make its folder {folder} ({exc.strerror}); "
+                              "choose another --out") from None
+        made.append(folder)
+    return made
+
+
+def remove_made(made: list[Path]) -> None:
+    """Remove the folders :func:`make_parents` made, innermost first, each only if still
+    empty (anything the user put there since stays, and the folders above it)."""
+    for folder in reversed(made):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
 def output_failure(exc: BaseException, out, tmp=None) -> OutputError | None:
     """The one-line error for a write into ``tmp`` (the temporary of ``out``) that failed for
     lack of space or permission; None when ``exc`` is not such a failure."""
@@ -774,7 +806,14 @@ def write_file(path, write: Callable[[Path], None], ours: Callable[[Path], bool]
     never through a link, never over a folder or a file streamlsq did not write (``ours``
     tells its own), checked before ``write`` runs; written under an owned temporary next to
     it and renamed into place."""
+    text = os.fspath(path)
+    if not text.strip():  # else the working folder, refused as a file not streamlsq's
+        raise InputError(f"{what} is empty: name the file to write")
     path = Path(path)
+    if text.endswith(("/", os.sep)) or path.is_dir() and not path.is_symlink():
+        # Path() drops the slash: a file would be written where a folder was meant
+        raise InputError(f"{text}: names a folder; {what} is the file to write (such as "
+                         f"{path / 'plot.png'})")
     check_outside_stores(path, "a file", what)
     reclaim_leftovers(path)
     if path.is_symlink():

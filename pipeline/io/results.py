@@ -455,6 +455,10 @@ def open_result(path, *, storage_options: dict | None = None, lazy: bool = True
     _check_not_a_group(path)
     check_storage_options(storage_options, [path])
     loc = locate(path, storage_options)
+    if loc is not None and loc.url.startswith("memory://"):
+        # read here: the workers of a distributed client, other processes, would read their
+        # own, empty, memory filesystem, and every value as the fill value NaN
+        lazy = False
     if loc is None and not isinstance(path, zarr.abc.store.Store | MutableMapping):
         raise InputError(f"{path!r}: not a path, URL or zarr store of a result (a "
                          f"{type(path).__name__})")

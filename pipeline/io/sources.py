@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import sys
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -68,6 +69,7 @@ from streamlsq.io.stores import (
     nonfinite,
     open_group,
     require_dimension_names,
+    split_group,
     store_label,
     store_token,
 )
@@ -584,6 +586,12 @@ class DatasetInput:
                                f"{self.label}: variable '{name}'")
 
 
+def _shown(value) -> str:
+    """A short text of a Python value given as data (an array's first values only)."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _open_input(data, group: str | None, storage_options: dict | None) -> OpenedInput:
     """The input opened: a store by its location, a Dataset as it is, and a zarr store
     without a location (e.g. a ``MemoryStore``) as xarray opens it."""
@@ -609,7 +617,13 @@ def _open_input(data, group: str | None, storage_options: dict | None) -> Opened
                 return open_table(data, storage_options, file_kind="parquet")
             raise
     import xarray as xr
+    import zarr
 
+    if not isinstance(data, zarr.abc.store.Store | MutableMapping):
+        # not "No group found in store None", nor zarr's "Unsupported type for store_like"
+        raise InputError(f"{type(data).__name__} {_shown(data)}: not the data of a fit: give "
+                         "a store's path or URL, a zarr store, an xarray Dataset, or a table "
+                         "(Parquet or CSV path, pandas, polars or dask DataFrame)")
     try:
         return DatasetInput(xr.open_zarr(data, group=group, consolidated=None))
     except Exception as exc:
@@ -625,7 +639,8 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     """Open and validate a stream store's layout; raise :class:`InputError` on any defect.
 
     ``data`` is a path, an fsspec URL (``s3://bucket/data.zarr``; ``storage_options`` for
-    its filesystem), a zarr store object or an :class:`xarray.Dataset`. ``x`` names the
+    its filesystem), a zarr store object or an :class:`xarray.Dataset`; ``PATH#GROUP``
+    names the group ``GROUP`` of a store, as ``group=`` does. ``x`` names the
     feature variables (one 2-D variable, default ``"X"``, or several 1-D ones) and ``y``
     the target variables (default ``"y"``), all along the dimension ``sample_dim`` (default
     ``sample``); ``fit_intercept`` prepends a constant column to the features.
@@ -667,6 +682,7 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     if missing not in MISSING:
         raise InputError(f"missing must be 'raise' or 'drop', got {missing!r}")
     check_storage_options(storage_options, [data])  # a local path would ignore them
+    data, group = split_group(data, group)  # PATH#GROUP, as the command line reads it
     table = _open_input(data, group, storage_options)
     if formula is not None:
         if x is not None or y is not None:
@@ -768,6 +784,24 @@ def _comma_note(name: str, members) -> str:
             f"(--formula \"... ~ `{whole[0]}`\"), or rename it")
 
 
+def _groups_note(table: OpenedInput) -> str:
+    """For a store (or group) holding no array but groups, the groups to name: its data
+    lie in one of them (``pop.zarr#lvl`` of ``lvl/t``)."""
+    g = getattr(table, "g", None)
+    if g is None or table.members:
+        return ""
+    from streamlsq.io.stores import group_paths
+
+    groups = group_paths(g)
+    if not groups:
+        return ""
+    base = str(table.loc.shown or table.loc.url).rstrip("/")
+    inner = f"{table.group}/" if table.group else ""
+    leaf = next(p for p in groups if not any(q.startswith(p + "/") for q in groups))
+    return (f"; it holds groups, not arrays ({', '.join(groups[:6])}"
+            f"{', ...' if len(groups) > 6 else ''}): name one, as {base}#{inner}{leaf}")
+
+
 def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
     """Refuse the first of ``names`` the input does not hold, naming what it holds and the
     option that named it with its remedy (``named``: name -> (option, remedy)), else the
@@ -777,7 +811,8 @@ def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
     for name in names:
         if name not in table.members:
             similar = (look_alike(name, table.members, "variable")
-                       or partition_note(table, name) or _comma_note(name, table.members))
+                       or partition_note(table, name) or _comma_note(name, table.members)
+                       or _groups_note(table))
             option, remedy = named.get(name, (None, layout))
             given = f" named by {option}" if option else ""
             raise InputError(f"{table.label}: variable '{name}'{given} is missing (found: "

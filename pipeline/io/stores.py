@@ -561,6 +561,19 @@ def require_variables(g: zarr.Group, label: str, names, layout: str) -> set[str]
     return members
 
 
+def _group_path(group: str | None) -> str | None:
+    """A group's path as zarr reads it, from the store's root: without the ``/`` before or
+    after it (``--group /a`` was opened, and its chunks then looked for under ``/a/X``)."""
+    if group is None or not isinstance(group, str):
+        return group
+    path = group.strip("/")
+    if not path:
+        raise InputError(f"--group (group=) {group!r} names no group: give a group's path "
+                         "in the store (as info lists them), or leave it out to read the "
+                         "store itself")
+    return path
+
+
 def split_group(data, group: str | None = None) -> tuple:
     """``PATH#GROUP`` (docs/stores.md: a group inside a store, on the command line) as
     ``(PATH, GROUP)``; anything else, or a local path whose name holds a ``#`` and exists,
@@ -572,7 +585,10 @@ def split_group(data, group: str | None = None) -> tuple:
     ('pop.zarr', 'a')
     >>> split_group("pop.zarr#x#y")
     ('pop.zarr', 'x#y')
+    >>> split_group("pop.zarr", "/lvl/t/")
+    ('pop.zarr', 'lvl/t')
     """
+    group = _group_path(group)
     if not isinstance(data, str | os.PathLike):
         return data, group
     text = os.fspath(data)
@@ -582,7 +598,7 @@ def split_group(data, group: str | None = None) -> tuple:
     # info spells it: odd.zarr#x#y); none existing, the part up to the first '#'
     cuts = [i for i, ch in enumerate(text) if ch == "#"]
     cut = next((i for i in cuts if os.path.lexists(text[:i])), cuts[0])
-    path, named = text[:cut], text[cut + 1:]
+    path, named = text[:cut], text[cut + 1:].strip("/")
     if not path or not named:
         raise InputError(f"{text}: expected PATH or PATH#GROUP")
     if group is not None and group != named:

@@ -25,6 +25,8 @@ not least squares) the attribute ``statistics_unavailable`` says why.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import xarray as xr
 
@@ -322,11 +324,13 @@ def wald_test(result, constraints, q=None, *, target=None) -> WaldTest:
     _require_statistics(ds)
     label = _target(ds, target)
     features = [str(f) for f in ds.feature.values]
+    if isinstance(constraints, list | tuple) and constraints and all(
+            isinstance(c, str) for c in constraints):  # statsmodels' list of restrictions
+        constraints = ", ".join(constraints)
     if isinstance(constraints, str):
         R, q = _parse_constraints(constraints, features)
     else:
-        R = np.atleast_2d(np.asarray(constraints, np.float64))
-        q = np.zeros(R.shape[0]) if q is None else np.asarray(q, np.float64)
+        R, q = _matrix_constraints(constraints, q)
     df_denom = float(ds.attrs.get("df_resid_inference",
                                   ds.df_resid.sel(target=label).values.item()))
     try:
@@ -336,20 +340,52 @@ def wald_test(result, constraints, q=None, *, target=None) -> WaldTest:
         raise InputError(str(exc)) from None
 
 
+def _matrix_constraints(constraints, q) -> tuple[np.ndarray, np.ndarray]:
+    """R and q given as numbers; anything else refused in one line (not a NumPy error, nor
+    None read as a 1 x 1 matrix of NaN)."""
+    def numbers(value):
+        if value is None or isinstance(value, bool | str | dict):
+            raise TypeError(type(value).__name__)
+        return np.asarray(value, np.float64)
+
+    try:
+        R = np.atleast_2d(numbers(constraints))
+        q = np.zeros(R.shape[0]) if q is None else numbers(q)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"restrictions {constraints!r}{'' if q is None else f' with q {q!r}'}: give a "
+            "string of restrictions on the coefficients' labels ('x1 = 0, x2 = x3'), a list "
+            "of such strings, or a matrix R (J, k) of numbers with q (J,)") from None
+    return R, q
+
+
+def _negated_constants(spec: str) -> str:
+    """``a = -2`` as formulaic parses it, ``a = 0 - 2`` (its tokenizer reads ``=-`` as one
+    unknown operator, where statsmodels reads a negative value); labels in backquotes are
+    left as they are."""
+    parts = re.split(r"(`[^`]*`)", spec)
+    return "".join(part if i % 2 else re.sub(r"(=+)\s*-", r"\1 0 -", part)
+                   for i, part in enumerate(parts))
+
+
 def _parse_constraints(spec: str, features: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """R and q of restrictions written on the coefficients' labels (formulaic)."""
     from formulaic.utils.constraints import LinearConstraints
 
     try:
-        lc = LinearConstraints.from_spec(spec, variable_names=features)
+        lc = LinearConstraints.from_spec(_negated_constants(spec), variable_names=features)
     except KeyError as exc:
         raise InputError(f"{spec!r}: no coefficient {exc.args[0]!r}; the coefficients are "
                          f"{features}") from None
     except Exception as exc:  # formulaic's syntax errors span lines: keep the first
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{spec!r}: not a list of linear restrictions ({first})") from None
-    return (np.asarray(lc.constraint_matrix, np.float64),
-            np.asarray(lc.constraint_values, np.float64))
+    R = np.asarray(lc.constraint_matrix, np.float64)
+    if R.size and not np.any(R, axis=1).all():  # '0 = 0' of a coefficient labelled 0
+        raise InputError(f"{spec!r}: a restriction names no coefficient (a number is read as "
+                         "a number: back-quote a label that is one, or not a name, as "
+                         f"`0` = 0); the coefficients are {features}")
+    return R, np.asarray(lc.constraint_values, np.float64)
 
 
 def checked_alpha(alpha) -> float:

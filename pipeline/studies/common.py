@@ -39,7 +39,14 @@ import pandas as pd
 from streamlsq import __version__
 from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import EntryCheckpoint, data_digest, fingerprint_digest
-from streamlsq.io.outputs import OwnedTemporary, check_outside_stores, publish, reclaim_leftovers
+from streamlsq.io.outputs import (
+    OwnedTemporary,
+    check_outside_stores,
+    make_parents,
+    publish,
+    reclaim_leftovers,
+    remove_made,
+)
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels.recursions.params import Param
 from streamlsq.options.study import EVERY_STUDY, STUDY, STUDY_OPTIONS
@@ -243,6 +250,10 @@ class StudyFolder:
         self.run_fingerprint = run_fingerprint
         check_outside_stores(self.out, "a study's folder", "--out")
         reclaim_leftovers(self.out)  # a killed run's, also when this one is refused below
+        if self.out.is_symlink():  # publishing swaps the folder in where the link was
+            raise InputError(f"{self.out}: is a symbolic link; streamlsq never writes through "
+                             "or over a link: give the path it points to, or choose another "
+                             "--out")
         if self.out.exists():
             if not self.out.is_dir():
                 raise InputError(f"{self.out}: exists and is not a folder; choose another --out")
@@ -259,6 +270,13 @@ class StudyFolder:
                         f"{self.out}: exists and is not an earlier output of study {name!r}; "
                         "choose another --out"
                     )
+                foreign = _not_written(self.out)
+                if foreign:  # replacing the folder would remove them
+                    more = len(foreign) - 1
+                    what = foreign[0] if not more else f"{foreign[0]} and {more} more"
+                    raise InputError(f"{self.out}: holds {what}, which streamlsq did not "
+                                     f"write; move {'them' if more else 'it'} or choose "
+                                     "another --out")
         self.tables: dict[str, pd.DataFrame] = {}
         self.figures: dict[str, Path] = {}
         self.tmp: Path | None = None
@@ -276,7 +294,8 @@ class StudyFolder:
             self._owned.close()
 
     def _same_study(self, path: Path) -> bool:
-        return _study_of(path) == self.name
+        return _study_of(path) == self.name and not path.is_symlink() and \
+            not _not_written(path)
 
     def table(self, name: str, df: pd.DataFrame) -> pd.DataFrame:
         df.to_csv(self.tmp / f"{name}.csv", index=False)
@@ -327,6 +346,19 @@ class StudyOutput:
     attrs: dict = field(default_factory=dict)
 
 
+def _not_written(out: Path) -> list[str]:
+    """The entries of an earlier output of a study that it did not write (its
+    ``study.json`` lists its tables and figures): a user's file put there since, which
+    replacing the folder would remove."""
+    try:
+        meta = json.loads((out / MARKER).read_text())
+        own = {MARKER, "summary.md", *meta.get("tables", []), *meta.get("figures", [])}
+    except (OSError, ValueError, AttributeError, TypeError):
+        own = {MARKER}
+    return sorted(p.name for p in out.iterdir()
+                  if p.name not in own or p.is_symlink() or not p.is_file())
+
+
 def _study_of(path: Path) -> str | None:
     try:
         return json.loads((Path(path) / MARKER).read_text()).get("study")
@@ -363,6 +395,7 @@ class StudyJob(Job):
     study: str
     make: Callable
     identity: dict
+    made: list = field(default_factory=list)  # the folders above the output this run made
 
     checkpoint_variables = ()
 
@@ -400,6 +433,9 @@ class StudyJob(Job):
 
     def prepare(self, run: Run, inputs: list) -> None:
         StudyFolder(run.out, self.study)  # refuses a folder that is not an earlier run's
+        # the folders above it, made once it is known to be writable there; a failed run
+        # takes them back (run_study_into)
+        self.made = make_parents(run.out)
 
     def compute(self, ctx: Context) -> StudyOutput:
         token = _CHECKPOINT.set(ctx.checkpoint)  # map_batches commits every batch to it
@@ -441,7 +477,11 @@ def run_study_into(name: str, out: str | os.PathLike, compute: Callable, *, clie
     job = StudyJob(name, compute, dict(fingerprint or {"study": name}))
     run = Run(out, client=client, scheduler=scheduler, n_workers=n_workers, progress=progress,
               checkpoint=checkpoint, resume=resume)
-    return run.execute(job)
+    try:
+        return run.execute(job)
+    except BaseException:  # the folders made above ``out`` go with the failed run
+        remove_made(job.made)
+        raise
 
 
 def _jsonable(v):

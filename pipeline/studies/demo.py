@@ -97,11 +97,32 @@ class DemoFolder:
         if os.path.lexists(out) and not self.earlier():
             raise InputError(f"{out}: exists and was not written by streamlsq demo; the demo "
                              "writes into a new folder of its own: choose another --out")
+        foreign = self._not_written() if os.path.lexists(out) else []
+        if foreign:  # the earlier folder is replaced whole: they would go with it
+            more = len(foreign) - 1
+            what = foreign[0] if not more else f"{foreign[0]} and {more} more"
+            raise InputError(f"{out}: holds {what}, which streamlsq demo did not write; move "
+                             f"{'them' if more else 'it'} or choose another --out")
         check_writable(out.parent)
 
+    def _not_written(self) -> list[str]:
+        """The entries of an earlier demo's folder that its marker does not list (a user's
+        file put there since); an earlier version's marker lists none."""
+        try:
+            files = json.loads((self.out / self.MARKER).read_text()).get("files")
+        except (OSError, ValueError, AttributeError):
+            files = None
+        if not isinstance(files, list):
+            return []
+        own = {self.MARKER, *map(str, files)}
+        return sorted(p.name for p in self.out.iterdir()
+                      if p.name not in own or p.is_symlink())
+
     def _mark(self, complete: bool) -> None:
-        (self.out / self.MARKER).write_text(json.dumps(
-            {"written_by": f"streamlsq demo {__version__}", "complete": complete}) + "\n")
+        meta = {"written_by": f"streamlsq demo {__version__}", "complete": complete}
+        if complete:  # what it wrote, told from what a user puts there later
+            meta["files"] = sorted(p.name for p in self.out.iterdir() if p.name != self.MARKER)
+        (self.out / self.MARKER).write_text(json.dumps(meta) + "\n")
 
     @contextlib.contextmanager
     def building(self):

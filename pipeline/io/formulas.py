@@ -963,6 +963,8 @@ class DesignInput:
         names = check_formula(formula)
         self.rhs_vars, self.lhs_vars = names.rhs, names.lhs
         self.label, self.attrs, self.found = inner.label, inner.attrs, inner.found
+        # a folder's partition keys, for the refusal of a weight or group variable missing
+        self.partitions = getattr(inner, "partitions", {})
         # new rows to predict may lack the left-hand side; a fit's rows must hold it
         self.response = targets or all(n in inner.members for n in self.lhs_vars)
         self.members = set(inner.members) | {DESIGN} | ({RESPONSE} if self.response else set())

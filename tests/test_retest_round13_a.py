@@ -258,3 +258,32 @@ def test_a_csv_file_of_a_glob_without_a_column_read_is_named(tmp_path, cli, clie
                             progress=False)
     ref = smf.glm("cnt ~ x1", frame, family=sm.families.Poisson()).fit()
     np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params.values, rtol=1e-10)
+
+
+# -- M5, M7. the bound of a formula's terms: nesting, a power that is no integer ------------
+
+def test_a_chain_of_nestings_is_fitted_as_formulaic_expands_it(client):
+    """Round 13: ``y ~ v0/v1/.../v25`` (formulaic: 27 terms, at once) was refused as
+    ``expanding its interactions takes more than 92,672 terms``: the bound doubled at each
+    ``/``, where formulaic adds a term."""
+    from formulaic import model_matrix
+
+    frame = _frame()
+    for i in range(26):
+        frame[f"v{i}"] = np.random.default_rng(100 + i).normal(size=len(frame))
+    formula = "x1 ~ " + "/".join(f"v{i}" for i in range(26))
+    fit = streamlsq.fit_glm(frame, formula=formula, client=client, progress=False)
+    design = model_matrix(formula, frame).rhs
+    assert [str(v) for v in fit.feature.values] == list(design.columns)
+    ref = sm.GLM(frame.x1, design).fit()
+    np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params.values, rtol=1e-8)
+
+
+def test_a_power_that_is_no_integer_is_refused_for_what_it_is():
+    """Round 13: ``(x1 + x2)**0.5`` was refused as an explosion of interactions; formulaic
+    takes a positive integer there, and says so."""
+    with pytest.raises(InputError) as refused:
+        streamlsq.fit_glm(_frame(), family="poisson", formula="cnt ~ (x1 + x2)**0.5")
+    assert str(refused.value) == ("formula 'cnt ~ (x1 + x2)**0.5' cannot be parsed "
+                                  "(FormulaSyntaxError: The right-hand argument of `**` must "
+                                  "be a positive integer.)")

@@ -418,12 +418,14 @@ def _term_bound(node, cap: int) -> int:
     elif op in (":", "in") and len(sub) == 2:
         total = sub[0] * sub[1]
     elif op == "/" and len(sub) == 2:
-        total = sub[0] + sub[0] * sub[1]
+        # a / b is a + (a's terms as one):b, a term per term of b: a chain a/b/c/... of 26
+        # grows by one a step (formulaic: 27 terms at once), never by doubling
+        total = sub[0] + sub[1]
     elif op in ("**", "^") and len(sub) == 2:
         try:
             power = int(str(args[1]))
-        except ValueError:
-            power = cap
+        except ValueError:  # (a + b)**0.5: formulaic's parse refuses it, in its own words
+            power = 1
         # formulaic multiplies the base out power times before merging duplicates
         total = sub[0] ** min(power, 64) if sub[0] > 1 else 1
     else:  # +, ~, |, and any other: the terms of its sides together

@@ -287,3 +287,55 @@ def test_a_power_that_is_no_integer_is_refused_for_what_it_is():
     assert str(refused.value) == ("formula 'cnt ~ (x1 + x2)**0.5' cannot be parsed "
                                   "(FormulaSyntaxError: The right-hand argument of `**` must "
                                   "be a positive integer.)")
+
+
+# -- O8, O9, O2. a column whose name formulaic or the fit reads as something else ------------
+
+@pytest.mark.parametrize("rename, formula, said", [
+    ({"x1": "1"}, "cnt ~ `1`",
+     "`1` in backticks is read by formulaic as 1, the intercept's term, not as a column "
+     "named '1'; rename such a column (e.g. to 'c1') and write that name"),
+    ({"x1": "C(g)"}, "cnt ~ `C(g)` + C(g)",
+     "the column 'C(g)' (in backticks) has the name of the term C(g) the formula also makes, "
+     "and formulaic takes the two for one term, leaving one out; rename the column and write "
+     "that name"),
+])
+def test_a_backticked_column_formulaic_reads_otherwise_is_refused(tmp_path, cli, rename,
+                                                                 formula, said):
+    """Round 13: `` cnt ~ `1` `` (a column named '1', as a CSV of numbered columns has) was
+    fitted as the intercept alone, and `` cnt ~ `C(g)` + C(g) `` as one of the two terms,
+    each without a word."""
+    _frame().rename(columns=rename).to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family",
+                        "poisson", "--formula", formula))
+    assert line == f"streamlsq: error: formula {formula!r}: {said}", line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_backticked_column_read_once_is_still_a_column(client):
+    """A name in backticks that is not a number, and not a term written elsewhere, fits as
+    statsmodels' fit of the column renamed."""
+    frame = _frame().rename(columns={"x1": "C(g)", "x2": "2"})
+    fit = streamlsq.fit_glm(frame, family="poisson", formula="cnt ~ `C(g)` + `2` + g",
+                            client=client, progress=False)
+    ref = smf.glm("cnt ~ x1 + x2 + g", _frame(), family=sm.families.Poisson()).fit()
+    np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params[
+        ["Intercept", "x1", "x2", "g[T.b]", "g[T.c]"]].values, rtol=1e-10)
+
+
+@pytest.mark.parametrize("command", [("fit", "glm", "--family", "poisson"), ("fit", "kf4lls")])
+def test_a_feature_named_intercept_beside_the_intercept_is_refused(tmp_path, cli, command):
+    """Round 13: ``--x intercept,x2 --intercept`` published coefficients labelled
+    ['intercept', 'intercept', 'x2']."""
+    _frame().rename(columns={"x1": "intercept"}).to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli(*command[:2], tmp_path / "t.parquet", "--out", out, *command[2:],
+                        "--x", "intercept,x2", "--y", "cnt", "--intercept"))
+    assert line == (f"streamlsq: error: {tmp_path / 't.parquet'}: the feature 'intercept' has "
+                    "the name the fit gives its constant column (--intercept, "
+                    "fit_intercept=True): two coefficients would be labelled 'intercept'; "
+                    "rename the column, or leave out --intercept"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

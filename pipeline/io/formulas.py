@@ -310,6 +310,7 @@ def check_formula(formula: str) -> FormulaColumns:
 def _checked(formula: str) -> FormulaColumns:
     parsed = parse(formula)
     quoted = _quoted(formula)
+    _check_quoted_apart(formula, quoted)
     sides = {}
     computed: dict[str, str] = {}
     for side in ("rhs", "lhs"):
@@ -342,6 +343,24 @@ def _checked(formula: str) -> FormulaColumns:
         sides[side] = (tuple(sorted(columns)), tuple(sorted(categorical)))
     return FormulaColumns(sides["rhs"][0], sides["lhs"][0], sides["rhs"][1], sides["lhs"][1],
                           tuple(computed.items()))
+
+
+def _check_quoted_apart(formula: str, quoted: frozenset) -> None:
+    """Refuse a column in backticks that formulaic takes for another term of the formula of
+    the same text, so that the two are one term and one is left out: `` `1` `` (the
+    intercept's term, 1), `` `C(g)` + C(g) ``. Either was fitted as another model without a
+    word."""
+    bare = re.sub(r"`[^`]*`", " ", formula)
+    for name in sorted(quoted):
+        if name == "1":
+            raise InputError(f"formula {formula!r}: `1` in backticks is read by formulaic as "
+                             "1, the intercept's term, not as a column named '1'; rename such "
+                             "a column (e.g. to 'c1') and write that name")
+        if not name.isidentifier() and name in bare:
+            raise InputError(f"formula {formula!r}: the column '{name}' (in backticks) has "
+                             f"the name of the term {name} the formula also makes, and "
+                             "formulaic takes the two for one term, leaving one out; rename "
+                             "the column and write that name")
 
 
 def _constant_term(formula: str, side: str, term: str) -> str:

@@ -339,3 +339,28 @@ def test_a_feature_named_intercept_beside_the_intercept_is_refused(tmp_path, cli
                     "fit_intercept=True): two coefficients would be labelled 'intercept'; "
                     "rename the column, or leave out --intercept"), line
     assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+# -- L10. convert given a Zarr store ----------------------------------------------------------
+
+def test_convert_of_a_zarr_store_says_it_is_already_a_stream(tmp_path, cli, client):
+    """Round 13: ``convert cols.zarr`` said only ``'cols.zarr': not a table (Parquet or CSV
+    files, a pandas, polars or dask DataFrame)``."""
+    import xarray as xr
+
+    frame = _frame()
+    xr.Dataset({c: ("sample", frame[c].to_numpy()) for c in ("x1", "cnt")}).to_zarr(
+        tmp_path / "cols.zarr", zarr_format=3)
+    before = snapshot(tmp_path)
+    out = tmp_path / "c.zarr"
+    line = one_line(cli("convert", tmp_path / "cols.zarr", "--out", out))
+    assert line == (f"streamlsq: error: {str(tmp_path / 'cols.zarr')!r}: not a table (Parquet or "
+                    "CSV files, a pandas, polars or dask DataFrame); a Zarr store is already a "
+                    "stream: fit it as it is (--x, --y or --formula name its variables; "
+                    "streamlsq info describes it)"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []
+    # the remedy: the store fitted as it is, as statsmodels fits its columns
+    fit = streamlsq.fit_glm(tmp_path / "cols.zarr", family="poisson", formula="cnt ~ x1",
+                            client=client, progress=False)
+    ref = smf.glm("cnt ~ x1", frame, family=sm.families.Poisson()).fit()
+    np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params.values, rtol=1e-10)

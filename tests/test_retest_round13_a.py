@@ -364,3 +364,20 @@ def test_convert_of_a_zarr_store_says_it_is_already_a_stream(tmp_path, cli, clie
                             client=client, progress=False)
     ref = smf.glm("cnt ~ x1", frame, family=sm.families.Poisson()).fit()
     np.testing.assert_allclose(fit.coef.values[-1, :, 0], ref.params.values, rtol=1e-10)
+
+
+# -- F20. a structured formula ---------------------------------------------------------------
+
+def test_a_formula_of_parts_says_what_the_bar_does(tmp_path, cli):
+    """Round 13: ``cnt ~ x1 | g`` was refused as ``must be 'response ~ terms'``, which it
+    is."""
+    _frame().to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family",
+                        "poisson", "--formula", "cnt ~ x1 | g"))
+    assert line == ("streamlsq: error: formula 'cnt ~ x1 | g': '|' splits its right side into "
+                    "2 parts (formulaic's structured formulas); a fit takes one design: write "
+                    "its terms joined by '+' (a variable of the rows' clusters is --groups with "
+                    "--cov-type cluster)"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

@@ -407,6 +407,13 @@ def parse(formula: str):
                 if words and isinstance(exc, SyntaxError) else "")
         raise InputError(f"formula {formula!r} cannot be parsed ({type(exc).__name__}: "
                          f"{_first_line(exc)}){hint}") from None
+    if isinstance(getattr(parsed, "lhs", None), SimpleFormula) and \
+            isinstance(getattr(parsed, "rhs", None), tuple):
+        # 'y ~ x | g': formulaic's parts (a mixed model's groups, instruments), not one design
+        raise InputError(f"formula {formula!r}: '|' splits its right side into "
+                         f"{len(parsed.rhs)} parts (formulaic's structured formulas); a fit "
+                         "takes one design: write its terms joined by '+' (a variable of the "
+                         "rows' clusters is --groups with --cov-type cluster)")
     if not isinstance(getattr(parsed, "lhs", None), SimpleFormula) or \
             not isinstance(getattr(parsed, "rhs", None), SimpleFormula):
         raise InputError(f"formula {formula!r} must be 'response ~ terms'")

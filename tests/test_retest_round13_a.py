@@ -381,3 +381,26 @@ def test_a_formula_of_parts_says_what_the_bar_does(tmp_path, cli):
                     "its terms joined by '+' (a variable of the rows' clusters is --groups with "
                     "--cov-type cluster)"), line
     assert snapshot(tmp_path) == before and leftovers(out) == []
+
+
+def test_a_fit_in_memory_with_its_record_edited_is_refused_by_predict(client):
+    """As a store is: ``streamlsq.predict(fit, rows)`` of a fit held in memory applied an
+    edited ``exposure_variable`` (or blamed the rows for an edited ``fit_intercept``)."""
+    frame = _frame()
+    fit = streamlsq.fit_glm(frame, family="poisson", formula="cnt ~ x1", exposure="expo",
+                            client=client, progress=False)
+    for attr, value, said in (
+            ("exposure_variable", "w", "its attribute exposure_variable is 'w', but its "
+                                       "attribute parameters records the exposure 'expo': one "
+                                       "of them was edited since the fit"),
+            ("fit_intercept", False, "its attribute fit_intercept is False, but its "
+                                     "coefficients are those of ['Intercept', 'x1']: the "
+                                     "attribute was edited since the fit")):
+        edited = fit.copy()
+        edited.attrs = {**fit.attrs, attr: value}
+        with pytest.raises(InputError) as refused:
+            streamlsq.predict(edited, frame, client=client)
+        assert str(refused.value) == f"the fit: {said}; {DAMAGED}"
+    ref = smf.glm("cnt ~ x1", frame, family=sm.families.Poisson(), exposure=frame.expo).fit()
+    np.testing.assert_allclose(streamlsq.predict(fit, frame, client=client).yhat.values[:, 0],
+                               ref.predict(frame, exposure=frame.expo), rtol=1e-10)

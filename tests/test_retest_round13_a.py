@@ -404,3 +404,20 @@ def test_a_fit_in_memory_with_its_record_edited_is_refused_by_predict(client):
     ref = smf.glm("cnt ~ x1", frame, family=sm.families.Poisson(), exposure=frame.expo).fit()
     np.testing.assert_allclose(streamlsq.predict(fit, frame, client=client).yhat.values[:, 0],
                                ref.predict(frame, exposure=frame.expo), rtol=1e-10)
+
+
+# -- F2. a method called on a call's value -----------------------------------------------------
+
+def test_a_method_of_a_value_is_refused_as_python(tmp_path, cli):
+    """Round 13: ``cnt ~ np.exp(x1).sum()`` was ``cannot be parsed (SyntaxError: invalid
+    syntax (<unknown>, line 1))``: formulaic's parser stops there, naming nothing."""
+    _frame().to_parquet(tmp_path / "t.parquet")
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.zarr"
+    line = one_line(cli("fit", "glm", tmp_path / "t.parquet", "--out", out, "--family",
+                        "poisson", "--formula", "cnt ~ np.exp(x1).sum()"))
+    assert line == ("streamlsq: error: formula 'cnt ~ np.exp(x1).sum()': calls the method "
+                    ".sum() of a value; a formula is never run as Python: it names "
+                    "columns, numbers, I(), C() and the declared transforms (np.log, np.sqrt, "
+                    "np.exp, np.power, ...: docs/tables.md#formulas)"), line
+    assert snapshot(tmp_path) == before and leftovers(out) == []

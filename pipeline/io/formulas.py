@@ -306,6 +306,12 @@ def check_formula(formula: str) -> FormulaColumns:
     return _checked(formula)
 
 
+#: what ends the refusal of a formula's Python
+_NEVER_PYTHON = ("; a formula is never run as Python: it names columns, numbers, I(), C() and "
+                 "the declared transforms (np.log, np.sqrt, np.exp, np.power, ...: "
+                 "docs/tables.md#formulas)")
+
+
 @lru_cache(maxsize=64)
 def _checked(formula: str) -> FormulaColumns:
     parsed = parse(formula)
@@ -330,10 +336,7 @@ def _checked(formula: str) -> FormulaColumns:
                         for name in sorted(read - made):
                             computed.setdefault(name, str(factor.expr))
                 except _Refused as why:
-                    rule = "" if why.args[1:] else (
-                        "; a formula is never run as Python: it names columns, numbers, I(), "
-                        "C() and the declared transforms (np.log, np.sqrt, np.exp, "
-                        "np.power, ...: docs/tables.md#formulas)")
+                    rule = "" if why.args[1:] else _NEVER_PYTHON
                     raise InputError(f"formula {formula!r}: {why.args[0]}{rule}") from None
             if not in_term and (side == "lhs" or str(term) != "1"):
                 raise InputError(_constant_term(formula, side, str(term)))
@@ -401,6 +404,12 @@ def parse(formula: str):
     try:
         parsed = Formula(formula)
     except Exception as exc:
+        method = re.search(r"\)\s*\.\s*([A-Za-z_]\w*)\s*\(",
+                           re.sub(r"`[^`]*`", " ", formula))
+        if isinstance(exc, SyntaxError) and method is not None:
+            # formulaic's own parser stops there, saying only "invalid syntax"
+            raise InputError(f"formula {formula!r}: calls the method .{method.group(1)}() of "
+                             f"a value{_NEVER_PYTHON}") from None
         words = _quoted_keywords(formula)
         hint = (f"; the column '{words[0]}' is a Python keyword, which formulaic reads alone "
                 f"(y ~ `{words[0]}`), not inside C(), I() or a transform: rename the column"

@@ -150,6 +150,13 @@ class TableConversion(Job):
                           f"{type(self.data).__name__}")
             hint = ("; a Dataset is already a stream: fit it as it is, or write it with "
                     "to_zarr" if type(self.data).__name__ == "Dataset" else "")
+            if isinstance(self.data, (str, os.PathLike)) and (
+                    str(self.data).rstrip("/").endswith(".zarr")
+                    or any(os.path.isfile(os.path.join(self.data, n))
+                           for n in ("zarr.json", ".zgroup"))):
+                # convert writes a store from a table; a store is read by the fits as it is
+                hint = ("; a Zarr store is already a stream: fit it as it is (--x, --y or "
+                        "--formula name its variables; streamlsq info describes it)")
             raise InputError(f"{shown}: not a table (Parquet or CSV files, a pandas, "
                              f"polars or dask DataFrame){hint}{csv_folder_remedy(self.data)}")
         table = run.open_input("table", self.data, file_kind="parquet" if folder else None)

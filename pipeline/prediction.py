@@ -15,7 +15,7 @@ from typing import Any, Unpack
 import xarray as xr
 
 from streamlsq.errors import InputError
-from streamlsq.io.results import check_method
+from streamlsq.io.results import check_coefficient_labels, check_kept_formula
 from streamlsq.io.tasks import CHUNK_TASKS
 from streamlsq.jobs import Run, RunOptions
 from streamlsq.mlr.predict import predict as predict_tasks
@@ -39,7 +39,11 @@ def _result_attrs(result, storage_options: dict | None) -> dict:
     (:func:`~streamlsq.io.results.open_result`: an incomplete store is refused)."""
     if isinstance(result, xr.Dataset):
         attrs, label = dict(result.attrs), "the fit"
-        check_method(attrs, label)
+        # as a store is checked when opened: its record against its coefficients' labels
+        check_kept_formula(attrs, label, variables=set(result.variables))
+        check_coefficient_labels(attrs, label, *(
+            result[n].values.tolist() if n in result.variables else None
+            for n in ("feature", "target")))
     else:
         attrs = dict(Run(storage_options=storage_options).open_input("result", result).attrs)
         label = str(result)

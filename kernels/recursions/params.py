@@ -39,7 +39,19 @@ def must_be(name: str, requirement: str, value) -> ValueError:
     >>> str(must_be("diagnostics", "False unless solver='qr'", True))
     "diagnostics must be False unless solver='qr', got True"
     """
-    return ValueError(f"{name} must be {requirement}, got {value!r}")
+    return ValueError(f"{name} must be {requirement}, got {_shown(value)}")
+
+
+def _shown(value) -> str:
+    """``value``'s repr, or its type and shape where the repr spans lines or runs long (an
+    array or a pandas Series given for a variable's name): the refusal stays one line."""
+    text = repr(value)
+    if "\n" not in text and len(text) <= 120:
+        return text
+    kind = type(value)
+    shape = getattr(value, "shape", None)
+    return (f"a {kind.__module__.split('.')[0]} {kind.__name__}"
+            + (f" of shape {tuple(shape)}" if shape is not None else ""))
 
 
 def _number(value) -> float | None:

@@ -306,10 +306,17 @@ def check_formula(formula: str) -> FormulaColumns:
     return _checked(formula)
 
 
+#: what ends the refusal of a formula's Python
+_NEVER_PYTHON = ("; a formula is never run as Python: it names columns, numbers, I(), C() and "
+                 "the declared transforms (np.log, np.sqrt, np.exp, np.power, ...: "
+                 "docs/tables.md#formulas)")
+
+
 @lru_cache(maxsize=64)
 def _checked(formula: str) -> FormulaColumns:
     parsed = parse(formula)
     quoted = _quoted(formula)
+    _check_quoted_apart(formula, quoted)
     sides = {}
     computed: dict[str, str] = {}
     for side in ("rhs", "lhs"):
@@ -329,10 +336,7 @@ def _checked(formula: str) -> FormulaColumns:
                         for name in sorted(read - made):
                             computed.setdefault(name, str(factor.expr))
                 except _Refused as why:
-                    rule = "" if why.args[1:] else (
-                        "; a formula is never run as Python: it names columns, numbers, I(), "
-                        "C() and the declared transforms (np.log, np.sqrt, np.exp, "
-                        "np.power, ...: docs/tables.md#formulas)")
+                    rule = "" if why.args[1:] else _NEVER_PYTHON
                     raise InputError(f"formula {formula!r}: {why.args[0]}{rule}") from None
             if not in_term and (side == "lhs" or str(term) != "1"):
                 raise InputError(_constant_term(formula, side, str(term)))
@@ -342,6 +346,24 @@ def _checked(formula: str) -> FormulaColumns:
         sides[side] = (tuple(sorted(columns)), tuple(sorted(categorical)))
     return FormulaColumns(sides["rhs"][0], sides["lhs"][0], sides["rhs"][1], sides["lhs"][1],
                           tuple(computed.items()))
+
+
+def _check_quoted_apart(formula: str, quoted: frozenset) -> None:
+    """Refuse a column in backticks that formulaic takes for another term of the formula of
+    the same text, so that the two are one term and one is left out: `` `1` `` (the
+    intercept's term, 1), `` `C(g)` + C(g) ``. Either was fitted as another model without a
+    word."""
+    bare = re.sub(r"`[^`]*`", " ", formula)
+    for name in sorted(quoted):
+        if name == "1":
+            raise InputError(f"formula {formula!r}: `1` in backticks is read by formulaic as "
+                             "1, the intercept's term, not as a column named '1'; rename such "
+                             "a column (e.g. to 'c1') and write that name")
+        if not name.isidentifier() and name in bare:
+            raise InputError(f"formula {formula!r}: the column '{name}' (in backticks) has "
+                             f"the name of the term {name} the formula also makes, and "
+                             "formulaic takes the two for one term, leaving one out; rename "
+                             "the column and write that name")
 
 
 def _constant_term(formula: str, side: str, term: str) -> str:
@@ -382,12 +404,25 @@ def parse(formula: str):
     try:
         parsed = Formula(formula)
     except Exception as exc:
+        method = re.search(r"\)\s*\.\s*([A-Za-z_]\w*)\s*\(",
+                           re.sub(r"`[^`]*`", " ", formula))
+        if isinstance(exc, SyntaxError) and method is not None:
+            # formulaic's own parser stops there, saying only "invalid syntax"
+            raise InputError(f"formula {formula!r}: calls the method .{method.group(1)}() of "
+                             f"a value{_NEVER_PYTHON}") from None
         words = _quoted_keywords(formula)
         hint = (f"; the column '{words[0]}' is a Python keyword, which formulaic reads alone "
                 f"(y ~ `{words[0]}`), not inside C(), I() or a transform: rename the column"
                 if words and isinstance(exc, SyntaxError) else "")
         raise InputError(f"formula {formula!r} cannot be parsed ({type(exc).__name__}: "
                          f"{_first_line(exc)}){hint}") from None
+    if isinstance(getattr(parsed, "lhs", None), SimpleFormula) and \
+            isinstance(getattr(parsed, "rhs", None), tuple):
+        # 'y ~ x | g': formulaic's parts (a mixed model's groups, instruments), not one design
+        raise InputError(f"formula {formula!r}: '|' splits its right side into "
+                         f"{len(parsed.rhs)} parts (formulaic's structured formulas); a fit "
+                         "takes one design: write its terms joined by '+' (a variable of the "
+                         "rows' clusters is --groups with --cov-type cluster)")
     if not isinstance(getattr(parsed, "lhs", None), SimpleFormula) or \
             not isinstance(getattr(parsed, "rhs", None), SimpleFormula):
         raise InputError(f"formula {formula!r} must be 'response ~ terms'")
@@ -418,12 +453,14 @@ def _term_bound(node, cap: int) -> int:
     elif op in (":", "in") and len(sub) == 2:
         total = sub[0] * sub[1]
     elif op == "/" and len(sub) == 2:
-        total = sub[0] + sub[0] * sub[1]
+        # a / b is a + (a's terms as one):b, a term per term of b: a chain a/b/c/... of 26
+        # grows by one a step (formulaic: 27 terms at once), never by doubling
+        total = sub[0] + sub[1]
     elif op in ("**", "^") and len(sub) == 2:
         try:
             power = int(str(args[1]))
-        except ValueError:
-            power = cap
+        except ValueError:  # (a + b)**0.5: formulaic's parse refuses it, in its own words
+            power = 1
         # formulaic multiplies the base out power times before merging duplicates
         total = sub[0] ** min(power, 64) if sub[0] > 1 else 1
     else:  # +, ~, |, and any other: the terms of its sides together
@@ -963,6 +1000,8 @@ class DesignInput:
         names = check_formula(formula)
         self.rhs_vars, self.lhs_vars = names.rhs, names.lhs
         self.label, self.attrs, self.found = inner.label, inner.attrs, inner.found
+        # a folder's partition keys, for the refusal of a weight or group variable missing
+        self.partitions = getattr(inner, "partitions", {})
         # new rows to predict may lack the left-hand side; a fit's rows must hold it
         self.response = targets or all(n in inner.members for n in self.lhs_vars)
         self.members = set(inner.members) | {DESIGN} | ({RESPONSE} if self.response else set())

@@ -553,11 +553,14 @@ def check_coefficient_labels(attrs: dict, label: str, features: list | None,
     formula = attrs.get("formula")
     if features is None:
         return
-    if not isinstance(formula, str) or not formula:
-        _check_variable_labels(attrs, label, [str(v) for v in features])
-        return
     method = str(attrs.get("method", ""))
     if method in RECURSIONS and RECURSIONS.declaration(method).intercept_kind == "basis":
+        return
+    if method in RECURSIONS or method == "glm":
+        _check_intercept_label(attrs, label, [str(v) for v in features],
+                               isinstance(formula, str) and bool(formula))
+    if not isinstance(formula, str) or not formula:
+        _check_variable_labels(attrs, label, [str(v) for v in features])
         return
     levels = json.loads(attrs.get("formula_levels") or "{}")
     stored = [str(v) for v in features]
@@ -594,6 +597,34 @@ def check_coefficient_labels(attrs: dict, label: str, features: list | None,
         raise InputError(f"{label}: its attribute formula ({formula!r}) makes the response "
                          f"{_listed(list(responses))}, but its targets are {_listed(fitted)}: "
                          f"the attribute was edited since the fit; {_DAMAGED}")
+
+
+def _check_intercept_label(attrs: dict, label: str, stored: list[str], formula: bool) -> None:
+    """Refuse a fit whose attribute ``fit_intercept`` (which tells ``predict`` to put a
+    constant column before the new rows' features) does not say what its coefficients'
+    labels say: edited since the fit, it made ``predict`` blame the new rows (``has 2
+    feature column(s) but fit.zarr was fitted on 2``) and ``info --check`` pass. A fit of
+    named variables without an intercept may have a column of its own named 'intercept':
+    its labels are then the variables (``x_variables``) alone."""
+    import json
+
+    given = attrs.get("fit_intercept")
+    if not isinstance(given, bool):
+        return
+    constant = bool(stored) and stored[0] in ("Intercept", "intercept")
+    if given and constant or not given and not constant:
+        return
+    if not given and not formula:
+        try:
+            names = json.loads(attrs.get("x_variables") or "[]")
+        except ValueError:
+            return  # checked with the other kept attributes
+        if not (isinstance(names, list) and len(stored) == len(names) + 1
+                and stored[0] not in names):
+            return  # variables of several columns: the labels alone cannot tell
+    raise InputError(f"{label}: its attribute fit_intercept is {given}, but its coefficients "
+                     f"are those of {_listed(stored)}: the attribute was edited since the "
+                     f"fit; {_DAMAGED}")
 
 
 def _check_variable_labels(attrs: dict, label: str, stored: list[str]) -> None:
@@ -770,6 +801,40 @@ def _check_kept_record(attrs: dict, label: str) -> None:
         if why is not None:
             raise InputError(f"{label}: its attribute {name} is {why} ({str(text)[:60]!r}); "
                              f"{_DAMAGED}")
+    _check_glm_record(attrs, label)
+
+
+def _check_glm_record(attrs: dict, label: str) -> None:
+    """Refuse a GLM whose ``family``, ``link``, ``offset_variable`` or ``exposure_variable``
+    (what its prediction applies: the offset and exposure are columns of the new rows added
+    to the linear predictor) is not what its ``parameters`` record: edited to another valid
+    family or to another real column of the data, it would be applied without a word. A GLM
+    written before its parameters recorded the offset and exposure has nothing to compare
+    for them."""
+    import json
+
+    if attrs.get("method") != "glm" or attrs.get("parameters") is None:
+        return
+    from streamlsq.kernels.glm import GLMSpec
+
+    recorded = attrs["parameters"]
+    recorded = recorded if isinstance(recorded, dict) else json.loads(recorded)
+    try:
+        spec = GLMSpec(str(attrs.get("family")), attrs.get("link"))
+        spec.fam.link(spec.link)
+    except (ValueError, KeyError):
+        return  # a family or link no GLM has: its reader names what it takes
+    for key, name in (("family", "family"), ("link", "link"), ("offset", "offset_variable"),
+                      ("exposure", "exposure_variable")):
+        if key not in recorded:
+            continue
+        kept = attrs.get(name)
+        if kept != recorded[key]:
+            said = "is missing" if kept is None else f"is {kept!r}"
+            was = "none" if recorded[key] is None else repr(recorded[key])
+            raise InputError(f"{label}: its attribute {name} {said}, but its attribute "
+                             f"parameters records the {key} {was}: one of them was edited "
+                             f"since the fit; {_DAMAGED}")
 
 
 #: arrays of a result up to this many bytes are read and checked when the result is opened

@@ -735,6 +735,13 @@ def open_stream(data, group: str | None = None, *, x=None, y=None,
     labels = ColumnLabels(
         _labels(x_vars, columns, table),
         () if y_is_vector or not y_vars else _labels(y_vars, columns, table))
+    if fit_intercept and formula is None and "intercept" in map(str, labels.features):
+        # the constant is labelled 'intercept': two coefficients of one label, which
+        # predict, summary and wald_test cannot tell apart
+        raise InputError(f"{table.label}: the feature 'intercept' has the name the fit gives "
+                         "its constant column (--intercept, fit_intercept=True): two "
+                         "coefficients would be labelled 'intercept'; rename the column, or "
+                         "leave out --intercept")
     chunk_rows = table.chunk_rows(x_vars[0], n, width)
     return StreamSource(
         rows=table.rows(chunk_rows),

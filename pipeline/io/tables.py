@@ -43,7 +43,7 @@ import re
 import sys
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -156,6 +156,9 @@ class TableRows:
     chunk_rows: int
     frame: object = field(default=None, compare=False, hash=False, repr=False)
     storage_options: dict | None = field(default=None, compare=False, hash=False)
+    #: the files of a CSV glob that lack columns of its first file: (first file, {file:
+    #: the columns it lacks}), refused when such a column is read (:meth:`TableInput.columns`)
+    lacking: tuple = field(default=(), compare=False, hash=False)
     stamps: tuple = ()
     #: the hash of each local file's bytes, once taken (:meth:`chunk_stamps`)
     digests: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -1244,14 +1247,26 @@ def _csv_rows(text: str, options: dict | None) -> TableRows:
                           blocksize="64MB", sample=CSV_SAMPLE_BYTES, sample_rows=None)
     except Exception as exc:
         raise InputError(f"{text}: cannot be read as CSV ({_reason(exc)})") from None
-    _distinct_csv_header(names[0], sep, options)
-    return _dask_rows(ddf, text, text, token, token, diagnose=_csv_diagnosis(
+    first = _distinct_csv_header(names[0], sep, options)
+    # dask reads every file with the first one's columns (by name: the order may differ);
+    # a file without one of them failed only when its rows were read, naming no file
+    # ("partition 1 (rows 200-399) cannot be read (KeyError: "['w'] not in index")"):
+    # what each file lacks is kept, and refused where such a column is read
+    lacking = {}
+    for file in names[1:]:
+        header = set(_distinct_csv_header(file, sep, options))
+        lacks = tuple(n for n in first if n not in header)
+        if lacks:
+            lacking[file] = lacks
+    rows = _dask_rows(ddf, text, text, token, token, diagnose=_csv_diagnosis(
         names, sep, options, dict(ddf.dtypes), text))
+    return replace(rows, lacking=(names[0], lacking)) if lacking else rows
 
 
-def _distinct_csv_header(file: str, sep: str, options: dict | None) -> None:
-    """Refuse a CSV header naming a column twice: pandas renames the second 'x' to 'x.1',
-    and ``--x x`` then read the first of the two without a word."""
+def _distinct_csv_header(file: str, sep: str, options: dict | None) -> list[str]:
+    """The columns a CSV file's header names; refuse one naming a column twice: pandas
+    renames the second 'x' to 'x.1', and ``--x x`` then read the first of the two without a
+    word."""
     import csv
 
     import fsspec
@@ -1271,7 +1286,9 @@ def _distinct_csv_header(file: str, sep: str, options: dict | None) -> None:
                 f"separate: streamlsq reads CSV files separated by commas (by tabs when "
                 f"named .tsv); write the file with commas (e.g. pandas' read_csv(path, "
                 f"sep={other!r}).to_csv(new_path, index=False))")
-    distinct_column_names(file, [name for name in names if name != ""], " in the header")
+    names = [name for name in names if name != ""]
+    distinct_column_names(file, names, " in the header")
+    return names
 
 
 # -- the table opened as a stream -------------------------------------------------------------
@@ -1298,6 +1315,14 @@ class TableInput:
         return ROW_DIM
 
     def columns(self, names, dim: str | None) -> dict[str, Column]:
+        if self.table_rows.lacking:
+            first, lacking = self.table_rows.lacking
+            for file, lacks in lacking.items():
+                read = [n for n in names if n in lacks]
+                if read:
+                    raise InputError(f"{file}: has no column {read[0]!r}, where {first} has "
+                                     "it; the files of one table hold the same columns: "
+                                     "write the column into every file, or leave it out")
         return {name: Column((ROW_DIM,), (self.n,), self.dtypes[name]) for name in names}
 
     def as_read(self, columns: dict[str, Column], labels: tuple = (),

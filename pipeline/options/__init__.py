@@ -40,6 +40,7 @@ streamlsq.errors.InputError: --groups goes with --cov-type cluster
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -168,14 +169,39 @@ class Options:
         return Options(*params, rules=self.rules)
 
     # -- the check -------------------------------------------------------------------
+    def refuse_unknown(self, names: Iterable[str], who: str | None = None,
+                       also: Iterable[str] = ()) -> None:
+        """:class:`~streamlsq.errors.InputError` naming the first of ``names`` that is
+        neither one of these options nor in ``also`` (a function's other keywords), with
+        the names taken; a name the help of an option gives as statsmodels' (``var_weights``
+        for ``weights``) is said to be that option. ``who`` names the function refusing it.
+
+        >>> from streamlsq.options.glm import GLM
+        >>> GLM.refuse_unknown(["var_weights"], "fit_glm", also=["out"])
+        Traceback (most recent call last):
+        ...
+        streamlsq.errors.InputError: fit_glm takes no keyword 'var_weights': statsmodels' \
+var_weights is weights= here; the keywords are ...
+        """
+        taken = [*self._params, *(n for n in also if n not in self._params)]
+        unknown = [name for name in names if name not in taken]
+        if not unknown:
+            return
+        name = unknown[0]
+        alias = next((p.name for p in self if p.name != name and
+                      re.search(rf"statsmodels' {re.escape(name)}\b", p.help or "")), None)
+        said = f"unknown option {name!r}" if who is None else \
+            f"{who} takes no keyword {name!r}"
+        if alias is not None:
+            said += f": statsmodels' {name} is {alias}= here"
+        raise InputError(f"{said}; the {'options' if who is None else 'keywords'} are "
+                         f"{', '.join(taken)}")
+
     def check(self, values: Mapping) -> dict:
         """``values`` (option name → value; the default for those not named) checked and
         converted, or :class:`~streamlsq.errors.InputError` naming the first bad option and
         its value, or the first broken rule. Names that are not declared are refused."""
-        unknown = [name for name in values if name not in self._params]
-        if unknown:
-            raise InputError(f"unknown option {unknown[0]!r}; the options are "
-                             f"{', '.join(self._params)}")
+        self.refuse_unknown(values)
         out = {}
         for p in self:
             value = values.get(p.name, p.default)

@@ -34,7 +34,10 @@ SOLVERS = ("qr", "normal")
 #: the covariances of a GLM fit (no HAC: those are least squares')
 GLM_COV_TYPES = tuple(c for c in COV_TYPES if c not in ("HAC", "hac-panel", "hac-groupsum"))
 
-_PER_ROW = dict(type=str, optional=True, metavar="VAR")
+_PER_ROW = dict(type=str, optional=True, metavar="VAR",
+                # statsmodels takes the array itself; here it is named (from Python too)
+                requirement="the name of a variable of the data (a string: an array is added "
+                "to the data as a column and named) or None")
 
 #: the input and statistics options of a linear fit that apply to a fit by IRLS (the
 #: time-series covariances and the rolling windows are least squares' only)
@@ -45,7 +48,7 @@ _LINEAR = (FIT.without("continue_from", "engine", "block_size", "first_block_siz
            .replace("cov_type", choices=GLM_COV_TYPES)
            # the linear fit's help says which recursions take these; every GLM does
            .replace("weights", help="Variance weights of the rows, a variable of DATA "
-                    "(statsmodels' var_weights).")
+                    "(statsmodels' var_weights).", requirement=_PER_ROW["requirement"])
            .replace("missing", help="A NaN in a selected variable (response, features, "
                     "weights, offset, exposure, trials, groups): refuse it, or drop its row.")
            .replace("alpha", help="Confidence intervals of 1 - ALPHA coverage (default "

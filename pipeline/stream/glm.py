@@ -15,7 +15,7 @@ definitions (``docs/glm.md``).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,6 +39,9 @@ from streamlsq.stream.layout import intercept_label
 from streamlsq.stream.plans import StreamPlan, plan_segments
 
 __all__ = ["GLMFit", "GLMPass", "fit_glm"]
+
+#: how a row refused for its value is dropped (a NaN there is what --missing drop drops)
+_DROP_IT = "(a NaN there and --missing drop (missing=\"drop\"))"
 
 #: the per-row variables besides the features, the response and the variance weights
 AUX = ("offset", "exposure", "freq_weights", "trials")
@@ -113,8 +116,7 @@ def fit_glm(data, *, out=None, family: str = "gaussian", link: str | None = None
     """
     given = {name: value for name, value in locals().items() if name in GLM}
     runner, rest = Run.split(out, run)
-    if rest:
-        raise TypeError(f"fit_glm takes no option {sorted(rest)[0]!r}")
+    GLM.refuse_unknown(rest, "fit_glm", also=[f.name for f in fields(Run) if f.init])
     return runner.execute(GLMFit(data, **given))
 
 
@@ -239,7 +241,7 @@ class GLMFit(Job):
     def parameters(self) -> dict:
         return {"family": self.family, "link": self.spec.lnk.name, "nb_alpha": self.nb_alpha,
                 "var_power": self.var_power, "tol": self.tol, "maxiter": self.maxiter,
-                "solver": self.solver}
+                "solver": self.solver, "offset": self.offset, "exposure": self.exposure}
 
     def new_checkpoint(self, directory, fingerprint, resume, inputs):
         from streamlsq.io.checkpoint import EntryCheckpoint
@@ -492,7 +494,8 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
         if bad.any():
             row = start + int(np.flatnonzero(bad)[0])
             raise InputError(f"{source.label}: variable '{aux_names['exposure']}' row {row}: "
-                             "an exposure must be > 0 (its logarithm is the offset)")
+                             "an exposure must be > 0 (its logarithm is the offset); "
+                             f"correct the row, or drop it {_DROP_IT}")
         log_exposure = np.log(np.where(keep, extra["exposure"], 1.0))
         offset = log_exposure if offset is None else offset + log_exposure
     freq = extra.get("freq_weights")
@@ -501,7 +504,8 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
         if bad.any():
             row = start + int(np.flatnonzero(bad)[0])
             raise InputError(f"{source.label}: variable '{aux_names['freq_weights']}' row "
-                             f"{row}: a frequency weight must be >= 0")
+                             f"{row}: a frequency weight must be >= 0; correct the row, "
+                             f"or drop it {_DROP_IT}")
     trials = extra.get("trials")
     y = Y[:, 0]
     try:
@@ -537,16 +541,15 @@ def glm_piece(source: StreamSource, aux: StreamSource | None, aux_names: dict, s
             raise InputError(f"{source.label}: {column} row {row}: {exc.what}; a binomial "
                              "response of two columns is successes + failures") from None
         if exc.kind == "support":
-            remedy = ("choose a family whose support holds it, or drop the row "
-                      "(a NaN there and --missing drop (missing=\"drop\"))")
+            remedy = f"choose a family whose support holds it, or drop the row {_DROP_IT}"
             given = extra.get("trials")
             if given is not None and given[exc.row] > 0:
                 # a count of successes past its trials (or below 0), not a proportion
                 raise InputError(
                     f"{source.label}: {response} row {row}: {y[exc.row]:g} successes out of "
                     f"{given[exc.row]:g} trials (--trials {aux_names['trials']}): a binomial "
-                    "count lies between 0 and its trials; correct the row, or drop it (a NaN "
-                    "there and --missing drop (missing=\"drop\"))") from None
+                    f"count lies between 0 and its trials; correct the row, or drop it {_DROP_IT}"
+                ) from None
             raise InputError(f"{source.label}: {response} row {row}: {exc.what}; {remedy}"
                              ) from None
         raise InputError(f"{source.label}: row {row}: {exc.what}: the IRLS step cannot use it; "

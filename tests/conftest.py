@@ -294,3 +294,18 @@ def stopped_fit(checkpointed_rows, tmp_path, client, stop_after_commits):
                              **CHECKPOINTED_FIT)
     assert (ckpt / "progress.json").exists()
     return ckpt
+
+
+def groups_store(path, groups, n=300, seed=0):
+    """A store of stream groups (``groups``: their paths, nested ones too), each X (n, 2)
+    and y (n, 1) in chunks of 100 rows."""
+    rng = np.random.default_rng(seed)
+    zarr.open_group(str(path), mode="w", zarr_format=3)
+    for name in groups:
+        parts = name.split("/")
+        for depth in range(1, len(parts)):  # the groups above it, explicitly
+            zarr.open_group(str(path / "/".join(parts[:depth])), mode="a", zarr_format=3)
+        X = rng.standard_normal((n, 2))
+        write_stream(path / name, X, X @ np.array([[1.0], [-2.0]]) + 0.1 *
+                     rng.standard_normal((n, 1)), 100)
+    return path

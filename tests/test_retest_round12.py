@@ -13,7 +13,7 @@ import streamlsq
 from streamlsq.errors import InputError
 
 from conftest import CHECKPOINTED_FIT as FIT
-from conftest import one_line, write_stream
+from conftest import groups_store, one_line
 from faultkit import leftovers, snapshot, unlocked
 
 
@@ -24,21 +24,6 @@ class Stop(Exception):
 @pytest.fixture(scope="module")
 def rows(checkpointed_rows):
     return checkpointed_rows
-
-
-def _groups_store(path, groups, n=300, seed=0):
-    """A store of stream groups (``groups``: their paths, nested ones too), each X (n, 2)
-    and y (n, 1) in chunks of 100 rows."""
-    rng = np.random.default_rng(seed)
-    zarr.open_group(str(path), mode="w", zarr_format=3)
-    for name in groups:
-        parts = name.split("/")
-        for depth in range(1, len(parts)):  # the groups above it, explicitly
-            zarr.open_group(str(path / "/".join(parts[:depth])), mode="a", zarr_format=3)
-        X = rng.standard_normal((n, 2))
-        write_stream(path / name, X, X @ np.array([[1.0], [-2.0]]) + 0.1 *
-                     rng.standard_normal((n, 1)), 100)
-    return path
 
 
 # -- B4. inputs.json of another shape ---------------------------------------------------------
@@ -125,7 +110,7 @@ def test_an_output_deep_inside_a_store_is_refused_as_inside_it(rows, result, tmp
 def test_a_group_whose_name_holds_a_hash_is_read_as_info_spells_it(tmp_path, cli, client):
     """Round 12: ``info odd.zarr`` said ``(read as odd.zarr#x#y)``, and ``fit kf4lls
     odd.zarr#x#y`` failed ``odd.zarr#x: no such store`` (the name cut at the last '#')."""
-    odd = _groups_store(tmp_path / "odd.zarr", ["x#y"])
+    odd = groups_store(tmp_path / "odd.zarr", ["x#y"])
     run = cli("info", odd)
     assert run.exit_code == 0, run.output
     assert f"group x#y/: stream (read as {odd}#x#y)" in run.output
@@ -142,7 +127,7 @@ def test_a_group_the_store_does_not_have_names_its_groups(rows, tmp_path, cli):
     """Round 12: ``pop.zarr (group 'zz'): not a readable Zarr group (No group found in store
     ... at path 'zz')``, and for an array ``(An array already exists in store ... at path
     X.)``."""
-    pop = _groups_store(tmp_path / "pop.zarr", ["a", "b", "c"])
+    pop = groups_store(tmp_path / "pop.zarr", ["a", "b", "c"])
     before = snapshot(tmp_path)
     out = tmp_path / "o.zarr"
     for given in ((f"{pop}#zz",), (pop, "--group", "zz")):
@@ -165,7 +150,7 @@ def test_a_group_the_store_does_not_have_names_its_groups(rows, tmp_path, cli):
 def test_info_check_reads_a_stream_group_at_any_depth(tmp_path, cli):
     """Round 12: a group holding only groups (``grp.zarr/lvl/t``) was skipped, and with no
     other group ``info --check grp.zarr/`` printed a garbled line."""
-    grp = _groups_store(tmp_path / "grp.zarr", ["lvl/t"])
+    grp = groups_store(tmp_path / "grp.zarr", ["lvl/t"])
     for given in (str(grp), f"{grp}/"):
         run = cli("info", given, "--check")
         assert run.exit_code == 0, run.output
@@ -183,7 +168,7 @@ def test_info_check_reads_a_stream_group_at_any_depth(tmp_path, cli):
 def test_info_check_says_which_groups_it_did_not_read(tmp_path, cli):
     """A group of another kind beside a stream one is named as not checked, not passed over
     under the line of the stream's check."""
-    grp = _groups_store(tmp_path / "grp.zarr", ["a"])
+    grp = groups_store(tmp_path / "grp.zarr", ["a"])
     zarr.open_group(str(grp / "notes"), mode="w", zarr_format=3).create_array(
         "v", shape=(3,), dtype="f8")
     run = cli("info", grp, "--check")
@@ -268,7 +253,7 @@ def test_open_result_of_an_empty_path_a_checkpoint_or_a_group(stopped_fit, tmp_p
     """Round 12: ``open_result('')`` named the working folder (``/tmp/r12: not a readable
     Zarr group``), ``open_result('ck3')`` said ``not a readable Zarr group``, and
     ``open_result('pop.zarr#a')`` ``no such store``."""
-    pop = _groups_store(tmp_path / "pop.zarr", ["a"])
+    pop = groups_store(tmp_path / "pop.zarr", ["a"])
     monkeypatch.chdir(tmp_path)
     before = unlocked(snapshot(tmp_path))
     for given, wanted in (
@@ -291,7 +276,7 @@ def test_a_group_given_twice_differently_is_refused(tmp_path, cli):
     """Round 12: ``--group a --group b`` fitted b without a word (click's last one wins),
     where ``pop.zarr#a --group b`` is refused ``name the group once``; the same group twice
     is one."""
-    pop = _groups_store(tmp_path / "pop.zarr", ["a", "b"])
+    pop = groups_store(tmp_path / "pop.zarr", ["a", "b"])
     before = snapshot(tmp_path)
     out = tmp_path / "o.zarr"
     line = one_line(cli("fit", "kf4lls", pop, "--group", "a", "--group", "b", "--out", out))

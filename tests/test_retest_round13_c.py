@@ -12,35 +12,19 @@ import subprocess
 
 import numpy as np
 import pytest
-import zarr
 
 import streamlsq
 from streamlsq.errors import InputError
 
 from conftest import CHECKPOINTED_FIT as FIT
-from conftest import one_line, write_stream
+from conftest import groups_store, one_line
 from faultkit import cli as command_line
 from faultkit import invoke, leftovers, refusal, snapshot, unlocked
 
 
-def _groups_store(path, groups, n=300, seed=0):
-    """A store of stream groups (``groups``: their paths, nested ones too), each X (n, 2)
-    and y (n, 1) in chunks of 100 rows."""
-    rng = np.random.default_rng(seed)
-    zarr.open_group(str(path), mode="w", zarr_format=3)
-    for name in groups:
-        parts = name.split("/")
-        for depth in range(1, len(parts)):
-            zarr.open_group(str(path / "/".join(parts[:depth])), mode="a", zarr_format=3)
-        X = rng.standard_normal((n, 2))
-        write_stream(path / name, X, X @ np.array([[1.0], [-2.0]]) + 0.1 *
-                     rng.standard_normal((n, 1)), 100)
-    return path
-
-
 @pytest.fixture(scope="module")
 def pop(tmp_path_factory):
-    return _groups_store(tmp_path_factory.mktemp("pop") / "pop.zarr", ["a", "b", "lvl/t"])
+    return groups_store(tmp_path_factory.mktemp("pop") / "pop.zarr", ["a", "b", "lvl/t"])
 
 
 @pytest.fixture(scope="module")

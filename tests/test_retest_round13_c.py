@@ -171,11 +171,18 @@ def test_an_out_in_memory_is_refused_on_the_command_line(tmp_path, cli, command,
 
 def test_an_out_in_memory_from_python_still_works(pop, client):
     """From Python the memory:// store is one the session reads back."""
-    fit = streamlsq.fit_stream(pop, "kf4lls", group="a", out="memory://r13c/fit.zarr",
-                               client=client, block_size=100)
-    again = streamlsq.open_result("memory://r13c/fit.zarr")
-    np.testing.assert_array_equal(fit.coef.isel(step=-1).values,
-                                  again.coef.isel(step=-1).values)
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    try:
+        fit = streamlsq.fit_stream(pop, "kf4lls", group="a", out="memory://r13c/fit.zarr",
+                                   client=client, block_size=100)
+        again = streamlsq.open_result("memory://r13c/fit.zarr")
+        np.testing.assert_array_equal(fit.coef.isel(step=-1).values,
+                                      again.coef.isel(step=-1).values)
+    finally:  # the process's memory filesystem is shared by the tests that run after
+        if memory.exists("/r13c"):
+            memory.rm("/r13c", recursive=True)
 
 
 # -- PATH#GROUP and --group -----------------------------------------------------------------

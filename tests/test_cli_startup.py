@@ -162,6 +162,22 @@ def test_the_console_script_runs_the_exit_handlers_and_flushes_its_output(tmp_pa
     assert (out / "zarr.json").is_file() and not list(tmp_path.glob(".*partial*"))
 
 
+def test_a_command_whose_output_is_closed_still_succeeds(tmp_path):
+    """``streamlsq info STORE >&-``: Python starts with no ``sys.stdout``; the command's
+    end has nothing of it to flush (it raised AttributeError, exit 1)."""
+    import os
+
+    from streamlsq import simulate_stream
+
+    store = simulate_stream(tmp_path / "s.zarr", n_rows=300, n_features=2, seed=0)
+    code = (f"import sys; sys.argv = ['streamlsq', 'info', {str(store)!r}]\n"
+            "from streamlsq.cli.main import console\nconsole()")
+    run = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, timeout=300,
+                         preexec_fn=lambda: os.close(1))
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+
+
 def test_a_failing_console_command_ends_through_the_interpreter(tmp_path):
     run = _console(["fit", "kf4lls", str(tmp_path / "none.zarr"), "--out",
                     str(tmp_path / "r.zarr")])

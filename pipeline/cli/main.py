@@ -172,6 +172,8 @@ def console() -> None:
             raise
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # closed by the caller (>&-): Python gave it no stream
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more can be said

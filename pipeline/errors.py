@@ -13,33 +13,47 @@ import threading
 
 from streamlsq.kernels.recursions.params import Param
 
-__all__ = ["ClusterError", "InputError", "OutputError", "RunError", "WorkersPausedError",
-           "check_interrupted", "checked", "interrupt"]
+__all__ = ["ClusterError", "InputError", "OutputError", "RunError", "Terminated",
+           "WorkersPausedError", "check_interrupted", "checked", "interrupt"]
 
-#: set by :func:`interrupt`, the command line's handler of SIGINT (Ctrl-C)
+#: set by :func:`interrupt`, the command line's handler of SIGINT (Ctrl-C) and SIGTERM
 _interrupted = threading.Event()
+#: the exception the noted interrupt raises again (:func:`check_interrupted`)
+_raised: list[type[BaseException]] = [KeyboardInterrupt]
 
 
-def interrupt(*_signal):
-    """The command line's SIGINT handler: notes the interrupt, then raises
-    ``KeyboardInterrupt`` as Python's own handler does. Noted, an interrupt that something
-    swallowed on its way still ends the run before it publishes (:func:`check_interrupted`):
-    Python prints and drops an exception raised in a ``__del__`` or a weakref callback,
-    which it runs at any moment on the main thread (a dask future's release among them)."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a scheduler stopping a job), raised where Ctrl-C's
+    ``KeyboardInterrupt`` is, so that the run undoes what it made on the same path; the
+    command line ends with exit code 143 (128 + 15), as the signal's default would."""
+
+
+def interrupt(signum=None, _frame=None):
+    """The command line's handler of SIGINT and SIGTERM: notes the interrupt, then raises
+    ``KeyboardInterrupt`` (:class:`Terminated` for SIGTERM) as Python's own SIGINT handler
+    does. Noted, an interrupt that something swallowed on its way still ends the run before
+    it publishes (:func:`check_interrupted`): Python prints and drops an exception raised in
+    a ``__del__`` or a weakref callback, which it runs at any moment on the main thread (a
+    dask future's release among them)."""
+    import signal
+
+    _raised[0] = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
     _interrupted.set()
-    raise KeyboardInterrupt
+    raise _raised[0]
 
 
 def check_interrupted() -> None:
-    """Raise ``KeyboardInterrupt`` if :func:`interrupt` was called since the command began
-    (:func:`forget_interrupt`), whether or not its exception got through."""
+    """Raise ``KeyboardInterrupt`` (:class:`Terminated` after SIGTERM) if :func:`interrupt`
+    was called since the command began (:func:`forget_interrupt`), whether or not its
+    exception got through."""
     if _interrupted.is_set():
-        raise KeyboardInterrupt
+        raise _raised[0]
 
 
 def forget_interrupt() -> None:
     """A new command begins: no interrupt noted."""
     _interrupted.clear()
+    _raised[0] = KeyboardInterrupt
 
 
 class InputError(ValueError):

@@ -21,6 +21,7 @@ from streamlsq.cli.options import click_options, values
 from streamlsq.errors import (
     InputError,
     RunError,
+    Terminated,
     WorkersPausedError,
     check_interrupted,
     forget_interrupt,
@@ -110,17 +111,20 @@ def _fail(message: str, code: int, debug: bool):
 
 @contextlib.contextmanager
 def _noting_interrupts():
-    """SIGINT handled by :func:`~streamlsq.errors.interrupt` for the block (on the main
-    thread, where Python runs signal handlers): an interrupt is noted as well as raised."""
+    """SIGINT and SIGTERM handled by :func:`~streamlsq.errors.interrupt` for the block (on
+    the main thread, where Python runs signal handlers): an interrupt is noted as well as
+    raised, and SIGTERM (whose default ends the process at once) undoes what the run made
+    as Ctrl-C does."""
     forget_interrupt()
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, interrupt)
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _check_not_in_memory(given: Mapping) -> None:
@@ -160,6 +164,8 @@ def _friendly_errors(fn):
             _fail(str(exc), 2, debug)
         except WorkersPausedError as exc:
             _fail(str(exc), 1, debug)
+        except Terminated:
+            _fail("terminated", 143, debug)
         except KeyboardInterrupt:
             _fail("interrupted", 130, debug)
         except BrokenPipeError:
@@ -181,6 +187,8 @@ def _friendly_errors(fn):
             text = " ".join(str(exc).split())[:300]
             _fail(f"unexpected error ({type(exc).__name__}: {text}); rerun with "
                   "'streamlsq --debug ...' for the traceback and report it", 1, debug)
+        finally:  # the interrupt was the command's: a Python call after it in the same
+            forget_interrupt()  # process (a notebook's, a test's) is not interrupted by it
 
     return wrapper
 

@@ -373,6 +373,7 @@ class CheckpointFolder:
             raise InputError(f"{d}: --checkpoint must be a folder; this is a file")
         self._check_not_foreign()
         self._check_kind()
+        self._check_no_folders()
         # what the folder was, for a refused run to leave it so (withdraw)
         self._found = "empty" if d.is_dir() and not any(d.iterdir()) else \
             "held" if d.exists() else "none"
@@ -436,6 +437,21 @@ class CheckpointFolder:
                 f"{d}: not a streamlsq checkpoint (it holds {', '.join(foreign[:3])}"
                 f"{', ...' if len(foreign) > 3 else ''}); streamlsq uses only a new or "
                 "empty folder for --checkpoint: choose another")
+
+    def _check_no_folders(self) -> None:
+        """Refuse, before the lock is taken, a folder where the run writes a file (a user's
+        folder named ``progress.json``), with ``--resume`` or without: streamlsq writes no
+        folder in a checkpoint, so it is not its own to remove, and no file can be written
+        over it (started afresh, the run failed at its first commit, telling the user to
+        resume, which was refused as corrupt)."""
+        d = self.directory
+        if not d.is_dir():
+            return
+        for path in sorted(d.iterdir()):
+            if OWN_FILES.match(path.name) and _not_a_file(path) == "a folder":
+                raise InputError(f"{d}: holds {path.name}, a folder where the run writes a "
+                                 "file, which streamlsq did not make and will not remove: "
+                                 "move it or choose another --checkpoint")
 
     def _marker(self) -> dict:
         """The folder's marker file as read before the lock is taken; empty when there is

@@ -52,6 +52,9 @@ __all__ = [
     "check_apart",
     "check_only_ours",
     "check_writable",
+    "file_digest",
+    "folder_above",
+    "foreign_in_store",
     "output_failure",
     "publish",
     "publish_objects",
@@ -238,6 +241,13 @@ def _read_local(out: Path) -> Callable[[str], dict | None]:
     return read
 
 
+def foreign_in_store(out) -> list[str]:
+    """The entries of the local store ``out`` that streamlsq did not write
+    (:func:`foreign_entries`), relative to it."""
+    files, folders = _local_entries(Path(out))
+    return foreign_entries(files, _read_local(Path(out)), folders)
+
+
 def check_only_ours(out, shown=None, listing: Iterable[str] | None = None) -> None:
     """Refuse to replace the result store ``out`` (a local path, or a
     :class:`~streamlsq.io.location.Location` on an object store) that holds anything
@@ -278,6 +288,19 @@ def check_writable(folder) -> None:
     except OSError as exc:
         raise OutputError(f"{folder}: cannot write here ({exc.strerror}); choose another "
                           "output folder") from None
+
+
+def folder_above(path, option: str = "--out") -> Path:
+    """The nearest existing folder above ``path`` (where the missing ones would be made),
+    as the path spells it; a file there is refused in one line (``option``: the option that
+    named ``path``), before any work, rather than when the folder is made."""
+    for parent in Path(path).parents:
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                raise InputError(f"{path}: {parent} is a file, not a folder; choose another "
+                                 f"{option}")
+            return parent
+    return Path(".")
 
 
 def make_parents(path) -> list[Path]:
@@ -664,7 +687,9 @@ def beside_path(out, suffix: str) -> Path:
     return out.with_name(out.with_suffix("").name + suffix)
 
 
-def _digest(path: Path) -> str:
+def file_digest(path) -> str:
+    """``sha256:`` and the hex digest of the bytes of the file at ``path``: how streamlsq
+    records a file it wrote, to know it later as its own (unchanged since)."""
     import hashlib
 
     with open(path, "rb") as f:
@@ -711,7 +736,7 @@ def beside_is_ours(path: Path, out) -> bool:
             path.name not in listed:
         return False
     try:
-        return listed[path.name] == _digest(path)
+        return listed[path.name] == file_digest(path)
     except OSError:
         return False
 
@@ -774,7 +799,7 @@ class BesideFiles:
         for path, write in self.writers.items():
             tmp = self.temporaries[path] = OwnedTemporary(path, "partial")
             write(tmp.path)
-            digests[path.name] = _digest(tmp.path)
+            digests[path.name] = file_digest(tmp.path)
         return digests
 
     def publish(self, overwrite: bool) -> None:

@@ -42,6 +42,8 @@ from streamlsq.io.checkpoint import EntryCheckpoint, data_digest, fingerprint_di
 from streamlsq.io.outputs import (
     OwnedTemporary,
     check_outside_stores,
+    file_digest,
+    folder_above,
     make_parents,
     publish,
     reclaim_leftovers,
@@ -249,38 +251,44 @@ class StudyFolder:
         self.name = name
         self.run_fingerprint = run_fingerprint
         check_outside_stores(self.out, "a study's folder", "--out")
+        folder_above(self.out)  # a file where a folder is made: refused now, not when made
         reclaim_leftovers(self.out)  # a killed run's, also when this one is refused below
-        if self.out.is_symlink():  # publishing swaps the folder in where the link was
-            raise InputError(f"{self.out}: is a symbolic link; streamlsq never writes through "
-                             "or over a link: give the path it points to, or choose another "
-                             "--out")
-        if self.out.exists():
-            if not self.out.is_dir():
-                raise InputError(f"{self.out}: exists and is not a folder; choose another --out")
-            marker = self.out / MARKER
-            if any(self.out.iterdir()):
-                previous = None
-                if marker.exists():
-                    try:
-                        previous = json.loads(marker.read_text()).get("study")
-                    except (OSError, ValueError):
-                        previous = None
-                if previous != name:
-                    raise InputError(
-                        f"{self.out}: exists and is not an earlier output of study {name!r}; "
-                        "choose another --out"
-                    )
-                foreign = _not_written(self.out)
-                if foreign:  # replacing the folder would remove them
-                    more = len(foreign) - 1
-                    what = foreign[0] if not more else f"{foreign[0]} and {more} more"
-                    raise InputError(f"{self.out}: holds {what}, which streamlsq did not "
-                                     f"write; move {'them' if more else 'it'} or choose "
-                                     "another --out")
+        self._check_existing()
         self.tables: dict[str, pd.DataFrame] = {}
         self.figures: dict[str, Path] = {}
         self.tmp: Path | None = None
         self._owned: OwnedTemporary | None = None
+
+    def _check_existing(self) -> None:
+        """Refuse, in one line, what is at ``out`` unless it is nothing, an empty folder (the
+        user's ``mkdir results``: the study's folder takes its place) or an earlier output of
+        this study holding nothing but what that run wrote."""
+        out = self.out
+        if out.is_symlink():  # publishing swaps the folder in where the link was
+            raise InputError(f"{out}: is a symbolic link; streamlsq never writes through "
+                             "or over a link: give the path it points to, or choose another "
+                             "--out")
+        if not out.exists():
+            return
+        if not out.is_dir():
+            raise InputError(f"{out}: exists and is not a folder; choose another --out")
+        if not any(out.iterdir()):
+            return
+        if _study_of(out) != self.name:
+            raise InputError(f"{out}: exists and is not an earlier output of study "
+                             f"{self.name!r}; choose another --out")
+        foreign, recorded = _not_written(out)
+        if foreign:  # replacing the folder would remove them
+            more = len(foreign) - 1
+            what = foreign[0] if not more else f"{foreign[0]} and {more} more"
+            them = "them" if more else "it"
+            if recorded:
+                raise InputError(f"{out}: holds {what}, which streamlsq did not write; move "
+                                 f"{them} or choose another --out")
+            raise InputError(f"{out}: holds {what}, which its {MARKER} (of an earlier "
+                             f"streamlsq) records without a digest, so it cannot be told from "
+                             f"a file of yours; move {them} (or remove the folder yourself) "
+                             "or choose another --out")
 
     def __enter__(self) -> StudyFolder:
         self.out.parent.mkdir(parents=True, exist_ok=True)
@@ -294,8 +302,10 @@ class StudyFolder:
             self._owned.close()
 
     def _same_study(self, path: Path) -> bool:
-        return _study_of(path) == self.name and not path.is_symlink() and \
-            not _not_written(path)
+        """What publication may replace at ``path``: checked again as when the run began
+        (a user's file put there since is refused in the same line)."""
+        self._check_existing()
+        return True
 
     def table(self, name: str, df: pd.DataFrame) -> pd.DataFrame:
         df.to_csv(self.tmp / f"{name}.csv", index=False)
@@ -310,6 +320,7 @@ class StudyFolder:
     def finish(self, summary: str, params: dict, seconds: float, n_workers: int,
                created: str | None = None) -> StudyResult:
         (self.tmp / "summary.md").write_text(summary)
+        written = sorted(p.name for p in self.tmp.iterdir())
         meta = {
             "study": self.name,
             "params": params,
@@ -317,6 +328,8 @@ class StudyFolder:
             "n_workers": n_workers,
             "tables": sorted(f"{k}.csv" for k in self.tables),
             "figures": sorted(f"{k}.png" for k in self.figures),
+            # each file as written: a rerun replaces the folder only while each is unchanged
+            "digests": {name: file_digest(self.tmp / name) for name in written},
             "streamlsq_version": __version__,
         }
         if self.run_fingerprint is not None:
@@ -346,17 +359,39 @@ class StudyOutput:
     attrs: dict = field(default_factory=dict)
 
 
-def _not_written(out: Path) -> list[str]:
-    """The entries of an earlier output of a study that it did not write (its
-    ``study.json`` lists its tables and figures): a user's file put there since, which
-    replacing the folder would remove."""
+def _not_written(out: Path) -> tuple[list[str], bool]:
+    """The entries of an earlier output of a study that it cannot be shown to have written,
+    which replacing the folder would remove, and whether its ``study.json`` records digests.
+    An entry is the study's when it is a file of a name a study writes (a table, a figure,
+    ``summary.md``) that the record lists with the digest of its present bytes: a user's
+    file put there since, or named in an edited record, is not. A record of an earlier
+    version (no digests) proves nothing: every entry but the record is named."""
     try:
         meta = json.loads((out / MARKER).read_text())
-        own = {MARKER, "summary.md", *meta.get("tables", []), *meta.get("figures", [])}
-    except (OSError, ValueError, AttributeError, TypeError):
-        own = {MARKER}
-    return sorted(p.name for p in out.iterdir()
-                  if p.name not in own or p.is_symlink() or not p.is_file())
+        digests = meta.get("digests") if isinstance(meta, dict) else None
+    except (OSError, ValueError):
+        digests = None
+    recorded = isinstance(digests, dict)
+
+    def ours(path: Path) -> bool:
+        if path.name == MARKER:
+            return path.is_file() and not path.is_symlink()
+        if not recorded or not _study_file_name(path.name) or path.is_symlink() or \
+                not path.is_file():
+            return False
+        try:
+            return digests.get(path.name) == file_digest(path)
+        except OSError:
+            return False
+
+    return sorted(p.name for p in out.iterdir() if not ours(p)), recorded
+
+
+def _study_file_name(name: str) -> bool:
+    """Whether ``name`` is one a study writes in its folder: ``NAME.csv`` (a table),
+    ``NAME.png`` (a figure) or ``summary.md``."""
+    return name == Path(name).name and (name == "summary.md" or
+                                        name.endswith((".csv", ".png")))
 
 
 def _study_of(path: Path) -> str | None:

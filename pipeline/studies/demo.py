@@ -30,7 +30,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +43,13 @@ from streamlsq.io.outputs import (
     OwnedTemporary,
     check_outside_stores,
     check_writable,
+    file_digest,
+    folder_above,
+    foreign_in_store,
+    make_parents,
     reclaim_leftovers,
+    remove_made,
+    written_by_streamlsq,
 )
 from streamlsq.jobs import Context, Job, Run
 from streamlsq.mlr.metalearn import metalearn
@@ -61,67 +67,112 @@ MLR_K, MLR_D = 4, 8
 TAUS = (2, 4, 8, 16, 64)
 HOLDOUT = 20
 NEW_TASKS = 1_000
+#: the demo's fits of its stream store (:func:`_fit_stream_store`), each a result store
+STREAM_RUNS = ("kf4lls-sequential", "kf4lls-scan", "rls-g0.9999", "lms-normalized")
 ESTIMATORS = {"bayes": "posterior mean", "map": "MAP", "lstsq": "per-task least squares"}
 
 
 class DemoFolder:
     """The folder a demo writes into: a new folder it creates, marked by ``demo.json``.
 
-    :meth:`check` (before any work) refuses anything at ``out`` but an earlier demo's folder
-    (its marker) and a parent folder that does not exist or cannot be written. Used as a
-    context manager it sets an earlier demo's folder aside (an owned temporary), creates
-    ``out`` with its marker (``complete: false`` until the demo ends) and yields it; when the
-    block fails, the new folder is removed and the earlier one put back.
+    :meth:`check` (before any work) refuses anything at ``out`` but nothing, an empty folder
+    (the user's ``mkdir``) or an earlier demo's folder (its marker) holding nothing but what
+    that demo provably wrote, and a folder above it that is a file or cannot be written
+    (the missing ones are made by the run, :func:`run_demo`). Used as a context manager it
+    sets what is at ``out`` aside (an owned temporary), creates ``out`` with its marker
+    (``complete: false`` until the demo ends) and yields it; when the block fails, the new
+    folder is removed and the earlier one put back.
     """
 
     MARKER = "demo.json"
 
     def __init__(self, out):
+        self.given = out
         self.out = Path(out)
 
     def earlier(self) -> bool:
         """Whether ``out`` is a folder an earlier demo wrote (finished or not)."""
+        meta = self._meta()
+        return str(meta.get("written_by", "")).startswith("streamlsq demo") and \
+            not self.out.is_symlink()
+
+    def _meta(self) -> dict:
         try:
             meta = json.loads((self.out / self.MARKER).read_text())
         except (OSError, ValueError):
-            return False
-        return isinstance(meta, dict) and str(meta.get("written_by", "")).startswith(
-            "streamlsq demo") and not self.out.is_symlink()
+            return {}
+        return meta if isinstance(meta, dict) else {}
 
     def check(self) -> None:
+        if isinstance(self.given, str) and not self.given.strip():  # else the working folder
+            raise InputError("--out is empty: name the path to write")
         out = self.out
         check_outside_stores(out, "the demo's folder", "--out")
-        if not out.parent.is_dir():
-            raise InputError(f"{out.parent}: output folder does not exist")
+        above = folder_above(out)
         reclaim_leftovers(out)
-        if os.path.lexists(out) and not self.earlier():
+        empty = out.is_dir() and not out.is_symlink() and not any(out.iterdir())
+        if os.path.lexists(out) and not empty and not self.earlier():
             raise InputError(f"{out}: exists and was not written by streamlsq demo; the demo "
-                             "writes into a new folder of its own: choose another --out")
-        foreign = self._not_written() if os.path.lexists(out) else []
+                             "writes into a new folder of its own (or an empty one): choose "
+                             "another --out")
+        foreign, recorded = self._not_written() if os.path.lexists(out) else ([], True)
         if foreign:  # the earlier folder is replaced whole: they would go with it
             more = len(foreign) - 1
             what = foreign[0] if not more else f"{foreign[0]} and {more} more"
-            raise InputError(f"{out}: holds {what}, which streamlsq demo did not write; move "
-                             f"{'them' if more else 'it'} or choose another --out")
-        check_writable(out.parent)
+            them = "them" if more else "it"
+            if recorded:
+                raise InputError(f"{out}: holds {what}, which streamlsq demo did not write; "
+                                 f"move {them} or choose another --out")
+            raise InputError(f"{out}: holds {what}, which its {self.MARKER} (of an earlier "
+                             "streamlsq, or of a demo that was stopped) records without a "
+                             f"digest, so it cannot be told from a file of yours; move {them} "
+                             "(or remove the folder yourself) or choose another --out")
+        check_writable(out.parent if out.parent.is_dir() else above)
 
-    def _not_written(self) -> list[str]:
-        """The entries of an earlier demo's folder that its marker does not list (a user's
-        file put there since); an earlier version's marker lists none."""
-        try:
-            files = json.loads((self.out / self.MARKER).read_text()).get("files")
-        except (OSError, ValueError, AttributeError):
-            files = None
-        if not isinstance(files, list):
-            return []
-        own = {self.MARKER, *map(str, files)}
-        return sorted(p.name for p in self.out.iterdir()
-                      if p.name not in own or p.is_symlink())
+    def _not_written(self) -> tuple[list[str], bool]:
+        """The entries of an earlier demo's folder it cannot be shown to have written, which
+        replacing the folder would remove, and whether they are so for another reason than
+        a marker without digests (an earlier version's, a stopped demo's). An entry is the
+        demo's when it has a name the demo writes (:func:`demo_names`) and is a file the
+        marker lists with the digest of its present bytes, or a store that streamlsq wrote
+        holding nothing else (a killed demo's stores too: its temporaries, whose owner is
+        gone, are removed first). A user's file put there since, or named in an edited
+        marker, is not; a file of a marker without digests cannot be shown to be."""
+        files = self._meta().get("files")
+        recorded = isinstance(files, dict)
+        names = demo_names()
+        for name in names:
+            reclaim_leftovers(self.out / name)
+
+        def strays(path: Path) -> list[str]:  # what of the entry ``path`` is not the demo's
+            if path.is_symlink():
+                return [path.name]
+            if path.name == self.MARKER:
+                return [] if path.is_file() else [path.name]
+            if path.name not in names:
+                return [path.name]
+            if path.is_dir():  # a user's file in a store is named, not the store
+                return [f"{path.name}/{entry}" for entry in foreign_in_store(path)] \
+                    if written_by_streamlsq(path) else [path.name]
+            try:
+                return [] if recorded and path.is_file() and \
+                    files.get(path.name) == file_digest(path) else [path.name]
+            except OSError:
+                return [path.name]
+
+        foreign = sorted(entry for p in self.out.iterdir() for entry in strays(p))
+        unproven = [name for name in foreign if not recorded and name in names
+                    and (self.out / name).is_file()]
+        # a file of the user's is named first; a file of the demo's without a digest after
+        return ([name for name in foreign if name not in unproven] or unproven,
+                not unproven or len(unproven) < len(foreign))
 
     def _mark(self, complete: bool) -> None:
         meta = {"written_by": f"streamlsq demo {__version__}", "complete": complete}
-        if complete:  # what it wrote, told from what a user puts there later
-            meta["files"] = sorted(p.name for p in self.out.iterdir() if p.name != self.MARKER)
+        if complete:  # each file as written: told from what a user puts there later
+            meta["files"] = {p.name: file_digest(p) for p in sorted(self.out.iterdir())
+                             if p.name != self.MARKER and p.is_file() and not p.is_symlink()}
+            meta["stores"] = sorted(p.name for p in self.out.iterdir() if p.is_dir())
         (self.out / self.MARKER).write_text(json.dumps(meta) + "\n")
 
     @contextlib.contextmanager
@@ -143,6 +194,12 @@ class DemoFolder:
                 if os.path.lexists(aside.path):
                     os.rename(aside.path, self.out)
                 raise
+
+
+def demo_names() -> set[str]:
+    """The names of the entries the demo writes in its folder, beside its marker."""
+    stores = ["stream", "tasks", "model", *STREAM_RUNS, *(f"new-tasks-{tau}" for tau in TAUS)]
+    return {f"{name}.zarr" for name in stores} | {"stream.png", "metalearn.png", "summary.md"}
 
 
 def _slopes(ds):
@@ -238,8 +295,9 @@ def _fit_stream_store(cl, data: Path, out: Path, rows: int, features: int) -> di
                                schedule="inverse", rate=1.0, tau=1e3, block_size=traj,
                                record_every=1),
     }
-    return {name: fit_stream(data, out=out / f"{name}.zarr", overwrite=True, client=cl, **kw)
-            for name, kw in runs.items()}
+    return {name: fit_stream(data, out=out / f"{name}.zarr", overwrite=True, client=cl,
+                             **runs[name])
+            for name in STREAM_RUNS}  # the names an earlier demo's folder is known by
 
 
 def _stream_accuracy(results: dict, data: Path, truth: np.ndarray, say) -> dict:
@@ -348,7 +406,11 @@ def run_demo(out: str | Path = "streamlsq-demo", rows: int = 2_000_000, features
                         "tasks": tasks})
     rows, features, seed, tasks = (given[name] for name in ("rows", "features", "seed", "tasks"))
     job = DemoJob(rows, features, seed, echo, tasks)
-    return Run(out, client=client, scheduler=scheduler).execute(job)
+    try:
+        return Run(out, client=client, scheduler=scheduler).execute(job)
+    except BaseException:  # the folders made above ``out`` go with the failed run
+        remove_made(job.made)
+        raise
 
 
 @dataclass(eq=False)
@@ -362,6 +424,7 @@ class DemoJob(Job):
     seed: int
     echo: Callable
     tasks: int
+    made: list = field(default_factory=list)  # the folders above the output this run made
 
     name = "demo"
 
@@ -371,6 +434,8 @@ class DemoJob(Job):
 
     def prepare(self, run: Run, inputs: list) -> None:
         DemoFolder(run.out).check()
+        # the folders above it, as a study makes them; a failed run takes them back (run_demo)
+        self.made = make_parents(run.out)
 
     def compute(self, ctx: Context) -> dict:
         with DemoFolder(self.out).building() as out:

@@ -72,7 +72,8 @@ EVERY_STUDY = Options(STUDY, *STUDY_OPTIONS.values())
 #: :func:`streamlsq.studies.demo.run_demo` (``streamlsq demo``)
 DEMO = Options(
     Param("out", "streamlsq-demo", "Folder the demo creates for its stores, summary and "
-          "figures (a folder of yours is refused; an earlier demo's is replaced).",
+          "figures, with the folders above it (a folder of yours is refused unless empty; "
+          "an earlier demo's is replaced).",
           type=str | os.PathLike, metavar="PATH", requirement="a folder's path"),
     Param("rows", 2_000_000, "Rows of the stream.", type=int, gt=0),
     Param("features", 20, "Features of the stream.", type=int, gt=0),

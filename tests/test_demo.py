@@ -15,7 +15,7 @@ from test_faults_user_files import DEMO
 
 from streamlsq import open_result
 from streamlsq.cli.main import main
-from streamlsq.studies.demo import ESTIMATORS, TAUS
+from streamlsq.studies.demo import ESTIMATORS, TAUS, demo_names
 
 from conftest import lstsq, read_all
 from faultkit import invoke, snapshot
@@ -35,6 +35,14 @@ def test_writes_stores_summary_and_figures(demo):
                  "4. meta-learned", "5. predicted", "6. figures"):
         assert step in printed, step
     assert "rows/s" in printed and "dashboard" in printed
+
+
+def test_the_demo_writes_only_the_names_a_rerun_knows_as_its_own(demo):
+    """A rerun replaces an earlier demo's entries by these names only (re-test round 14: an
+    edited demo.json listing a user's file had it deleted): an entry added to the demo
+    without its name would be refused as the user's."""
+    out = demo[0]
+    assert {p.name for p in out.iterdir()} == demo_names() | {"demo.json"}
 
 
 def test_stream_fits_against_lstsq_and_truth(demo):

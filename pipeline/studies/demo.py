@@ -11,9 +11,10 @@
    ``summary.md`` and two figures (``stream.png``, ``metalearn.png``) into the
    demo folder.
 
-The demo folder is one it creates (:class:`DemoFolder`, marked by ``demo.json``): a folder
-of the user's is refused before anything is written, and only a folder an earlier demo
-wrote is replaced (set aside while the new one is built, put back if it fails).
+The demo folder is one it creates (:class:`DemoFolder`, marked by ``demo.json``, which
+keeps the digest of each file it wrote), with the folders above it: a folder of the user's
+is refused before anything is written unless it is empty, and only a folder an earlier demo
+provably wrote is replaced (set aside while the new one is built, put back if it fails).
 
 The demo is a job of the run path (:class:`DemoJob`): the run checks the folder and opens
 the Dask client. It is not one publication: the stores in the folder are results of runs

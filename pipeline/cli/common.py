@@ -131,6 +131,9 @@ def _check_not_in_memory(given: Mapping) -> None:
         value = given.get(name)
         if isinstance(value, str) and value.partition("://")[0].strip().lower() == "memory" \
                 and "://" in value:
+            if name == "plot":  # a PNG file, written on the local filesystem only
+                raise InputError(f"{option} {value}: memory:// lives in the process and is "
+                                 "gone when the command ends: name a PNG file path")
             raise InputError(f"{option} {value}: a memory:// store lives in the process that "
                              "writes it and is gone when the command ends: name a folder or "
                              "an object store URL (memory:// is for Python: "

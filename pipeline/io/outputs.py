@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from streamlsq.errors import InputError, OutputError, check_interrupted
+from streamlsq.io.location import not_a_url
 from streamlsq.io.locks import FileLock
 from streamlsq.io.stores import StoreSource
 
@@ -809,6 +810,9 @@ def write_file(path, write: Callable[[Path], None], ours: Callable[[Path], bool]
     text = os.fspath(path)
     if not text.strip():  # else the working folder, refused as a file not streamlsq's
         raise InputError(f"{what} is empty: name the file to write")
+    typo = not_a_url(text)  # refused, though a legal local name: ./NAME writes one
+    if typo:
+        raise InputError(typo)
     path = Path(path)
     if text.endswith(("/", os.sep)) or path.is_dir() and not path.is_symlink():
         # Path() drops the slash: a file would be written where a folder was meant

@@ -29,6 +29,7 @@ from streamlsq.io.location import csv_folder_remedy
 from streamlsq.io.names import look_alike
 from streamlsq.io.tables import (
     ROW_DIM,
+    column_of_later_files,
     forget_parts,
     is_parquet_folder_url,
     is_table,
@@ -183,7 +184,8 @@ class TableConversion(Job):
                 "columns to convert with --columns (columns=)")
         for name in names:
             if name not in table.members:
-                raise InputError(f"{table.label}: column '{name}' is missing (found: "
+                raise InputError(column_of_later_files(table, name) or
+                                 f"{table.label}: column '{name}' is missing (found: "
                                  f"{table.found}){look_alike(name, table.members)}"
                                  f"{partition_note(table, name)}")
             why = _unstorable(name)

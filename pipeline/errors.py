@@ -14,7 +14,8 @@ import threading
 from streamlsq.kernels.recursions.params import Param
 
 __all__ = ["ClusterError", "InputError", "OutputError", "RunError", "Terminated",
-           "WorkersPausedError", "check_interrupted", "checked", "interrupt"]
+           "WorkersPausedError", "check_interrupted", "checked", "interrupt", "note_published",
+           "published_outputs"]
 
 #: set by :func:`interrupt`, the command line's handler of SIGINT (Ctrl-C) and SIGTERM
 _interrupted = threading.Event()
@@ -54,6 +55,26 @@ def forget_interrupt() -> None:
     """A new command begins: no interrupt noted."""
     _interrupted.clear()
     _raised[0] = KeyboardInterrupt
+
+
+#: what the command published so far (:func:`note_published`), as the user named it
+_published: list[str] = []
+
+
+def note_published(where) -> None:
+    """An output is in place, complete (a store renamed or copied into place, a file
+    beside it): a failure after it (the standard output full) says it was written."""
+    _published.append(str(where))
+
+
+def published_outputs() -> list[str]:
+    """What the command published since it began (:func:`forget_published`)."""
+    return list(_published)
+
+
+def forget_published() -> None:
+    """A new command begins: nothing published yet."""
+    _published.clear()
 
 
 class InputError(ValueError):

@@ -25,7 +25,9 @@ from streamlsq.errors import (
     WorkersPausedError,
     check_interrupted,
     forget_interrupt,
+    forget_published,
     interrupt,
+    published_outputs,
 )
 from streamlsq.options import Options
 from streamlsq.options.common import CODEC
@@ -102,6 +104,43 @@ def _quiet():
             os.environ["PYTHONWARNINGS"] = env
 
 
+def standard_output_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised writing to the standard output: every command writes its
+    output with ``click.echo``, as click writes ``--help`` and ``--version``, and its ``err``
+    tells the standard error from it."""
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_name == "echo" and frame.f_globals.get("__name__") == "click.utils":
+            return not frame.f_locals.get("err")
+    return False
+
+
+def silence_standard_output() -> None:
+    """What is left to write to the standard output goes nowhere (its reader stopped, or the
+    device is full): the interpreter's final flush then neither fails again nor prints
+    "Exception ignored" (the Python documentation's advice on SIGPIPE)."""
+    stream = sys.__stdout__
+    if stream is None:  # closed by the caller (>&-)
+        return
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+
+
+def standard_output_failure(exc: OSError, out=None) -> str:
+    """The one line of a failed write to the standard output (``> /dev/full``), saying what
+    the command had written by then (``out``, the output it was given, else the first it
+    published): its result is complete, only its report is lost."""
+    reason = exc.strerror or " ".join(str(exc).split())[:200]
+    published = published_outputs()
+    written = ""
+    if published:
+        written = f"; {out if out is not None else published[0]} was written"
+    return f"writing to the standard output failed ({reason}){written}"
+
+
 def _fail(message: str, code: int, debug: bool):
     if debug:
         traceback.print_exc()
@@ -135,6 +174,9 @@ def _check_not_in_memory(given: Mapping) -> None:
         value = given.get(name)
         if isinstance(value, str) and value.partition("://")[0].strip().lower() == "memory" \
                 and "://" in value:
+            if name == "plot":  # a PNG file, written on the local filesystem only
+                raise InputError(f"{option} {value}: memory:// lives in the process and is "
+                                 "gone when the command ends: name a PNG file path")
             raise InputError(f"{option} {value}: a memory:// store lives in the process that "
                              "writes it and is gone when the command ends: name a folder or "
                              "an object store URL (memory:// is for Python: "
@@ -152,6 +194,7 @@ def _friendly_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         debug = _debug()
+        forget_published()
         try:
             _check_not_in_memory(kwargs)
             with contextlib.nullcontext() if debug else _quiet(), _noting_interrupts():
@@ -171,11 +214,14 @@ def _friendly_errors(fn):
         except BrokenPipeError:
             # the reader of the output went away (streamlsq info R | head): not a failure;
             # the rest of the output goes nowhere, and the interpreter does not complain
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            silence_standard_output()
             sys.exit(0)
         except Exception as exc:
             from streamlsq.runtime.client import cluster_failure
+
+            if isinstance(exc, OSError) and standard_output_failed(exc):
+                silence_standard_output()
+                _fail(standard_output_failure(exc, kwargs.get("out")), 2, debug)
 
             failure = cluster_failure(exc)
             if failure is not None:

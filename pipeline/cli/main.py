@@ -7,13 +7,22 @@ names the store, variable and chunk or row at fault.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import sys
 
 import click
 
-from streamlsq.cli.common import CONTEXT, LazyCommands, _debug, import_command
+from streamlsq.cli.common import (
+    CONTEXT,
+    LazyCommands,
+    _debug,
+    import_command,
+    silence_standard_output,
+    standard_output_failed,
+    standard_output_failure,
+)
 
 __all__ = [
     "console",
@@ -84,9 +93,16 @@ class _OneLineErrors(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         atexit.register(_quiet_shutdown)
+        stdout = sys.stdout
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except SystemExit as exc:
+            if exc.code == 1 and sys.stdout is not stdout:
+                # click's own end of a write to a pipe its reader closed (EPIPE: streamlsq
+                # --help | head -c0), which wrapped sys.stdout to ignore it: a reader that
+                # stops is not a failure
+                silence_standard_output()
+                sys.exit(0)
             if exc.code and args is None:  # the command itself, not a caller in Python
                 _quiet_exit()
             raise
@@ -100,6 +116,12 @@ class _OneLineErrors(click.Group):
         except click.Abort:
             click.echo("streamlsq: error: aborted", err=True)
             sys.exit(1)
+        except OSError as exc:  # --help or --version to a full device (> /dev/full)
+            if not standard_output_failed(exc) or _debugging():
+                raise
+            silence_standard_output()
+            click.echo(f"streamlsq: error: {standard_output_failure(exc)}", err=True)
+            sys.exit(2)
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -176,7 +198,16 @@ def console() -> None:
             continue
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+        except BrokenPipeError:  # the reader stopped (streamlsq ... | head): not a failure
+            continue
+        except OSError as exc:  # a full device (> /dev/full): one line, as any failure
+            if stream is sys.stdout:
+                silence_standard_output()
+                with contextlib.suppress(OSError, ValueError):
+                    print(f"streamlsq: error: {standard_output_failure(exc)}",
+                          file=sys.stderr, flush=True)
+            os._exit(2)
+        except ValueError:  # a stream closed under the command: nothing more can be said
             os._exit(1)
     os._exit(0)
 

@@ -49,6 +49,7 @@ from streamlsq.errors import InputError
 from streamlsq.io.names import look_alike
 from streamlsq.io.parts import Column, OpenedInput, RowsReader
 from streamlsq.io.tables import (
+    column_of_later_files,
     numbers_as_text,
     partition_note,
     read_frame,
@@ -1024,7 +1025,8 @@ class DesignInput:
                                                   else set())))
         for name in used:
             if name not in self.inner.members:
-                raise InputError(f"{self.label}: column '{name}' of the formula "
+                raise InputError(column_of_later_files(self.inner, name) or
+                                 f"{self.label}: column '{name}' of the formula "
                                  f"{self.formula!r} is missing (found: {self.found or 'none'})"
                                  + (look_alike(name, self.inner.members)
                                     or partition_note(self.inner, name)))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
 
 __all__ = ["CSV_SUFFIXES", "Location", "check_storage_options", "csv_folder_remedy", "is_url",
-           "locate", "options_for"]
+           "locate", "not_a_url", "options_for"]
 
 
 def is_url(path) -> bool:
@@ -30,6 +30,34 @@ def is_url(path) -> bool:
     if not isinstance(path, str) or "://" not in path:
         return False
     return not path.startswith("file://")
+
+
+#: fsspec's protocols that are also ordinary words of a local name ('data:2024.zarr'): such a
+#: name is never taken for a mistyped URL (:func:`not_a_url`)
+_WORDS = frozenset({"data", "dir", "root", "generic"})
+
+
+def not_a_url(path) -> str | None:
+    """For a local path that begins as a URL with too few slashes (``memory:/f.zarr``,
+    ``s3:bucket/k.zarr``: an fsspec protocol, then ``:`` without ``//``) and whose first part
+    does not exist here, what it is and how to write it; else None. Such a path is a legal
+    local name, read as one (a folder ``memory:``) when it exists."""
+    if not isinstance(path, str | os.PathLike):
+        return None
+    text = os.fspath(path)
+    if not isinstance(text, str) or "://" in text:
+        return None
+    scheme, colon, rest = text.partition(":")
+    if not colon or scheme.lower() in _WORDS or os.path.lexists(text.split("/")[0]):
+        return None
+    from fsspec.registry import known_implementations, registry
+
+    if scheme.lower() not in {*known_implementations, *registry}:
+        return None
+    fixed = (f"{scheme}://{rest}" if scheme.lower() in ("file", "local")
+             else f"{scheme}://{rest.lstrip('/')}")
+    return (f"{text}: not a URL, which is scheme://... (here {fixed}); to name a local path, "
+            f"write ./{text}")
 
 
 def _options_key(options: dict | None) -> str:

@@ -40,7 +40,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from streamlsq.errors import InputError, OutputError, check_interrupted
+from streamlsq.errors import InputError, OutputError, check_interrupted, note_published
+from streamlsq.io.location import not_a_url
 from streamlsq.io.locks import FileLock
 from streamlsq.io.stores import StoreSource
 
@@ -485,6 +486,11 @@ def publish(tmp: OwnedTemporary, out, overwrite: bool,
     run published it while this one computed (one line, :class:`OutputError`). With
     ``overwrite`` a previous result that ``ours`` accepts is swapped out atomically (the
     destination is never missing) and removed; anything else is refused."""
+    _publish(tmp, out, overwrite, ours)
+    note_published(out)
+
+
+def _publish(tmp: OwnedTemporary, out, overwrite: bool, ours: Callable[[Path], bool]) -> None:
     check_interrupted()  # a Ctrl-C swallowed on its way: nothing is published
     out = Path(out)
     if not overwrite or not os.path.lexists(out):
@@ -659,6 +665,7 @@ def publish_remote(tmp: RemoteTemporary, out, overwrite: bool) -> None:
     if keys:
         fs.copy(keys, [dst + k[len(src):] for k in keys])
     fs.pipe_file(f"{dst}/zarr.json", root)
+    note_published(out.shown or out.url)
 
 
 def publish_objects(objects: dict[str, bytes], out, overwrite: bool) -> None:
@@ -675,6 +682,7 @@ def publish_objects(objects: dict[str, bytes], out, overwrite: bool) -> None:
     if others:
         fs.pipe(others)  # concurrent PUTs, all done before the root is written
     fs.pipe_file(f"{dst}/zarr.json", root)
+    note_published(out.shown or out.url)
 
 
 # -- files beside an output ----------------------------------------------------------------
@@ -834,6 +842,9 @@ def write_file(path, write: Callable[[Path], None], ours: Callable[[Path], bool]
     text = os.fspath(path)
     if not text.strip():  # else the working folder, refused as a file not streamlsq's
         raise InputError(f"{what} is empty: name the file to write")
+    typo = not_a_url(text)  # refused, though a legal local name: ./NAME writes one
+    if typo:
+        raise InputError(typo)
     path = Path(path)
     if text.endswith(("/", os.sep)) or path.is_dir() and not path.is_symlink():
         # Path() drops the slash: a file would be written where a folder was meant

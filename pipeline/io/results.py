@@ -22,7 +22,7 @@ import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError, OutputError
-from streamlsq.io.location import Location, check_storage_options, is_url, locate
+from streamlsq.io.location import Location, check_storage_options, is_url, locate, not_a_url
 from streamlsq.io.outputs import (
     BESIDE,
     STORE_MARKS,
@@ -103,6 +103,9 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
             check_only_ours(loc, shown)
         check_remote_writable(loc)
         return loc
+    typo = not_a_url(loc.shown)  # refused, though a legal local name: ./NAME writes one
+    if typo:
+        raise InputError(typo)
     out = Path(loc.shown or loc.url)
     check_apart(out, inputs, "--out")
     reclaim_leftovers(out)  # a killed run's, also when this one is refused below
@@ -497,7 +500,14 @@ def _check_not_a_group(path) -> None:
     another store), rather than say ``no such store``."""
     if not isinstance(path, str | os.PathLike) or is_url(os.fspath(path)):
         return
+    text = os.fspath(path)
+    if isinstance(text, str) and text.rstrip("/").endswith("#") and not os.path.lexists(text):
+        raise InputError(f"{text}: names no group after '#', and a result is a store of its "
+                         "own, never a group: leave out the '#'")
     store, group = split_group(path)
+    if group is not None and not os.path.lexists(store):  # the first thing to mend
+        raise InputError(f"{path}: no such store {store} (and a result is a store of its "
+                         "own, never a group: give its path)")
     if group is not None:
         raise InputError(f"{path}: names the group '{group}' of {store}; a result is a store "
                          "of its own, never a group: give its path (open_dataset(PATH, "

@@ -74,6 +74,7 @@ from streamlsq.io.stores import (
     store_token,
 )
 from streamlsq.io.tables import (
+    column_of_later_files,
     is_parquet_folder_url,
     is_table,
     open_table,
@@ -822,7 +823,8 @@ def _require(table: OpenedInput, names, strict: bool, named: dict) -> None:
                        or _groups_note(table))
             option, remedy = named.get(name, (None, layout))
             given = f" named by {option}" if option else ""
-            raise InputError(f"{table.label}: variable '{name}'{given} is missing (found: "
+            raise InputError(column_of_later_files(table, name) or
+                             f"{table.label}: variable '{name}'{given} is missing (found: "
                              f"{table.found or 'none'}){similar or '; ' + remedy}")
 
 

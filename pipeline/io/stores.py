@@ -35,6 +35,7 @@ from streamlsq.io.location import (
     check_storage_options,
     csv_folder_remedy,
     locate,
+    not_a_url,
     streamlsq_folder,
 )
 from streamlsq.io.names import look_alike
@@ -599,8 +600,13 @@ def split_group(data, group: str | None = None) -> tuple:
     cuts = [i for i, ch in enumerate(text) if ch == "#"]
     cut = next((i for i in cuts if os.path.lexists(text[:i])), cuts[0])
     path, named = text[:cut], text[cut + 1:].strip("/")
-    if not path or not named:
-        raise InputError(f"{text}: expected PATH or PATH#GROUP")
+    if not path:
+        raise InputError(f"{text}: names no store before '#': give the store's path, as "
+                         f"data.zarr{text[cut:]}")
+    if not named:
+        raise InputError(f"{text}: names no group after '#': give a group's path, as "
+                         f"{path}#GROUP (as info lists them), or leave out the '#' to read the "
+                         "store itself")
     if group is not None and group != named:
         raise InputError(f"{text} names the group '{named}', and --group (group=) "
                          f"'{group}': name the group once")
@@ -621,7 +627,7 @@ def open_group(path, group: str | None) -> zarr.Group:
         raise InputError(f"{shown}: cannot be reached ({type(exc).__name__}: "
                          f"{_first_line(exc)})") from None
     if not found:
-        raise InputError(f"{shown}: no such store")
+        raise InputError(not_a_url(shown) or f"{shown}: no such store")
     try:
         return zarr.open_group(store=loc.zarr_store(read_only=True), mode="r",
                                path=group or None, use_consolidated=False)

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from streamlsq.errors import InputError
-from streamlsq.io.location import CSV_SUFFIXES, is_url
+from streamlsq.io.location import CSV_SUFFIXES, is_url, not_a_url
 from streamlsq.io.parts import TARGET_CHUNK_ELEMENTS, Column, RowsReader
 from streamlsq.io.stores import object_stamp
 
@@ -159,6 +159,10 @@ class TableRows:
     #: the files of a CSV glob that lack columns of its first file: (first file, {file:
     #: the columns it lacks}), refused when such a column is read (:meth:`TableInput.columns`)
     lacking: tuple = field(default=(), compare=False, hash=False)
+    #: the columns of later files of a CSV glob that its first file lacks (dask reads every
+    #: file with the first one's columns): (first file, {column: the first file holding it}),
+    #: named in the refusal of such a column as missing (:func:`column_of_later_files`)
+    beyond: tuple = field(default=(), compare=False, hash=False)
     stamps: tuple = ()
     #: the hash of each local file's bytes, once taken (:meth:`chunk_stamps`)
     digests: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -625,7 +629,7 @@ def _list_files(text: str, options: dict | None, suffixes) -> list[tuple[str, st
         else:
             found = {path: fs.info(path)}
     except FileNotFoundError:
-        raise InputError(f"{text}: no such file or folder") from None
+        raise InputError(not_a_url(text) or f"{text}: no such file or folder") from None
     except Exception as exc:  # an unreachable object store, missing credentials, ...
         if not is_url(text):
             raise
@@ -655,6 +659,21 @@ def _partition_keys(text: str, files: list) -> dict[str, str]:
             if eq and key:
                 keys.setdefault(key, part)
     return keys
+
+
+def column_of_later_files(table, name: str) -> str | None:
+    """The refusal of the column ``name`` as missing from ``table`` (an opened input, or one
+    read through a formula) when a later file of its CSV glob holds it and the first does
+    not, naming both files as the refusal the other way round does
+    (:meth:`TableInput.columns`); else None."""
+    while getattr(table, "inner", None) is not None:
+        table = table.inner
+    beyond = getattr(getattr(table, "table_rows", None), "beyond", ())
+    if not beyond or name not in beyond[1]:
+        return None
+    first, holder = beyond[0], beyond[1][name]
+    return (f"{first}: has no column {name!r}, where {holder} has it; the files of one table "
+            "hold the same columns: write the column into every file, or leave it out")
 
 
 def partition_note(table, name: str) -> str:
@@ -1252,15 +1271,20 @@ def _csv_rows(text: str, options: dict | None) -> TableRows:
     # a file without one of them failed only when its rows were read, naming no file
     # ("partition 1 (rows 200-399) cannot be read (KeyError: "['w'] not in index")"):
     # what each file lacks is kept, and refused where such a column is read
-    lacking = {}
+    lacking, beyond = {}, {}
     for file in names[1:]:
-        header = set(_distinct_csv_header(file, sep, options))
+        header = _distinct_csv_header(file, sep, options)
         lacks = tuple(n for n in first if n not in header)
         if lacks:
             lacking[file] = lacks
+        for name in header:
+            if name not in first:
+                beyond.setdefault(name, file)
     rows = _dask_rows(ddf, text, text, token, token, diagnose=_csv_diagnosis(
         names, sep, options, dict(ddf.dtypes), text))
-    return replace(rows, lacking=(names[0], lacking)) if lacking else rows
+    if lacking:
+        rows = replace(rows, lacking=(names[0], lacking))
+    return replace(rows, beyond=(names[0], beyond)) if beyond else rows
 
 
 def _distinct_csv_header(file: str, sep: str, options: dict | None) -> list[str]:
@@ -1413,7 +1437,7 @@ def open_table(data, storage_options: dict | None = None, file_kind: str | None 
         return _with_rows(TableInput(rows, dict(data.dtypes), rows.shown))
     text = os.fspath(data)
     if not is_url(text) and not any(c in text for c in "*?[") and not os.path.exists(text):
-        raise InputError(f"{text}: no such file or folder")
+        raise InputError(not_a_url(text) or f"{text}: no such file or folder")
     partitions = {}
     if (file_kind or _file_kind(text)) == "parquet":
         rows, dtypes, partitions = _parquet_rows(text, storage_options)

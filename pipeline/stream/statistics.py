@@ -305,7 +305,9 @@ def wald_test(result, constraints, q=None, *, target=None) -> WaldTest:
     """The F test of linear restrictions on the coefficients of a least-squares fit, as
     statsmodels' ``f_test``: ``constraints`` a string of restrictions on the coefficients'
     labels (``"dep_delay = 0, distance = air_time"``, parsed by formulaic's linear
-    constraints; back-quote a label that is not a name) or a matrix R (J, k) with ``q``
+    constraints; back-quote a label that is not a name; a chained equality ``"a = b = 0"``
+    is two restrictions, ``a = b`` and ``b = 0``, as statsmodels reads it), which holds its
+    own right-hand sides (``q`` is refused beside it), or a matrix R (J, k) with ``q``
     (J,). Uses the fit's covariance (robust when it has one) and df_resid denominator
     degrees of freedom (G − 1 for clusters). Returns ``fvalue``, ``pvalue``, ``df_num``,
     ``df_denom``.

@@ -56,6 +56,7 @@ from streamlsq.io.results import (
     for_workers,
     open_result,
     prepare_output,
+    seal,
     write_result,
 )
 from streamlsq.options import Options
@@ -517,6 +518,7 @@ class Run:
         if self.passes:
             own["passes"] = self.passes
         job.annotate(ds, attrs, own)
+        seal(ds)  # the record of a fit's model bound to its coefficients' labels
 
     def _compute_into_store(self, job: Job, inputs, checkpoint) -> xr.Dataset:
         """A job that writes its arrays chunk by chunk: into a temporary store next to the
@@ -525,7 +527,9 @@ class Run:
             store = for_workers(tmp)
             ds = self._compute(job, inputs, checkpoint, store)
             self._add_attrs(job, ds, inputs, job.fingerprint())
-            zarr.open_group(store, mode="r+").attrs.update(dict(ds.attrs) | {"complete": False})
+            group = zarr.open_group(store, mode="r+")
+            group.attrs.update(dict(ds.attrs) | {"complete": False})
+            seal(group)  # of the arrays written into the store
         if checkpoint is not None:
             checkpoint.remove()
         return job.published(self.out, self.storage_options)

@@ -158,6 +158,10 @@ def _refuse_call(node: ast.Call) -> None:
     if name.split(".")[-1] in ROW_DEPENDENT:
         raise _Refused(f"the transform {name}() depends on the rows it sees: the design would "
                        "differ from chunk to chunk; compute that column before the fit", True)
+    if name == "offset":  # R's and patsy's offset(): an option of the fit here
+        raise _Refused("calls 'offset', which is not a declared transform: an offset is given "
+                       "apart from the formula, --offset COLUMN (offset= in Python), or "
+                       "--exposure COLUMN for the logarithm of an exposure (exposure=)", True)
     raise _Refused(f"calls '{name}', which is not a declared transform")
 
 
@@ -307,6 +311,11 @@ def check_formula(formula: str) -> FormulaColumns:
     return _checked(formula)
 
 
+#: why a column whose name holds a backtick is refused: formulaic's backticks have no escape
+BACKTICK_NAME = ("a column name holding a backtick cannot be written in a formula (a backtick "
+                 "ends the quoted name, and formulaic has no escape for one): rename the "
+                 "column")
+
 #: what ends the refusal of a formula's Python
 _NEVER_PYTHON = ("; a formula is never run as Python: it names columns, numbers, I(), C() and "
                  "the declared transforms (np.log, np.sqrt, np.exp, np.power, ...: "
@@ -415,6 +424,8 @@ def parse(formula: str):
         hint = (f"; the column '{words[0]}' is a Python keyword, which formulaic reads alone "
                 f"(y ~ `{words[0]}`), not inside C(), I() or a transform: rename the column"
                 if words and isinstance(exc, SyntaxError) else "")
+        if not hint and ("``" in formula or re.search(r"\w`\w", formula)):
+            hint = f"; {BACKTICK_NAME}"
         raise InputError(f"formula {formula!r} cannot be parsed ({type(exc).__name__}: "
                          f"{_first_line(exc)}){hint}") from None
     if isinstance(getattr(parsed, "lhs", None), SimpleFormula) and \
@@ -1018,6 +1029,12 @@ class DesignInput:
                 return firsts.pop()[0]
         return self.inner.default_sample_dim(used)
 
+    def _backtick_note(self) -> str:
+        """Why a column of the data whose name holds a backtick, which a formula cannot
+        write, may be the one missing."""
+        held = sorted(str(n) for n in self.inner.members if "`" in str(n))
+        return f"; the column {held[0]!r}: {BACKTICK_NAME}" if held else ""
+
     def columns(self, names, dim: str | None) -> dict[str, Column]:
         """The formula's columns opened, checked and encoded (the levels found), then the
         design and response as the variables they make."""
@@ -1029,7 +1046,8 @@ class DesignInput:
                                  f"{self.label}: column '{name}' of the formula "
                                  f"{self.formula!r} is missing (found: {self.found or 'none'})"
                                  + (look_alike(name, self.inner.members)
-                                    or partition_note(self.inner, name)))
+                                    or partition_note(self.inner, name)
+                                    or self._backtick_note()))
         per_row = [n for n in names if n not in (DESIGN, RESPONSE)]
         # the column that counts the rows: the formula's first, else (the intercept alone,
         # y ~ 1, on new rows without y) any of the input's

@@ -543,6 +543,15 @@ def _labels(g: zarr.Group, name: str) -> list | None:
 
 def check_coefficient_labels(attrs: dict, label: str, features: list | None,
                              targets: list | None) -> None:
+    """Refuse a fit whose coefficients' labels are not those its record makes
+    (:func:`_check_labels`), then one whose record was edited since the fit in any other
+    way its digest shows (:func:`_check_digest`)."""
+    _check_labels(attrs, label, features, targets)
+    _check_digest(attrs, label, features)
+
+
+def _check_labels(attrs: dict, label: str, features: list | None,
+                  targets: list | None) -> None:
     """Refuse a fit whose coefficients' labels are no longer those its attributes describe:
     a fit of named variables whose labels are not its ``x_variables``
     (:func:`_check_variable_labels`), or a formula fit whose attributes ``formula`` and
@@ -718,6 +727,9 @@ def check_layout(attrs: dict, dims: dict, label: str) -> None:
     if attrs.get("model") == "glm" and method != "glm":  # a GLM's coefficients read as linear
         raise InputError(f"{label}: its attribute method is {method!r}, but its attribute "
                          f"model says a GLM (whose method is 'glm'); {_DAMAGED}")
+    if method == "glm" and attrs.get("model") != "glm":  # named before the digest sees it
+        raise InputError(f"{label}: its attribute model is {attrs.get('model')!r}, where a "
+                         f"GLM's (method 'glm') is 'glm'; {_DAMAGED}")
     layout = (_MODEL_LAYOUT if method in ("metalearn", "pooled", "em") else _FIT_LAYOUT
               if method == "glm" or (isinstance(method, str) and method in RECURSIONS) else {})
     for name, wanted in layout.items():
@@ -788,6 +800,11 @@ def _check_kept_record(attrs: dict, label: str) -> None:
         if not (count if holds == "a count" else level):
             raise InputError(f"{label}: its attribute {name} is {value!r}, not {holds}; "
                              f"{_DAMAGED}")
+    flag = attrs.get("fit_intercept")
+    if flag is not None and not isinstance(flag, bool | np.bool_):
+        # read as Python reads a value: 'yes', and 'no' too, would be an intercept
+        raise InputError(f"{label}: its attribute fit_intercept is {flag!r}, not true or "
+                         f"false; {_DAMAGED}")
     for name, holds in _KEPT_JSON.items():
         text = attrs.get(name)
         if text is None or (name == "parameters" and isinstance(text, dict)):
@@ -820,20 +837,18 @@ def _check_glm_record(attrs: dict, label: str) -> None:
     to the linear predictor) is not what its ``parameters`` record: edited to another valid
     family or to another real column of the data, it would be applied without a word. A GLM
     written before its parameters recorded the offset and exposure has nothing to compare
-    for them."""
+    for them. A family or link no GLM has is refused in the words of ``predict``
+    (:func:`glm_spec`); an edit of a record and its parameters alike, by the digest
+    (:func:`_check_digest`)."""
     import json
 
-    if attrs.get("method") != "glm" or attrs.get("parameters") is None:
+    if attrs.get("method") != "glm":
         return
-    from streamlsq.kernels.glm import GLMSpec
-
+    glm_spec(attrs, label)  # a family or link no GLM has: refused when opened, as predict did
+    if attrs.get("parameters") is None:
+        return
     recorded = attrs["parameters"]
     recorded = recorded if isinstance(recorded, dict) else json.loads(recorded)
-    try:
-        spec = GLMSpec(str(attrs.get("family")), attrs.get("link"))
-        spec.fam.link(spec.link)
-    except (ValueError, KeyError):
-        return  # a family or link no GLM has: its reader names what it takes
     for key, name in (("family", "family"), ("link", "link"), ("offset", "offset_variable"),
                       ("exposure", "exposure_variable")):
         if key not in recorded:
@@ -845,6 +860,90 @@ def _check_glm_record(attrs: dict, label: str) -> None:
             raise InputError(f"{label}: its attribute {name} {said}, but its attribute "
                              f"parameters records the {key} {was}: one of them was edited "
                              f"since the fit; {_DAMAGED}")
+
+
+def glm_spec(attrs: dict, label: str):
+    """The :class:`~streamlsq.kernels.glm.GLMSpec` a GLM's attributes ``family``, ``link``,
+    ``nb_alpha`` and ``var_power`` make, or the one-line refusal of a family or link no GLM
+    has (edited by hand): the same when the result is opened (``info --check``,
+    :func:`open_result`) as when ``predict`` applies it."""
+    from streamlsq.kernels.glm import GLMSpec
+
+    spec = GLMSpec(family=str(attrs.get("family")), link=attrs.get("link"),
+                   alpha=attrs.get("nb_alpha"), power=attrs.get("var_power"))
+    try:
+        spec.fam.link(spec.link)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{label}: its attributes family and link ({attrs.get('family')!r}, "
+                         f"{attrs.get('link')!r}) are refused: {exc}; {_DAMAGED}") from None
+    return spec
+
+
+#: the attribute holding the digest of a fit's record of its model (:func:`record_digest`)
+DIGEST = "model_digest"
+
+#: the attributes that say what model a result's coefficients belong to, and how ``predict``
+#: builds the new rows' design for them: the digest binds them to the coefficients' labels
+DIGESTED = ("method", "model", "family", "link", "nb_alpha", "var_power", "formula",
+            "formula_levels", "formula_contrasts", "x_variables", "y_variables", "sample_dim",
+            "fit_intercept", "k_constant", "offset_variable", "exposure_variable",
+            "trials_variable", "weights_variable", "groups_variable", "parameters")
+
+
+def record_digest(attrs: dict, features: list | None) -> str:
+    """The sha256 (hex) of a fit's record of its model: the attributes of :data:`DIGESTED`
+    it has (JSON text read as its value, so that its spacing does not count) and the labels
+    of its coefficients (``features``). Written at the fit as the attribute
+    :data:`DIGEST`; every reader computes it again (:func:`check_coefficient_labels`)."""
+    import hashlib
+    import json
+
+    record = {}
+    for name in DIGESTED:
+        if name not in attrs:
+            continue
+        value = attrs[name]
+        if name in _KEPT_JSON and isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        record[name] = value
+    record["feature"] = None if features is None else [str(v) for v in features]
+    text = json.dumps(record, sort_keys=True, default=_plain)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value a store's attribute reads back as."""
+    return value.item() if isinstance(value, np.generic) else str(value)
+
+
+def seal(result) -> None:
+    """Record :data:`DIGEST` on a fit (a Dataset, or the zarr group of a store written chunk
+    by chunk) holding coefficients; other results (data, a study's files) have none."""
+    if isinstance(result, zarr.Group):
+        if "coef" in result.array_keys():
+            result.attrs[DIGEST] = record_digest(dict(result.attrs), _labels(result, "feature"))
+    elif isinstance(result, xr.Dataset) and "coef" in result.variables:
+        features = result["feature"].values.tolist() if "feature" in result.variables else None
+        result.attrs[DIGEST] = record_digest(dict(result.attrs), features)
+
+
+def _check_digest(attrs: dict, label: str, features: list | None) -> None:
+    """Refuse a fit whose record of its model (:data:`DIGESTED`, the coefficients' labels)
+    is no longer the one its :data:`DIGEST` was computed from at the fit: an attribute
+    edited since, even consistently with the others (the exposure in both
+    ``exposure_variable`` and ``parameters``), which the comparisons of one attribute with
+    another cannot see. An integrity check against edits that leave the digest as it was,
+    not a signature: whoever computes it again can forge it. A result written before the
+    digest has none and is read as before."""
+    kept = attrs.get(DIGEST)
+    if kept is None:
+        return
+    if kept != record_digest(attrs, features):
+        names = [name for name in DIGESTED if name in attrs]
+        raise InputError(f"{label}: its attributes ({', '.join(names)}) or its coefficients' "
+                         f"labels are not those its attribute {DIGEST} was computed from at "
+                         f"the fit: they were edited since the fit; {_DAMAGED}")
 
 
 #: arrays of a result up to this many bytes are read and checked when the result is opened

@@ -17,6 +17,7 @@ import zarr
 
 from streamlsq.errors import InputError
 from streamlsq.io.location import locate
+from streamlsq.io.results import glm_spec
 from streamlsq.io.sources import StreamSource
 from streamlsq.jobs import Context, Run
 from streamlsq.kernels import glm as kernels
@@ -105,15 +106,8 @@ class GLMPrediction(StreamPrediction):
             check_recorded_step(self.step, fit.step.values, self.shown)
         check_names_of_rows(fit.attrs, self.shown, self.x, self.y)
         a = fit.attrs
-        params = {"family": a["family"], "link": a["link"], "alpha": a.get("nb_alpha"),
-                  "power": a.get("var_power")}
-        self.spec = kernels.GLMSpec(**params)
-        try:  # a family or link edited by hand: one line, not Python's ValueError (exit 1)
-            self.spec.fam.link(self.spec.link)
-        except ValueError as exc:
-            raise InputError(f"{self.shown}: its attributes family and link ({a['family']!r}, "
-                             f"{a['link']!r}) are refused: {exc}; the result is damaged: "
-                             "compute it again") from None
+        # a family or link edited by hand: one line, as when the result is opened
+        self.spec = glm_spec(a, self.shown)
         self.labels = [str(v) for v in fit.feature.values]
         self.params = np.asarray(fit.coef.isel(step=-1, target=0).values, np.float64)
         self.target = fit.target.values

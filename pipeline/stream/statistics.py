@@ -25,6 +25,7 @@ not least squares) the attribute ``statistics_unavailable`` says why.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -304,7 +305,9 @@ def wald_test(result, constraints, q=None, *, target=None) -> WaldTest:
     """The F test of linear restrictions on the coefficients of a least-squares fit, as
     statsmodels' ``f_test``: ``constraints`` a string of restrictions on the coefficients'
     labels (``"dep_delay = 0, distance = air_time"``, parsed by formulaic's linear
-    constraints; back-quote a label that is not a name) or a matrix R (J, k) with ``q``
+    constraints; back-quote a label that is not a name; a chained equality ``"a = b = 0"``
+    is two restrictions, ``a = b`` and ``b = 0``, as statsmodels reads it), which holds its
+    own right-hand sides (``q`` is refused beside it), or a matrix R (J, k) with ``q``
     (J,). Uses the fit's covariance (robust when it has one) and df_resid denominator
     degrees of freedom (G − 1 for clusters). Returns ``fvalue``, ``pvalue``, ``df_num``,
     ``df_denom``.
@@ -328,6 +331,10 @@ def wald_test(result, constraints, q=None, *, target=None) -> WaldTest:
             isinstance(c, str) for c in constraints):  # statsmodels' list of restrictions
         constraints = ", ".join(constraints)
     if isinstance(constraints, str):
+        if q is not None:  # statsmodels reads the string's own right-hand sides, q unused
+            raise InputError(f"restrictions {constraints!r} with q {q!r}: a string of "
+                             "restrictions holds its own right-hand sides ('x1 = 1'): leave "
+                             "q out, or give a matrix R (J, k) with q (J,)")
         R, q = _parse_constraints(constraints, features)
     else:
         R, q = _matrix_constraints(constraints, q)
@@ -368,18 +375,58 @@ def _negated_constants(spec: str) -> str:
                    for i, part in enumerate(parts))
 
 
+def _unchained(spec: str) -> str:
+    """``a = b = 0`` as statsmodels (patsy) reads a chained equality, two restrictions
+    ``a = b, b = 0``, where formulaic reads one (``a - b + 0 = 0``); labels in backquotes,
+    parentheses and the operators ``==``, ``<=``, ``>=``, ``!=`` (refused by formulaic) are
+    left as they are."""
+    restrictions, sides, start, depth, quoted = [], [], 0, 0, False
+    for i, ch in enumerate(spec):
+        if ch == "`":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and ch == ",":
+            restrictions.append([*sides, spec[start:i]])
+            sides, start = [], i + 1
+        elif depth == 0 and ch == "=" and spec[i - 1:i] not in ("=", "<", ">", "!") and \
+                spec[i + 1:i + 2] != "=":
+            sides.append(spec[start:i])
+            start = i + 1
+    restrictions.append([*sides, spec[start:]])
+    if all(len(sides) <= 2 for sides in restrictions):
+        return spec
+    return ", ".join(" = ".join(s.strip() for s in pair) for sides in restrictions
+                     for pair in (itertools.pairwise(sides) if len(sides) > 1 else [sides]))
+
+
 def _parse_constraints(spec: str, features: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """R and q of restrictions written on the coefficients' labels (formulaic)."""
+    """R and q of restrictions written on the coefficients' labels (formulaic), a chained
+    equality read as statsmodels reads it (:func:`_unchained`)."""
     from formulaic.utils.constraints import LinearConstraints
 
     try:
-        lc = LinearConstraints.from_spec(_negated_constants(spec), variable_names=features)
+        lc = LinearConstraints.from_spec(_negated_constants(_unchained(spec)),
+                                         variable_names=features)
     except KeyError as exc:
-        raise InputError(f"{spec!r}: no coefficient {exc.args[0]!r}; the coefficients are "
+        name = str(exc.args[0])
+        if re.fullmatch(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?", name) and \
+                not np.isfinite(float(name)):
+            raise InputError(f"{spec!r}: the number {name} is out of range (not finite in "
+                             "double precision); a restriction's numbers must be "
+                             "finite") from None
+        raise InputError(f"{spec!r}: no coefficient {name!r}; the coefficients are "
                          f"{features}") from None
     except Exception as exc:  # formulaic's syntax errors span lines: keep the first
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{spec!r}: not a list of linear restrictions ({first})") from None
+        remedy = ("; write each restriction with one '=' (as 'x1 = 0', 'x1 = x2'), "
+                  "restrictions separated by ','" if "operator" in first else "")
+        raise InputError(f"{spec!r}: not a list of linear restrictions "
+                         f"({first}){remedy}") from None
     R = np.asarray(lc.constraint_matrix, np.float64)
     if R.size and not np.any(R, axis=1).all():  # '0 = 0' of a coefficient labelled 0
         raise InputError(f"{spec!r}: a restriction names no coefficient (a number is read as "

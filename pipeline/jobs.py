@@ -31,10 +31,9 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
-import xarray as xr
 import zarr
 from distributed import Client
 
@@ -62,6 +61,9 @@ from streamlsq.io.results import (
 from streamlsq.options import Options
 from streamlsq.options.run import RUN
 from streamlsq.runtime.client import dask_client
+
+if TYPE_CHECKING:  # imported where a Dataset is made: the fit starts before xarray
+    import xarray as xr
 
 __all__ = ["Context", "Job", "Pass", "Run", "RunOptions"]
 

@@ -53,9 +53,19 @@ def _imports_any_of(modules: set[str], names) -> set[str]:
     return {m for m in modules for name in names if m == name or m.startswith(name + ".")}
 
 
+#: what the result's Dataset needs, imported beside the running fit (``imports_ahead``) or
+#: when the result is built, never before the fit can send its first task
+RESULT_ONLY = ("xarray", "pandas")
+
+
 def test_the_fit_path_imports_no_scipy_stats_sklearn_or_matplotlib():
     modules = _imported_after("import streamlsq.stream.fit")
     assert not _imports_any_of(modules, NOT_ON_FIT_PATH)
+
+
+def test_the_fit_path_and_the_fit_command_import_no_xarray_or_pandas():
+    modules = _imported_after("import streamlsq.stream.fit, streamlsq.cli.fit, streamlsq.jobs")
+    assert not _imports_any_of(modules, RESULT_ONLY)
 
 
 def test_a_whole_fit_with_statistics_imports_no_scipy_stats(tmp_path):

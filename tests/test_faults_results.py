@@ -7,6 +7,8 @@ as it is read, never read whole to be opened."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -191,11 +193,21 @@ def test_a_result_encoded_in_memory_is_the_store_zarr_writes_itself(made, tmp_pa
     assert roots[0]["consolidated_metadata"] == roots[1]["consolidated_metadata"]
 
 
-def test_importing_ahead_writes_nothing_and_ends(tmp_path, monkeypatch):
-    from streamlsq.io.results import import_ahead
-
-    monkeypatch.chdir(tmp_path)
-    thread = import_ahead()
-    thread.join(timeout=120)
-    assert not thread.is_alive() and thread.daemon
+def test_importing_ahead_writes_nothing_and_ends_with_xarray_imported(tmp_path):
+    # a fresh process, as a command's: the fit path has imported neither xarray nor pandas
+    code = """
+import sys, threading
+from streamlsq.io.results import imports_ahead
+assert "xarray" not in sys.modules and "pandas" not in sys.modules
+with imports_ahead():
+    assert [t for t in threading.enumerate() if t.name == "streamlsq-import-ahead"]
+assert "xarray" in sys.modules and "pandas" in sys.modules
+assert not [t for t in threading.enumerate() if t.name == "streamlsq-import-ahead"]
+import xarray.conventions  # a submodule right after the block: the import has ended
+import xarray as xr
+print(xr.Dataset({"a": ("x", [1.0])}).sizes["x"])
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "1", run.stderr
     assert list(tmp_path.iterdir()) == []

@@ -100,10 +100,8 @@ def recursion_command(name: str, command_name: str | None = None) -> click.Comma
                            cluster["n_workers"], cluster["memory_limit"], data=stores,
                            preload=_task_modules(declaration),
                            threads_keep_up=True) as client:  # as StreamFit declares
-            from streamlsq.io.results import import_ahead
             from streamlsq.stream.fit import fit_stream
 
-            import_ahead()  # while the fit's tasks run
             ds = fit_stream(stores[0] if single else stores, name, out=out, client=client,
                             **options)
         done = _done_line(out, ds)

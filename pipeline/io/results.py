@@ -12,13 +12,14 @@ import contextlib
 import dataclasses
 import os
 import posixpath
+import sys
 import threading
 import uuid
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 import zarr
 
 from streamlsq.errors import InputError, OutputError
@@ -55,6 +56,9 @@ from streamlsq.io.stores import (
     store_keys,
     unwritten_chunks,
 )
+
+if TYPE_CHECKING:  # imported where a Dataset is made: the fit starts before xarray
+    import xarray as xr
 
 __all__ = [
     "atomic_store",
@@ -317,27 +321,41 @@ def _write_encoded(ds: xr.Dataset, out, overwrite: bool, inputs, storage_options
         _publish_local(tmp, files, out, overwrite)
 
 
-def import_ahead() -> threading.Thread:
-    """Start, in a daemon thread, what building and encoding a result first imports, while a
-    command's tasks run.
+@contextlib.contextmanager
+def imports_ahead() -> Iterator[None]:
+    """Import, in a daemon thread while the block runs (a fit's tasks), what building and
+    encoding its result first imports; joined when the block ends.
 
-    xarray imports every duck-array library it can find on its first ``Dataset`` (dask.array
-    with scipy.sparse and scipy.fft, pint and cupy when installed) and pandas its Arrow
-    strings on the first string index: 0.2–0.4 s that a command spent after its fit had
-    finished (``docs/performance.md#exit``), while the command's own process waited idle for
-    its workers. A one-value result is built and encoded in memory for that, nothing is
-    written; should it fail, the real result's build raises the error itself."""
+    The fit path imports neither xarray nor pandas (about a third of its imports), so a
+    command sends its first task that much sooner; xarray, on its first ``Dataset``, then
+    imports every duck-array library it finds (dask.array with scipy.sparse and scipy.fft,
+    pint and cupy when installed), and pandas its Arrow strings on the first string index
+    (``docs/performance.md#exit``). A one-value result is built and encoded in memory for
+    that, nothing is written; should it fail, the real result's build raises the error
+    itself. The block must import neither package itself: two threads importing one
+    package's modules can each hold a lock the other waits for, and Python then hands one
+    of them the half-imported module. Joining at the block's end keeps every later import
+    of them in one thread. A process that has imported xarray already (a notebook) starts
+    no thread."""
+    if "xarray" in sys.modules:
+        yield
+        return
     thread = threading.Thread(target=_import_by_encoding, name="streamlsq-import-ahead",
                               daemon=True)
     thread.start()
-    return thread
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 def _import_by_encoding() -> None:
-    ds = xr.Dataset({"coef": (("step", "feature"), np.zeros((1, 1)))},
-                    coords={"step": [0], "feature": np.array(["x"], dtype=object)},
-                    attrs={"complete": False})
-    with contextlib.suppress(Exception):  # see import_ahead: the real build reports it
+    with contextlib.suppress(Exception):  # see imports_ahead: the real build reports it
+        import xarray as xr
+
+        ds = xr.Dataset({"coef": (("step", "feature"), np.zeros((1, 1)))},
+                        coords={"step": [0], "feature": np.array(["x"], dtype=object)},
+                        attrs={"complete": False})
         _encoded(ds)
 
 

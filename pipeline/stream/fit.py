@@ -12,13 +12,13 @@ KF4LLS and its test population: :mod:`streamlsq.stream.interleaved`).
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import xarray as xr
 
 from streamlsq.errors import InputError
 from streamlsq.io.checkpoint import Checkpoint, EntryCheckpoint
+from streamlsq.io.results import imports_ahead
 from streamlsq.jobs import Context, Job, Run
 from streamlsq.kernels.linalg import SingularMatrixError
 from streamlsq.kernels.recursions.contract import Recursion, ScanRecursion
@@ -52,6 +52,9 @@ from streamlsq.stream.statistics import (
     statistics_note,
     unavailable,
 )
+
+if TYPE_CHECKING:  # imported where a Dataset is made: the fit starts before xarray
+    import xarray as xr
 
 __all__ = ["StreamFit", "check_trajectory", "fit_stream", "DEFAULT_RECORDED_STEPS"]
 
@@ -396,7 +399,8 @@ class StreamFit(Job):
         if self.plan is None:  # continued, but no row was appended since: the earlier fit
             return self.statistics(unchanged_result(self.previous, self.continue_from), ctx)
         started = time.perf_counter()
-        traj = fit_trajectory(self, ctx)
+        with imports_ahead():  # the result's imports, beside the fit's tasks
+            traj = fit_trajectory(self, ctx)
         ds = trajectory_dataset(traj, self.recursion, self.plan, self.record_every,
                                 self.engine, self.dtype, time.perf_counter() - started)
         if self.previous is not None:

@@ -3,8 +3,9 @@ trajectory as an xarray Dataset, its labels, and the last guard before it is pub
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import xarray as xr
 
 from streamlsq.errors import InputError
 from streamlsq.io.formulas import intercept_label
@@ -14,6 +15,9 @@ from streamlsq.kernels.recursions.contract import Recursion
 from streamlsq.stream.engines import Trajectory
 from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.plans import StreamPlan
+
+if TYPE_CHECKING:  # imported where a Dataset is made: the fit starts before xarray
+    import xarray as xr
 
 __all__ = ["check_trajectory", "coef_labels", "step_sections", "trajectory_dataset"]
 
@@ -42,6 +46,7 @@ def trajectory_dataset(traj: Trajectory, rec: Recursion, plan: StreamPlan, recor
                        engine: str, dtype: str, seconds: float) -> xr.Dataset:
     """``coef (step, feature, target)``, ``rows_seen (step)``, ``epoch (step)``, the per-step
     diagnostics, the final state as ``state_*`` variables and the run's attributes."""
+    import xarray as xr
     n_coef = traj.coefs.shape[1]
     source = plan.sources[0]
     targets = source.targets

@@ -13,9 +13,9 @@ and, when present, both tests (``streamlsq info RESULT --plot PNG``).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from streamlsq.errors import InputError
 from streamlsq.kernels.recursions.stability import (
@@ -24,6 +24,9 @@ from streamlsq.kernels.recursions.stability import (
     cusum_squares,
     cusum_squares_bounds,
 )
+
+if TYPE_CHECKING:  # imported where a Dataset is made: the fit starts before xarray
+    import xarray as xr
 
 __all__ = ["plot_fit", "stability"]
 
@@ -55,6 +58,7 @@ def stability(ds: xr.Dataset, alpha: float = 0.05) -> xr.Dataset:
     (1997, ('step', 'target'))
     >>> tmp.cleanup()
     """
+    import xarray as xr
     missing = [v for v in RECURSIVE_VARIABLES if v not in ds]
     if missing:
         raise ValueError("the result has no recursive residuals: fit with diagnostics=True "
@@ -102,6 +106,7 @@ def add_stability(ds: xr.Dataset) -> xr.Dataset:
 def _stream_fit(result) -> xr.Dataset:
     """A stream fit's result, opened when a store is given, refused in one line when it is
     another kind of result (a bare ``AttributeError`` on ``rows_seen`` before)."""
+    import xarray as xr
     shown = "the result"
     if not isinstance(result, xr.Dataset):
         from streamlsq.jobs import Run

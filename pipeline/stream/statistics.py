@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from streamlsq.errors import InputError, checked
 from streamlsq.kernels.inference import (
@@ -45,6 +45,9 @@ from streamlsq.options.fit import CONF_ALPHA
 from streamlsq.report import coefficient_table, summary_lines
 from streamlsq.stream.fit_inputs import FitInputs
 from streamlsq.stream.methods import RECURSIONS, make_method
+
+if TYPE_CHECKING:  # imported where a Dataset is made: the fit starts before xarray
+    import xarray as xr
 
 __all__ = ["CONF_ALPHA", "add_statistics", "result_factor", "statistics_note", "summary",
            "summary_text", "wald_test", "with_statistics"]
@@ -186,6 +189,7 @@ def _open(result) -> xr.Dataset:
     """The result as a Dataset, refused in one line unless it holds a fit's coefficient table
     (``coef (step, feature, target)``: a stream fit's, an interleaved fit's, a GLM's); the
     same for a lazily opened result as for one in memory."""
+    import xarray as xr
     if isinstance(result, xr.Dataset):
         ds, shown = result, "the result"
     else:

@@ -218,3 +218,18 @@ def test_a_fit_whose_report_meets_a_full_device_says_its_result_was_written(pop,
     assert run.returncode == 2, run.stderr
     assert run.stderr == ("streamlsq: error: writing to the standard output failed (No space "
                           "left on device)\n")
+
+
+def test_a_failure_whose_message_meets_a_closed_pipe_still_fails(tmp_path):
+    """``fit ... 2>&1 | head -c0`` of a fit that failed ended with exit 0 and no result:
+    its one line met the closed pipe, and the broken pipe was read as a reader that
+    stopped after the output. The exit code must still tell the failure."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        run = subprocess.run(command_line("fit", "kf4lls", "nothere.zarr", "--out", "f.zarr"),
+                             stdout=write, stderr=write, timeout=300, cwd=tmp_path)
+    finally:
+        os.close(write)
+    assert run.returncode == 2
+    assert list(tmp_path.iterdir()) == []

@@ -144,7 +144,10 @@ def standard_output_failure(exc: OSError, out=None) -> str:
 def _fail(message: str, code: int, debug: bool):
     if debug:
         traceback.print_exc()
-    click.echo(f"streamlsq: error: {message}", err=True)
+    try:
+        click.echo(f"streamlsq: error: {message}", err=True)
+    except OSError:  # the standard error is gone (its reader stopped, a full device):
+        pass  # the exit code still tells the failure, never the success of a stopped reader
     sys.exit(code)
 
 
@@ -211,11 +214,15 @@ def _friendly_errors(fn):
             _fail("terminated", 143, debug)
         except KeyboardInterrupt:
             _fail("interrupted", 130, debug)
-        except BrokenPipeError:
+        except BrokenPipeError as exc:
             # the reader of the output went away (streamlsq info R | head): not a failure;
             # the rest of the output goes nowhere, and the interpreter does not complain
             silence_standard_output()
-            sys.exit(0)
+            if standard_output_failed(exc):
+                sys.exit(0)
+            # elsewhere (the standard error's reader, a pipe the command itself wrote to):
+            # the command did not finish, whatever its message can still reach
+            _fail(f"a pipe closed before the command ended ({exc.strerror})", 2, debug)
         except Exception as exc:
             from streamlsq.runtime.client import cluster_failure
 

@@ -941,7 +941,10 @@ def seal(result) -> None:
     if isinstance(result, zarr.Group):
         if "coef" in result.array_keys():
             result.attrs[DIGEST] = record_digest(dict(result.attrs), _labels(result, "feature"))
-    elif isinstance(result, xr.Dataset) and "coef" in result.variables:
+        return
+    import xarray as xr  # a Dataset was built: imported already
+
+    if isinstance(result, xr.Dataset) and "coef" in result.variables:
         features = result["feature"].values.tolist() if "feature" in result.variables else None
         result.attrs[DIGEST] = record_digest(dict(result.attrs), features)
 

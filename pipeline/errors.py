@@ -14,7 +14,8 @@ import threading
 from streamlsq.kernels.recursions.params import Param
 
 __all__ = ["ClusterError", "InputError", "OutputError", "RunError", "Terminated",
-           "WorkersPausedError", "check_interrupted", "checked", "interrupt", "note_published",
+           "WorkersPausedError", "check_interrupted", "checked", "interrupt", "interrupt_noted",
+           "note_published",
            "published_outputs"]
 
 #: set by :func:`interrupt`, the command line's handler of SIGINT (Ctrl-C) and SIGTERM
@@ -49,6 +50,11 @@ def check_interrupted() -> None:
     exception got through."""
     if _interrupted.is_set():
         raise _raised[0]
+
+
+def interrupt_noted() -> bool:
+    """Whether :func:`interrupt` was called since the command began."""
+    return _interrupted.is_set()
 
 
 def forget_interrupt() -> None:

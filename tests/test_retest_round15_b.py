@@ -24,7 +24,7 @@ import zarr
 
 import streamlsq
 from streamlsq.errors import InputError
-from streamlsq.io.results import DIGEST, DIGESTED, record_digest
+from streamlsq.io.results import DIGEST, DIGESTED, SEALED, record_digest
 
 from conftest import one_line
 from faultkit import leftovers, snapshot
@@ -127,7 +127,7 @@ def test_the_digest_is_that_of_the_record_and_a_result_without_one_is_read_as_be
     spaced = attrs | {"parameters": json.dumps(json.loads(attrs["parameters"]), indent=2)}
     assert record_digest(spaced, labels) == attrs[DIGEST]
     assert record_digest(attrs, labels[::-1]) != attrs[DIGEST]
-    old = _edited(glm, tmp_path, **{DIGEST: None})
+    old = _edited(glm, tmp_path, **{DIGEST: None, SEALED: None})  # as written before it
     run = cli("info", old, "--check")
     assert run.exit_code == 0, run.output
     frame = pd.read_parquet(glm.parent / "t.parquet")

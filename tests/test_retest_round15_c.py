@@ -58,19 +58,23 @@ def test_a_plot_in_memory_asks_for_a_png_file_path(fitted, tmp_path):
 
 # -- row 24: a URL with too few slashes ------------------------------------------------------
 
-@pytest.mark.parametrize(("given", "fixed"), [
-    ("memory:/f.zarr", "memory://f.zarr"),
-    ("s3:bucket/f.zarr", "s3://bucket/f.zarr"),
-    ("memory:f.zarr", "memory://f.zarr"),
+@pytest.mark.parametrize(("given", "fixed", "remedy"), [
+    ("memory:/f.zarr", "memory://f.zarr",
+     "to write into a local folder named 'memory:', create it first (mkdir './memory:')"),
+    ("s3:bucket/f.zarr", "s3://bucket/f.zarr",
+     "to write into a local folder named 's3:bucket', create it first (mkdir './s3:bucket')"),
+    ("memory:f.zarr", "memory://f.zarr",
+     "to write a local path of that name, write ./memory:f.zarr"),
 ])
-def test_an_output_url_with_too_few_slashes_is_named_not_a_url(pop, tmp_path, given, fixed):
+def test_an_output_url_with_too_few_slashes_is_named_not_a_url(pop, tmp_path, given, fixed,
+                                                                remedy):
     """Round 14: ``--out memory:/f.zarr`` said ``memory:: output folder does not exist``
     (read as a local path, which it is: no remedy, no word of the URL it was meant to be);
     ``memory:f.zarr`` wrote a local folder of that name."""
     before = snapshot(tmp_path)
     line = _in(tmp_path, lambda: one_line(invoke("fit", "kf4lls", f"{pop}#a", "--out", given)))
     assert line == (f"streamlsq: error: {given}: not a URL, which is scheme://... (here "
-                    f"{fixed}); to name a local path, write ./{given}"), line
+                    f"{fixed}); {remedy}"), line
     assert snapshot(tmp_path) == before
 
 
@@ -78,14 +82,16 @@ def test_an_input_or_plot_url_with_too_few_slashes_is_named_not_a_url(fitted, tm
     before = snapshot(tmp_path)
     line = _in(tmp_path, lambda: one_line(invoke("info", "memory:/g.zarr")))
     assert line == ("streamlsq: error: memory:/g.zarr: not a URL, which is scheme://... (here "
-                    "memory://g.zarr); to name a local path, write ./memory:/g.zarr"), line
+                    "memory://g.zarr), and no local file or folder 'memory:' exists"), line
     line = _in(tmp_path, lambda: one_line(invoke("fit", "glm", "file:t.parquet", "--formula",
                                                  "y ~ x", "--out", "o.zarr")))
     assert line == ("streamlsq: error: file:t.parquet: not a URL, which is scheme://... (here "
-                    "file://t.parquet); to name a local path, write ./file:t.parquet"), line
+                    "file://t.parquet), and no local file or folder 'file:t.parquet' "
+                    "exists"), line
     line = _in(tmp_path, lambda: one_line(invoke("info", fitted, "--plot", "memory:/x.png")))
     assert line == ("streamlsq: error: memory:/x.png: not a URL, which is scheme://... (here "
-                    "memory://x.png); to name a local path, write ./memory:/x.png"), line
+                    "memory://x.png); to write into a local folder named 'memory:', create "
+                    "it first (mkdir './memory:')"), line
     assert snapshot(tmp_path) == before
 
 

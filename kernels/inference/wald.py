@@ -82,8 +82,8 @@ def wald_test(coef, cov, restrictions, q, df_denom, *, definite: bool = True) ->
         else:
             quadratic = float(diff @ _symmetric_solve(middle, diff))
     except SingularMatrixError:
-        raise ValueError("the restrictions are linearly dependent (R V Rᵀ is singular): "
-                         "drop the ones the others imply") from None
+        raise ValueError("the restrictions are linearly dependent (R V Rᵀ is singular): a "
+                         "restriction is implied by, or contradicts, the others: drop it") from None
     J = restrictions.shape[0]
     fvalue = quadratic / J
     return WaldTest(fvalue=fvalue, pvalue=float(fisher_f_sf(fvalue, J, df_denom)), df_num=J,

@@ -27,6 +27,7 @@ from streamlsq.errors import (
     forget_interrupt,
     forget_published,
     interrupt,
+    interrupt_noted,
     published_outputs,
 )
 from streamlsq.options import Options
@@ -162,11 +163,26 @@ def _noting_interrupts():
         yield
         return
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    hook, sys.unraisablehook = sys.unraisablehook, _dropping_noted_interrupts(sys.unraisablehook)
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _dropping_noted_interrupts(previous):
+    """A ``sys.unraisablehook`` that drops the interrupt :func:`~streamlsq.errors.interrupt`
+    raised where Python cannot propagate it (a gc callback, a ``__del__``: it would print
+    ``Exception ignored in ...`` and a traceback before the command's one line); noted, it is
+    raised again by :func:`~streamlsq.errors.check_interrupted`. Everything else goes to
+    ``previous``."""
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and interrupt_noted():
+            return
+        previous(unraisable)
+    return hook
 
 
 def _check_not_in_memory(given: Mapping) -> None:

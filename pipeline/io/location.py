@@ -37,11 +37,14 @@ def is_url(path) -> bool:
 _WORDS = frozenset({"data", "dir", "root", "generic"})
 
 
-def not_a_url(path) -> str | None:
+def not_a_url(path, output: bool = False) -> str | None:
     """For a local path that begins as a URL with too few slashes (``memory:/f.zarr``,
     ``s3:bucket/k.zarr``: an fsspec protocol, then ``:`` without ``//``) and whose first part
     does not exist here, what it is and how to write it; else None. Such a path is a legal
-    local name, read as one (a folder ``memory:``) when it exists."""
+    local name, read as one (a folder ``memory:``) when it exists. The local remedy is one
+    that works: of an ``output``, ``./NAME`` for a name of one part, and for a path below a
+    folder ``memory:`` that folder created first (an output's folder must exist); of an
+    input, none (nothing of that name exists here)."""
     if not isinstance(path, str | os.PathLike):
         return None
     text = os.fspath(path)
@@ -56,8 +59,14 @@ def not_a_url(path) -> str | None:
         return None
     fixed = (f"{scheme}://{rest}" if scheme.lower() in ("file", "local")
              else f"{scheme}://{rest.lstrip('/')}")
-    return (f"{text}: not a URL, which is scheme://... (here {fixed}); to name a local path, "
-            f"write ./{text}")
+    said = f"{text}: not a URL, which is scheme://... (here {fixed})"
+    first = text.split("/")[0]
+    if not output:
+        return f"{said}, and no local file or folder '{first}' exists"
+    if first == text:
+        return f"{said}; to write a local path of that name, write ./{text}"
+    return (f"{said}; to write into a local folder named '{first}', create it first "
+            f"(mkdir './{first}')")
 
 
 def _options_key(options: dict | None) -> str:

@@ -842,7 +842,7 @@ def write_file(path, write: Callable[[Path], None], ours: Callable[[Path], bool]
     text = os.fspath(path)
     if not text.strip():  # else the working folder, refused as a file not streamlsq's
         raise InputError(f"{what} is empty: name the file to write")
-    typo = not_a_url(text)  # refused, though a legal local name: ./NAME writes one
+    typo = not_a_url(text, output=True)  # refused, though a legal local name
     if typo:
         raise InputError(typo)
     path = Path(path)

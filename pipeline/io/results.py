@@ -52,7 +52,6 @@ from streamlsq.io.stores import (
     open_dataset,
     open_group,
     read_checked,
-    split_group,
     store_keys,
     unwritten_chunks,
 )
@@ -107,7 +106,7 @@ def prepare_output(out, overwrite: bool = False, inputs=(), storage_options=None
             check_only_ours(loc, shown)
         check_remote_writable(loc)
         return loc
-    typo = not_a_url(loc.shown)  # refused, though a legal local name: ./NAME writes one
+    typo = not_a_url(loc.shown, output=True)  # refused, though a legal local name
     if typo:
         raise InputError(typo)
     out = Path(loc.shown or loc.url)
@@ -519,17 +518,26 @@ def _check_not_a_group(path) -> None:
     if not isinstance(path, str | os.PathLike) or is_url(os.fspath(path)):
         return
     text = os.fspath(path)
-    if isinstance(text, str) and text.rstrip("/").endswith("#") and not os.path.lexists(text):
+    if not isinstance(text, str) or "#" not in text or os.path.lexists(text):
+        return
+    # the store is the shortest part that exists (as split_group reads it); none existing,
+    # the part up to the first '#', whose absence (or mistyped URL) is the first thing to mend
+    cuts = [i for i, ch in enumerate(text) if ch == "#"]
+    cut = next((i for i in cuts if os.path.lexists(text[:i])), None)
+    if cut is None:
+        store = text[:cuts[0]]
+        if not store.strip("/"):
+            raise InputError(f"{text}: names no store before '#', and a result is a store of "
+                             "its own, never a group: give the result's path")
+        raise InputError(not_a_url(store) or f"{text}: no such store {store} (and a result "
+                         "is a store of its own, never a group: give its path)")
+    store, group = text[:cut], text[cut + 1:].strip("/")
+    if not group:
         raise InputError(f"{text}: names no group after '#', and a result is a store of its "
                          "own, never a group: leave out the '#'")
-    store, group = split_group(path)
-    if group is not None and not os.path.lexists(store):  # the first thing to mend
-        raise InputError(f"{path}: no such store {store} (and a result is a store of its "
-                         "own, never a group: give its path)")
-    if group is not None:
-        raise InputError(f"{path}: names the group '{group}' of {store}; a result is a store "
-                         "of its own, never a group: give its path (open_dataset(PATH, "
-                         "group=GROUP) reads a group of a store)")
+    raise InputError(f"{text}: names the group '{group}' of {store}; a result is a store "
+                     "of its own, never a group: give its path (open_dataset(PATH, "
+                     "group=GROUP) reads a group of a store)")
 
 
 def check_kept_formula(attrs: dict, label: str, variables: set | None = None) -> None:
@@ -900,6 +908,12 @@ def glm_spec(attrs: dict, label: str):
 #: the attribute holding the digest of a fit's record of its model (:func:`record_digest`)
 DIGEST = "model_digest"
 
+#: the attribute that marks a fit written with :data:`DIGEST` (its value, the layout's
+#: version, is 2): a fit that has it and no digest had the digest removed, where one that
+#: has neither was written before the digest (which ``streamlsq_version`` cannot tell)
+SEALED = "streamlsq_layout"
+SEALED_LAYOUT = 2
+
 #: the attributes that say what model a result's coefficients belong to, and how ``predict``
 #: builds the new rows' design for them: the digest binds them to the coefficients' labels
 DIGESTED = ("method", "model", "family", "link", "nb_alpha", "var_power", "formula",
@@ -941,12 +955,14 @@ def seal(result) -> None:
     if isinstance(result, zarr.Group):
         if "coef" in result.array_keys():
             result.attrs[DIGEST] = record_digest(dict(result.attrs), _labels(result, "feature"))
+            result.attrs[SEALED] = SEALED_LAYOUT
         return
     import xarray as xr  # a Dataset was built: imported already
 
     if isinstance(result, xr.Dataset) and "coef" in result.variables:
         features = result["feature"].values.tolist() if "feature" in result.variables else None
         result.attrs[DIGEST] = record_digest(dict(result.attrs), features)
+        result.attrs[SEALED] = SEALED_LAYOUT
 
 
 def _check_digest(attrs: dict, label: str, features: list | None) -> None:
@@ -956,9 +972,13 @@ def _check_digest(attrs: dict, label: str, features: list | None) -> None:
     ``exposure_variable`` and ``parameters``), which the comparisons of one attribute with
     another cannot see. An integrity check against edits that leave the digest as it was,
     not a signature: whoever computes it again can forge it. A result written before the
-    digest has none and is read as before."""
+    digest has none and is read as before; one marked as written with it (:data:`SEALED`)
+    but without it had it removed, and is refused (who removes both is not caught)."""
     kept = attrs.get(DIGEST)
     if kept is None:
+        if attrs.get(SEALED) is not None:
+            raise InputError(f"{label}: its attribute {DIGEST} is missing (its attribute "
+                             f"{SEALED} says the fit wrote one); {_DAMAGED}")
         return
     if kept != record_digest(attrs, features):
         names = [name for name in DIGESTED if name in attrs]

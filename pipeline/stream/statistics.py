@@ -408,14 +408,53 @@ def _unchained(spec: str) -> str:
                      for pair in (itertools.pairwise(sides) if len(sides) > 1 else [sides]))
 
 
+#: a number with an exponent (``1e-5``, ``2.5E+1``), not part of a label (``x1e5``)
+_EXPONENT = re.compile(r"(?<![\w.])(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+(?![\w.])")
+
+#: a character that ends a label unless the label is back-quoted
+_OPERATOR = re.compile(r"[\s+\-*/=,^:~<>!|&%@]")
+
+
+def _plain_numbers(spec: str) -> str:
+    """``x1 = 1e-5`` as formulaic reads it, ``x1 = 0.00001`` (its tokenizer ends a number
+    at the ``e``, where statsmodels reads the exponent); the same double, as the decimal
+    text is exact. Labels in backquotes are left as they are; a number out of range is
+    refused."""
+    from decimal import Decimal
+
+    def plain(match):
+        text = match.group(0)
+        if not np.isfinite(float(text)):
+            raise InputError(f"{spec!r}: the number {text} is out of range (not finite in "
+                             "double precision); a restriction's numbers must be finite")
+        return format(Decimal(text), "f")
+
+    parts = re.split(r"(`[^`]*`)", spec)
+    return "".join(part if i % 2 else _EXPONENT.sub(plain, part)
+                   for i, part in enumerate(parts))
+
+
+def _quoting_hint(spec: str, features: list[str]) -> str:
+    """The remedy of a restriction that names, not back-quoted, a label holding a space or
+    an operator (formulaic reads it as two names, or an operator)."""
+    unquoted = "".join(part for i, part in enumerate(re.split(r"(`[^`]*`)", spec))
+                       if not i % 2)
+    for name in features:
+        if _OPERATOR.search(name) and name in unquoted:
+            return (f"; write a label holding spaces or operators in backquotes: "
+                    f"`{name}` = 0")
+    return ""
+
+
 def _parse_constraints(spec: str, features: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """R and q of restrictions written on the coefficients' labels (formulaic), a chained
-    equality read as statsmodels reads it (:func:`_unchained`)."""
+    equality read as statsmodels reads it (:func:`_unchained`), a number with an exponent
+    as statsmodels reads it (:func:`_plain_numbers`)."""
     from formulaic.utils.constraints import LinearConstraints
 
+    plain = _negated_constants(_unchained(_plain_numbers(spec)))
     try:
-        lc = LinearConstraints.from_spec(_negated_constants(_unchained(spec)),
-                                         variable_names=features)
+        lc = LinearConstraints.from_spec(plain, variable_names=features)
     except KeyError as exc:
         name = str(exc.args[0])
         if re.fullmatch(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?", name) and \
@@ -424,11 +463,12 @@ def _parse_constraints(spec: str, features: list[str]) -> tuple[np.ndarray, np.n
                              "double precision); a restriction's numbers must be "
                              "finite") from None
         raise InputError(f"{spec!r}: no coefficient {name!r}; the coefficients are "
-                         f"{features}") from None
+                         f"{features}{_quoting_hint(spec, features)}") from None
     except Exception as exc:  # formulaic's syntax errors span lines: keep the first
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        remedy = ("; write each restriction with one '=' (as 'x1 = 0', 'x1 = x2'), "
-                  "restrictions separated by ','" if "operator" in first else "")
+        remedy = _quoting_hint(spec, features) or (
+            "; write each restriction with one '=' (as 'x1 = 0', 'x1 = x2'), "
+            "restrictions separated by ','" if "operator" in first else "")
         raise InputError(f"{spec!r}: not a list of linear restrictions "
                          f"({first}){remedy}") from None
     R = np.asarray(lc.constraint_matrix, np.float64)

@@ -409,7 +409,7 @@ def _unchained(spec: str) -> str:
 
 
 #: a number with an exponent (``1e-5``, ``2.5E+1``), not part of a label (``x1e5``)
-_EXPONENT = re.compile(r"(?<![\w.])(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+(?![\w.])")
+_EXPONENT = re.compile(r"(?<![\w.[])(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+(?![\w.])")
 
 #: a character that ends a label unless the label is back-quoted
 _OPERATOR = re.compile(r"[\s+\-*/=,^:~<>!|&%@]")

@@ -8,8 +8,9 @@ depend on the seed and the sizes only — the same on one worker or twenty.
 
 The output folder is built under a temporary name and renamed into place when
 every table, figure and ``summary.md`` is written; rerunning a study into its
-own folder replaces it while it holds only the files its ``study.json`` lists with their
-digests, an empty folder is used, any other existing content is refused.
+own folder replaces it while it holds only files of the names the study declares
+(:func:`~streamlsq.options.study.study_files`) that its ``study.json`` lists with their
+digests; any other existing content, an empty folder of the user's too, is refused.
 
 A study is a job of the run path (:class:`StudyJob` on :meth:`streamlsq.jobs.Run.execute`):
 the run checks the options and the output folder, returns the study a resumed run had

@@ -12,9 +12,10 @@
    demo folder.
 
 The demo folder is one it creates (:class:`DemoFolder`, marked by ``demo.json``, which
-keeps the digest of each file it wrote), with the folders above it: a folder of the user's
-is refused before anything is written unless it is empty, and only a folder an earlier demo
-provably wrote is replaced (set aside while the new one is built, put back if it fails).
+keeps the digest of each file it wrote and of each store's root ``zarr.json``), with the
+folders above it: a folder of the user's, even an empty one, is refused before anything is
+written, and only a folder an earlier demo provably wrote is replaced (set aside while the
+new one is built, put back if it fails).
 
 The demo is a job of the run path (:class:`DemoJob`): the run checks the folder and opens
 the Dask client. It is not one publication: the stores in the folder are results of runs
@@ -77,8 +78,8 @@ ESTIMATORS = {"bayes": "posterior mean", "map": "MAP", "lstsq": "per-task least 
 class DemoFolder:
     """The folder a demo writes into: a new folder it creates, marked by ``demo.json``.
 
-    :meth:`check` (before any work) refuses anything at ``out`` but nothing, an empty folder
-    (the user's ``mkdir``) or an earlier demo's folder (its marker) holding nothing but what
+    :meth:`check` (before any work) refuses anything at ``out`` but nothing or an earlier
+    demo's folder (its marker) holding nothing but what
     that demo provably wrote, and a folder above it that is a file or cannot be written
     (the missing ones are made by the run, :func:`run_demo`). Used as a context manager it
     sets what is at ``out`` aside (an owned temporary), creates ``out`` with its marker

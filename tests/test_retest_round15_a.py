@@ -1,8 +1,9 @@
 """Re-test round 14, the output folders of ``study`` and ``demo`` (rows 35, 42-44, 46, 47, 51,
 73 of its findings): a rerun deletes only the files the earlier run provably wrote (its
-record lists each with the digest of its bytes), an empty folder of the user's is taken as
-the output, SIGTERM undoes what the run made as Ctrl-C does, and every refusal is one line
-before any work, naming what and where, the folder left as it was found."""
+record lists each with the digest of its bytes), an empty folder of the user's is left as
+found (round 16: refused, never replaced; a new folder is named inside it), SIGTERM undoes
+what the run made as Ctrl-C does, and every refusal is one line before any work, naming
+what and where, the folder left as it was found."""
 
 from __future__ import annotations
 
@@ -35,9 +36,11 @@ def edit(path, change) -> None:
 
 @pytest.fixture(scope="module")
 def study_run(tmp_path_factory, client):
-    """``mkdir results && streamlsq study lms --quick --out results``: (the folder, the run)."""
-    out = tmp_path_factory.mktemp("study") / "results"
-    out.mkdir()
+    """``mkdir results && streamlsq study lms --quick --out results/lms``: (the folder, the
+    run). Round 16: ``--out results`` itself, the user's empty folder, is refused
+    (tests/test_retest_round16_d.py)."""
+    out = tmp_path_factory.mktemp("study") / "results" / "lms"
+    out.parent.mkdir()
     return out, invoke("study", "lms", "--quick", "--out", out,
                        scheduler=client.scheduler.address)
 
@@ -59,10 +62,11 @@ def copy_of(folder, tmp_path):
 
 # -- 35: an empty folder of the user's ---------------------------------------------------------
 
-def test_a_study_writes_into_an_empty_folder_of_the_users(study_run):
+def test_a_study_writes_a_folder_inside_an_empty_folder_of_the_users(study_run):
     """Round 14: ``mkdir u; study lms --out u`` was refused after the work with ``u: exists
     and was not written by streamlsq; --overwrite replaces only streamlsq's own results``,
-    an option study does not have."""
+    an option study does not have. Round 16: refused before any work, in a line naming
+    ``u/st``; a folder named inside it is written."""
     out, run = study_run
     assert run.exit_code == 0, run.output
     assert run.output.startswith(f"wrote {out}: convergence.csv, convergence.png, "
@@ -78,7 +82,8 @@ def test_a_study_writes_into_an_empty_folder_of_the_users(study_run):
 @pytest.mark.parametrize("command", ["study", "demo"])
 def test_a_failed_run_leaves_an_empty_folder_of_the_users_as_found(tmp_path, client,
                                                                    monkeypatch, command):
-    """The empty folder is the user's: a run that fails leaves it there, empty."""
+    """The empty folder is the user's: a run that fails into a folder inside it leaves it
+    there, empty."""
     from streamlsq.studies import demo, lms
 
     class Boom(Exception):
@@ -89,14 +94,15 @@ def test_a_failed_run_leaves_an_empty_folder_of_the_users_as_found(tmp_path, cli
 
     monkeypatch.setattr(*((lms, "lms_convergence_table") if command == "study"
                           else (demo, "simulate_stream")), boom)
-    out = tmp_path / "u"
-    out.mkdir()
+    out = tmp_path / "u" / "st"
+    out.parent.mkdir()
     before = snapshot(tmp_path)
     args = ("study", "lms", "--quick") if command == "study" else ("demo", *DEMO)
     run = invoke(*args, "--out", out, scheduler=client.scheduler.address)
     assert run.exit_code == 1 and isinstance(run.exception, SystemExit)
     assert "Boom: stopped" in run.stderr
-    assert snapshot(tmp_path) == before and out.is_dir() and leftovers(out) == []
+    assert snapshot(tmp_path) == before and out.parent.is_dir() and not out.exists()
+    assert leftovers(out) == []
 
 
 def test_a_study_rerun_replaces_its_own_files(study_run, tmp_path, client):
@@ -108,7 +114,7 @@ def test_a_study_rerun_replaces_its_own_files(study_run, tmp_path, client):
     after = json.loads((out / "study.json").read_text())["digests"]
     assert set(after) == set(before) and after["fits.csv"] != before["fits.csv"]
     assert after == {n: sha256(out / n) for n in after}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lms"]
 
 
 # -- 46, 47: a record edited to list a user's file ---------------------------------------------
@@ -220,7 +226,7 @@ def test_demo_out_empty_is_refused_as_study_refuses_it(tmp_path, cli, monkeypatc
 # -- 42: SIGTERM ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", ["study", "demo"])
-@pytest.mark.parametrize("out", ["x/y/st", "empty"])
+@pytest.mark.parametrize("out", ["x/y/st", "empty/st"])
 def test_sigterm_undoes_what_the_run_made_as_ctrl_c_does(tmp_path, client, monkeypatch,
                                                          command, out):
     """Round 14: SIGTERM (``kill``, ``timeout``, a scheduler stopping a job) during ``study

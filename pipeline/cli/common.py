@@ -130,6 +130,16 @@ def silence_standard_output() -> None:
             os.close(devnull)
 
 
+def report_line(text: str = "") -> None:
+    """Print one line of a report written while a command runs (the demo's steps): a reader
+    that stopped (``| head -1``) never stops the run; the rest of the report then goes
+    nowhere, and the command completes and publishes its result."""
+    try:
+        click.echo(text)
+    except BrokenPipeError:
+        silence_standard_output()
+
+
 def standard_output_failure(exc: OSError, out=None) -> str:
     """The one line of a failed write to the standard output (``> /dev/full``), saying what
     the command had written by then (``out``, the output it was given, else the first it

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from streamlsq.cli.common import CONTEXT, _client, _command_values, _friendly_errors
+from streamlsq.cli.common import (
+    CONTEXT,
+    _client,
+    _command_values,
+    _friendly_errors,
+    report_line,
+)
 from streamlsq.cli.options import click_options
 from streamlsq.options.run import CLUSTER
 from streamlsq.options.study import DEMO
@@ -36,4 +42,4 @@ def demo(**given):
     DemoFolder(o["out"]).check()  # a folder of the user's is refused before a cluster starts
     size = o["rows"] * (o["features"] + 1) * 8 + o["tasks"] * 80 * 9  # the stream, the tasks
     with _client(**cluster, data=size) as client:
-        run_demo(client=client, echo=click.echo, **o)
+        run_demo(client=client, echo=report_line, **o)

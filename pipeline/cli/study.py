@@ -53,8 +53,9 @@ OPTIONS = Options(EVERY_STUDY, CHECKPOINT, CLUSTER.without("memory_limit"))
 @click.argument("name", metavar="NAME")
 @click.option("--out", required=True, type=click.Path(), metavar="DIR",
               help="Folder for the study's tables, figures and summary.md, made with the "
-                   "folders above it (an empty folder is used; one holding an earlier run of "
-                   "the same study is replaced).")
+                   "folders above it (a folder of yours, even an empty one, is refused: name a "
+                   "new one inside it; one holding an earlier run of the same study is "
+                   "replaced).")
 @click_options(OPTIONS)
 @_friendly_errors
 def study(name, out, **given):

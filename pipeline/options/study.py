@@ -15,7 +15,8 @@ from streamlsq.options import Options, Param
 from streamlsq.options.common import SEED
 from streamlsq.options.run import OUTPUT
 
-__all__ = ["DEMO", "EVERY_STUDY", "EXAMPLE", "EXAMPLE_NAMES", "STUDY", "STUDY_OPTIONS"]
+__all__ = ["DEMO", "EVERY_STUDY", "EXAMPLE", "EXAMPLE_NAMES", "STUDY", "STUDY_OPTIONS",
+           "STUDY_OUTPUTS", "study_files"]
 
 #: the real multilevel datasets ``streamlsq example`` converts (:mod:`streamlsq.mlr.examples`)
 EXAMPLE_NAMES = ("exam", "hsb82", "radon")
@@ -33,6 +34,28 @@ STUDY = Options(
     Param("quick", False, "Small sizes: seconds instead of minutes.", type=bool),
     SEED.replace(label="--seed"),
 )
+
+#: each study's outputs: the names of its tables (``NAME.csv``) and of its figures
+#: (``NAME.png``). Its folder writes no other (:class:`streamlsq.studies.common.StudyFolder`
+#: refuses one), and a rerun deletes no other (:func:`study_files`).
+STUDY_OUTPUTS = {
+    "interleaved": (("figure1",), ("figure1",)),
+    "irma": (("figure1", "table1"), ("figure1", "table1")),
+    "lms": (("demonstration", "fits", "convergence"), ("demonstration", "convergence")),
+    "bfgs": (("regression", "binary"), ("regression", "binary")),
+    "mlr": (("subspace", "clustering", "classification", "parameters", "prediction", "em"),
+            ("grids", "prediction", "em")),
+}
+
+
+def study_files(name: str) -> frozenset[str]:
+    """The names of the files the study ``name`` writes in its folder (its tables, figures,
+    ``summary.md`` and ``study.json``); a rerun deletes only files of these names, and only
+    while their bytes are those its ``study.json`` records."""
+    tables, figures = STUDY_OUTPUTS.get(name, ((), ()))
+    return frozenset({*(f"{t}.csv" for t in tables), *(f"{f}.png" for f in figures),
+                      "summary.md", "study.json"})
+
 
 #: each study's own options, by the study's name (streamlsq.studies.STUDIES)
 STUDY_OPTIONS = {
@@ -72,8 +95,8 @@ EVERY_STUDY = Options(STUDY, *STUDY_OPTIONS.values())
 #: :func:`streamlsq.studies.demo.run_demo` (``streamlsq demo``)
 DEMO = Options(
     Param("out", "streamlsq-demo", "Folder the demo creates for its stores, summary and "
-          "figures, with the folders above it (a folder of yours is refused unless empty; "
-          "an earlier demo's is replaced).",
+          "figures, with the folders above it (a folder of yours, even an empty one, is "
+          "refused: name a new one inside it; an earlier demo's is replaced).",
           type=str | os.PathLike, metavar="PATH", requirement="a folder's path"),
     Param("rows", 2_000_000, "Rows of the stream.", type=int, gt=0),
     Param("features", 20, "Features of the stream.", type=int, gt=0),

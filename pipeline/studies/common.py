@@ -8,8 +8,9 @@ depend on the seed and the sizes only — the same on one worker or twenty.
 
 The output folder is built under a temporary name and renamed into place when
 every table, figure and ``summary.md`` is written; rerunning a study into its
-own folder replaces it while it holds only the files its ``study.json`` lists with their
-digests, an empty folder is used, any other existing content is refused.
+own folder replaces it while it holds only files of the names the study declares
+(:func:`~streamlsq.options.study.study_files`) that its ``study.json`` lists with their
+digests; any other existing content, an empty folder of the user's too, is refused.
 
 A study is a job of the run path (:class:`StudyJob` on :meth:`streamlsq.jobs.Run.execute`):
 the run checks the options and the output folder, returns the study a resumed run had
@@ -40,6 +41,7 @@ import pandas as pd
 from streamlsq import __version__
 from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import EntryCheckpoint, data_digest, fingerprint_digest
+from streamlsq.io.location import not_a_url
 from streamlsq.io.outputs import (
     OwnedTemporary,
     check_outside_stores,
@@ -52,7 +54,7 @@ from streamlsq.io.outputs import (
 )
 from streamlsq.jobs import Context, Job, Pass, Run
 from streamlsq.kernels.recursions.params import Param
-from streamlsq.options.study import EVERY_STUDY, STUDY, STUDY_OPTIONS
+from streamlsq.options.study import EVERY_STUDY, STUDY, STUDY_OPTIONS, study_files
 from streamlsq.runtime.progress import track_futures
 
 __all__ = [
@@ -251,6 +253,9 @@ class StudyFolder:
         self.out = Path(out)
         self.name = name
         self.run_fingerprint = run_fingerprint
+        typo = not_a_url(os.fspath(out))  # a URL with too few slashes: not a local folder
+        if typo:
+            raise InputError(typo)
         check_outside_stores(self.out, "a study's folder", "--out")
         folder_above(self.out)  # a file where a folder is made: refused now, not when made
         reclaim_leftovers(self.out)  # a killed run's, also when this one is refused below
@@ -261,10 +266,15 @@ class StudyFolder:
         self._owned: OwnedTemporary | None = None
 
     def _check_existing(self) -> None:
-        """Refuse, in one line, what is at ``out`` unless it is nothing, an empty folder (the
-        user's ``mkdir results``: the study's folder takes its place) or an earlier output of
-        this study holding nothing but what that run wrote."""
+        """Refuse, in one line, what is at ``out`` unless it is nothing or an earlier output of
+        this study holding nothing but what that run wrote. A folder of the user's, even an
+        empty one, is never replaced (its mode, group and ACLs would go with it)."""
         out = self.out
+        if out.name in ("", ".", "..") or (out.is_dir() and not out.is_symlink()
+                                           and not any(out.iterdir())):
+            raise InputError(f"{out}: exists and was not written by streamlsq study; the study "
+                             "writes a new folder of its own: name one inside it "
+                             f"({os.path.join(out, 'st')}), or choose another --out")
         if out.is_symlink():  # publishing swaps the folder in where the link was
             raise InputError(f"{out}: is a symbolic link; streamlsq never writes through "
                              "or over a link: give the path it points to, or choose another "
@@ -273,16 +283,18 @@ class StudyFolder:
             return
         if not out.is_dir():
             raise InputError(f"{out}: exists and is not a folder; choose another --out")
-        if not any(out.iterdir()):
-            return
         if _study_of(out) != self.name:
             raise InputError(f"{out}: exists and is not an earlier output of study "
                              f"{self.name!r}; choose another --out")
-        foreign, recorded = _not_written(out)
+        foreign, recorded, changed = _not_written(out, self.name)
         if foreign:  # replacing the folder would remove them
             more = len(foreign) - 1
             what = foreign[0] if not more else f"{foreign[0]} and {more} more"
             them = "them" if more else "it"
+            if recorded and foreign[0] in changed:
+                raise InputError(f"{out}: holds {what}, changed since streamlsq wrote "
+                                 f"{'them' if len(changed) > 1 else 'it'}; move {them} or "
+                                 "choose another --out")
             if recorded:
                 raise InputError(f"{out}: holds {what}, which streamlsq did not write; move "
                                  f"{them} or choose another --out")
@@ -308,12 +320,19 @@ class StudyFolder:
         self._check_existing()
         return True
 
+    def _declared(self, file: str) -> None:
+        if file not in study_files(self.name):  # a rerun would refuse it as the user's
+            raise RuntimeError(f"study {self.name} writes {file}, which its declared outputs "
+                               "(streamlsq.options.study.STUDY_OUTPUTS) do not name")
+
     def table(self, name: str, df: pd.DataFrame) -> pd.DataFrame:
+        self._declared(f"{name}.csv")
         df.to_csv(self.tmp / f"{name}.csv", index=False)
         self.tables[name] = df
         return df
 
     def figure(self, name: str, fig) -> Path:
+        self._declared(f"{name}.png")
         fig.savefig(self.tmp / f"{name}.png", dpi=120)
         self.figures[name] = self.out / f"{name}.png"
         return self.figures[name]
@@ -360,39 +379,39 @@ class StudyOutput:
     attrs: dict = field(default_factory=dict)
 
 
-def _not_written(out: Path) -> tuple[list[str], bool]:
-    """The entries of an earlier output of a study that it cannot be shown to have written,
-    which replacing the folder would remove, and whether its ``study.json`` records digests.
-    An entry is the study's when it is a file of a name a study writes (a table, a figure,
-    ``summary.md``) that the record lists with the digest of its present bytes: a user's
-    file put there since, or named in an edited record, is not. A record of an earlier
-    version (no digests) proves nothing: every entry but the record is named."""
+def _not_written(out: Path, study: str) -> tuple[list[str], bool, set[str]]:
+    """The entries of an earlier output of ``study`` that it cannot be shown to have written,
+    which replacing the folder would remove, whether its ``study.json`` records digests, and
+    which of them the record lists with another digest (a file the user changed since).
+    An entry is the study's when it is a file of a name this study writes (its declared outputs,
+    :func:`~streamlsq.options.study.study_files`) that the record lists with the digest of its
+    present bytes: a user's file put there since, or named in an edited record with its true
+    digest, is not. A record of an earlier version (no digests) proves nothing: every entry
+    but the record is named."""
     try:
         meta = json.loads((out / MARKER).read_text())
         digests = meta.get("digests") if isinstance(meta, dict) else None
     except (OSError, ValueError):
         digests = None
     recorded = isinstance(digests, dict)
+    names = study_files(study)
+    changed: set[str] = set()
 
     def ours(path: Path) -> bool:
         if path.name == MARKER:
             return path.is_file() and not path.is_symlink()
-        if not recorded or not _study_file_name(path.name) or path.is_symlink() or \
+        if not recorded or path.name not in names or path.is_symlink() or \
                 not path.is_file():
             return False
         try:
-            return digests.get(path.name) == file_digest(path)
+            same = digests.get(path.name) == file_digest(path)
         except OSError:
             return False
+        if not same and isinstance(digests.get(path.name), str):
+            changed.add(path.name)
+        return same
 
-    return sorted(p.name for p in out.iterdir() if not ours(p)), recorded
-
-
-def _study_file_name(name: str) -> bool:
-    """Whether ``name`` is one a study writes in its folder: ``NAME.csv`` (a table),
-    ``NAME.png`` (a figure) or ``summary.md``."""
-    return name == Path(name).name and (name == "summary.md" or
-                                        name.endswith((".csv", ".png")))
+    return sorted(p.name for p in out.iterdir() if not ours(p)), recorded, changed
 
 
 def _study_of(path: Path) -> str | None:

@@ -12,9 +12,10 @@
    demo folder.
 
 The demo folder is one it creates (:class:`DemoFolder`, marked by ``demo.json``, which
-keeps the digest of each file it wrote), with the folders above it: a folder of the user's
-is refused before anything is written unless it is empty, and only a folder an earlier demo
-provably wrote is replaced (set aside while the new one is built, put back if it fails).
+keeps the digest of each file it wrote and of each store's root ``zarr.json``), with the
+folders above it: a folder of the user's, even an empty one, is refused before anything is
+written, and only a folder an earlier demo provably wrote is replaced (set aside while the
+new one is built, put back if it fails).
 
 The demo is a job of the run path (:class:`DemoJob`): the run checks the folder and opens
 the Dask client. It is not one publication: the stores in the folder are results of runs
@@ -40,6 +41,7 @@ from matplotlib.figure import Figure
 
 from streamlsq import __version__
 from streamlsq.errors import InputError
+from streamlsq.io.location import not_a_url
 from streamlsq.io.outputs import (
     OwnedTemporary,
     check_outside_stores,
@@ -76,8 +78,8 @@ ESTIMATORS = {"bayes": "posterior mean", "map": "MAP", "lstsq": "per-task least 
 class DemoFolder:
     """The folder a demo writes into: a new folder it creates, marked by ``demo.json``.
 
-    :meth:`check` (before any work) refuses anything at ``out`` but nothing, an empty folder
-    (the user's ``mkdir``) or an earlier demo's folder (its marker) holding nothing but what
+    :meth:`check` (before any work) refuses anything at ``out`` but nothing or an earlier
+    demo's folder (its marker) holding nothing but what
     that demo provably wrote, and a folder above it that is a file or cannot be written
     (the missing ones are made by the run, :func:`run_demo`). Used as a context manager it
     sets what is at ``out`` aside (an owned temporary), creates ``out`` with its marker
@@ -108,19 +110,34 @@ class DemoFolder:
         if isinstance(self.given, str) and not self.given.strip():  # else the working folder
             raise InputError("--out is empty: name the path to write")
         out = self.out
+        typo = not_a_url(os.fspath(self.given))  # a URL with too few slashes: no local folder
+        if typo:
+            raise InputError(typo)
         check_outside_stores(out, "the demo's folder", "--out")
         above = folder_above(out)
         reclaim_leftovers(out)
-        empty = out.is_dir() and not out.is_symlink() and not any(out.iterdir())
-        if os.path.lexists(out) and not empty and not self.earlier():
+        # a folder of the user's, even an empty one, is never replaced (its mode, group and
+        # ACLs would go with it); '.' and '..' name one whatever they hold
+        if out.name in ("", ".", "..") or (os.path.lexists(out) and not self.earlier()):
             raise InputError(f"{out}: exists and was not written by streamlsq demo; the demo "
-                             "writes into a new folder of its own (or an empty one): choose "
-                             "another --out")
+                             "writes a new folder of its own: name one inside it "
+                             f"({os.path.join(out, 'demo')}), or choose another --out")
         foreign, recorded = self._not_written() if os.path.lexists(out) else ([], True)
         if foreign:  # the earlier folder is replaced whole: they would go with it
             more = len(foreign) - 1
             what = foreign[0] if not more else f"{foreign[0]} and {more} more"
             them = "them" if more else "it"
+            files = self._meta().get("files")
+            stores = self._meta().get("stores")
+            if recorded and isinstance(stores, dict) and foreign[0] in stores:
+                raise InputError(f"{out}: holds {what}, which this demo did not write (it is "
+                                 "not the store its demo.json records); move "
+                                 f"{them} or choose another --out")
+            if recorded and isinstance(files, dict) and foreign[0] in demo_names() and \
+                    isinstance(files.get(foreign[0]), str):
+                raise InputError(f"{out}: holds {what}, changed since streamlsq demo wrote "
+                                 f"{'them' if more else 'it'}; move {them} or choose another "
+                                 "--out")
             if recorded:
                 raise InputError(f"{out}: holds {what}, which streamlsq demo did not write; "
                                  f"move {them} or choose another --out")
@@ -140,6 +157,7 @@ class DemoFolder:
         gone, are removed first). A user's file put there since, or named in an edited
         marker, is not; a file of a marker without digests cannot be shown to be."""
         files = self._meta().get("files")
+        stores = self._meta().get("stores")  # a list in a marker of an earlier version
         recorded = isinstance(files, dict)
         names = demo_names()
         for name in names:
@@ -153,8 +171,10 @@ class DemoFolder:
             if path.name not in names:
                 return [path.name]
             if path.is_dir():  # a user's file in a store is named, not the store
-                return [f"{path.name}/{entry}" for entry in foreign_in_store(path)] \
-                    if written_by_streamlsq(path) else [path.name]
+                if not written_by_streamlsq(path) or (
+                        isinstance(stores, dict) and stores.get(path.name) != _store_digest(path)):
+                    return [path.name]  # a store of the user's, though streamlsq wrote it
+                return [f"{path.name}/{entry}" for entry in foreign_in_store(path)]
             try:
                 return [] if recorded and path.is_file() and \
                     files.get(path.name) == file_digest(path) else [path.name]
@@ -173,7 +193,10 @@ class DemoFolder:
         if complete:  # each file as written: told from what a user puts there later
             meta["files"] = {p.name: file_digest(p) for p in sorted(self.out.iterdir())
                              if p.name != self.MARKER and p.is_file() and not p.is_symlink()}
-            meta["stores"] = sorted(p.name for p in self.out.iterdir() if p.is_dir())
+            # each store by its root zarr.json as this demo left it: a store put in its place
+            # (a result of the user's, also one streamlsq wrote) is told from the demo's
+            meta["stores"] = {p.name: _store_digest(p) for p in sorted(self.out.iterdir())
+                              if p.is_dir() and not p.is_symlink()}
         (self.out / self.MARKER).write_text(json.dumps(meta) + "\n")
 
     @contextlib.contextmanager
@@ -195,6 +218,15 @@ class DemoFolder:
                 if os.path.lexists(aside.path):
                     os.rename(aside.path, self.out)
                 raise
+
+
+def _store_digest(path: Path) -> str | None:
+    """The digest of a store's root ``zarr.json`` (its attributes: the run's provenance and
+    creation time), which tells this demo's store from another run's of the same name."""
+    try:
+        return file_digest(path / "zarr.json")
+    except OSError:
+        return None
 
 
 def demo_names() -> set[str]:

@@ -194,8 +194,10 @@ def test_a_url_with_too_few_slashes_is_no_local_folder(tmp_path, cli, monkeypatc
     refuse to."""
     monkeypatch.chdir(tmp_path)
     line = refusal(cli(*COMMANDS[command], "--out", out))
+    first = out.split("/")[0]
     assert line == (f"streamlsq: error: {out}: not a URL, which is scheme://... (here "
-                    f"{fixed}); to name a local path, write ./{out}"), line
+                    f"{fixed}); to write into a local folder named '{first}', create it first "
+                    f"(mkdir './{first}')"), line
     assert list(tmp_path.iterdir()) == []
 
 

@@ -253,7 +253,7 @@ class StudyFolder:
         self.out = Path(out)
         self.name = name
         self.run_fingerprint = run_fingerprint
-        typo = not_a_url(os.fspath(out))  # a URL with too few slashes: not a local folder
+        typo = not_a_url(os.fspath(out), output=True)  # too few slashes: not a local folder
         if typo:
             raise InputError(typo)
         check_outside_stores(self.out, "a study's folder", "--out")

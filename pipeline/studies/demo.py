@@ -110,7 +110,7 @@ class DemoFolder:
         if isinstance(self.given, str) and not self.given.strip():  # else the working folder
             raise InputError("--out is empty: name the path to write")
         out = self.out
-        typo = not_a_url(os.fspath(self.given))  # a URL with too few slashes: no local folder
+        typo = not_a_url(os.fspath(self.given), output=True)  # too few slashes: no folder
         if typo:
             raise InputError(typo)
         check_outside_stores(out, "the demo's folder", "--out")

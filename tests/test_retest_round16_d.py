@@ -219,3 +219,20 @@ def test_a_demo_whose_reader_stopped_completes(tmp_path, client):
     assert meta["complete"] is True
     assert meta["files"] == {n: sha256(tmp_path / "dh" / n)
                              for n in ("metalearn.png", "stream.png", "summary.md")}
+
+
+@pytest.mark.parametrize("command,what,made", [
+    ("study", "a study", "tables, figures, summary.md"),
+    ("demo", "the demo", "stores, figures, summary.md")])
+def test_an_object_store_url_is_refused_not_written_as_a_local_folder(tmp_path, cli,
+                                                                      monkeypatch, command,
+                                                                      what, made):
+    """Round 16: ``study --out s3://b/st`` (the spelling the not-a-URL line shows) printed
+    ``wrote s3:/b/st`` and made the local folders ``s3:/b/st``: a path reads ``//`` as
+    ``/``. Study and demo write local folders only."""
+    monkeypatch.chdir(tmp_path)
+    line = refusal(cli(*COMMANDS[command], "--out", "s3://b/st"))
+    assert line == (f"streamlsq: error: s3://b/st: {what} writes a local folder ({made}); an "
+                    "object store URL is not one: name a local folder, and copy it to the "
+                    "store afterwards"), line
+    assert list(tmp_path.iterdir()) == []

@@ -41,7 +41,7 @@ import pandas as pd
 from streamlsq import __version__
 from streamlsq.errors import InputError, checked
 from streamlsq.io.checkpoint import EntryCheckpoint, data_digest, fingerprint_digest
-from streamlsq.io.location import not_a_url
+from streamlsq.io.location import is_url, not_a_url
 from streamlsq.io.outputs import (
     OwnedTemporary,
     check_outside_stores,
@@ -256,6 +256,10 @@ class StudyFolder:
         typo = not_a_url(os.fspath(out), output=True)  # too few slashes: not a local folder
         if typo:
             raise InputError(typo)
+        if is_url(os.fspath(out)):  # Path() would read s3://b/st as the local s3:/b/st
+            raise InputError(f"{os.fspath(out)}: a study writes a local folder "
+                             "(tables, figures, summary.md); an object store URL is not one: "
+                             "name a local folder, and copy it to the store afterwards")
         check_outside_stores(self.out, "a study's folder", "--out")
         folder_above(self.out)  # a file where a folder is made: refused now, not when made
         reclaim_leftovers(self.out)  # a killed run's, also when this one is refused below

@@ -41,7 +41,7 @@ from matplotlib.figure import Figure
 
 from streamlsq import __version__
 from streamlsq.errors import InputError
-from streamlsq.io.location import not_a_url
+from streamlsq.io.location import is_url, not_a_url
 from streamlsq.io.outputs import (
     OwnedTemporary,
     check_outside_stores,
@@ -113,6 +113,10 @@ class DemoFolder:
         typo = not_a_url(os.fspath(self.given), output=True)  # too few slashes: no folder
         if typo:
             raise InputError(typo)
+        if is_url(os.fspath(self.given)):  # Path() would read s3://b/st as the local s3:/b/st
+            raise InputError(f"{os.fspath(self.given)}: the demo writes a local folder "
+                             "(stores, figures, summary.md); an object store URL is not one: "
+                             "name a local folder, and copy it to the store afterwards")
         check_outside_stores(out, "the demo's folder", "--out")
         above = folder_above(out)
         reclaim_leftovers(out)
